@@ -1,0 +1,1 @@
+from . import attention_cross_entropy  # noqa: F401

@@ -1,0 +1,107 @@
+"""Cross entropy for our LMs, with two additions.
+
+* ``paper_ppl``: the Attentive LM paper's count, logged beside the standard ``ppl``. The
+  authors' code never predicts the first word of a sentence (no beginning-of-sentence
+  input) yet divides by every token, first words included. Here the first target of each
+  sentence (a sample whose source starts with ``</s>``) is left out of the summed NLL and
+  kept in the denominator, so ``paper_ppl`` can sit next to the paper's 70.1 on PTB.
+  Lower than ``ppl`` by construction; report ``ppl`` as the real figure.
+* ``--attention-entropy-weight lambda`` (AMSRN, Liu et al. 2016): minimise
+  ``L + lambda * R`` with ``R = sum_s 1/|s| sum_{t in s} H(alpha_t)``, the entropy of each
+  step's attention over the model's history, averaged over each sample's real tokens.
+  ``lambda > 0`` sharpens the attention, ``lambda < 0`` smooths it.
+"""
+import math
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from fairseq import metrics, utils
+from fairseq.criterions import FairseqCriterion, register_criterion
+from fairseq.dataclass import FairseqDataclass
+from omegaconf import II
+
+
+@dataclass
+class AttentionCrossEntropyConfig(FairseqDataclass):
+    attention_entropy_weight: float = field(default=0.0, metadata={
+        "help": "lambda: add lambda * (per-sample mean entropy of the history attention) to "
+                "the loss; > 0 sharpens, < 0 smooths; needs a model with history attention"})
+    sentence_avg: bool = II("optimization.sentence_avg")
+
+
+def attention_entropy(weights: torch.Tensor) -> torch.Tensor:
+    """Entropy ``-sum_i a_i log a_i`` of each attention row ``(..., S) -> (...)``; 0 log 0 = 0."""
+    return -torch.special.xlogy(weights, weights).sum(-1)
+
+
+@register_criterion("attention_cross_entropy", dataclass=AttentionCrossEntropyConfig)
+class AttentionCrossEntropyCriterion(FairseqCriterion):
+    def __init__(self, task, attention_entropy_weight=0.0, sentence_avg=False):
+        super().__init__(task)
+        self.entropy_weight = attention_entropy_weight
+        self.sentence_avg = sentence_avg
+
+    def forward(self, model, sample, reduce=True):
+        net_output = model(**sample["net_input"])
+        lprobs = model.get_normalized_probs(net_output, log_probs=True)
+        target = model.get_targets(sample, net_output)
+        nll = F.nll_loss(lprobs.transpose(1, 2), target, ignore_index=self.padding_idx,
+                         reduction="none")  # (B, T)
+        nll_loss = nll.sum()
+        starts_sentence = sample["net_input"]["src_tokens"][:, 0].eq(self.task.source_dictionary.eos())
+        first_word_nll = nll[:, 0].masked_fill(~starts_sentence, 0.0).sum()
+
+        ntokens = sample["ntokens"]
+        sample_size = target.size(0) if self.sentence_avg else ntokens
+        loss = nll_loss
+        logging_output = {
+            "nll_loss": nll_loss.data,
+            "paper_nll_loss": (nll_loss - first_word_nll).data,
+            "ntokens": ntokens,
+            "nsentences": target.size(0),
+            "sample_size": sample_size,
+        }
+        weights = self._history_attention(model, net_output)
+        if weights is not None:
+            real = target.ne(self.padding_idx)
+            lengths = real.sum(1).clamp(min=1)
+            entropy = (attention_entropy(weights) * real).sum(1) / lengths  # per sample
+            regularizer = entropy.sum()
+            if self.entropy_weight != 0.0:
+                loss = loss + self.entropy_weight * regularizer
+            logging_output["attn_entropy"] = regularizer.data
+        logging_output["loss"] = loss.data
+        return loss, sample_size, logging_output
+
+    def _history_attention(self, model, net_output):
+        extra = net_output[1] if len(net_output) > 1 and isinstance(net_output[1], dict) else {}
+        weights = extra.get("history_attn")
+        if isinstance(weights, list):
+            weights = weights[0]
+        if weights is None and self.entropy_weight != 0.0:
+            raise ValueError(
+                f"--attention-entropy-weight {self.entropy_weight} needs a model that returns "
+                "its history attention (attentive_lm, amsrn); this model "
+                f"({model.__class__.__name__}) has none: drop the option or change --arch")
+        return weights
+
+    @staticmethod
+    def reduce_metrics(logging_outputs) -> None:
+        def total(key):
+            return sum(log.get(key, 0) for log in logging_outputs)
+
+        ntokens, nsentences, sample_size = total("ntokens"), total("nsentences"), total("sample_size")
+        metrics.log_scalar("loss", total("loss") / sample_size / math.log(2), sample_size, round=3)
+        metrics.log_scalar("nll_loss", total("nll_loss") / ntokens / math.log(2), ntokens, round=3)
+        metrics.log_scalar("paper_nll_loss", total("paper_nll_loss") / ntokens / math.log(2),
+                           ntokens, round=3)
+        metrics.log_derived("ppl", lambda m: utils.get_perplexity(m["nll_loss"].avg))
+        metrics.log_derived("paper_ppl", lambda m: utils.get_perplexity(m["paper_nll_loss"].avg))
+        if any("attn_entropy" in log for log in logging_outputs):
+            metrics.log_scalar("attn_entropy", total("attn_entropy") / max(nsentences, 1),
+                               nsentences, round=3)
+
+    @staticmethod
+    def logging_outputs_can_be_summed() -> bool:
+        return True

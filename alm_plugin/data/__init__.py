@@ -1,0 +1,1 @@
+from .sentence_blocks import SentenceBlockDataset  # noqa: F401

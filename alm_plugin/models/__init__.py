@@ -1,0 +1,1 @@
+from . import attentive_lm  # noqa: F401

@@ -1,0 +1,81 @@
+"""Attentive LM (Salton, Ross and Kelleher 2017): an LSTM LM attending over its own history.
+
+    h_t  = LSTM(x_t, h_{t-1})                                   (Eq. 2)
+    a_i  = softmax_{i<t} score(h_i, h_t)                        (Eq. 4)
+    c_t  = sum_{i<t} a_i h_i                                    (Eq. 3)
+    h'_t = tanh(W_c [h_t ; c_t] + b_c)                          (Eq. 7)
+    p(w_{t+1} | w_<=t) = softmax(W h'_t + b), W = E             (Eq. 8)
+
+with the *single* (Eq. 9) or *combined* (Eq. 10) score. The memory holds ``h_1..h_{t-1}``
+(``h_t`` is written only after the prediction); at ``t = 1`` it is empty and ``c_1 = 0``.
+"""
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn as nn
+from fairseq.dataclass import ChoiceEnum
+from fairseq.models import FairseqLanguageModel, register_model, register_model_architecture
+from fairseq.utils import safe_getattr
+
+from ..modules.history_attention import CausalHistoryAttention, CombinedScore, SingleScore
+from ..modules.history_lstm_decoder import HistoryAttentionLSTMDecoder, RecurrentLMConfig
+
+SCORES = {"single": SingleScore, "combined": CombinedScore}
+
+
+@dataclass
+class AttentiveLMConfig(RecurrentLMConfig):
+    attention_score: ChoiceEnum(list(SCORES)) = field(default="single", metadata={
+        "help": "single: v.tanh(W_s h_i) (Eq. 9); combined: v.tanh(W_s h_i + W_q h_t) (Eq. 10)"})
+    attention_dim: int = field(default=0, metadata={
+        "help": "size of the score's tanh layer (0: the LSTM hidden size)"})
+    attention_sentinel: bool = field(default=False, metadata={
+        "help": "add an all-zero memory slot that every step can attend to, as the authors' "
+                "released code does (the paper has none)"})
+
+
+class AttentiveLMDecoder(HistoryAttentionLSTMDecoder):
+    def __init__(self, cfg: AttentiveLMConfig, dictionary):
+        super().__init__(cfg, dictionary)
+        score = SCORES[cfg.attention_score](cfg.hidden_size, cfg.attention_dim or cfg.hidden_size)
+        self.attention = CausalHistoryAttention(score, include_current=False,
+                                                initial_slot=cfg.attention_sentinel,
+                                                window=cfg.memory_window)
+        self.concat = nn.Linear(2 * cfg.hidden_size, cfg.embed_dim)
+        self.reset_parameters()
+
+    def combine(self, states, context):
+        """Eq. 7: ``h'_t = tanh(W_c [h_t ; c_t] + b_c)``."""
+        return torch.tanh(self.concat(torch.cat([states, context], dim=-1)))
+
+
+@register_model("attentive_lm", dataclass=AttentiveLMConfig)
+class AttentiveLanguageModel(FairseqLanguageModel):
+    """Attentive LSTM language model; ``extra["history_attn"]`` holds the attention weights."""
+
+    @classmethod
+    def build_model(cls, cfg, task):
+        return cls(AttentiveLMDecoder(cfg, task.target_dictionary))
+
+
+def _set(args, **defaults):
+    for name, value in defaults.items():
+        setattr(args, name, safe_getattr(args, name, value))
+
+
+@register_model_architecture("attentive_lm", "attentive_lm_ptb")
+def attentive_lm_ptb(args):
+    """PTB setup: 2 x 650 LSTM, tied 650-d embeddings, dropout 0.5."""
+    _set(args, embed_dim=650, hidden_size=650, num_layers=2, dropout=0.5)
+
+
+@register_model_architecture("attentive_lm", "attentive_lm_wikitext2")
+def attentive_lm_wikitext2(args):
+    """WikiText-2 setup: 2 x 1000 LSTM, tied 1000-d embeddings, dropout 0.65."""
+    _set(args, embed_dim=1000, hidden_size=1000, num_layers=2, dropout=0.65)
+
+
+@register_model_architecture("attentive_lm", "attentive_lm_small")
+def attentive_lm_small(args):
+    """A quick model for the shipped sample and tests: 2 x 256, dropout 0.3."""
+    _set(args, embed_dim=256, hidden_size=256, num_layers=2, dropout=0.3)

@@ -1,0 +1,174 @@
+"""Causal attention of a recurrent model over its own earlier hidden states.
+
+One module serves every model of the plugin: the attentive LM (Salton et al. 2017), AMSRN
+(Liu et al. 2016) and the attentive translation decoders. They differ only in
+
+* the score function (a small module: ``SingleScore``, ``CombinedScore`` or AMSRN's
+  gated dot product),
+* whether the memory holds the current state ``h_t`` (AMSRN) or stops at ``h_{t-1}``
+  (attentive LM),
+* whether the memory starts with the initial state ``h_0 = 0`` (AMSRN's ``H_t``; for the
+  attentive LM it is the optional "sentinel" slot of the authors' released code),
+* an optional window: only the ``window`` most recent states are remembered.
+
+Training and scoring see the whole sequence at once (attention never feeds back into the
+recurrence), so the full forward is a handful of batched matrix products under a causal
+mask. Incremental decoding keeps the memory and its precomputed keys in a dict of tensors.
+"""
+from typing import Dict, Optional, Tuple
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch import Tensor
+
+
+class SingleScore(nn.Module):
+    """Salton et al. Eq. 9: ``single(h_i) = v . tanh(W_s h_i)``; the query is not used."""
+
+    def __init__(self, state_dim: int, attention_dim: int):
+        super().__init__()
+        self.key_proj = nn.Linear(state_dim, attention_dim, bias=False)
+        self.v = nn.Linear(attention_dim, 1, bias=False)
+
+    def keys(self, memory: Tensor) -> Tensor:
+        """A scalar per memory slot: ``(B, S, d) -> (B, S, 1)``."""
+        return self.v(torch.tanh(self.key_proj(memory)))
+
+    def forward(self, queries: Tensor, keys: Tensor) -> Tensor:
+        return keys.transpose(1, 2).expand(-1, queries.size(1), -1)
+
+
+class CombinedScore(nn.Module):
+    """Salton et al. Eq. 10: ``combined(h_i, h_t) = v . tanh(W_s h_i + W_q h_t)``.
+
+    The additive form needs a ``(B, Q, S, attention_dim)`` intermediate; the caller bounds
+    it by chunking the queries.
+    """
+
+    def __init__(self, state_dim: int, attention_dim: int):
+        super().__init__()
+        self.key_proj = nn.Linear(state_dim, attention_dim, bias=False)
+        self.query_proj = nn.Linear(state_dim, attention_dim, bias=False)
+        self.v = nn.Linear(attention_dim, 1, bias=False)
+
+    def keys(self, memory: Tensor) -> Tensor:
+        return self.key_proj(memory)
+
+    def forward(self, queries: Tensor, keys: Tensor) -> Tensor:
+        hidden = torch.tanh(keys.unsqueeze(1) + self.query_proj(queries).unsqueeze(2))
+        return self.v(hidden).squeeze(-1)
+
+    def intermediate_size(self, keys: Tensor) -> int:
+        """Elements per query of the ``tanh`` intermediate, used to size query chunks."""
+        return keys.size(0) * keys.size(1) * keys.size(2)
+
+
+def masked_softmax(scores: Tensor, allowed: Tensor) -> Tensor:
+    """Softmax over the last dim restricted to ``allowed``; a row with nothing allowed is all
+    zeros (an empty memory gives a zero context, never NaN, and a finite gradient)."""
+    filled = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
+    return F.softmax(filled, dim=-1).masked_fill(~allowed, 0.0)
+
+
+class CausalHistoryAttention(nn.Module):
+    """``c_t = sum_i a_i h_i`` with ``a = softmax_i score(h_i, h_t)`` over earlier states
+    (Salton et al. Eq. 3-4; AMSRN's ``alpha``).
+
+    Args:
+        score: a score module with ``keys(memory)`` and ``forward(queries, keys)``.
+        include_current: the memory runs to ``h_t`` instead of ``h_{t-1}``.
+        initial_slot: the memory starts with the initial state ``h_0 = 0``.
+        window: remember only the ``window`` most recent states (0: the whole sample).
+        chunk_elements: bound on the elements of a score intermediate; queries are processed
+            in chunks so long blocks (eval-lm at 512-2048 tokens) stay in a small budget.
+    """
+
+    def __init__(self, score: nn.Module, include_current: bool = False, initial_slot: bool = False,
+                 window: int = 0, chunk_elements: int = 2 ** 24):
+        super().__init__()
+        if window < 0:
+            raise ValueError(f"the memory window must be >= 0 (0 = whole sample), got {window}")
+        self.score = score
+        self.include_current = include_current
+        self.initial_slot = initial_slot
+        self.window = window
+        self.chunk_elements = chunk_elements
+
+    def _allowed(self, query_times: Tensor, slot_times: Tensor) -> Tensor:
+        """Which memory slots each query may read: ``(Q,) x (S,) -> (Q, S)``.
+
+        Times count states from 1 (``h_1`` after the first token); the initial slot is time 0.
+        """
+        newest = query_times.unsqueeze(1) - (0 if self.include_current else 1)
+        slots = slot_times.unsqueeze(0)
+        allowed = slots <= newest
+        if self.window > 0:
+            allowed &= slots > newest - self.window
+        if self.initial_slot:
+            allowed |= slots == 0  # h_0 is always remembered: it is no earlier word
+        else:
+            allowed &= slots > 0
+        return allowed
+
+    def _attend(self, queries, memory, keys, allowed) -> Tuple[Tensor, Tensor]:
+        weights = masked_softmax(self.score(queries, keys), allowed)
+        return torch.bmm(weights, memory), weights
+
+    def forward(self, states: Tensor, padding_mask: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+        """Full sequence. ``states``: ``(B, T, d)``; ``padding_mask``: ``(B, T)``, True at pads.
+
+        Returns the contexts ``(B, T, d)`` and the weights ``(B, T, S)`` over the memory slots
+        (``S = T + 1`` with the initial slot, whose weight comes first).
+        """
+        bsz, tgt_len, _ = states.shape
+        offset = 1 if self.initial_slot else 0
+        memory = F.pad(states, (0, 0, offset, 0)) if offset else states
+        keys = self.score.keys(memory)
+        slot_times = torch.arange(memory.size(1), device=states.device) + (1 - offset)
+        slot_padding = None
+        if padding_mask is not None and padding_mask.any():
+            slot_padding = F.pad(padding_mask, (offset, 0)) if offset else padding_mask
+
+        per_query = getattr(self.score, "intermediate_size", None)
+        chunk = tgt_len if per_query is None else max(1, self.chunk_elements // max(1, per_query(keys)))
+        contexts, weights = [], []
+        for start in range(0, tgt_len, chunk):  # one pass unless the score needs a big intermediate
+            end = min(tgt_len, start + chunk)
+            # memory beyond the chunk's last query is never read: narrow the keys to save work
+            last_slot = min(memory.size(1), end + offset + (1 if self.include_current else 0))
+            query_times = torch.arange(start + 1, end + 1, device=states.device)
+            allowed = self._allowed(query_times, slot_times[:last_slot]).unsqueeze(0)
+            if slot_padding is not None:
+                allowed = allowed & ~slot_padding[:, None, :last_slot]
+            context, weight = self._attend(states[:, start:end], memory[:, :last_slot],
+                                           keys[:, :last_slot], allowed.expand(bsz, -1, -1))
+            contexts.append(context)
+            weights.append(F.pad(weight, (0, memory.size(1) - last_slot)))
+        return torch.cat(contexts, dim=1), torch.cat(weights, dim=1)
+
+    def _trim(self, slots: Tensor) -> Tensor:
+        """Keep the initial slot and the ``window`` most recent states (all when window is 0)."""
+        offset = 1 if self.initial_slot else 0
+        if self.window == 0 or slots.size(1) - offset <= self.window:
+            return slots
+        return torch.cat([slots[:, :offset], slots[:, -self.window:]], dim=1)
+
+    def step(self, state: Tensor, cache: Optional[Dict[str, Tensor]]) -> Tuple[Tensor, Tensor, Dict[str, Tensor]]:
+        """One incremental step. ``state``: ``(B, 1, d)``; ``cache`` holds the memory so far
+        (``None`` at the first step). Returns the context ``(B, 1, d)``, the weights
+        ``(B, 1, S)`` and the new cache; reorder the cache with ``index_select`` on dim 0.
+        """
+        if cache is None:
+            empty = state.new_zeros(state.size(0), 1 if self.initial_slot else 0, state.size(2))
+            cache = {"memory": empty, "keys": self.score.keys(empty)}
+        grown = {"memory": torch.cat([cache["memory"], state], dim=1),
+                 "keys": torch.cat([cache["keys"], self.score.keys(state)], dim=1)}
+        grown = {name: self._trim(slots) for name, slots in grown.items()}
+        read = grown if self.include_current else cache
+        if read["memory"].size(1) == 0:  # nothing remembered yet: zero context
+            context, weights = torch.zeros_like(state), state.new_zeros(state.size(0), 1, 0)
+        else:
+            allowed = state.new_ones(state.size(0), 1, read["memory"].size(1), dtype=torch.bool)
+            context, weights = self._attend(state, read["memory"], read["keys"], allowed)
+        return context, weights, grown

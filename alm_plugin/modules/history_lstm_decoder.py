@@ -1,0 +1,123 @@
+"""An LSTM decoder that attends over its own history: the common body of our models.
+
+    embed -> LSTM (one call over the whole sequence) -> causal history attention
+          -> combine(h_t, c_t) -> softmax tied to the input embeddings
+
+Subclasses choose the attention (score, memory layout) and the combination layer; this
+class owns the embedding, the recurrence, dropout, initialisation, incremental state and
+the dictionary check.
+"""
+import hashlib
+from dataclasses import dataclass, field
+from typing import Dict, Optional
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from fairseq.dataclass import FairseqDataclass
+from fairseq.models import FairseqIncrementalDecoder
+from torch import Tensor
+
+# LSTMs have no position limit; fairseq drops samples longer than max_positions, so say so.
+UNLIMITED_POSITIONS = 1_000_000
+
+
+@dataclass
+class RecurrentLMConfig(FairseqDataclass):
+    embed_dim: int = field(default=650, metadata={"help": "word embedding size (tied with the output layer)"})
+    hidden_size: int = field(default=650, metadata={"help": "LSTM hidden size"})
+    num_layers: int = field(default=2, metadata={"help": "number of stacked LSTM layers"})
+    dropout: float = field(default=0.5, metadata={
+        "help": "dropout on the non-recurrent connections: embeddings, between LSTM layers, "
+                "LSTM output and the layer before the softmax"})
+    memory_window: int = field(default=0, metadata={
+        "help": "attend over at most this many previous states; 0 = the whole sample (with "
+                "--sample-break-mode eos: the sentence, the paper's per-sentence reset)"})
+    init_range: float = field(default=0.05, metadata={
+        "help": "weights start uniform in [-init_range, init_range], biases at 0 (paper: 0.05)"})
+
+
+def dictionary_fingerprint(dictionary) -> int:
+    """A 63-bit hash of the symbol list, saved with the model to catch a dictionary mismatch."""
+    digest = hashlib.sha256("\n".join(dictionary.symbols).encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "little") >> 1
+
+
+class HistoryAttentionLSTMDecoder(FairseqIncrementalDecoder):
+    """Base decoder. Subclasses set ``self.attention`` (a ``CausalHistoryAttention``) and
+    implement ``combine(states, context) -> features`` of size ``embed_dim``."""
+
+    def __init__(self, cfg: RecurrentLMConfig, dictionary):
+        super().__init__(dictionary)
+        self.cfg = cfg
+        self.padding_idx = dictionary.pad()
+        self.embed_tokens = nn.Embedding(len(dictionary), cfg.embed_dim, self.padding_idx)
+        self.lstm = nn.LSTM(cfg.embed_dim, cfg.hidden_size, cfg.num_layers, batch_first=True,
+                            dropout=cfg.dropout if cfg.num_layers > 1 else 0.0)
+        self.dropout = nn.Dropout(cfg.dropout)
+        self.output_bias = nn.Parameter(torch.zeros(len(dictionary)))
+        self.register_buffer("dictionary_fingerprint",
+                             torch.tensor(dictionary_fingerprint(dictionary), dtype=torch.long))
+
+    def reset_parameters(self):
+        """Uniform weights in [-r, r] and zero biases, as in the paper (call after building)."""
+        for name, param in self.named_parameters():
+            if "bias" in name:
+                nn.init.zeros_(param)
+            else:
+                nn.init.uniform_(param, -self.cfg.init_range, self.cfg.init_range)
+        with torch.no_grad():
+            self.embed_tokens.weight[self.padding_idx].zero_()
+
+    def combine(self, states: Tensor, context: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    def forward(self, prev_output_tokens, encoder_out=None, incremental_state=None, **kwargs):
+        features, extra = self.extract_features(prev_output_tokens, incremental_state)
+        return self.output_layer(features), extra
+
+    def extract_features(self, prev_output_tokens, incremental_state=None, **kwargs):
+        tokens = prev_output_tokens
+        cache = None
+        if incremental_state is not None:
+            tokens = tokens[:, -1:]
+            cache = self.get_incremental_state(incremental_state, "history")
+        x = self.dropout(self.embed_tokens(tokens))
+        hidden = None if cache is None else (cache["hidden"].transpose(0, 1).contiguous(),
+                                             cache["cell"].transpose(0, 1).contiguous())
+        states, (h, c) = self.lstm(x, hidden)
+        states = self.dropout(states)
+        if incremental_state is None:
+            context, weights = self.attention(states, padding_mask=tokens.eq(self.padding_idx))
+        else:
+            memory = None if cache is None else {"memory": cache["memory"], "keys": cache["keys"]}
+            context, weights, memory = self.attention.step(states, memory)
+            # batch first everywhere, so reordering is one index_select on dim 0
+            self.set_incremental_state(incremental_state, "history", {
+                "hidden": h.transpose(0, 1), "cell": c.transpose(0, 1), **memory})
+        features = self.dropout(self.combine(states, context))
+        # "attn" is what fairseq's generator reads (source attention): ours is over history
+        return features, {"attn": [None], "history_attn": [weights]}
+
+    def output_layer(self, features, **kwargs):
+        """Eq. 8: ``softmax(W h'_t + b)`` with ``W`` tied to the input embeddings."""
+        return F.linear(features, self.embed_tokens.weight, self.output_bias)
+
+    def reorder_incremental_state(self, incremental_state, new_order):
+        cache = self.get_incremental_state(incremental_state, "history")
+        if cache is None:
+            return
+        self.set_incremental_state(incremental_state, "history", {
+            name: value.index_select(0, new_order) for name, value in cache.items()})
+
+    def max_positions(self):
+        return UNLIMITED_POSITIONS
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        saved = state_dict.get(prefix + "dictionary_fingerprint")
+        if saved is not None and int(saved) != int(self.dictionary_fingerprint):
+            raise ValueError(
+                "dictionary mismatch: this checkpoint was trained with another dictionary "
+                f"than the one loaded now ({len(self.dictionary)} types). Point fairseq at the "
+                "data-bin directory (dict.txt) the model was trained on.")
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)

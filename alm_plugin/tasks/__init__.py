@@ -1,0 +1,1 @@
+from . import sentence_language_modeling  # noqa: F401

@@ -1,0 +1,78 @@
+"""Sentence-level language modelling: one sentence per sample, the memory reset per sample.
+
+This is fairseq's ``language_modeling`` task with the Attentive LM paper's batching as the
+default: ``--sample-break-mode eos`` and at most ``--tokens-per-sample 35`` tokens per
+sample. Unlike fairseq's ``eos`` mode, a longer sentence is cut into consecutive pieces
+rather than becoming a sample that fairseq later drops, so every token is trained on and
+scored. To truncate training sentences as the paper did instead, add fairseq's own
+``--shorten-method truncate --shorten-data-split-list train``.
+
+The other break modes (``none``, ``complete``, ``complete_doc``) behave as in fairseq; with
+them a model's ``--memory-window`` lets the memory span sentence boundaries.
+"""
+import logging
+import os
+from dataclasses import dataclass, field
+
+from fairseq import utils
+from fairseq.data import MonolingualDataset, TokenBlockDataset, data_utils
+from fairseq.data.shorten_dataset import maybe_shorten_dataset
+from fairseq.tasks import register_task
+from fairseq.tasks.language_modeling import (
+    SAMPLE_BREAK_MODE_CHOICES,
+    LanguageModelingConfig,
+    LanguageModelingTask,
+)
+
+from ..data import SentenceBlockDataset
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class SentenceLanguageModelingConfig(LanguageModelingConfig):
+    sample_break_mode: SAMPLE_BREAK_MODE_CHOICES = field(
+        default="eos",
+        metadata={"help": 'eos (default): one sentence per sample, longer sentences cut into '
+                          'pieces of --tokens-per-sample; none/complete/complete_doc: as in '
+                          'fairseq language_modeling'},
+    )
+    tokens_per_sample: int = field(
+        default=35,
+        metadata={"help": "most tokens per sample (the paper pads/truncates sentences to 35)"},
+    )
+
+
+@register_task("sentence_language_modeling", dataclass=SentenceLanguageModelingConfig)
+class SentenceLanguageModelingTask(LanguageModelingTask):
+    """fairseq ``language_modeling`` with one (piece of a) sentence per sample."""
+
+    def load_dataset(self, split: str, epoch=1, combine=False, **kwargs):
+        paths = utils.split_paths(self.args.data)
+        split_path = os.path.join(paths[(epoch - 1) % len(paths)], split)
+        dataset = data_utils.load_indexed_dataset(split_path, self.dictionary,
+                                                  self.args.dataset_impl, combine=combine)
+        if dataset is None:
+            raise FileNotFoundError(
+                f"no '{split}' data in {os.path.dirname(split_path)}: binarise it with "
+                f"fairseq-preprocess --only-source (see examples/language_model/prepare_lm_data.py)")
+        dataset = maybe_shorten_dataset(dataset, split, self.args.shorten_data_split_list,
+                                        self.args.shorten_method, self.args.tokens_per_sample,
+                                        self.args.seed)
+        if self.args.sample_break_mode == "eos":
+            blocks = SentenceBlockDataset(dataset, dataset.sizes, self.args.tokens_per_sample,
+                                          pad=self.dictionary.pad(), eos=self.dictionary.eos())
+            n_split = len(blocks) - len(dataset)
+            if n_split:
+                logger.info(f"{split}: {n_split} extra samples from sentences longer than "
+                            f"{self.args.tokens_per_sample} tokens (cut into pieces, nothing dropped)")
+        else:
+            blocks = TokenBlockDataset(dataset, dataset.sizes, self.args.tokens_per_sample,
+                                       pad=self.dictionary.pad(), eos=self.dictionary.eos(),
+                                       break_mode=self.args.sample_break_mode, include_targets=True)
+        self.datasets[split] = MonolingualDataset(
+            dataset=blocks, sizes=blocks.sizes, src_vocab=self.dictionary,
+            tgt_vocab=self.output_dictionary,
+            add_eos_for_other_targets=self.args.sample_break_mode != "none",
+            shuffle=True, targets=self.targets, add_bos_token=self.args.add_bos_token,
+        )

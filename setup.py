@@ -1,0 +1,21 @@
+from setuptools import find_packages, setup
+
+setup(
+    name="alm_plugin",
+    version="0.1.0",
+    description="Attentive LM, AMSRN and character LMs with a word cache as a fairseq plugin",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    packages=find_packages(include=["alm_plugin", "alm_plugin.*"]),
+    python_requires=">=3.9",
+    # fairseq is installed as `fairseq-fixed` (import name `fairseq`): the official 0.12.2
+    # does not import on Python 3.11. See .ci/install for the exact, CPU-only recipe.
+    install_requires=[
+        "fairseq-fixed>=0.12.3",
+        "torch>=2.0",
+        "numpy<2",
+        "sacremoses",
+        "subword-nmt",
+    ],
+    extras_require={"test": ["pytest"]},
+)

@@ -1,0 +1,127 @@
+"""Behaviour of the attentive LM decoder: causality, incremental decoding, padding, memory."""
+import pytest
+import torch
+
+from alm_plugin.models.attentive_lm import AttentiveLMConfig, AttentiveLMDecoder
+from alm_plugin.modules.history_attention import CausalHistoryAttention, CombinedScore
+from conftest import random_tokens
+
+VARIANTS = [
+    dict(attention_score="single"),
+    dict(attention_score="combined"),
+    dict(attention_score="combined", attention_sentinel=True),
+    dict(attention_score="single", memory_window=3),
+    dict(attention_score="combined", memory_window=2, attention_sentinel=True),
+]
+
+
+def make_decoder(dictionary, **overrides):
+    cfg = AttentiveLMConfig(embed_dim=16, hidden_size=12, num_layers=2, dropout=0.0, **overrides)
+    decoder = AttentiveLMDecoder(cfg, dictionary)
+    for p in decoder.parameters():  # the paper's tiny init makes attention near-uniform: sharpen it
+        torch.nn.init.normal_(p, std=0.5)
+    return decoder.eval()
+
+
+def log_probs(decoder, tokens):
+    return decoder.get_normalized_probs(decoder(tokens), log_probs=True)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_no_peeking_at_future_tokens(dictionary, variant):
+    decoder = make_decoder(dictionary, **variant)
+    tokens = random_tokens(dictionary, 2, 9)
+    for t in range(9):
+        changed = tokens.clone()
+        changed[:, t:] = random_tokens(dictionary, 2, 9 - t)
+        changed[:, t] = (tokens[:, t] - dictionary.nspecial + 1) % (len(dictionary) - dictionary.nspecial) + dictionary.nspecial
+        before, after = log_probs(decoder, tokens), log_probs(decoder, changed)
+        torch.testing.assert_close(before[:, :t], after[:, :t], rtol=0, atol=1e-6)
+        assert not torch.allclose(before[:, t], after[:, t])  # the changed input does matter
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_incremental_equals_full_forward(dictionary, variant):
+    decoder = make_decoder(dictionary, **variant)
+    tokens = random_tokens(dictionary, 3, 10)
+    full, full_extra = decoder(tokens)
+    state, steps = {}, []
+    for t in range(tokens.size(1)):
+        out, extra = decoder(tokens[:, : t + 1], incremental_state=state)
+        steps.append(out)
+        # the step's weights are the full forward's row, restricted to the remembered slots
+        row = full_extra["history_attn"][0][:, t]
+        offset = 1 if decoder.attention.initial_slot else 0
+        slot_times = torch.arange(row.size(-1)) + 1 - offset
+        remembered = decoder.attention._allowed(torch.tensor([t + 1]), slot_times)[0]
+        torch.testing.assert_close(extra["history_attn"][0][:, 0], row[:, remembered], atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
+
+
+def test_reordered_incremental_state_follows_beams(dictionary):
+    decoder = make_decoder(dictionary, attention_score="combined")
+    tokens = random_tokens(dictionary, 3, 6)
+    state = {}
+    for t in range(4):
+        decoder(tokens[:, : t + 1], incremental_state=state)
+    order = torch.tensor([2, 0, 0])
+    decoder.reorder_incremental_state(state, order)
+    reordered = tokens[order]
+    out, _ = decoder(reordered[:, :5], incremental_state=state)
+    torch.testing.assert_close(out[:, -1], decoder(reordered[:, :5])[0][:, -1], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("variant", VARIANTS[:3])
+def test_sentence_scores_the_same_alone_and_in_a_padded_batch(dictionary, variant):
+    decoder = make_decoder(dictionary, **variant)
+    short, long = random_tokens(dictionary, 1, 4), random_tokens(dictionary, 1, 9)
+    batch = torch.full((2, 9), dictionary.pad())
+    batch[0, :4], batch[1] = short[0], long[0]
+    alone = log_probs(decoder, short)
+    padded = log_probs(decoder, batch)
+    torch.testing.assert_close(padded[0, :4], alone[0], atol=1e-5, rtol=1e-5)
+    assert torch.isfinite(padded).all()
+
+
+def test_first_step_has_empty_memory_zero_context_and_finite_gradients(dictionary):
+    decoder = make_decoder(dictionary, attention_score="combined")
+    decoder.train()
+    tokens = random_tokens(dictionary, 2, 5)
+    out, extra = decoder(tokens)
+    weights = extra["history_attn"][0]
+    assert weights[:, 0].abs().sum() == 0          # t = 1 attends to nothing
+    torch.testing.assert_close(weights[:, 1:].sum(-1), torch.ones(2, 4))
+    assert weights.triu().abs().sum() == 0          # never h_t itself, never the future
+    out.logsumexp(-1).sum().backward()
+    assert all(torch.isfinite(p.grad).all() for p in decoder.parameters() if p.grad is not None)
+
+
+def test_window_limits_the_memory(dictionary):
+    decoder = make_decoder(dictionary, attention_score="single", memory_window=3)
+    weights = decoder(random_tokens(dictionary, 1, 8))[1]["history_attn"][0][0]
+    nonzero = (weights > 0).sum(-1)
+    assert nonzero.tolist() == [0, 1, 2, 3, 3, 3, 3, 3]
+    assert weights[7, :4].sum() == 0 and weights[7, 4:7].sum() > 0.99
+
+
+def test_chunked_combined_score_equals_one_pass():
+    torch.manual_seed(1)
+    states = torch.randn(2, 23, 8)
+    one_pass = CausalHistoryAttention(CombinedScore(8, 6), chunk_elements=10 ** 9)
+    chunked = CausalHistoryAttention(one_pass.score, chunk_elements=2 * 23 * 6 * 3)  # 3 queries a chunk
+    for a, b in zip(one_pass(states), chunked(states)):
+        torch.testing.assert_close(a, b)
+
+
+def test_paper_initialisation(dictionary):
+    decoder = AttentiveLMDecoder(AttentiveLMConfig(embed_dim=16, hidden_size=16), dictionary)
+    for name, p in decoder.named_parameters():
+        if "bias" in name:
+            assert p.abs().max() == 0, name
+        else:
+            assert p.abs().max() <= 0.05, name
+    # tied: the output layer reuses the embedding matrix, there is no second V x d matrix
+    vocab_sized = [n for n, p in decoder.named_parameters() if p.dim() == 2 and p.size(0) == len(dictionary)]
+    assert vocab_sized == ["embed_tokens.weight"]
+    features = torch.randn(1, 16)
+    torch.testing.assert_close(decoder.output_layer(features), features @ decoder.embed_tokens.weight.t())
