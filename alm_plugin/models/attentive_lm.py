@@ -19,6 +19,7 @@ from fairseq.utils import safe_getattr
 
 from ..modules.history_attention import CausalHistoryAttention, CombinedScore, SingleScore
 from ..modules.history_lstm_decoder import HistoryAttentionLSTMDecoder, RecurrentLMConfig
+from ..tasks.sentence_language_modeling import warn_if_memory_spans_sentences
 
 SCORES = {"single": SingleScore, "combined": CombinedScore}
 
@@ -55,6 +56,7 @@ class AttentiveLanguageModel(FairseqLanguageModel):
 
     @classmethod
     def build_model(cls, cfg, task):
+        warn_if_memory_spans_sentences(task, cfg.memory_window, "attentive_lm")
         return cls(AttentiveLMDecoder(cfg, task.target_dictionary))
 
 

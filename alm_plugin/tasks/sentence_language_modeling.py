@@ -76,3 +76,20 @@ class SentenceLanguageModelingTask(LanguageModelingTask):
             add_eos_for_other_targets=self.args.sample_break_mode != "none",
             shuffle=True, targets=self.targets, add_bos_token=self.args.add_bos_token,
         )
+
+
+def warn_if_memory_spans_sentences(task, memory_window: int, arch: str) -> None:
+    """fairseq-eval-lm builds its task from the command line (default: language_modeling,
+    1024-token blocks across sentences), not from the checkpoint. A model trained one
+    sentence per sample then silently attends across sentences; say so, and how to fix it."""
+    args = getattr(task, "args", None)
+    break_mode = getattr(args, "sample_break_mode", "eos")
+    if isinstance(task, SentenceLanguageModelingTask) or break_mode == "eos" or memory_window > 0:
+        return
+    logger.warning(
+        f"{arch}: task '{task.__class__.__name__}' gives samples of up to "
+        f"{getattr(args, 'tokens_per_sample', '?')} tokens across sentence boundaries "
+        f"(--sample-break-mode {break_mode}) and --memory-window is 0, so the attention spans "
+        "the whole sample. For the paper's per-sentence setting add "
+        "--task sentence_language_modeling (fairseq-eval-lm does not take the task from the "
+        "checkpoint).")

@@ -1,0 +1,137 @@
+"""The real commands on the shipped WikiText-2 sample: train, resume, evaluate, hub, errors."""
+import math
+import os
+import re
+import shutil
+
+import pytest
+import torch
+from fairseq import checkpoint_utils
+from fairseq.data import data_utils
+
+from cli import TRAIN_COMMON, eval_lm_result, json_records, run
+from conftest import SAMPLE_DATA
+
+TRAIN = ["--arch", "attentive_lm_small", "--attention-score", "combined",
+         "--criterion", "attention_cross_entropy", "--optimizer", "adam", "--lr", "0.003",
+         "--clip-norm", "5", "--batch-size", "32", "--log-interval", "10", "--seed", "3"]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """Train 120 updates (under a minute); every test below reuses this run."""
+    save_dir = tmp_path_factory.mktemp("ckpt")
+    _, output = run("train", SAMPLE_DATA, *TRAIN_COMMON, *TRAIN, "--max-update", "120",
+                    "--save-dir", save_dir)
+    return save_dir, output
+
+
+def test_training_loss_falls_on_real_text(trained):
+    _, output = trained
+    losses = [float(r["loss"]) for r in json_records(output, "train_inner")]
+    assert len(losses) >= 10
+    assert max(losses[-3:]) < min(losses[:3]) - 0.5, losses   # bits per token
+    valid = json_records(output, "valid")
+    assert valid and math.isfinite(float(valid[-1]["valid_ppl"]))
+    assert float(valid[-1]["valid_paper_ppl"]) < float(valid[-1]["valid_ppl"])
+
+
+def test_resume_continues_from_the_last_checkpoint(trained, tmp_path):
+    save_dir, _ = trained
+    resumed = tmp_path / "resumed"
+    shutil.copytree(save_dir, resumed)
+    _, output = run("train", SAMPLE_DATA, *TRAIN_COMMON, *TRAIN, "--max-update", "130",
+                    "--save-dir", resumed)
+    assert re.search(r"Loaded checkpoint .*checkpoint_last\.pt \(epoch \d+ @ 120 updates\)", output), output[-2000:]
+    assert json_records(output, "train")[-1]["train_num_updates"] == "130"
+    # --restore-file from another directory, with early stopping by --patience
+    _, output = run("train", SAMPLE_DATA, *TRAIN_COMMON, *TRAIN, "--restore-file",
+                    save_dir / "checkpoint_best.pt", "--save-dir", tmp_path / "other",
+                    "--max-epoch", "30", "--patience", "1", "--lr", "0.5")  # too high: valid worsens
+    assert "early stop since valid performance hasn't improved for last 1 runs" in output
+
+
+def hand_computed_nll(checkpoint, sequences, limit):
+    """Sum of -ln p over every token by a plain loop: each sequence is read in consecutive
+    pieces of at most ``limit`` tokens; a piece's first input is the previous token (or
+    </s> at the start of a sequence), as fairseq's LM datasets do."""
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)])
+    model = models[0].eval()
+    total, count = 0.0, 0
+    with torch.no_grad():
+        for sequence in sequences:
+            previous = task.dictionary.eos()
+            for start in range(0, len(sequence), limit):
+                target = sequence[start:start + limit]
+                source = torch.cat([target.new([previous]), target[:-1]])
+                lprobs = model.get_normalized_probs(model(source[None]), log_probs=True)[0]
+                total -= lprobs.gather(1, target[:, None]).sum().item()
+                count += len(target)
+                previous = target[-1].item()
+    return total, count
+
+
+def test_eval_lm_perplexity_equals_hand_computation(trained):
+    save_dir, _ = trained
+    checkpoint = save_dir / "checkpoint_best.pt"
+    _, output = run("eval_lm", SAMPLE_DATA, "--path", checkpoint, "--user-dir", "alm_plugin",
+                    "--task", "sentence_language_modeling", "--cpu", "--batch-size", "7",
+                    "--output-word-probs")
+    loss_base2, ppl = eval_lm_result(output)
+    sentences = list(data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "test"), None))
+    nll, count = hand_computed_nll(checkpoint, sentences, limit=35)
+    assert re.search(rf"Evaluated {count:,} tokens", output)
+    assert loss_base2 == pytest.approx(nll / count / math.log(2), abs=1e-3)
+    assert ppl == pytest.approx(math.exp(nll / count), rel=1e-3)
+    word_prob_lines = [line for line in output.splitlines() if re.search(r"\S+ \[-?[\d.]+\]", line)]
+    assert len(word_prob_lines) >= len(sentences)  # one line per sample: every sentence scored
+
+
+def test_eval_lm_without_the_task_warns_and_scores_fairseq_streams(trained):
+    """Plain fairseq-eval-lm uses language_modeling's 1024-token blocks: still exact, and said."""
+    save_dir, _ = trained
+    checkpoint = save_dir / "checkpoint_best.pt"
+    _, output = run("eval_lm", SAMPLE_DATA, "--path", checkpoint, "--user-dir", "alm_plugin",
+                    "--cpu", "--batch-size", "4")
+    assert "add --task sentence_language_modeling" in output
+    loss_base2, _ = eval_lm_result(output)
+    stream = torch.cat(list(data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "test"), None)))
+    nll, count = hand_computed_nll(checkpoint, [stream], limit=1024)
+    assert loss_base2 == pytest.approx(nll / count / math.log(2), abs=1e-3)
+
+
+def test_checkpoint_loads_with_weights_only(trained):
+    save_dir, _ = trained
+    state = torch.load(save_dir / "checkpoint_best.pt", weights_only=True)
+    assert state["cfg"]["model"]["_name"] == "attentive_lm_small"
+
+
+def test_hub_interface_scores_and_samples(trained):
+    from alm_plugin.models.attentive_lm import AttentiveLanguageModel
+    save_dir, _ = trained
+    lm = AttentiveLanguageModel.from_pretrained(str(save_dir), "checkpoint_best.pt",
+                                                data_name_or_path=SAMPLE_DATA, user_dir="alm_plugin")
+    lm.eval()
+    scored = lm.score("The game was released in Japan .")
+    assert scored["positional_scores"].shape == (7,)  # the hub scores the words, not </s>
+    assert torch.isfinite(scored["positional_scores"]).all()
+    torch.manual_seed(0)
+    sample = lm.sample("The game", beam=1, sampling=True, sampling_topk=10, max_len_b=12)
+    assert sample.startswith("The game") and len(sample.split()) > 2
+    # greedy incremental generation agrees with the full forward's argmax at every step
+    greedy = lm.generate(lm.encode("The game"), beam=1, max_len_b=6)[0]["tokens"]
+    source = torch.cat([greedy.new([lm.task.dictionary.eos()]), greedy[:-1]])
+    full = lm.models[0](source[None])[0][0].argmax(-1)
+    assert torch.equal(full[2:], greedy[2:])
+
+
+def test_dictionary_mismatch_is_a_clear_error(trained, tmp_path):
+    save_dir, _ = trained
+    other = tmp_path / "other-data"
+    shutil.copytree(SAMPLE_DATA, other)
+    lines = open(other / "dict.txt").read().splitlines()
+    lines[10], lines[11] = lines[11], lines[10]  # same size, different word ids
+    (other / "dict.txt").write_text("\n".join(lines) + "\n")
+    code, output = run("eval_lm", other, "--path", save_dir / "checkpoint_best.pt",
+                       "--user-dir", "alm_plugin", "--cpu", check=False)
+    assert code != 0 and "dictionary mismatch" in output

@@ -1,0 +1,109 @@
+"""Sentence batching, and the criterion's figures against hand computations."""
+import math
+import os
+from argparse import Namespace
+
+import numpy as np
+import pytest
+import torch
+from fairseq import metrics
+from fairseq.criterions.cross_entropy import CrossEntropyCriterion
+from fairseq.data import MonolingualDataset
+
+from alm_plugin.criterions.attention_cross_entropy import AttentionCrossEntropyCriterion
+from alm_plugin.data.sentence_blocks import SentenceBlockDataset, sentence_piece_slices
+from alm_plugin.models.attentive_lm import AttentiveLanguageModel, AttentiveLMConfig, AttentiveLMDecoder
+from alm_plugin.tasks.sentence_language_modeling import SentenceLanguageModelingTask
+from conftest import SAMPLE_DATA
+
+
+def test_long_sentences_are_cut_into_pieces_and_nothing_is_dropped():
+    sizes = np.array([5, 1, 12, 4])
+    slices = sentence_piece_slices(sizes, 4)
+    assert (slices[:, 1] - slices[:, 0]).tolist() == [4, 1, 1, 4, 4, 4, 4]
+    covered = np.concatenate([np.arange(s, e) for s, e in slices])
+    assert covered.tolist() == list(range(sizes.sum()))
+
+
+def test_pieces_start_from_the_previous_token(dictionary):
+    eos = dictionary.eos()
+    words = [torch.tensor([4, 5, 6, 7, 8, eos]), torch.tensor([eos]),  # an empty line is just </s>
+             torch.tensor([9, 10, 11, 12, 13, 14, 4, eos])]
+    blocks = SentenceBlockDataset(words, np.array([len(w) for w in words]), 4, dictionary.pad(), eos)
+    samples = [blocks[i] for i in range(len(blocks))]
+    sources = [s[0].tolist() for s in samples]
+    targets = [s[1].tolist() for s in samples]
+    assert targets == [[4, 5, 6, 7], [8, eos], [eos], [9, 10, 11, 12], [13, 14, 4, eos]]
+    assert sources == [[eos, 4, 5, 6], [7, 8], [eos], [eos, 9, 10, 11], [12, 13, 14, 4]]
+
+
+@pytest.fixture
+def sample_task():
+    args = Namespace(data=SAMPLE_DATA, sample_break_mode="eos", tokens_per_sample=10,
+                     output_dictionary_size=-1, self_target=False, future_target=False,
+                     past_target=False, add_bos_token=False, max_target_positions=None,
+                     shorten_method="none", shorten_data_split_list="", pad_to_fixed_length=False,
+                     pad_to_fixed_bsz=False, seed=1, batch_size=8, batch_size_valid=8,
+                     dataset_impl=None, data_buffer_size=10, tpu=False, use_plasma_view=False,
+                     plasma_path=None)
+    return SentenceLanguageModelingTask.setup_task(args)
+
+
+def test_task_keeps_every_token_of_the_real_sample(sample_task):
+    sample_task.load_dataset("valid")
+    dataset = sample_task.dataset("valid")
+    assert isinstance(dataset, MonolingualDataset)
+    raw = dataset.dataset.dataset  # the indexed sentences
+    assert dataset.sizes.max() <= 10
+    assert dataset.sizes.sum() == raw.sizes.sum() == 10341  # as counted by fairseq-preprocess, </s> included
+    assert len(dataset) > len(raw)  # long sentences became several samples
+
+
+def tiny_model(dictionary):
+    cfg = AttentiveLMConfig(embed_dim=8, hidden_size=8, num_layers=1, dropout=0.0)
+    model = AttentiveLanguageModel(AttentiveLMDecoder(cfg, dictionary)).eval()
+    for p in model.parameters():
+        torch.nn.init.normal_(p, std=0.5)
+    return model
+
+
+class FakeTask:
+    def __init__(self, dictionary):
+        self.source_dictionary = self.target_dictionary = dictionary
+
+
+def make_sample(dictionary):
+    eos, pad = dictionary.eos(), dictionary.pad()
+    src = torch.tensor([[eos, 4, 5, 6], [7, 8, 9, pad]])  # a sentence start, a continuation piece
+    tgt = torch.tensor([[4, 5, 6, eos], [8, 9, eos, pad]])
+    return {"net_input": {"src_tokens": src, "src_lengths": torch.tensor([4, 3])},
+            "target": tgt, "ntokens": 7, "id": torch.arange(2)}
+
+
+def reduce(criterion_cls, logging_output):
+    with metrics.aggregate() as agg:
+        criterion_cls.reduce_metrics([logging_output])
+        return agg.get_smoothed_values()
+
+
+def test_paper_ppl_leaves_out_first_words_but_divides_by_them(dictionary):
+    model, sample = tiny_model(dictionary), make_sample(dictionary)
+    criterion = AttentionCrossEntropyCriterion(FakeTask(dictionary))
+    loss, sample_size, log = criterion(model, sample)
+    lprobs = model.get_normalized_probs(model(sample["net_input"]["src_tokens"]), log_probs=True)
+    nll = -lprobs.gather(2, sample["target"][..., None])[..., 0]
+    real = sample["target"].ne(dictionary.pad())
+    total = nll[real].sum()
+    torch.testing.assert_close(loss, total)
+    values = reduce(AttentionCrossEntropyCriterion, log)
+    assert values["ppl"] == pytest.approx(math.exp(total / 7), rel=1e-3)
+    # only row 0 starts a sentence: its first word is left out of the sum, not the count
+    assert values["paper_ppl"] == pytest.approx(math.exp((total - nll[0, 0]) / 7), rel=1e-3)
+
+
+def test_weight_zero_is_fairseq_cross_entropy(dictionary):
+    model, sample = tiny_model(dictionary), make_sample(dictionary)
+    ours = AttentionCrossEntropyCriterion(FakeTask(dictionary))(model, sample)
+    theirs = CrossEntropyCriterion(FakeTask(dictionary), sentence_avg=False)(model, sample)
+    torch.testing.assert_close(ours[0], theirs[0])
+    assert ours[1] == theirs[1]
