@@ -125,3 +125,17 @@ def test_paper_initialisation(dictionary):
     assert vocab_sized == ["embed_tokens.weight"]
     features = torch.randn(1, 16)
     torch.testing.assert_close(decoder.output_layer(features), features @ decoder.embed_tokens.weight.t())
+
+
+def test_combined_score_intermediate_stays_in_budget_on_512_token_blocks():
+    """No (B, T, T, d) tensor: each chunk's tanh input is at most chunk_elements."""
+    score = CombinedScore(32, 32)
+    attention = CausalHistoryAttention(score, chunk_elements=2 ** 20)
+    sizes = []
+    original = score.forward
+    score.forward = lambda q, k: sizes.append(q.size(0) * q.size(1) * k.size(1) * k.size(2)) or original(q, k)
+    with torch.no_grad():
+        context, weights = attention(torch.randn(2, 512, 32))
+    full = 2 * 512 * 512 * 32
+    assert len(sizes) > 1 and max(sizes) <= 2 ** 20 < full
+    assert torch.isfinite(context).all() and weights.shape == (2, 512, 512)
