@@ -1,1 +1,1 @@
-from . import attentive_lm  # noqa: F401
+from . import amsrn, attentive_lm  # noqa: F401

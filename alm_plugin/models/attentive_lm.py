@@ -15,10 +15,9 @@ import torch
 import torch.nn as nn
 from fairseq.dataclass import ChoiceEnum
 from fairseq.models import FairseqLanguageModel, register_model, register_model_architecture
-from fairseq.utils import safe_getattr
 
 from ..modules.history_attention import CausalHistoryAttention, CombinedScore, SingleScore
-from ..modules.history_lstm_decoder import HistoryAttentionLSTMDecoder, RecurrentLMConfig
+from ..modules.history_lstm_decoder import HistoryAttentionLSTMDecoder, RecurrentLMConfig, set_arch_defaults
 from ..tasks.sentence_language_modeling import warn_if_memory_spans_sentences
 
 SCORES = {"single": SingleScore, "combined": CombinedScore}
@@ -60,24 +59,19 @@ class AttentiveLanguageModel(FairseqLanguageModel):
         return cls(AttentiveLMDecoder(cfg, task.target_dictionary))
 
 
-def _set(args, **defaults):
-    for name, value in defaults.items():
-        setattr(args, name, safe_getattr(args, name, value))
-
-
 @register_model_architecture("attentive_lm", "attentive_lm_ptb")
 def attentive_lm_ptb(args):
     """PTB setup: 2 x 650 LSTM, tied 650-d embeddings, dropout 0.5."""
-    _set(args, embed_dim=650, hidden_size=650, num_layers=2, dropout=0.5)
+    set_arch_defaults(args, embed_dim=650, hidden_size=650, num_layers=2, dropout=0.5)
 
 
 @register_model_architecture("attentive_lm", "attentive_lm_wikitext2")
 def attentive_lm_wikitext2(args):
     """WikiText-2 setup: 2 x 1000 LSTM, tied 1000-d embeddings, dropout 0.65."""
-    _set(args, embed_dim=1000, hidden_size=1000, num_layers=2, dropout=0.65)
+    set_arch_defaults(args, embed_dim=1000, hidden_size=1000, num_layers=2, dropout=0.65)
 
 
 @register_model_architecture("attentive_lm", "attentive_lm_small")
 def attentive_lm_small(args):
     """A quick model for the shipped sample and tests: 2 x 256, dropout 0.3."""
-    _set(args, embed_dim=256, hidden_size=256, num_layers=2, dropout=0.3)
+    set_arch_defaults(args, embed_dim=256, hidden_size=256, num_layers=2, dropout=0.3)

@@ -3,8 +3,8 @@
 One module serves every model of the plugin: the attentive LM (Salton et al. 2017), AMSRN
 (Liu et al. 2016) and the attentive translation decoders. They differ only in
 
-* the score function (a small module: ``SingleScore``, ``CombinedScore`` or AMSRN's
-  gated dot product),
+* the score function (a small module: ``SingleScore``, ``CombinedScore`` or ``DotScore``,
+  which AMSRN feeds with its selected key ``k_t * w_h``),
 * whether the memory holds the current state ``h_t`` (AMSRN) or stops at ``h_{t-1}``
   (attentive LM),
 * whether the memory starts with the initial state ``h_0 = 0`` (AMSRN's ``H_t``; for the
@@ -64,6 +64,17 @@ class CombinedScore(nn.Module):
         return keys.size(0) * keys.size(1) * keys.size(2)
 
 
+class DotScore(nn.Module):
+    """``score(h_i, q_t) = q_t . h_i``: the memory is its own key, the caller builds the query
+    (AMSRN: ``e_i = k_t . (w_h * h_i) = (k_t * w_h) . h_i``, one batched matrix product)."""
+
+    def keys(self, memory: Tensor) -> Tensor:
+        return memory
+
+    def forward(self, queries: Tensor, keys: Tensor) -> Tensor:
+        return torch.bmm(queries, keys.transpose(1, 2))
+
+
 def masked_softmax(scores: Tensor, allowed: Tensor) -> Tensor:
     """Softmax over the last dim restricted to ``allowed``; a row with nothing allowed is all
     zeros (an empty memory gives a zero context, never NaN, and a finite gradient)."""
@@ -115,13 +126,16 @@ class CausalHistoryAttention(nn.Module):
         weights = masked_softmax(self.score(queries, keys), allowed)
         return torch.bmm(weights, memory), weights
 
-    def forward(self, states: Tensor, padding_mask: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
-        """Full sequence. ``states``: ``(B, T, d)``; ``padding_mask``: ``(B, T)``, True at pads.
+    def forward(self, states: Tensor, padding_mask: Optional[Tensor] = None,
+                queries: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+        """Full sequence. ``states``: ``(B, T, d)``; ``padding_mask``: ``(B, T)``, True at pads;
+        ``queries``: what the score compares the memory with (default: the states).
 
         Returns the contexts ``(B, T, d)`` and the weights ``(B, T, S)`` over the memory slots
         (``S = T + 1`` with the initial slot, whose weight comes first).
         """
         bsz, tgt_len, _ = states.shape
+        queries = states if queries is None else queries
         offset = 1 if self.initial_slot else 0
         memory = F.pad(states, (0, 0, offset, 0)) if offset else states
         keys = self.score.keys(memory)
@@ -141,7 +155,7 @@ class CausalHistoryAttention(nn.Module):
             allowed = self._allowed(query_times, slot_times[:last_slot]).unsqueeze(0)
             if slot_padding is not None:
                 allowed = allowed & ~slot_padding[:, None, :last_slot]
-            context, weight = self._attend(states[:, start:end], memory[:, :last_slot],
+            context, weight = self._attend(queries[:, start:end], memory[:, :last_slot],
                                            keys[:, :last_slot], allowed.expand(bsz, -1, -1))
             contexts.append(context)
             weights.append(F.pad(weight, (0, memory.size(1) - last_slot)))
@@ -154,9 +168,10 @@ class CausalHistoryAttention(nn.Module):
             return slots
         return torch.cat([slots[:, :offset], slots[:, -self.window:]], dim=1)
 
-    def step(self, state: Tensor, cache: Optional[Dict[str, Tensor]]) -> Tuple[Tensor, Tensor, Dict[str, Tensor]]:
+    def step(self, state: Tensor, cache: Optional[Dict[str, Tensor]],
+             query: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Dict[str, Tensor]]:
         """One incremental step. ``state``: ``(B, 1, d)``; ``cache`` holds the memory so far
-        (``None`` at the first step). Returns the context ``(B, 1, d)``, the weights
+        (``None`` at the first step); ``query`` as in ``forward``. Returns the context ``(B, 1, d)``, the weights
         ``(B, 1, S)`` and the new cache; reorder the cache with ``index_select`` on dim 0.
         """
         if cache is None:
@@ -170,5 +185,6 @@ class CausalHistoryAttention(nn.Module):
             context, weights = torch.zeros_like(state), state.new_zeros(state.size(0), 1, 0)
         else:
             allowed = state.new_ones(state.size(0), 1, read["memory"].size(1), dtype=torch.bool)
-            context, weights = self._attend(state, read["memory"], read["keys"], allowed)
+            context, weights = self._attend(state if query is None else query,
+                                            read["memory"], read["keys"], allowed)
         return context, weights, grown

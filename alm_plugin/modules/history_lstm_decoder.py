@@ -16,6 +16,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from fairseq.dataclass import FairseqDataclass
 from fairseq.models import FairseqIncrementalDecoder
+from fairseq.utils import safe_getattr
 from torch import Tensor
 
 # LSTMs have no position limit; fairseq drops samples longer than max_positions, so say so.
@@ -37,6 +38,12 @@ class RecurrentLMConfig(FairseqDataclass):
         "help": "weights start uniform in [-init_range, init_range], biases at 0 (paper: 0.05)"})
 
 
+def set_arch_defaults(args, **defaults):
+    """For named architectures: set each option the user did not give on the command line."""
+    for name, value in defaults.items():
+        setattr(args, name, safe_getattr(args, name, value))
+
+
 def dictionary_fingerprint(dictionary) -> int:
     """A 63-bit hash of the symbol list, saved with the model to catch a dictionary mismatch."""
     digest = hashlib.sha256("\n".join(dictionary.symbols).encode("utf-8")).digest()
@@ -44,8 +51,9 @@ def dictionary_fingerprint(dictionary) -> int:
 
 
 class HistoryAttentionLSTMDecoder(FairseqIncrementalDecoder):
-    """Base decoder. Subclasses set ``self.attention`` (a ``CausalHistoryAttention``) and
-    implement ``combine(states, context) -> features`` of size ``embed_dim``."""
+    """Base decoder. Subclasses set ``self.attention`` (a ``CausalHistoryAttention``),
+    implement ``combine(states, context) -> features`` of size ``embed_dim`` and may build the
+    attention queries from the states (``attention_queries``; default: the states)."""
 
     def __init__(self, cfg: RecurrentLMConfig, dictionary):
         super().__init__(dictionary)
@@ -72,6 +80,9 @@ class HistoryAttentionLSTMDecoder(FairseqIncrementalDecoder):
     def combine(self, states: Tensor, context: Tensor) -> Tensor:
         raise NotImplementedError
 
+    def attention_queries(self, states: Tensor) -> Optional[Tensor]:
+        return None
+
     def forward(self, prev_output_tokens, encoder_out=None, incremental_state=None, **kwargs):
         features, extra = self.extract_features(prev_output_tokens, incremental_state)
         return self.output_layer(features), extra
@@ -87,11 +98,12 @@ class HistoryAttentionLSTMDecoder(FairseqIncrementalDecoder):
                                              cache["cell"].transpose(0, 1).contiguous())
         states, (h, c) = self.lstm(x, hidden)
         states = self.dropout(states)
+        queries = self.attention_queries(states)
         if incremental_state is None:
-            context, weights = self.attention(states, padding_mask=tokens.eq(self.padding_idx))
+            context, weights = self.attention(states, tokens.eq(self.padding_idx), queries)
         else:
             memory = None if cache is None else {"memory": cache["memory"], "keys": cache["keys"]}
-            context, weights, memory = self.attention.step(states, memory)
+            context, weights, memory = self.attention.step(states, memory, queries)
             # batch first everywhere, so reordering is one index_select on dim 0
             self.set_incremental_state(incremental_state, "history", {
                 "hidden": h.transpose(0, 1), "cell": c.transpose(0, 1), **memory})

@@ -1,7 +1,9 @@
-"""Behaviour of the attentive LM decoder: causality, incremental decoding, padding, memory."""
+"""Behaviour of the attentive LM and AMSRN decoders: causality, incremental decoding,
+padding, memory layout."""
 import pytest
 import torch
 
+from alm_plugin.models.amsrn import AMSRNConfig, AMSRNDecoder
 from alm_plugin.models.attentive_lm import AttentiveLMConfig, AttentiveLMDecoder
 from alm_plugin.modules.history_attention import CausalHistoryAttention, CombinedScore
 from conftest import random_tokens
@@ -12,12 +14,19 @@ VARIANTS = [
     dict(attention_score="combined", attention_sentinel=True),
     dict(attention_score="single", memory_window=3),
     dict(attention_score="combined", memory_window=2, attention_sentinel=True),
+    dict(memory_selection="independent"),
+    dict(memory_selection="tied"),
+    dict(memory_selection="complementary"),
+    dict(memory_selection="none"),
+    dict(memory_selection="tied", memory_window=3),
 ]
 
 
 def make_decoder(dictionary, **overrides):
-    cfg = AttentiveLMConfig(embed_dim=16, hidden_size=12, num_layers=2, dropout=0.0, **overrides)
-    decoder = AttentiveLMDecoder(cfg, dictionary)
+    config, decoder_cls = ((AMSRNConfig, AMSRNDecoder) if "memory_selection" in overrides
+                           else (AttentiveLMConfig, AttentiveLMDecoder))
+    cfg = config(**{"embed_dim": 16, "hidden_size": 12, "num_layers": 2, "dropout": 0.0, **overrides})
+    decoder = decoder_cls(cfg, dictionary)
     for p in decoder.parameters():  # the paper's tiny init makes attention near-uniform: sharpen it
         torch.nn.init.normal_(p, std=0.5)
     return decoder.eval()
@@ -58,8 +67,9 @@ def test_incremental_equals_full_forward(dictionary, variant):
     torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
 
 
-def test_reordered_incremental_state_follows_beams(dictionary):
-    decoder = make_decoder(dictionary, attention_score="combined")
+@pytest.mark.parametrize("variant", [VARIANTS[1], VARIANTS[5]])
+def test_reordered_incremental_state_follows_beams(dictionary, variant):
+    decoder = make_decoder(dictionary, **variant)
     tokens = random_tokens(dictionary, 3, 6)
     state = {}
     for t in range(4):
@@ -71,7 +81,7 @@ def test_reordered_incremental_state_follows_beams(dictionary):
     torch.testing.assert_close(out[:, -1], decoder(reordered[:, :5])[0][:, -1], atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("variant", VARIANTS[:3])
+@pytest.mark.parametrize("variant", VARIANTS[:3] + VARIANTS[5:9])
 def test_sentence_scores_the_same_alone_and_in_a_padded_batch(dictionary, variant):
     decoder = make_decoder(dictionary, **variant)
     short, long = random_tokens(dictionary, 1, 4), random_tokens(dictionary, 1, 9)
@@ -139,3 +149,37 @@ def test_combined_score_intermediate_stays_in_budget_on_512_token_blocks():
     full = 2 * 512 * 512 * 32
     assert len(sizes) > 1 and max(sizes) <= 2 ** 20 < full
     assert torch.isfinite(context).all() and weights.shape == (2, 512, 512)
+
+
+def test_amsrn_memory_holds_h0_and_the_current_state(dictionary):
+    decoder = make_decoder(dictionary, memory_selection="tied")
+    weights = decoder(random_tokens(dictionary, 2, 6))[1]["history_attn"][0]
+    assert weights.shape == (2, 6, 7)                       # slots h_0 .. h_6
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 6))
+    assert (weights[:, :, 0] > 0).all()                     # h_0 always readable
+    assert (weights.diagonal(offset=1, dim1=1, dim2=2) > 0).all()  # h_t itself is remembered
+    assert weights.triu(diagonal=2).abs().sum() == 0        # never h_{t+1} and later
+
+
+@pytest.mark.parametrize("selection", ["independent", "tied", "complementary", "none"])
+def test_amsrn_selection_matches_the_formulas(dictionary, selection):
+    """A slow per-step reference of the reconstructed equations against the batched decoder."""
+    decoder = make_decoder(dictionary, memory_selection=selection, num_layers=1)
+    tokens = random_tokens(dictionary, 1, 5)
+    with torch.no_grad():
+        logits = decoder(tokens)[0][0]
+        states, _ = decoder.lstm(decoder.embed_tokens(tokens))
+        h = states[0]
+        memory = torch.cat([torch.zeros(1, 12), h])          # [h_0, h_1, ..., h_T]
+        for t in range(5):
+            gates = torch.sigmoid(decoder.gates(h[t])) if decoder.gates is not None else None
+            w_h = {"independent": gates[:12] if gates is not None else None, "tied": gates,
+                   "complementary": gates, "none": torch.ones(12)}[selection]
+            w_c = {"independent": gates[12:] if gates is not None else None, "tied": gates,
+                   "complementary": 1 - gates if gates is not None else None, "none": torch.ones(12)}[selection]
+            k = decoder.key(h[t])
+            e = torch.stack([k @ (w_h * memory[i]) for i in range(t + 2)])
+            alpha = torch.softmax(e, 0)
+            r = sum(alpha[i] * (w_c * memory[i]) for i in range(t + 2))
+            y = decoder.output(torch.cat([h[t], r])) @ decoder.embed_tokens.weight.t() + decoder.output_bias
+            torch.testing.assert_close(logits[t], y, atol=1e-5, rtol=1e-5)
