@@ -118,11 +118,7 @@ def test_hub_interface_scores_and_samples(trained):
     torch.manual_seed(0)
     sample = lm.sample("The game", beam=1, sampling=True, sampling_topk=10, max_len_b=12)
     assert sample.startswith("The game") and len(sample.split()) > 2
-    # greedy incremental generation agrees with the full forward's argmax at every step
-    greedy = lm.generate(lm.encode("The game"), beam=1, max_len_b=6)[0]["tokens"]
-    source = torch.cat([greedy.new([lm.task.dictionary.eos()]), greedy[:-1]])
-    full = lm.models[0](source[None])[0][0].argmax(-1)
-    assert torch.equal(full[2:], greedy[2:])
+    assert greedy_matches_full_forward(lm, "The game")
 
 
 def test_dictionary_mismatch_is_a_clear_error(trained, tmp_path):
@@ -135,3 +131,36 @@ def test_dictionary_mismatch_is_a_clear_error(trained, tmp_path):
     code, output = run("eval_lm", other, "--path", save_dir / "checkpoint_best.pt",
                        "--user-dir", "alm_plugin", "--cpu", check=False)
     assert code != 0 and "dictionary mismatch" in output
+
+
+def greedy_matches_full_forward(lm, prefix):
+    """Greedy incremental generation picks the full forward's argmax at every new step."""
+    greedy = lm.generate(lm.encode(prefix), beam=1, max_len_b=6)[0]["tokens"]
+    source = torch.cat([greedy.new([lm.task.dictionary.eos()]), greedy[:-1]])
+    full = lm.models[0](source[None])[0][0].argmax(-1)
+    n_prefix = len(lm.encode(prefix)) - 1
+    return torch.equal(full[n_prefix:], greedy[n_prefix:])
+
+
+def test_amsrn_with_entropy_trains_evaluates_and_generates(tmp_path):
+    from alm_plugin.models.amsrn import AMSRNLanguageModel
+    args = ["--arch", "amsrn_small", "--memory-selection", "independent",
+            "--criterion", "attention_cross_entropy", "--attention-entropy-weight", "0.5",
+            "--optimizer", "adam", "--lr", "0.003", "--clip-norm", "5", "--batch-size", "32",
+            "--log-interval", "10", "--max-update", "60", "--save-dir", tmp_path]
+    _, output = run("train", SAMPLE_DATA, *TRAIN_COMMON, *args)
+    inner = json_records(output, "train_inner")
+    losses = [float(r["loss"]) for r in inner]
+    assert losses[-1] < losses[0] - 0.5 and all("attn_entropy" in r for r in inner)
+
+    checkpoint = tmp_path / "checkpoint_best.pt"
+    _, output = run("eval_lm", SAMPLE_DATA, "--path", checkpoint, "--user-dir", "alm_plugin",
+                    "--task", "sentence_language_modeling", "--cpu", "--batch-size", "16")
+    loss_base2, _ = eval_lm_result(output)
+    sentences = list(data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "test"), None))
+    nll, count = hand_computed_nll(checkpoint, sentences, limit=35)
+    assert loss_base2 == pytest.approx(nll / count / math.log(2), abs=1e-3)
+
+    lm = AMSRNLanguageModel.from_pretrained(str(tmp_path), "checkpoint_best.pt",
+                                            data_name_or_path=SAMPLE_DATA, user_dir="alm_plugin").eval()
+    assert greedy_matches_full_forward(lm, "The game")

@@ -107,3 +107,65 @@ def test_weight_zero_is_fairseq_cross_entropy(dictionary):
     theirs = CrossEntropyCriterion(FakeTask(dictionary), sentence_avg=False)(model, sample)
     torch.testing.assert_close(ours[0], theirs[0])
     assert ours[1] == theirs[1]
+
+
+class FixedAttentionModel(torch.nn.Module):
+    """A model whose outputs and history attention are set by hand."""
+
+    def __init__(self, logits, weights):
+        super().__init__()
+        self.logits, self.weights = torch.nn.Parameter(logits), weights
+
+    def forward(self, src_tokens, src_lengths=None):
+        return self.logits, {"attn": [None], "history_attn": [self.weights]}
+
+    def get_normalized_probs(self, net_output, log_probs):
+        return torch.log_softmax(net_output[0], -1)
+
+    def get_targets(self, sample, net_output):
+        return sample["target"]
+
+
+def hand_made_attention():
+    weights = torch.zeros(2, 4, 4)
+    weights[:, 1, 0] = 1.0                                  # entropy 0
+    weights[:, 2, :2] = 0.5                                 # ln 2
+    weights[:, 3, :3] = torch.tensor([0.5, 0.25, 0.25])     # 1.5 ln 2
+    return weights                                          # row 0: empty memory, entropy 0
+
+
+@pytest.mark.parametrize("weight", [0.0, 0.7, -0.3])
+def test_logged_entropy_and_regularised_loss_follow_the_formula(dictionary, weight):
+    sample = make_sample(dictionary)
+    model = FixedAttentionModel(torch.randn(2, 4, len(dictionary)), hand_made_attention())
+    criterion = AttentionCrossEntropyCriterion(FakeTask(dictionary), attention_entropy_weight=weight)
+    loss, _, log = criterion(model, sample)
+    ln2 = math.log(2)
+    # R = sum_s 1/|s| sum_{t in s} H(alpha_t); sentence 1 has 3 real tokens, so its step 3 is padding
+    expected_r = (0 + ln2 + 1.5 * ln2) / 4 + (0 + ln2) / 3
+    assert log["attn_entropy"].item() == pytest.approx(expected_r, rel=1e-5)
+    assert loss.item() == pytest.approx(log["nll_loss"].item() + weight * expected_r, rel=1e-5)
+    values = reduce(AttentionCrossEntropyCriterion, log)
+    assert values["attn_entropy"] == pytest.approx(expected_r / 2, abs=1e-3)  # per sentence
+    assert values["ppl"] == pytest.approx(2 ** (log["nll_loss"].item() / 7 / ln2), rel=1e-3)
+
+
+def test_entropy_gradient_sharpens_or_smooths(dictionary):
+    scores = torch.zeros(1, 3, requires_grad=True)
+    weights = torch.softmax(scores + torch.tensor([[1.0, 0.0, 0.0]]), -1)
+    from alm_plugin.criterions.attention_cross_entropy import attention_entropy
+    attention_entropy(weights).sum().backward()
+    # minimising entropy (lambda > 0) raises the already largest weight's score
+    assert scores.grad[0, 0] < 0 < scores.grad[0, 1]
+
+
+def test_entropy_weight_on_a_model_without_attention_is_a_clear_error(dictionary):
+    from fairseq.models.lstm_lm import LSTMLanguageModel
+    from fairseq.models.lstm import LSTMDecoder
+    model = LSTMLanguageModel(LSTMDecoder(dictionary, embed_dim=8, hidden_size=8, out_embed_dim=8,
+                                          encoder_output_units=0, attention=False))
+    sample = make_sample(dictionary)
+    loss, _, _ = AttentionCrossEntropyCriterion(FakeTask(dictionary))(model, sample)  # weight 0: fine
+    assert torch.isfinite(loss)
+    with pytest.raises(ValueError, match="needs a model that returns its history attention"):
+        AttentionCrossEntropyCriterion(FakeTask(dictionary), attention_entropy_weight=0.1)(model, sample)

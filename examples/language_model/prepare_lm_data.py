@@ -70,6 +70,8 @@ def main():
                         help="map training words seen at most this many times to <unk> (fairseq-preprocess --thresholdsrc)")
     parser.add_argument("--name", help="output name (default: the corpus name)")
     parser.add_argument("--destdir", default="data-bin", help="where the binarised folder goes")
+    parser.add_argument("--text-dir", default=os.path.join(os.path.dirname(__file__), "text"),
+                        help="where the one-sentence-per-line text goes")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
 
@@ -92,7 +94,7 @@ def main():
         tokenizer = MosesTokenizer(lang=args.tokenize)
 
     name = args.name or args.corpus or os.path.basename(os.path.normpath(args.raw_dir))
-    text_dir = os.path.join(os.path.dirname(__file__), "text", name)
+    text_dir = os.path.join(args.text_dir, name)
     os.makedirs(text_dir, exist_ok=True)
     for split, path in files.items():
         limit = args.sample_sentences if split == "train" else max(1, args.sample_sentences // 10)

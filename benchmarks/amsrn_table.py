@@ -1,0 +1,86 @@
+#!/usr/bin/env python
+"""The AMSRN paper's rows (a)-(d) on PTB, at one size and one budget for every row:
+
+    (a) LSTM                      fairseq's lstm_lm
+    (b) LSTM + att                amsrn --memory-selection none
+    (c) LSTM + att + select       amsrn --memory-selection tied
+    (d) LSTM + att + select + R   (c) with --attention-entropy-weight
+
+    python benchmarks/amsrn_table.py                        # a PTB slice sized for a 2-core CPU
+    python benchmarks/amsrn_table.py --sentences 0 --size 650 --epochs 40   # full PTB (GPU)
+
+Prints the best validation perplexity of each row (standard per-token perplexity).
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def rows(size, dropout, entropy_weight):
+    ours = ["--arch", "amsrn", "--embed-dim", size, "--hidden-size", size, "--dropout", dropout]
+    return {
+        "(a) LSTM (fairseq lstm_lm)": ["--arch", "lstm_lm", "--decoder-embed-dim", size,
+                                       "--decoder-hidden-size", size, "--decoder-out-embed-dim", size,
+                                       "--decoder-layers", "2", "--share-decoder-input-output-embed",
+                                       "--decoder-dropout-in", dropout, "--decoder-dropout-out", dropout],
+        "(b) LSTM+att": ours + ["--memory-selection", "none"],
+        "(c) LSTM+att+select (tied)": ours + ["--memory-selection", "tied"],
+        f"(d) (c) + entropy, lambda={entropy_weight}": ours + ["--memory-selection", "tied",
+                                                              "--attention-entropy-weight", entropy_weight],
+    }
+
+
+def prepare(sentences):
+    name = "ptb" if sentences == 0 else f"ptb-{sentences // 1000}k"
+    data = os.path.join(ROOT, "data-bin", name)
+    if not os.path.exists(os.path.join(data, "valid.bin")):
+        command = [sys.executable, "examples/language_model/prepare_lm_data.py", "--corpus", "ptb", "--name", name]
+        if sentences:
+            command += ["--sample-sentences", str(sentences)]
+        subprocess.run(command, cwd=ROOT, check=True, capture_output=True)
+    return data
+
+
+def best_valid_ppl(data, args, epochs, lr):
+    command = [sys.executable, "-c", "from fairseq_cli.train import cli_main; cli_main()", data,
+               "--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--cpu",
+               "--criterion", "attention_cross_entropy", "--optimizer", "adam", "--lr", lr,
+               "--clip-norm", "5", "--batch-size", "32", "--max-epoch", str(epochs), "--no-save",
+               "--log-format", "json", "--log-interval", "1000", "--seed", "1", "--num-workers", "0",
+               *args]
+    proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    valid = [json.loads(m.group(1)) for m in re.finditer(r"\| valid \| (\{.*\})", proc.stdout + proc.stderr)]
+    if proc.returncode != 0 or not valid:
+        sys.exit(f"fairseq-train failed:\n{(proc.stdout + proc.stderr)[-3000:]}")
+    return min(float(v["valid_ppl"]) for v in valid), valid[-1].get("valid_attn_entropy", "-")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sentences", type=int, default=10000,
+                        help="training sentences of PTB to use (valid: a tenth as many); 0 = all")
+    parser.add_argument("--size", default="256")
+    parser.add_argument("--dropout", default="0.3")
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--lr", default="0.002", help="Adam learning rate")
+    parser.add_argument("--entropy-weight", default="1.0")
+    args = parser.parse_args()
+    if not os.path.exists(os.path.join(ROOT, "..", "shared", "data", "ptb")):
+        sys.exit("needs ../shared/data/ptb (the Penn Treebank text)")
+
+    data = prepare(args.sentences)
+    print(f"PTB ({'all' if args.sentences == 0 else args.sentences} training sentences), 2 x {args.size}, "
+          f"dropout {args.dropout}, Adam {args.lr}, {args.epochs} epochs, batch 32 sentences")
+    print(f"{'row':40s} {'valid ppl':>9s} {'attn entropy':>12s}")
+    for name, row_args in rows(args.size, args.dropout, args.entropy_weight).items():
+        ppl, entropy = best_valid_ppl(data, row_args, args.epochs, args.lr)
+        print(f"{name:40s} {ppl:9.1f} {entropy:>12}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
