@@ -69,6 +69,7 @@ def main():
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--lr", default="0.002", help="Adam learning rate")
     parser.add_argument("--entropy-weight", default="1.0")
+    parser.add_argument("--rows", default="abcd", help="which rows to run, e.g. 'cd'")
     args = parser.parse_args()
     if not os.path.exists(os.path.join(ROOT, "..", "shared", "data", "ptb")):
         sys.exit("needs ../shared/data/ptb (the Penn Treebank text)")
@@ -78,6 +79,8 @@ def main():
           f"dropout {args.dropout}, Adam {args.lr}, {args.epochs} epochs, batch 32 sentences")
     print(f"{'row':40s} {'valid ppl':>9s} {'attn entropy':>12s}")
     for name, row_args in rows(args.size, args.dropout, args.entropy_weight).items():
+        if name[1] not in args.rows:
+            continue
         ppl, entropy = best_valid_ppl(data, row_args, args.epochs, args.lr)
         print(f"{name:40s} {ppl:9.1f} {entropy:>12}", flush=True)
 

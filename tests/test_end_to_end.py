@@ -115,6 +115,8 @@ def test_hub_interface_scores_and_samples(trained):
     scored = lm.score("The game was released in Japan .")
     assert scored["positional_scores"].shape == (7,)  # the hub scores the words, not </s>
     assert torch.isfinite(scored["positional_scores"]).all()
+    unknown = lm.score("The zyzzyvaquux was released .")  # an unknown word scores as <unk>
+    assert lm.task.dictionary.unk() in unknown["tokens"] and torch.isfinite(unknown["positional_scores"]).all()
     torch.manual_seed(0)
     sample = lm.sample("The game", beam=1, sampling=True, sampling_topk=10, max_len_b=12)
     assert sample.startswith("The game") and len(sample.split()) > 2

@@ -159,6 +159,17 @@ def test_entropy_gradient_sharpens_or_smooths(dictionary):
     assert scores.grad[0, 0] < 0 < scores.grad[0, 1]
 
 
+def test_entropy_gradient_is_finite_when_a_weight_underflows_to_zero():
+    from alm_plugin.criterions.attention_cross_entropy import attention_entropy
+    from alm_plugin.modules.history_attention import masked_softmax
+    scores = torch.tensor([[[0.0, 200.0, -200.0, 5.0]]], requires_grad=True)  # exp(-400) == 0 in float32
+    allowed = torch.tensor([[[True, True, True, False]]])
+    weights = masked_softmax(scores, allowed)
+    assert weights[0, 0, 0] == 0 and weights[0, 0, 2] == 0
+    attention_entropy(weights).sum().backward()
+    assert torch.isfinite(scores.grad).all()
+
+
 def test_entropy_weight_on_a_model_without_attention_is_a_clear_error(dictionary):
     from fairseq.models.lstm_lm import LSTMLanguageModel
     from fairseq.models.lstm import LSTMDecoder

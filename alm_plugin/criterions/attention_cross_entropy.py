@@ -31,8 +31,13 @@ class AttentionCrossEntropyConfig(FairseqDataclass):
 
 
 def attention_entropy(weights: torch.Tensor) -> torch.Tensor:
-    """Entropy ``-sum_i a_i log a_i`` of each attention row ``(..., S) -> (...)``; 0 log 0 = 0."""
-    return -torch.special.xlogy(weights, weights).sum(-1)
+    """Entropy ``-sum_i a_i log a_i`` of each attention row ``(..., S) -> (...)``; 0 log 0 = 0.
+
+    The log is clamped at the smallest normal float: a weight that underflowed to exactly 0
+    would otherwise get the gradient ``log 0 = -inf``, and the softmax backward turns
+    ``0 * -inf`` into NaN.
+    """
+    return -(weights * weights.clamp_min(torch.finfo(weights.dtype).tiny).log()).sum(-1)
 
 
 @register_criterion("attention_cross_entropy", dataclass=AttentionCrossEntropyConfig)

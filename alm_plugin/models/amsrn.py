@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn as nn
 from fairseq.dataclass import ChoiceEnum
-from fairseq.models import FairseqLanguageModel, register_model, register_model_architecture
+from fairseq.models import register_model, register_model_architecture
 
 from ..modules.history_attention import CausalHistoryAttention, DotScore
 from ..modules.history_lstm_decoder import HistoryAttentionLSTMDecoder, RecurrentLMConfig, set_arch_defaults
-from ..tasks.sentence_language_modeling import warn_if_memory_spans_sentences
+from .history_language_model import HistoryAttentionLanguageModel
 
 SELECTIONS = ["independent", "tied", "complementary", "none"]
 
@@ -78,13 +78,10 @@ class AMSRNDecoder(HistoryAttentionLSTMDecoder):
 
 
 @register_model("amsrn", dataclass=AMSRNConfig)
-class AMSRNLanguageModel(FairseqLanguageModel):
-    """AMSRN language model; ``extra["history_attn"]`` holds alpha over ``[h_0, ..., h_t]``."""
+class AMSRNLanguageModel(HistoryAttentionLanguageModel):
+    """AMSRN language model; the attention weights run over ``[h_0, ..., h_t]``."""
 
-    @classmethod
-    def build_model(cls, cfg, task):
-        warn_if_memory_spans_sentences(task, cfg.memory_window, "amsrn")
-        return cls(AMSRNDecoder(cfg, task.target_dictionary))
+    decoder_class = AMSRNDecoder
 
 
 @register_model_architecture("amsrn", "amsrn_ptb")

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn as nn
 from fairseq.dataclass import ChoiceEnum
-from fairseq.models import FairseqLanguageModel, register_model, register_model_architecture
+from fairseq.models import register_model, register_model_architecture
 
 from ..modules.history_attention import CausalHistoryAttention, CombinedScore, SingleScore
 from ..modules.history_lstm_decoder import HistoryAttentionLSTMDecoder, RecurrentLMConfig, set_arch_defaults
-from ..tasks.sentence_language_modeling import warn_if_memory_spans_sentences
+from .history_language_model import HistoryAttentionLanguageModel
 
 SCORES = {"single": SingleScore, "combined": CombinedScore}
 
@@ -50,13 +50,10 @@ class AttentiveLMDecoder(HistoryAttentionLSTMDecoder):
 
 
 @register_model("attentive_lm", dataclass=AttentiveLMConfig)
-class AttentiveLanguageModel(FairseqLanguageModel):
-    """Attentive LSTM language model; ``extra["history_attn"]`` holds the attention weights."""
+class AttentiveLanguageModel(HistoryAttentionLanguageModel):
+    """Attentive LSTM language model (Salton et al. 2017)."""
 
-    @classmethod
-    def build_model(cls, cfg, task):
-        warn_if_memory_spans_sentences(task, cfg.memory_window, "attentive_lm")
-        return cls(AttentiveLMDecoder(cfg, task.target_dictionary))
+    decoder_class = AttentiveLMDecoder
 
 
 @register_model_architecture("attentive_lm", "attentive_lm_ptb")
