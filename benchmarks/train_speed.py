@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Training tokens/s of attentive_lm against fairseq's lstm_lm of the same size, same data,
+"""Training tokens/s of attentive_lm and amsrn against fairseq's lstm_lm of the same size, same data,
 same machine, measured side by side (runs interleaved, median of the repeats).
 
     python benchmarks/train_speed.py                                  # shipped sample, 2 x 650
@@ -29,6 +29,8 @@ def model_args(size, layers, dropout):
                                 "--num-layers", layers, "--dropout", dropout, "--attention-score", "single"],
         "attentive_lm combined": ["--arch", "attentive_lm", "--embed-dim", size, "--hidden-size", size,
                                   "--num-layers", layers, "--dropout", dropout, "--attention-score", "combined"],
+        "amsrn tied": ["--arch", "amsrn", "--embed-dim", size, "--hidden-size", size,
+                       "--num-layers", layers, "--dropout", dropout, "--memory-selection", "tied"],
     }
 
 

@@ -166,3 +166,15 @@ def test_amsrn_with_entropy_trains_evaluates_and_generates(tmp_path):
     lm = AMSRNLanguageModel.from_pretrained(str(tmp_path), "checkpoint_best.pt",
                                             data_name_or_path=SAMPLE_DATA, user_dir="alm_plugin").eval()
     assert greedy_matches_full_forward(lm, "The game")
+
+
+def test_checkpoint_of_another_architecture_is_a_clear_error(tmp_path):
+    _, _ = run("train", SAMPLE_DATA, *TRAIN_COMMON, "--arch", "lstm_lm", "--decoder-embed-dim", "16",
+               "--decoder-hidden-size", "16", "--decoder-out-embed-dim", "16", "--optimizer", "adam",
+               "--lr", "0.003", "--batch-size", "32", "--max-update", "2", "--save-dir", tmp_path / "lstm")
+    code, output = run("train", SAMPLE_DATA, *TRAIN_COMMON, *TRAIN, "--max-update", "4",
+                       "--save-dir", tmp_path / "ours", "--restore-file",
+                       tmp_path / "lstm" / "checkpoint_last.pt", check=False)
+    assert code != 0
+    assert "this checkpoint does not fit AttentiveLanguageModel" in output
+    assert "It was saved by another --arch" in output
