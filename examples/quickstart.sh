@@ -14,5 +14,5 @@ fairseq-train data-bin/wikitext-2-sample --user-dir alm_plugin \
   --batch-size 32 --max-epoch "$EPOCHS" --patience 3 --no-epoch-checkpoints \
   --save-dir "$SAVE" --cpu --log-format simple --log-interval 50
 
-fairseq-eval-lm data-bin/wikitext-2-sample --user-dir alm_plugin \
+fairseq-eval-lm data-bin/wikitext-2-sample --user-dir alm_plugin --task sentence_language_modeling \
   --path "$SAVE/checkpoint_best.pt" --gen-subset test --batch-size 32 --cpu

@@ -59,6 +59,15 @@ def test_task_keeps_every_token_of_the_real_sample(sample_task):
     assert len(dataset) > len(raw)  # long sentences became several samples
 
 
+def test_every_sample_is_batched_whatever_the_batch_size_multiple(sample_task):
+    """fairseq-fixed drops a last batch that is not a multiple of 8: ours must not."""
+    sample_task.load_dataset("test")
+    dataset = sample_task.dataset("test")
+    batches = sample_task.get_batch_iterator(dataset, max_sentences=32, required_batch_size_multiple=8)
+    seen = [i for batch in batches.next_epoch_itr(shuffle=False) for i in batch["id"].tolist()]
+    assert len(dataset) % 8 != 0 and sorted(seen) == list(range(len(dataset)))
+
+
 def tiny_model(dictionary):
     cfg = AttentiveLMConfig(embed_dim=8, hidden_size=8, num_layers=1, dropout=0.0)
     model = AttentiveLanguageModel(AttentiveLMDecoder(cfg, dictionary)).eval()

@@ -171,8 +171,9 @@ class CausalHistoryAttention(nn.Module):
     def step(self, state: Tensor, cache: Optional[Dict[str, Tensor]],
              query: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Dict[str, Tensor]]:
         """One incremental step. ``state``: ``(B, 1, d)``; ``cache`` holds the memory so far
-        (``None`` at the first step); ``query`` as in ``forward``. Returns the context ``(B, 1, d)``, the weights
-        ``(B, 1, S)`` and the new cache; reorder the cache with ``index_select`` on dim 0.
+        (``None`` at the first step); ``query`` as in ``forward``. Returns the context
+        ``(B, 1, d)``, the weights ``(B, 1, S)`` and the new cache (batch first: reorder it
+        with ``index_select`` on dim 0).
         """
         if cache is None:
             empty = state.new_zeros(state.size(0), 1 if self.initial_slot else 0, state.size(2))

@@ -77,6 +77,14 @@ class SentenceLanguageModelingTask(LanguageModelingTask):
             shuffle=True, targets=self.targets, add_bos_token=self.args.add_bos_token,
         )
 
+    def get_batch_iterator(self, dataset, max_tokens=None, max_sentences=None, max_positions=None,
+                           ignore_invalid_inputs=False, required_batch_size_multiple=1, **kwargs):
+        """Batches of any size. fairseq-fixed's ``batch_by_size`` drops a last batch whose size
+        is not a multiple of ``--required-batch-size-multiple`` (default 8), which would
+        silently leave up to 7 samples out of every validation and ``fairseq-validate`` run."""
+        return super().get_batch_iterator(dataset, max_tokens, max_sentences, max_positions,
+                                          ignore_invalid_inputs, 1, **kwargs)
+
 
 def warn_if_memory_spans_sentences(task, memory_window: int, arch: str) -> None:
     """fairseq-eval-lm builds its task from the command line (default: language_modeling,
