@@ -17,5 +17,6 @@ setup(
         "sacremoses",
         "subword-nmt",
     ],
-    extras_require={"test": ["pytest"]},
+    extras_require={"test": ["pytest"], "plots": ["matplotlib"]},
+    entry_points={"console_scripts": ["alm-plot-attention = alm_plugin.cli.plot_attention:main"]},
 )

@@ -123,6 +123,20 @@ def test_hub_interface_scores_and_samples(trained):
     assert greedy_matches_full_forward(lm, "The game")
 
 
+def test_attention_heatmap_command_draws_the_weights(trained, tmp_path):
+    from PIL import Image
+
+    from alm_plugin.cli.plot_attention import attention_rows, load, main
+    save_dir, _ = trained
+    model, task = load(str(save_dir / "checkpoint_best.pt"), SAMPLE_DATA)
+    inputs, predicted, weights = attention_rows(model, task.source_dictionary, "The game was released .")
+    assert inputs[0] == "</s>" and predicted[-1] == "</s>" and weights.shape == (6, 6)
+    assert weights[0].sum() == 0 and abs(weights[1:].sum(1) - 1).max() < 1e-5
+    out = tmp_path / "attention.png"
+    main(["--path", str(save_dir / "checkpoint_best.pt"), "--out", str(out), "The game was released .", "It sold well ."])
+    assert Image.open(out).size[0] > 500
+
+
 def test_dictionary_mismatch_is_a_clear_error(trained, tmp_path):
     save_dir, _ = trained
     other = tmp_path / "other-data"

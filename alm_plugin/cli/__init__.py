@@ -1,0 +1,1 @@
+"""Console scripts of the plugin (see setup.py entry points)."""

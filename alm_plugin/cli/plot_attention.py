@@ -1,0 +1,74 @@
+"""Draw a trained model's attention over its own history as heatmaps (Salton et al. Figs 2-3).
+
+    alm-plot-attention --path checkpoints/quickstart/checkpoint_best.pt \\
+        --data data-bin/wikitext-2-sample --out attention.png \\
+        "The game was released in Japan ." "It was praised by critics ."
+
+One panel per sentence: the inputs (the memory slots, whose states were computed after
+reading each input word) on the x axis, the predicted next words on the y axis; a row is
+the attention distribution used to predict that word.
+"""
+import argparse
+import logging
+import os
+
+import torch
+
+
+def load(path, data):
+    import alm_plugin  # noqa: F401  (registers the models)
+    from fairseq import checkpoint_utils
+
+    overrides = {"data": data} if data else None
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=overrides)
+    return models[0].eval(), task
+
+
+def attention_rows(model, dictionary, sentence):
+    """(inputs, predicted words, weights) for one sentence; weights is ``(T, S)``."""
+    target = dictionary.encode_line(sentence, add_if_not_exist=False, append_eos=True).long()
+    source = torch.cat([target.new([dictionary.eos()]), target[:-1]])
+    with torch.no_grad():
+        _, extra = model(source[None])
+    weights = extra.get("history_attn", [None])[0] if isinstance(extra, dict) else None
+    if weights is None:
+        raise SystemExit(f"error: {model.__class__.__name__} has no history attention to draw")
+    weights = weights[0]
+    inputs = [dictionary[i] for i in source]
+    if weights.size(1) == len(inputs) + 1:  # the memory starts with h_0 (AMSRN, sentinel)
+        inputs = ["h0"] + inputs
+    return inputs, [dictionary[i] for i in target], weights.numpy()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("sentences", nargs="+", help="tokenised sentences, as in the training data")
+    parser.add_argument("--path", required=True, help="checkpoint of attentive_lm or amsrn")
+    parser.add_argument("--data", help="data-bin directory with the model's dict.txt (default: the one saved in the checkpoint)")
+    parser.add_argument("--out", default="attention.png", help="PNG file to write")
+    args = parser.parse_args(argv)
+    if not os.path.exists(args.path):
+        parser.error(f"no checkpoint at {args.path}")
+
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)  # fairseq sets the root logger to DEBUG
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    model, task = load(args.path, args.data)
+    panels = [attention_rows(model, task.source_dictionary, s) for s in args.sentences]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 5), squeeze=False)
+    for ax, (inputs, predicted, weights) in zip(axes[0], panels):
+        image = ax.imshow(weights, cmap="Greys", vmin=0.0, vmax=1.0, aspect="auto")
+        ax.set_xticks(range(len(inputs)), inputs, rotation=90)
+        ax.set_yticks(range(len(predicted)), predicted)
+        ax.set_xlabel("input (memory slot)")
+        ax.set_ylabel("predicted word")
+    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label="attention weight")
+    fig.suptitle(f"{model.__class__.__name__}: attention over earlier states")
+    fig.savefig(args.out, dpi=110, bbox_inches="tight")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
