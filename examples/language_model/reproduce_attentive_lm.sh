@@ -28,7 +28,7 @@ DEVICE=$(python3 -c "import torch; print('' if torch.cuda.is_available() else '-
 fairseq-train "data-bin/$CORPUS" --user-dir alm_plugin --task sentence_language_modeling \
   --arch "$ARCH" --attention-score "$SCORE" --criterion attention_cross_entropy \
   --optimizer sgd --lr 1.0 --lr-scheduler fixed --force-anneal "$ANNEAL" --lr-shrink "$SHRINK" \
-  --clip-norm 5 --sentence-avg --batch-size 32 --max-epoch "$EPOCHS" --patience 10 \
+  --clip-norm 5 --batch-size 32 --max-epoch "$EPOCHS" --patience 10 \
   --no-epoch-checkpoints --save-dir "$SAVE" --log-format simple --log-interval 200 $DEVICE ${EXTRA_ARGS:-}
 
 for split in valid test; do

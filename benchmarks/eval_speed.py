@@ -1,0 +1,156 @@
+#!/usr/bin/env python
+"""Evaluation-side benchmarks, each measured side by side in one run:
+
+1. fairseq-eval-lm scoring tokens/s of our models against fairseq's lstm_lm of the same size
+   (the same `eval_lm` function and batches fairseq-eval-lm uses);
+2. incremental generation (history kept in incremental_state) against recomputing the
+   full prefix at every step;
+3. peak memory of scoring one batch of blocks of 35 / 512 / 2048 tokens, each in a fresh
+   process (peak resident set size over the model-loaded baseline).
+
+    python benchmarks/eval_speed.py                          # shipped sample, 2 x 650
+    python benchmarks/eval_speed.py --data data-bin/ptb      # PTB test set
+
+Untrained models: speed and memory do not depend on the weights.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from argparse import Namespace
+
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+MODELS = ["lstm_lm", "attentive_lm single", "attentive_lm combined", "amsrn tied"]
+
+
+def setup_task(data, block):
+    import alm_plugin  # noqa: F401
+    from alm_plugin.tasks.sentence_language_modeling import SentenceLanguageModelingTask
+    args = Namespace(data=data, sample_break_mode="none", tokens_per_sample=block,
+                     output_dictionary_size=-1, self_target=False, future_target=False,
+                     past_target=False, add_bos_token=False, max_target_positions=None,
+                     shorten_method="none", shorten_data_split_list="", pad_to_fixed_length=False,
+                     pad_to_fixed_bsz=False, seed=1, batch_size=8, batch_size_valid=8,
+                     dataset_impl=None, data_buffer_size=10, tpu=False, use_plasma_view=False, plasma_path=None)
+    return SentenceLanguageModelingTask.setup_task(args)
+
+
+def build(name, task, size):
+    from fairseq.models.lstm_lm import LSTMLanguageModel, base_architecture
+    from alm_plugin.models.amsrn import AMSRNConfig, AMSRNLanguageModel
+    from alm_plugin.models.attentive_lm import AttentiveLanguageModel, AttentiveLMConfig
+    torch.manual_seed(0)
+    if name == "lstm_lm":
+        args = Namespace(decoder_embed_dim=size, decoder_hidden_size=size, decoder_out_embed_dim=size,
+                         decoder_layers=2, share_decoder_input_output_embed=True, dropout=0.0,
+                         decoder_dropout_in=0.0, decoder_dropout_out=0.0, tokens_per_sample=100000,
+                         criterion="cross_entropy")
+        base_architecture(args)
+        model = LSTMLanguageModel.build_model(args, task)
+    elif name.startswith("attentive_lm"):
+        cfg = AttentiveLMConfig(embed_dim=size, hidden_size=size, dropout=0.0,
+                                attention_score=name.split()[1])
+        model = AttentiveLanguageModel.build_model(cfg, task)
+    else:
+        model = AMSRNLanguageModel.build_model(AMSRNConfig(embed_dim=size, hidden_size=size, dropout=0.0,
+                                                           memory_selection="tied"), task)
+    return model.eval()
+
+
+def eval_lm_speed(task, model, split):
+    from fairseq_cli.eval_lm import eval_lm
+    task.load_dataset(split)
+    dataset = task.dataset(split)
+    itr = task.eval_lm_dataloader(dataset=dataset, batch_size=8, max_positions=100000, context_window=0,
+                                  num_workers=0)
+    start = time.perf_counter()
+    result = eval_lm(models=[model], source_dictionary=task.source_dictionary, batch_iterator=itr)
+    return int(dataset.sizes.sum()) / (time.perf_counter() - start), result["perplexity"]
+
+
+def generation_speed(model, steps, bsz=8):
+    """Greedy decoding of `steps` tokens: incremental state vs full prefix recomputed."""
+    vocab = model.decoder.dictionary
+    tokens = torch.full((bsz, 1), vocab.eos())
+    timings = {}
+    with torch.no_grad():
+        for mode in ("incremental", "full prefix"):
+            seq, state = tokens.clone(), {}
+            start = time.perf_counter()
+            for _ in range(steps):  # generation is sequential by nature
+                if mode == "incremental":
+                    logits = model(seq, incremental_state=state)[0][:, -1]
+                else:
+                    logits = model(seq)[0][:, -1]
+                seq = torch.cat([seq, logits.argmax(-1, keepdim=True)], 1)
+            timings[mode] = bsz * steps / (time.perf_counter() - start)
+    return timings
+
+
+def rss_kib(field):
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith(field))
+
+
+def peak_memory_child(name, data, size, block):
+    """Run in a fresh process: peak RSS growth (MiB) while scoring 8 blocks of `block` tokens.
+    Linux: the peak (VmHWM) is reset after the model is built, so import-time peaks do not hide it."""
+    task = setup_task(data, block)
+    model = build(name, task, size)
+    tokens = torch.randint(4, len(task.source_dictionary), (8, block))
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # reset VmHWM to the current RSS
+    before = rss_kib("VmRSS:")
+    with torch.no_grad():
+        model.get_normalized_probs(model(tokens), log_probs=True)
+    print(json.dumps({"peak_mib": (rss_kib("VmHWM:") - before) / 1024}))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", default=os.path.join(ROOT, "data-bin", "wikitext-2-sample"))
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--size", type=int, default=650)
+    parser.add_argument("--block", type=int, default=512, help="tokens per eval-lm block")
+    parser.add_argument("--steps", type=int, default=100, help="generated tokens per sequence")
+    parser.add_argument("--memory-child", nargs=3, metavar=("MODEL", "SIZE", "BLOCK"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.memory_child:
+        name, size, block = args.memory_child
+        return peak_memory_child(name, args.data, int(size), int(block))
+
+    task = setup_task(args.data, args.block)
+    print(f"1. eval-lm scoring, {os.path.basename(os.path.normpath(args.data))} {args.split}, "
+          f"blocks of {args.block}, batch 8, 2 x {args.size}")
+    speeds = {}
+    for name in MODELS:
+        speeds[name], _ = eval_lm_speed(task, build(name, task, args.size), args.split)
+    for name in MODELS:
+        print(f"   {name:24s} {speeds[name]:9.0f} tokens/s  {speeds[name] / speeds['lstm_lm']:5.2f} x lstm_lm")
+
+    print(f"\n2. greedy generation, batch 8, {args.steps} tokens")
+    for name in MODELS[1:]:
+        t = generation_speed(build(name, task, args.size), args.steps)
+        print(f"   {name:24s} incremental {t['incremental']:7.0f} tok/s, full prefix {t['full prefix']:7.0f} tok/s:"
+              f" {t['incremental'] / t['full prefix']:5.2f} x faster")
+
+    print("\n3. peak memory growth scoring 8 blocks (MiB, fresh process each)")
+    print(f"   {'model':24s} " + " ".join(f"{b:>7d}" for b in (35, 512, 2048)))
+    for name in MODELS:
+        row = []
+        for block in (35, 512, 2048):
+            out = subprocess.run([sys.executable, __file__, "--data", args.data, "--memory-child", name,
+                                  str(args.size), str(block)], capture_output=True, text=True, cwd=ROOT)
+            lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
+            row.append(json.loads(lines[-1])["peak_mib"] if lines else float("nan"))
+        print(f"   {name:24s} " + " ".join(f"{m:7.0f}" for m in row))
+
+
+if __name__ == "__main__":
+    main()
