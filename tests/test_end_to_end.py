@@ -1,8 +1,11 @@
 """The real commands on the shipped WikiText-2 sample: train, resume, evaluate, hub, errors."""
+import argparse
 import math
 import os
 import re
 import shutil
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -192,3 +195,17 @@ def test_checkpoint_of_another_architecture_is_a_clear_error(tmp_path):
     assert code != 0
     assert "this checkpoint does not fit AttentiveLanguageModel" in output
     assert "It was saved by another --arch" in output
+
+
+def test_allowlist_lets_safe_loading_read_fairseq_namespace_checkpoints(tmp_path):
+    """lstm_lm checkpoints hold an argparse.Namespace: refused by torch's safe loading on
+    its own, accepted once the plugin has allow-listed exactly that type."""
+    run("train", SAMPLE_DATA, *TRAIN_COMMON, "--arch", "lstm_lm", "--decoder-embed-dim", "16",
+        "--decoder-hidden-size", "16", "--decoder-out-embed-dim", "16", "--optimizer", "adam",
+        "--lr", "0.003", "--batch-size", "32", "--max-update", "1", "--save-dir", tmp_path)
+    checkpoint = str(tmp_path / "checkpoint_last.pt")
+    plain = subprocess.run([sys.executable, "-c", f"import torch; torch.load({checkpoint!r})"],
+                           capture_output=True, text=True)
+    assert plain.returncode != 0 and "Weights only load failed" in plain.stderr
+    state = torch.load(checkpoint, weights_only=True)  # conftest imported alm_plugin
+    assert isinstance(state["cfg"]["model"], argparse.Namespace)
