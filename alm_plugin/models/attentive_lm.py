@@ -17,7 +17,8 @@ from fairseq.dataclass import ChoiceEnum
 from fairseq.models import register_model, register_model_architecture
 
 from ..modules.history_attention import CausalHistoryAttention, CombinedScore, SingleScore
-from ..modules.history_lstm_decoder import HistoryAttentionLSTMDecoder, RecurrentLMConfig, set_arch_defaults
+from ..modules.history_lstm_decoder import HistoryAttentionLSTMDecoder, RecurrentLMConfig
+from .arch_defaults import set_arch_defaults
 from .history_language_model import HistoryAttentionLanguageModel
 
 SCORES = {"single": SingleScore, "combined": CombinedScore}

@@ -7,7 +7,6 @@ Subclasses choose the attention (score, memory layout) and the combination layer
 class owns the embedding, the recurrence, dropout, initialisation, incremental state and
 the dictionary check.
 """
-import hashlib
 from dataclasses import dataclass, field
 from typing import Dict, Optional
 
@@ -16,8 +15,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 from fairseq.dataclass import FairseqDataclass
 from fairseq.models import FairseqIncrementalDecoder
-from fairseq.utils import safe_getattr
 from torch import Tensor
+
+from .dictionary_fingerprint import DictionaryFingerprint
 
 # LSTMs have no position limit; fairseq drops samples longer than max_positions, so say so.
 UNLIMITED_POSITIONS = 1_000_000
@@ -38,19 +38,7 @@ class RecurrentLMConfig(FairseqDataclass):
         "help": "weights start uniform in [-init_range, init_range], biases at 0 (paper: 0.05)"})
 
 
-def set_arch_defaults(args, **defaults):
-    """For named architectures: set each option the user did not give on the command line."""
-    for name, value in defaults.items():
-        setattr(args, name, safe_getattr(args, name, value))
-
-
-def dictionary_fingerprint(dictionary) -> int:
-    """A 63-bit hash of the symbol list, saved with the model to catch a dictionary mismatch."""
-    digest = hashlib.sha256("\n".join(dictionary.symbols).encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "little") >> 1
-
-
-class HistoryAttentionLSTMDecoder(FairseqIncrementalDecoder):
+class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecoder):
     """Base decoder. Subclasses set ``self.attention`` (a ``CausalHistoryAttention``),
     implement ``combine(states, context) -> features`` of size ``embed_dim`` and may build the
     attention queries from the states (``attention_queries``; default: the states)."""
@@ -64,8 +52,7 @@ class HistoryAttentionLSTMDecoder(FairseqIncrementalDecoder):
                             dropout=cfg.dropout if cfg.num_layers > 1 else 0.0)
         self.dropout = nn.Dropout(cfg.dropout)
         self.output_bias = nn.Parameter(torch.zeros(len(dictionary)))
-        self.register_buffer("dictionary_fingerprint",
-                             torch.tensor(dictionary_fingerprint(dictionary), dtype=torch.long))
+        self.register_fingerprint(dictionary)
 
     def reset_parameters(self):
         """Uniform weights in [-r, r] and zero biases, as in the paper (call after building)."""
@@ -124,12 +111,3 @@ class HistoryAttentionLSTMDecoder(FairseqIncrementalDecoder):
 
     def max_positions(self):
         return UNLIMITED_POSITIONS
-
-    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        saved = state_dict.get(prefix + "dictionary_fingerprint")
-        if saved is not None and int(saved) != int(self.dictionary_fingerprint):
-            raise ValueError(
-                "dictionary mismatch: this checkpoint was trained with another dictionary "
-                f"than the one loaded now ({len(self.dictionary)} types). Point fairseq at the "
-                "data-bin directory (dict.txt) the model was trained on.")
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)

@@ -1,1 +1,1 @@
-from . import sentence_language_modeling  # noqa: F401
+from . import open_vocabulary_language_modeling, sentence_language_modeling  # noqa: F401

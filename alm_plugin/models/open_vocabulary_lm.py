@@ -1,0 +1,19 @@
+"""The fairseq model wrapper shared by the character-level word-stream models."""
+from fairseq.models import FairseqLanguageModel
+
+from .checkpoint_fit import CheckpointFitMixin
+
+
+class OpenVocabularyLanguageModel(CheckpointFitMixin, FairseqLanguageModel):
+    decoder_class = None
+
+    @classmethod
+    def build_model(cls, cfg, task):
+        if not hasattr(task, "character_counts"):
+            raise ValueError(
+                f"--arch {cfg._name} reads words with their characters in streams: train and "
+                "evaluate it with --task open_vocabulary_language_modeling (not "
+                f"{task.__class__.__name__}).")
+        decoder = cls.decoder_class(cfg, task.target_dictionary)
+        decoder.reset_parameters()
+        return cls(decoder)

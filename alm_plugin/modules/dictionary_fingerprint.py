@@ -1,0 +1,32 @@
+"""A hash of the dictionary saved with each model, checked when a checkpoint is loaded.
+
+The size of the embedding table only catches a dictionary of another size; the same size
+with other words (another corpus, another threshold) would load silently and score junk.
+"""
+import hashlib
+
+import torch
+import torch.nn as nn
+
+
+def dictionary_fingerprint(dictionary) -> int:
+    """A 63-bit hash of the symbol list."""
+    digest = hashlib.sha256("\n".join(dictionary.symbols).encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "little") >> 1
+
+
+class DictionaryFingerprint(nn.Module):
+    """Mixin for decoders: ``self.register_fingerprint(dictionary)`` in ``__init__``."""
+
+    def register_fingerprint(self, dictionary):
+        self.register_buffer("dictionary_fingerprint",
+                             torch.tensor(dictionary_fingerprint(dictionary), dtype=torch.long))
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        saved = state_dict.get(prefix + "dictionary_fingerprint")
+        if saved is not None and int(saved) != int(self.dictionary_fingerprint):
+            raise ValueError(
+                "dictionary mismatch: this checkpoint was trained with another dictionary "
+                f"than the one loaded now ({len(self.dictionary)} types). Point fairseq at the "
+                "data-bin directory (dict.txt) the model was trained on.")
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)

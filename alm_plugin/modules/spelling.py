@@ -1,0 +1,62 @@
+"""Words as character sequences: the bridge between fairseq's word data and character models.
+
+Every word of the fairseq dictionary is spelled once, at model build time, into a padded
+table of character ids. A word is its characters followed by an end-of-word symbol; the
+end-of-sentence word ``</s>`` has no characters, so it is the end-of-word symbol alone
+(a sentence ends with two end-of-word symbols: the space after the last word, and the line
+break). Character ids: 0 pad, 1 start-of-word (the decoder's first input, ``v_S``),
+2 end-of-word, then the characters of the dictionary in sorted order.
+
+Counting for bits per character (Kawakami et al. 2017, ``bpc = -log2 p(corpus) / |c|``):
+``|c|`` is the length of the text written one sentence per line with single spaces, i.e.
+every character of every word plus one for the space or line break after it. ``</s>``
+adds nothing, since the line break was already counted after the sentence's last word.
+"""
+from typing import Tuple
+
+import torch
+import torch.nn as nn
+from torch import Tensor
+
+PAD, START_OF_WORD, END_OF_WORD = 0, 1, 2
+NUM_SPECIAL_CHARACTERS = 3
+
+
+def word_spellings(dictionary):
+    """Strings to spell per dictionary index: ``</s>`` and ``<pad>`` spell as nothing."""
+    silent = {dictionary.eos(), dictionary.pad()}
+    return ["" if index in silent else symbol for index, symbol in enumerate(dictionary.symbols)]
+
+
+def character_counts(dictionary) -> Tensor:
+    """``|c|`` contribution of each dictionary index: characters + 1 (space or line break)."""
+    return torch.tensor([len(word) + 1 if word else 0 for word in word_spellings(dictionary)])
+
+
+class Spelling(nn.Module):
+    """A table ``word id -> character ids + end-of-word`` (rebuilt from the dictionary)."""
+
+    def __init__(self, dictionary):
+        super().__init__()
+        words = word_spellings(dictionary)
+        self.characters = sorted({c for word in words for c in word})
+        index = {c: i + NUM_SPECIAL_CHARACTERS for i, c in enumerate(self.characters)}
+        longest = max(len(word) for word in words) + 1
+        table = torch.full((len(words), longest), PAD, dtype=torch.long)
+        for row, word in enumerate(words):
+            table[row, :len(word)] = torch.tensor([index[c] for c in word], dtype=torch.long)
+            table[row, len(word)] = END_OF_WORD
+        # not saved: derived from the dictionary, whose fingerprint the model does save
+        self.register_buffer("table", table, persistent=False)
+        self.register_buffer("lengths", torch.tensor([len(w) + 1 for w in words]), persistent=False)
+
+    @property
+    def num_characters(self) -> int:
+        return len(self.characters) + NUM_SPECIAL_CHARACTERS
+
+    def forward(self, words: Tensor) -> Tuple[Tensor, Tensor]:
+        """``words (...,) -> (characters (..., L), lengths (...,))``, ``L`` the longest here.
+
+        Each spelling ends with END_OF_WORD, so every length is at least 1."""
+        lengths = self.lengths[words]
+        return self.table[words][..., : int(lengths.max())], lengths
