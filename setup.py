@@ -18,5 +18,8 @@ setup(
         "subword-nmt",
     ],
     extras_require={"test": ["pytest"], "plots": ["matplotlib"]},
-    entry_points={"console_scripts": ["alm-plot-attention = alm_plugin.cli.plot_attention:main"]},
+    entry_points={"console_scripts": [
+        "alm-plot-attention = alm_plugin.cli.plot_attention:main",
+        "alm-cache-posterior = alm_plugin.cli.cache_posterior:main",
+    ]},
 )

@@ -11,6 +11,9 @@ from fairseq.data import Dictionary
 from fairseq.distributed import ModuleProxyWrapper
 
 from alm_plugin.criterions.attention_cross_entropy import AttentionCrossEntropyCriterion
+from alm_plugin.criterions.open_vocabulary_cross_entropy import OpenVocabularyCrossEntropy
+from alm_plugin.models.char_cache_lm import CharCacheLanguageModel, CharCacheLMConfig, HierarchicalCharDecoder
+from alm_plugin.models.char_lstm_lm import CharLSTMDecoder, CharLSTMLanguageModel, CharLSTMLMConfig
 from alm_plugin.models.amsrn import AMSRNConfig, AMSRNLanguageModel, AMSRNDecoder
 from alm_plugin.models.attentive_lm import AttentiveLanguageModel, AttentiveLMConfig, AttentiveLMDecoder
 
@@ -20,6 +23,13 @@ VARIANTS = [
      dict(attention_score="combined", attention_sentinel=True)),
     *[(f"amsrn {s}", AMSRNLanguageModel, AMSRNDecoder, AMSRNConfig, dict(memory_selection=s))
       for s in ("independent", "tied", "complementary", "none")],
+]
+# character models: batches are consecutive chunks of 4 streams, so step 2 resumes step 1's
+# carried state (context LSTM, cache) per stream, on each rank for its own streams
+CHAR_VARIANTS = [
+    ("char_cache_lm", CharCacheLanguageModel, HierarchicalCharDecoder, CharCacheLMConfig, dict(cache_size=3)),
+    ("hclm", CharCacheLanguageModel, HierarchicalCharDecoder, CharCacheLMConfig, dict(cache_size=0)),
+    ("char_lstm_lm", CharLSTMLanguageModel, CharLSTMDecoder, CharLSTMLMConfig, {}),
 ]
 
 
@@ -44,9 +54,22 @@ def batch(d, step):
             "target": tokens, "ntokens": int(tokens.ne(d.pad()).sum()), "id": torch.arange(4)}
 
 
+def stream_batch(d, step):
+    g = torch.Generator().manual_seed(100)
+    stream = torch.randint(d.nspecial, len(d), (4, 19), generator=g)
+    stream[:, 0] = d.eos()
+    stream[3, 15:] = d.pad()  # the end of the last stream
+    chunk = stream[:, 9 * step: 9 * step + 10]
+    target = chunk[:, 1:]
+    return {"net_input": {"src_tokens": chunk[:, :-1], "target_tokens": target,
+                          "stream_ids": torch.arange(4), "stream_positions": torch.full((4,), 9 * step)},
+            "target": target, "ntokens": int(target.ne(d.pad()).sum()), "nchars": 1,
+            "nsentences": 4, "id": torch.arange(4)}
+
+
 def shard(sample, rank, world):
     rows = slice(rank * 4 // world, (rank + 1) * 4 // world)
-    return {"net_input": {k: v[rows] for k, v in sample["net_input"].items()},
+    return {**sample, "net_input": {k: v[rows] for k, v in sample["net_input"].items()},
             "target": sample["target"][rows], "ntokens": int(sample["target"][rows].ne(1).sum()),
             "id": sample["id"][rows]}
 
@@ -54,8 +77,17 @@ def shard(sample, rank, world):
 def build(variant, d):
     _, model_cls, decoder_cls, config_cls, overrides = variant
     torch.manual_seed(0)
-    cfg = config_cls(**{"embed_dim": 8, "hidden_size": 8, "num_layers": 2, "dropout": 0.0, **overrides})
+    if config_cls in (CharCacheLMConfig, CharLSTMLMConfig):
+        cfg = config_cls(**{"char_embed_dim": 5, "hidden_size": 6, "dropout": 0.0, **overrides})
+    else:
+        cfg = config_cls(**{"embed_dim": 8, "hidden_size": 8, "num_layers": 2, "dropout": 0.0, **overrides})
     return model_cls(decoder_cls(cfg, d))
+
+
+def suites(d):
+    """(variants, criterion, batch maker) for the word-softmax and the character models."""
+    return [(VARIANTS, AttentionCrossEntropyCriterion(Task(d), attention_entropy_weight=0.3), batch),
+            (CHAR_VARIANTS, OpenVocabularyCrossEntropy(Task(d)), stream_batch)]
 
 
 def step_gradients(model, criterion, samples, scale):
@@ -73,13 +105,13 @@ def step_gradients(model, criterion, samples, scale):
 def worker(rank, world, port, results):
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     d = dictionary()
-    criterion = AttentionCrossEntropyCriterion(Task(d), attention_entropy_weight=0.3)
-    for variant in VARIANTS:
-        # fairseq's own pytorch_ddp wrapping (ModuleProxyWrapper keeps the model's methods reachable)
-        model = ModuleProxyWrapper(torch.nn.parallel.DistributedDataParallel(build(variant, d)))
-        grads = step_gradients(model, criterion, [shard(batch(d, s), rank, world) for s in range(2)], 1.0)
-        if rank == 0:
-            results[variant[0]] = [g.numpy() for g in grads]
+    for variants, criterion, make_batch in suites(d):
+        for variant in variants:
+            # fairseq's own pytorch_ddp wrapping (ModuleProxyWrapper keeps the model's methods reachable)
+            model = ModuleProxyWrapper(torch.nn.parallel.DistributedDataParallel(build(variant, d)))
+            grads = step_gradients(model, criterion, [shard(make_batch(d, s), rank, world) for s in range(2)], 1.0)
+            if rank == 0:
+                results[variant[0]] = [g.numpy() for g in grads]
     dist.destroy_process_group()
 
 
@@ -94,11 +126,11 @@ def test_two_gloo_processes_match_one_process_on_the_whole_batch():
     results = manager.dict()
     mp.spawn(worker, args=(2, free_port(), results), nprocs=2, join=True)
     d = dictionary()
-    criterion = AttentionCrossEntropyCriterion(Task(d), attention_entropy_weight=0.3)
-    for variant in VARIANTS:
-        # DDP averages the ranks' gradients of their shard sums: the whole batch's sum over 2
-        expected = step_gradients(build(variant, d), criterion, [batch(d, s) for s in range(2)], 0.5)
-        got = results[variant[0]]
-        assert len(got) == len(expected)
-        for g, e in zip(got, expected):
-            torch.testing.assert_close(torch.from_numpy(g), e, atol=1e-5, rtol=1e-4, msg=variant[0])
+    for variants, criterion, make_batch in suites(d):
+        for variant in variants:
+            # DDP averages the ranks' gradients of their shard sums: the whole batch's sum over 2
+            expected = step_gradients(build(variant, d), criterion, [make_batch(d, s) for s in range(2)], 0.5)
+            got = results[variant[0]]
+            assert len(got) == len(expected)
+            for g, e in zip(got, expected):
+                torch.testing.assert_close(torch.from_numpy(g), e, atol=1e-5, rtol=1e-4, msg=variant[0])

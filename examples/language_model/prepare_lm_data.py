@@ -6,6 +6,8 @@
     python examples/language_model/prepare_lm_data.py --corpus wikitext-2 --sample-sentences 3000 \
         --threshold 2 --name wikitext-2-sample            # the shipped data-bin sample
     python examples/language_model/prepare_lm_data.py --raw-dir my_corpus --tokenize en --name mine
+    python examples/language_model/prepare_lm_data.py --corpus wikitext-2 --open-vocabulary \
+        --name wikitext-2-open                          # for the character-level models
 
 Writes the sentence files to ``examples/language_model/text/<name>/`` and binarises them with
 ``fairseq-preprocess --only-source`` into ``data-bin/<name>/``.
@@ -17,6 +19,7 @@ already tokenised, so abbreviations such as ``U.S.`` are single tokens). Raw tex
 (``--raw-dir`` with train/valid/test.txt) can be tokenised with sacremoses (``--tokenize LANG``).
 """
 import argparse
+import collections
 import os
 import subprocess
 import sys
@@ -28,6 +31,7 @@ CORPUS_FILES = {
     "wikitext-2": {s: f"wikitext-2/{s}.tokens" for s in SPLITS},
 }
 SENTENCE_END = {".", "?", "!"}
+FAIRSEQ_SPECIAL_SYMBOLS = {"<s>", "<pad>", "</s>", "<unk>"}
 
 
 def split_sentences(line):
@@ -56,6 +60,22 @@ def read_sentences(path, paragraphs, tokenizer=None):
                 yield line
 
 
+def write_full_dictionary(text_dir):
+    """dict.txt counting the words of every split (a word only in test still gets an entry)."""
+    counts = collections.Counter()
+    for split in SPLITS:
+        with open(os.path.join(text_dir, f"{split}.txt"), encoding="utf-8") as f:
+            for line in f:
+                counts.update(line.split())
+    path = os.path.join(text_dir, "dict.txt")
+    with open(path, "w", encoding="utf-8") as out:
+        for word, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+            if word in FAIRSEQ_SPECIAL_SYMBOLS:  # already in every fairseq dictionary
+                continue
+            out.write(f"{word} {count}\n")
+    return path
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", choices=sorted(CORPUS_FILES), help="a corpus from ../shared/data")
@@ -68,6 +88,9 @@ def main():
                         help="keep only the first N training sentences (and N/10 valid and test ones)")
     parser.add_argument("--threshold", type=int, default=0,
                         help="map training words seen at most this many times to <unk> (fairseq-preprocess --thresholdsrc)")
+    parser.add_argument("--open-vocabulary", action="store_true",
+                        help="build the dictionary over all splits, so that no word becomes <unk> "
+                             "(for the character-level models, which spell every word)")
     parser.add_argument("--name", help="output name (default: the corpus name)")
     parser.add_argument("--destdir", default="data-bin", help="where the binarised folder goes")
     parser.add_argument("--text-dir", default=os.path.join(os.path.dirname(__file__), "text"),
@@ -114,7 +137,11 @@ def main():
         "--testpref", os.path.join(text_dir, "test.txt"),
         "--destdir", os.path.join(args.destdir, name), "--workers", str(args.workers),
     ]
-    if args.threshold:
+    if args.open_vocabulary:
+        if args.threshold:
+            parser.error("--open-vocabulary keeps every word: drop --threshold")
+        command += ["--srcdict", write_full_dictionary(text_dir)]
+    elif args.threshold:
         command += ["--thresholdsrc", str(args.threshold)]
     print(" ".join(command))
     subprocess.run(command, check=True)

@@ -1,0 +1,114 @@
+"""Which words does the cache model copy, and which does it spell? (Kawakami et al. Tables 7-8)
+
+    alm-cache-posterior --path checkpoints/char_cache/checkpoint_best.pt \\
+        --data data-bin/wikitext-2-sample --split test [--plot cache.png]
+
+Scores the held-out split as one stream (exact: nothing is cut) and prints, per word type
+seen at least ``--min-count`` times, the average cache posterior
+
+    p(z_t | w) = (1 - lambda_t) p_ptr(w_t) / p(w_t)
+
+over its occurrences after the first (a first occurrence cannot be copied), the types most
+and least likely to come from the cache, and the split's bits per character and word
+perplexity. ``--plot`` draws the posterior of each word of the split's first words.
+"""
+import argparse
+import collections
+import logging
+import math
+import os
+
+import torch
+
+from .plot_attention import load
+
+
+def score_split(model, task, split):
+    """Per-word (word id, log p, cache posterior), in corpus order, and |c|."""
+    task.cfg.batch_size = 1
+    task.load_dataset(split)
+    words, log_probs, posteriors, characters = [], [], [], 0
+    device = next(model.parameters()).device
+    itr = task.get_batch_iterator(task.dataset(split)).next_epoch_itr(shuffle=False)
+    with torch.no_grad():
+        for sample in itr:
+            real = sample["target"].ne(task.target_dictionary.pad())
+            net_input = {k: v.to(device) for k, v in sample["net_input"].items()}
+            scores, extra = model(**net_input)
+            words.append(sample["target"][real])
+            log_probs.append(scores.squeeze(-1).cpu()[real])
+            posteriors.append(extra["cache_posterior"].cpu()[real])
+            characters += sample["nchars"]
+    return torch.cat(words), torch.cat(log_probs), torch.cat(posteriors), characters
+
+
+def posterior_by_type(words, posteriors, min_count):
+    """Mean posterior per word type over its occurrences after the first."""
+    seen, sums, counts = set(), collections.Counter(), collections.Counter()
+    for word, posterior in zip(words.tolist(), posteriors.tolist()):
+        if word in seen:
+            sums[word] += posterior
+            counts[word] += 1
+        seen.add(word)
+    return {w: sums[w] / counts[w] for w in counts if counts[w] + 1 >= min_count}, counts
+
+
+def plot(path, dictionary, words, posteriors, n):
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [dictionary[w] if w != dictionary.eos() else "</s>" for w in words[:n].tolist()]
+    values = posteriors[:n].numpy()
+    fig, ax = plt.subplots(figsize=(max(8, 0.28 * len(labels)), 3.2))
+    ax.bar(range(len(labels)), values, color=plt.cm.viridis(values))
+    ax.set_xticks(range(len(labels)), labels, rotation=90)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("p(cache | word)")
+    ax.set_title("cache posterior per word: copied (high) or spelled (low)")
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--path", required=True, help="checkpoint of a char_cache_lm model")
+    parser.add_argument("--data", help="data-bin directory (default: the one saved in the checkpoint)")
+    parser.add_argument("--split", default="test", help="split to analyse (default: test)")
+    parser.add_argument("--min-count", type=int, default=2, help="only word types seen this often")
+    parser.add_argument("--top", type=int, default=15, help="how many types to list per side")
+    parser.add_argument("--plot", metavar="PNG", help="also draw the posterior of the first words")
+    parser.add_argument("--plot-words", type=int, default=60, help="how many words to draw")
+    parser.add_argument("--cpu", action="store_true", help="stay on the CPU even with a GPU")
+    args = parser.parse_args(argv)
+    if not os.path.exists(args.path):
+        parser.error(f"no checkpoint at {args.path}")
+
+    model, task = load(args.path, args.data)
+    if getattr(model.decoder, "cache", None) is None:
+        raise SystemExit(f"error: {args.path} has no word cache ({model.__class__.__name__}, "
+                         "e.g. --arch hclm or char_lstm_lm): the cache posterior needs a char_cache_lm")
+    if torch.cuda.is_available() and not args.cpu:
+        model.cuda()
+    dictionary = task.target_dictionary
+    words, log_probs, posteriors, characters = score_split(model, task, args.split)
+
+    nll = -log_probs.double().sum().item()
+    print(f"{args.split}: {words.numel()} words, {characters} characters | "
+          f"bpc {nll / characters / math.log(2):.4f} | word ppl {math.exp(nll / words.numel()):.2f} | "
+          f"mean cache posterior {posteriors.mean().item():.3f}")
+    means, counts = posterior_by_type(words, posteriors, args.min_count)
+    ranked = sorted(means, key=lambda w: (-means[w], dictionary[w]))
+    rows = max(0, min(args.top, len(ranked) // 2))
+    print(f"\n{'copied from the cache':<32}{'spelled by the LM':<32}")
+    print(f"{'word':<16}{'p(z|w)':>8}{'n':>6}  {'':<2}{'word':<16}{'p(z|w)':>8}{'n':>6}")
+    for high, low in zip(ranked[:rows], reversed(ranked[-rows:] if rows else [])):
+        print(f"{dictionary[high]:<16}{means[high]:>8.3f}{counts[high] + 1:>6}  {'':<2}"
+              f"{dictionary[low]:<16}{means[low]:>8.3f}{counts[low] + 1:>6}")
+    if args.plot:
+        plot(args.plot, dictionary, words, posteriors, args.plot_words)
+        print(f"\nwrote {args.plot}")
+
+
+if __name__ == "__main__":
+    main()

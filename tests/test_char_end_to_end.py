@@ -1,0 +1,135 @@
+"""The character models through the real commands: prepare an open-vocabulary corpus from
+the shipped sample's text, fairseq-train (and resume), fairseq-eval-lm, fairseq-validate
+and alm-cache-posterior, checked against a hand computation and the text's length."""
+import math
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+from fairseq import checkpoint_utils
+from fairseq.data import Dictionary, data_utils
+
+from cli import eval_lm_result, json_records, run
+from conftest import ROOT, SAMPLE_DATA
+
+NEW_WORDS = ["Zyzzyva", "Quetzalcoatlus"]  # in no split but test
+COMMON = ["--user-dir", "alm_plugin", "--task", "open_vocabulary_language_modeling", "--cpu",
+          "--log-format", "json", "--no-progress-bar", "--num-workers", "0"]
+TRAIN = ["--arch", "char_cache_lm_small", "--char-embed-dim", "24", "--hidden-size", "48",
+         "--cache-size", "20", "--criterion", "open_vocabulary_cross_entropy", "--optimizer", "adam",
+         "--lr", "0.005", "--clip-norm", "10", "--batch-size", "8", "--tokens-per-sample", "20",
+         "--log-interval", "20", "--seed", "1"]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """Text of the shipped sample (train 1200 lines, valid/test 60) with two new words in
+    test, binarised with a dictionary over all splits."""
+    root = tmp_path_factory.mktemp("open_vocab")
+    d = Dictionary.load(f"{SAMPLE_DATA}/dict.txt")
+    raw = root / "raw"
+    raw.mkdir()
+    for split, n in (("train", 1200), ("valid", 60), ("test", 60)):
+        lines = data_utils.load_indexed_dataset(f"{SAMPLE_DATA}/{split}", d)
+        text = [d.string(lines[i]) for i in range(n)]
+        if split == "test":
+            text[3] = f"{NEW_WORDS[0]} {text[3]} {NEW_WORDS[1]} {NEW_WORDS[0]}"
+        (raw / f"{split}.txt").write_text("\n".join(text) + "\n", encoding="utf-8")
+    subprocess.run([sys.executable, "examples/language_model/prepare_lm_data.py", "--raw-dir", raw,
+                    "--open-vocabulary", "--name", "ov", "--destdir", root, "--text-dir", root / "text"],
+                   cwd=ROOT, check=True, capture_output=True)
+    return root / "ov", root / "text" / "ov"
+
+
+@pytest.fixture(scope="module")
+def trained(corpus, tmp_path_factory):
+    data, _ = corpus
+    save_dir = tmp_path_factory.mktemp("char_ckpt")
+    _, output = run("train", data, *COMMON, *TRAIN, "--max-update", "200", "--save-dir", save_dir)
+    return save_dir, output
+
+
+def test_training_loss_falls_and_logs_bpc(trained):
+    _, output = trained
+    records = json_records(output, "train_inner")
+    bpc = [float(r["bpc"]) for r in records]
+    assert len(bpc) >= 9 and bpc[-1] < bpc[0] - 1.0, bpc
+    assert sum(bpc[-3:]) / 3 < sum(bpc[1:4]) / 3 - 0.3, bpc   # still falling after the first drop
+    valid = json_records(output, "valid")[-1]
+    assert 0 < float(valid["valid_cache_use"]) < 1 and float(valid["valid_bpc"]) < 4
+
+
+def test_resume_continues_mid_epoch(trained, corpus, tmp_path):
+    import shutil
+    save_dir, _ = trained
+    shutil.copytree(save_dir, tmp_path / "r")
+    _, output = run("train", corpus[0], *COMMON, *TRAIN, "--max-update", "210", "--save-dir", tmp_path / "r")
+    assert re.search(r"Loaded checkpoint .*checkpoint_last\.pt \(epoch \d+ @ 200 updates\)", output)
+    assert json_records(output, "train")[-1]["train_num_updates"] == "210"
+
+
+def hand_scored_test(checkpoint, data):
+    """log p of every test word, the split read as one stream in one call."""
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)],
+                                                                   arg_overrides={"data": str(data)})
+    model = models[0].eval()
+    d = task.target_dictionary
+    lines = data_utils.load_indexed_dataset(f"{data}/test", d)
+    words = torch.cat([lines[i] for i in range(len(lines))])
+    source = torch.cat([words.new([d.eos()]), words[:-1]])
+    with torch.no_grad():
+        log_probs, _ = model(source[None], target_tokens=words[None])
+    return d, words, log_probs.flatten().double()
+
+
+def test_eval_lm_and_validate_equal_hand_computation_and_count_every_character(trained, corpus):
+    save_dir, _ = trained
+    data, text = corpus
+    d, words, log_probs = hand_scored_test(save_dir / "checkpoint_best.pt", data)
+    new = [d.index(w) for w in NEW_WORDS]
+    # no word became <unk>: the only <unk>s are the sample's own literal ones
+    literal = (text / "test.txt").read_text(encoding="utf-8").split().count("<unk>")
+    assert all(i != d.unk() for i in new) and int(words.eq(d.unk()).sum()) == literal
+    assert torch.isfinite(log_probs).all()
+
+    _, output = run("eval_lm", data, *COMMON[:5], "--path", save_dir / "checkpoint_best.pt",
+                    "--gen-subset", "test", "--batch-size", "1", "--output-word-probs")
+    loss, ppl = eval_lm_result(output)
+    assert f"Evaluated {words.numel():,} tokens" in output
+    assert loss == pytest.approx(-log_probs.mean().item() / math.log(2), abs=1e-4)
+    # the unseen words got finite scores, printed by --output-word-probs
+    for word in NEW_WORDS:
+        scores = re.findall(re.escape(word) + r" \[(-?[\d.]+)\]", output)
+        assert scores and all(math.isfinite(float(s)) for s in scores), word
+
+    _, output = run("validate", data, *COMMON[:5], "--path", save_dir / "checkpoint_best.pt",
+                    "--valid-subset", "test", "--batch-size", "1")
+    bpc = float(re.search(r"\| bpc ([\d.]+)", output).group(1))
+    characters = len((text / "test.txt").read_text(encoding="utf-8"))
+    assert bpc == pytest.approx(-log_probs.sum().item() / characters / math.log(2), abs=1e-4)
+
+
+def test_cache_posterior_command_lists_copied_and_spelled_words(trained, corpus, tmp_path):
+    save_dir, _ = trained
+    out = subprocess.run([sys.executable, "-m", "alm_plugin.cli.cache_posterior", "--path",
+                          save_dir / "checkpoint_best.pt", "--data", corpus[0], "--split", "test",
+                          "--plot", tmp_path / "cache.png", "--top", "5"],
+                         cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert re.search(r"test: \d+ words, \d+ characters \| bpc [\d.]+", out), out
+    table = out.split("spelled by the LM")[1].strip().split("\n\n")[0].splitlines()[1:]
+    assert len(table) == 5
+    copied, spelled = zip(*[(float(row.split()[1]), float(row.split()[4])) for row in table])
+    assert list(copied) == sorted(copied, reverse=True) and min(copied) >= max(spelled)
+    assert (tmp_path / "cache.png").stat().st_size > 10_000
+
+
+def test_char_model_with_the_wrong_task_or_generation_is_a_clear_error(corpus, trained, tmp_path):
+    code, output = run("train", SAMPLE_DATA, "--user-dir", "alm_plugin", "--task", "language_modeling",
+                       "--cpu", "--arch", "hclm_small", "--max-update", "1", "--batch-size", "4",
+                       "--save-dir", tmp_path, check=False)
+    assert code != 0 and "--task open_vocabulary_language_modeling" in output
+    code, output = run("train", corpus[0], *COMMON, *TRAIN, "--batch-size", "0", "--max-update", "1",
+                       "--save-dir", tmp_path / "b", check=False)
+    assert code != 0 and "pass --batch-size N" in output
