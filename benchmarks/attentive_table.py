@@ -1,0 +1,47 @@
+#!/usr/bin/env python
+"""Salton et al. (2017) Table 1 rows at one size and one budget: the Attentive LM with the
+single and the combined score, beside fairseq's lstm_lm, on a PTB slice. Same recipe as
+``amsrn_table.py`` (whose row (a) is this table's LSTM), so the two tables line up.
+
+    python benchmarks/attentive_table.py                       # PTB slice, 2 x 256, 3 epochs (CPU)
+    python benchmarks/attentive_table.py --rows lstm,single,combined --sentences 0 --size 650 --epochs 40
+"""
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from amsrn_table import ROOT, best_valid_ppl, prepare, rows as amsrn_rows  # noqa: E402
+
+
+def rows(size, dropout):
+    ours = ["--arch", "attentive_lm", "--embed-dim", size, "--hidden-size", size, "--dropout", dropout]
+    return {"lstm": ("LSTM (fairseq lstm_lm)", amsrn_rows(size, dropout, "0")["(a) LSTM (fairseq lstm_lm)"]),
+            "single": ("attentive_lm single (Eq. 9)", ours + ["--attention-score", "single"]),
+            "combined": ("attentive_lm combined (Eq. 10)", ours + ["--attention-score", "combined"])}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sentences", type=int, default=10000, help="PTB training sentences; 0 = all")
+    parser.add_argument("--size", default="256")
+    parser.add_argument("--dropout", default="0.3")
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--lr", default="0.002", help="Adam learning rate")
+    parser.add_argument("--rows", default="single,combined", help="any of lstm,single,combined")
+    args = parser.parse_args()
+    if not os.path.exists(os.path.join(ROOT, "..", "shared", "data", "ptb")):
+        sys.exit("needs ../shared/data/ptb (the Penn Treebank text)")
+    data = prepare(args.sentences)
+    print(f"PTB ({'all' if args.sentences == 0 else args.sentences} training sentences), 2 x {args.size}, "
+          f"dropout {args.dropout}, Adam {args.lr}, {args.epochs} epochs, batch 32 sentences")
+    print(f"{'row':34s} {'valid ppl':>9s} {'attn entropy':>12s}")
+    table = rows(args.size, args.dropout)
+    for key in args.rows.split(","):
+        name, row_args = table[key]
+        ppl, entropy = best_valid_ppl(data, row_args, args.epochs, args.lr)
+        print(f"{name:34s} {ppl:9.1f} {entropy:>12}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+#!/usr/bin/env python
+"""Characters/s of char_cache_lm (HCLM + cache) and the char LSTM against hclm of the same
+size: training (fairseq-train) and scoring (fairseq-eval-lm), side by side on the same data
+and machine (runs interleaved, median of the repeats).
+
+    python benchmarks/char_speed.py                        # shipped sample, LSTMs of 600 (paper)
+    python benchmarks/char_speed.py --size 256 --embed 128
+
+fairseq reports words/s; characters/s is that times the split's characters per word (|c|
+as bpc counts it). The target: the cache costs well under 2x (ratio above 0.5).
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+
+def model_args(size, embed):
+    common = ["--char-embed-dim", embed, "--hidden-size", size, "--dropout", "0.5"]
+    return {"hclm": ["--arch", "hclm"] + common,
+            "char_cache_lm (K=100)": ["--arch", "char_cache_lm", "--cache-size", "100"] + common,
+            "char_lstm_lm": ["--arch", "char_lstm_lm"] + common}
+
+
+def characters_per_word(data, split):
+    from fairseq.data import Dictionary, data_utils
+    from alm_plugin.modules.spelling import character_counts
+    d = Dictionary.load(os.path.join(data, "dict.txt"))
+    lines = data_utils.load_indexed_dataset(os.path.join(data, split), d)
+    words = torch.cat([lines[i] for i in range(len(lines))])
+    return character_counts(d)[words].sum().item() / words.numel()
+
+
+def fairseq(tool, *args, threads):
+    code = f"import sys; from fairseq_cli.{tool} import cli_main; sys.argv[0] = 'fairseq-{tool}'; cli_main()"
+    proc = subprocess.run([sys.executable, "-c", code, *map(str, args)], cwd=ROOT, capture_output=True,
+                          text=True, env={**os.environ, "OMP_NUM_THREADS": str(threads)})
+    if proc.returncode != 0:
+        sys.exit(f"fairseq-{tool} failed:\n{(proc.stdout + proc.stderr)[-3000:]}")
+    return proc.stdout + proc.stderr
+
+
+def speeds(data, margs, updates, save_dir, threads):
+    task = ["--user-dir", "alm_plugin", "--task", "open_vocabulary_language_modeling", "--cpu"]
+    output = fairseq("train", data, *task, "--criterion", "open_vocabulary_cross_entropy",
+                     "--optimizer", "adam", "--lr", "0.002", "--clip-norm", "10", "--batch-size", "10",
+                     "--max-update", updates, "--disable-validation", "--save-dir", save_dir,
+                     "--no-epoch-checkpoints", "--log-format", "json", "--log-interval", "1000",
+                     "--seed", "1", "--num-workers", "0", *margs, threads=threads)
+    train = [json.loads(m.group(1)) for m in re.finditer(r"\| train \| (\{.*\})", output)][-1]
+    output = fairseq("eval_lm", data, *task, "--path", os.path.join(save_dir, "checkpoint_last.pt"),
+                     "--gen-subset", "valid", "--batch-size", "10", threads=threads)
+    evaluated = float(re.search(r"\(([\d.]+) tokens/s\)", output).group(1))
+    return float(train["train_wps"]), evaluated
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", default=os.path.join(ROOT, "data-bin", "wikitext-2-sample"))
+    parser.add_argument("--size", default="600", help="hidden size of every LSTM (paper: 600)")
+    parser.add_argument("--embed", default="600", help="character embedding size (paper: 600)")
+    parser.add_argument("--updates", type=int, default=60, help="training updates per run")
+    parser.add_argument("--repeats", type=int, default=2, help="interleaved runs per model")
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--save-dir", default=os.path.join(ROOT, "checkpoints", "char_speed"))
+    args = parser.parse_args()
+
+    per_word = {s: characters_per_word(args.data, s) for s in ("train", "valid")}
+    models = model_args(args.size, args.embed)
+    results = {name: [] for name in models}
+    for repeat in range(args.repeats):
+        for name, margs in models.items():
+            save_dir = os.path.join(args.save_dir, name.split()[0])
+            train, evaluate = speeds(args.data, margs, args.updates, save_dir, args.threads)
+            results[name].append((train * per_word["train"], evaluate * per_word["valid"]))
+            print(f"  run {repeat + 1}: {name:22s} train {results[name][-1][0]:8.0f} chars/s   "
+                  f"eval-lm {results[name][-1][1]:8.0f} chars/s", flush=True)
+    medians = {name: [statistics.median(v[i] for v in values) for i in range(2)]
+               for name, values in results.items()}
+    base = medians["hclm"]
+    print(f"\ncharacters/s, {os.path.basename(os.path.normpath(args.data))}, LSTMs of {args.size}, "
+          f"chars {args.embed}, 10 streams x 35 words, {args.updates} updates, median of {args.repeats}")
+    print(f"{'model':22s} {'train chars/s':>13s} {'vs hclm':>8s} {'eval chars/s':>13s} {'vs hclm':>8s}")
+    for name, (train, evaluate) in medians.items():
+        print(f"{name:22s} {train:13.0f} {train / base[0]:8.2f} {evaluate:13.0f} {evaluate / base[1]:8.2f}")
+
+
+if __name__ == "__main__":
+    main()
