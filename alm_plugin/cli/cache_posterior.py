@@ -98,11 +98,13 @@ def main(argv=None):
           f"bpc {nll / characters / math.log(2):.4f} | word ppl {math.exp(nll / words.numel()):.2f} | "
           f"mean cache posterior {posteriors.mean().item():.3f}")
     means, counts = posterior_by_type(words, posteriors, args.min_count)
-    ranked = sorted(means, key=lambda w: (-means[w], dictionary[w]))
-    rows = max(0, min(args.top, len(ranked) // 2))
+    rows = max(0, min(args.top, len(means) // 2))
+    # ties (many types sit at 1.0 or 0.0) go to the more frequent type
+    copied = sorted(means, key=lambda w: (-means[w], -counts[w], dictionary[w]))[:rows]
+    spelled = sorted(means, key=lambda w: (means[w], -counts[w], dictionary[w]))[:rows]
     print(f"\n{'copied from the cache':<32}{'spelled by the LM':<32}")
     print(f"{'word':<16}{'p(z|w)':>8}{'n':>6}  {'':<2}{'word':<16}{'p(z|w)':>8}{'n':>6}")
-    for high, low in zip(ranked[:rows], reversed(ranked[-rows:] if rows else [])):
+    for high, low in zip(copied, spelled):
         print(f"{dictionary[high]:<16}{means[high]:>8.3f}{counts[high] + 1:>6}  {'':<2}"
               f"{dictionary[low]:<16}{means[low]:>8.3f}{counts[low] + 1:>6}")
     if args.plot:
