@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -49,6 +50,7 @@ def fairseq(tool, *args, threads):
 
 
 def speeds(data, margs, updates, save_dir, threads):
+    shutil.rmtree(save_dir, ignore_errors=True)  # else fairseq resumes the last run and trains nothing
     task = ["--user-dir", "alm_plugin", "--task", "open_vocabulary_language_modeling", "--cpu"]
     output = fairseq("train", data, *task, "--criterion", "open_vocabulary_cross_entropy",
                      "--optimizer", "adam", "--lr", "0.002", "--clip-norm", "10", "--batch-size", "10",

@@ -284,3 +284,18 @@ def test_every_word_is_a_target_exactly_once_whatever_the_rows_and_chunks():
         flat_targets, flat_inputs = targets[real].tolist(), inputs[real].tolist()
         for x, y in zip(flat_inputs, flat_targets):
             assert x == (2 if y == 10 else y - 1)
+
+
+def test_cache_gradients_match_finite_differences():
+    """The in-place slot writes keep autograd exact (states feed keys, queries and the gate)."""
+    cache = ContinuousWordCache(state_size=3, cache_size=2, attention_dim=4, gate_hidden_dim=3).double()
+    states = torch.randn(2, 6, 3, dtype=torch.double, requires_grad=True)
+    lm = torch.randn(2, 6, dtype=torch.double).clamp(max=-0.5).requires_grad_()
+    words = torch.tensor([[5, 6, 5, 7, 6, 5], [4, 4, 4, 8, 9, 4]])
+    mask = torch.ones(2, 6, dtype=torch.bool)
+    mask[1, 5] = False
+
+    def log_probs(states, lm):
+        return cache(states, words, lm, cache.empty(2, states), mask)[0]
+
+    assert torch.autograd.gradcheck(log_probs, (states, lm))

@@ -65,9 +65,11 @@ class ContinuousWordCache(nn.Module):
         queries = torch.tanh(self.query(states))   # r_t for every step at once
         new_keys = self.key(states)                 # W_u h_t for every step at once
         copy_probs, has_entries = [], []
-        values, keys, last_write, clock = (cache["values"], cache["keys"], cache["last_write"],
-                                           cache["clock"])
+        # copies: the writes below are in place (O(B x A) per step, not O(B x K x A))
+        values, keys, last_write, clock = (cache["values"].clone(), cache["keys"].clone(),
+                                           cache["last_write"].clone(), cache["clock"])
         empty = self.empty(words.size(0), states)
+        rows = torch.arange(words.size(0), device=words.device)
         # The loop is over time because the cache recurs: step t reads what t-1 wrote.
         for t in range(words.size(1)):
             if reset_before is not None:
@@ -81,16 +83,16 @@ class ContinuousWordCache(nn.Module):
             copy_probs.append((p_mem * hit).sum(-1))
             has_entries.append(occupied.any(-1))
 
-            # write w_t: average the key on a hit, else the empty / least recently written slot
-            is_hit = hit.any(-1, keepdim=True)
-            slot = torch.where(is_hit.squeeze(-1), hit.long().argmax(-1), last_write.argmin(-1))
-            write = F.one_hot(slot, self.cache_size).bool() & write_mask[:, t, None]
-            key_t = new_keys[:, t, None]
-            old_key = keys.gather(1, slot[:, None, None].expand(-1, 1, keys.size(-1)))
-            key_t = torch.where(is_hit[..., None], (old_key + key_t) / 2, key_t)
-            keys = torch.where(write[..., None], key_t, keys)
-            values = torch.where(write, words[:, t, None], values)
-            last_write = torch.where(write, clock, last_write)
+            # write w_t: average the key on a hit, else the empty / least recently written slot;
+            # one slot per row, in place (rows not written get their old slot back)
+            is_hit = hit.any(-1)
+            slot = torch.where(is_hit, hit.long().argmax(-1), last_write.argmin(-1))
+            at = (rows, slot)
+            write, old_key = write_mask[:, t], keys[at]
+            key_t = torch.where(is_hit[:, None], (old_key + new_keys[:, t]) / 2, new_keys[:, t])
+            keys = keys.index_put_(at, torch.where(write[:, None], key_t, old_key))
+            values = values.index_put_(at, torch.where(write, words[:, t], values[at]))
+            last_write = last_write.index_put_(at, torch.where(write, clock, last_write[at]))
             clock = clock + 1
 
         p_ptr = torch.stack(copy_probs, 1)
