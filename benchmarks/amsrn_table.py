@@ -60,23 +60,34 @@ def best_valid_ppl(data, args, epochs, lr):
     return min(float(v["valid_ppl"]) for v in valid), valid[-1].get("valid_attn_entropy", "-")
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def slice_arguments(parser):
+    """The PTB slice and the recipe every row shares (also used by attentive_table.py)."""
     parser.add_argument("--sentences", type=int, default=10000,
                         help="training sentences of PTB to use (valid: a tenth as many); 0 = all")
-    parser.add_argument("--size", default="256")
+    parser.add_argument("--size", default="256", help="embedding and hidden size of every row")
     parser.add_argument("--dropout", default="0.3")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--lr", default="0.002", help="Adam learning rate")
-    parser.add_argument("--entropy-weight", default="1.0")
-    parser.add_argument("--rows", default="abcd", help="which rows to run, e.g. 'cd'")
-    args = parser.parse_args()
+    return parser
+
+
+def prepare_slice(args):
+    """Binarise the slice (once) and print the recipe line; returns the data-bin path."""
     if not os.path.exists(os.path.join(ROOT, "..", "shared", "data", "ptb")):
         sys.exit("needs ../shared/data/ptb (the Penn Treebank text)")
-
     data = prepare(args.sentences)
     print(f"PTB ({'all' if args.sentences == 0 else args.sentences} training sentences), 2 x {args.size}, "
           f"dropout {args.dropout}, Adam {args.lr}, {args.epochs} epochs, batch 32 sentences")
+    return data
+
+
+def main():
+    parser = slice_arguments(argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter))
+    parser.add_argument("--entropy-weight", default="1.0")
+    parser.add_argument("--rows", default="abcd", help="which rows to run, e.g. 'cd'")
+    args = parser.parse_args()
+    data = prepare_slice(args)
     print(f"{'row':40s} {'valid ppl':>9s} {'attn entropy':>12s}")
     for name, row_args in rows(args.size, args.dropout, args.entropy_weight).items():
         if name[1] not in args.rows:

@@ -11,7 +11,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from amsrn_table import ROOT, best_valid_ppl, prepare, rows as amsrn_rows  # noqa: E402
+from amsrn_table import best_valid_ppl, prepare_slice, rows as amsrn_rows, slice_arguments  # noqa: E402
 
 
 def rows(size, dropout):
@@ -22,19 +22,11 @@ def rows(size, dropout):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sentences", type=int, default=10000, help="PTB training sentences; 0 = all")
-    parser.add_argument("--size", default="256")
-    parser.add_argument("--dropout", default="0.3")
-    parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--lr", default="0.002", help="Adam learning rate")
+    parser = slice_arguments(argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter))
     parser.add_argument("--rows", default="single,combined", help="any of lstm,single,combined")
     args = parser.parse_args()
-    if not os.path.exists(os.path.join(ROOT, "..", "shared", "data", "ptb")):
-        sys.exit("needs ../shared/data/ptb (the Penn Treebank text)")
-    data = prepare(args.sentences)
-    print(f"PTB ({'all' if args.sentences == 0 else args.sentences} training sentences), 2 x {args.size}, "
-          f"dropout {args.dropout}, Adam {args.lr}, {args.epochs} epochs, batch 32 sentences")
+    data = prepare_slice(args)
     print(f"{'row':34s} {'valid ppl':>9s} {'attn entropy':>12s}")
     table = rows(args.size, args.dropout)
     for key in args.rows.split(","):
