@@ -47,10 +47,13 @@ class ContinuousWordCache(nn.Module):
         return {
             "values": like.new_full((batch_size, K), EMPTY, dtype=torch.long),
             "keys": like.new_zeros(batch_size, K, self.key.out_features),
-            # empty slots are "written" before any real write, lowest index first
-            "last_write": torch.arange(-K, 0, device=like.device).expand(batch_size, K).clone(),
+            "last_write": self.never_written(like.device).expand(batch_size, K).clone(),
             "clock": torch.zeros((), dtype=torch.long, device=like.device),
         }
+
+    def never_written(self, device) -> Tensor:
+        """``last_write`` of empty slots: before any real write, lowest index first."""
+        return torch.arange(-self.cache_size, 0, device=device)
 
     def forward(self, states: Tensor, words: Tensor, lm_log_probs: Tensor,
                 cache: Dict[str, Tensor], write_mask: Tensor, reset_before: Optional[Tensor] = None
@@ -68,14 +71,14 @@ class ContinuousWordCache(nn.Module):
         # copies: the writes below are in place (O(B x A) per step, not O(B x K x A))
         values, keys, last_write, clock = (cache["values"].clone(), cache["keys"].clone(),
                                            cache["last_write"].clone(), cache["clock"])
-        empty = self.empty(words.size(0), states)
+        never_written = self.never_written(words.device)
         rows = torch.arange(words.size(0), device=words.device)
         # The loop is over time because the cache recurs: step t reads what t-1 wrote.
         for t in range(words.size(1)):
             if reset_before is not None:
                 reset = reset_before[:, t, None]
                 values = values.masked_fill(reset, EMPTY)
-                last_write = torch.where(reset, empty["last_write"], last_write)
+                last_write = torch.where(reset, never_written, last_write)
             occupied = values.ne(EMPTY)
             scores = self.score(torch.tanh(keys + queries[:, t, None])).squeeze(-1)
             p_mem = scores.masked_fill(~occupied, float("-inf")).softmax(-1).nan_to_num(0.0)
