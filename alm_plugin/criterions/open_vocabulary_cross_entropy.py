@@ -10,7 +10,6 @@ sample's ``nchars`` (every character plus one space or line break per word; see
 """
 import math
 
-import torch
 from fairseq import metrics, utils
 from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass

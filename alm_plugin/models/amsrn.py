@@ -42,8 +42,8 @@ class AMSRNConfig(RecurrentLMConfig):
 
 
 class AMSRNDecoder(HistoryAttentionLSTMDecoder):
-    def __init__(self, cfg: AMSRNConfig, dictionary):
-        super().__init__(cfg, dictionary)
+    def __init__(self, cfg: AMSRNConfig, dictionary, source_dim: int = 0):
+        super().__init__(cfg, dictionary, source_dim)
         hidden = cfg.hidden_size
         self.selection = cfg.memory_selection
         self.key = nn.Linear(hidden, hidden)  # k_t = W_k h_t + b_k
@@ -51,7 +51,7 @@ class AMSRNDecoder(HistoryAttentionLSTMDecoder):
         self.gates = nn.Linear(hidden, n_gates * hidden) if n_gates else None
         self.attention = CausalHistoryAttention(DotScore(), include_current=True,
                                                 initial_slot=True, window=cfg.memory_window)
-        self.output = nn.Linear(2 * hidden, cfg.embed_dim)  # [W_1 W_2] [h_t ; r_t] + b
+        self.output = nn.Linear(2 * hidden + source_dim, cfg.embed_dim)  # [W_1 W_2] [h_t ; r_t] + b
         self.reset_parameters()
 
     def selection_gates(self, states):
@@ -71,11 +71,12 @@ class AMSRNDecoder(HistoryAttentionLSTMDecoder):
         key = self.key(states)
         return key if w_h is None else key * w_h
 
-    def combine(self, states, context):
-        """``W_1 h_t + W_2 r_t + b`` with ``r_t = w_c * sum_i alpha_i h_i``."""
+    def combine(self, states, context, *source_context):
+        """``W_1 h_t + W_2 r_t + b`` with ``r_t = w_c * sum_i alpha_i h_i``; a translation
+        decoder adds ``W_3 z_t`` for the source context."""
         _, w_c = self.selection_gates(states)
         relevant = context if w_c is None else w_c * context
-        return self.output(torch.cat([states, relevant], dim=-1))
+        return self.output(torch.cat([states, relevant, *source_context], dim=-1))
 
 
 @register_model("amsrn", dataclass=AMSRNConfig)

@@ -36,18 +36,19 @@ class AttentiveLMConfig(RecurrentLMConfig):
 
 
 class AttentiveLMDecoder(HistoryAttentionLSTMDecoder):
-    def __init__(self, cfg: AttentiveLMConfig, dictionary):
-        super().__init__(cfg, dictionary)
+    def __init__(self, cfg: AttentiveLMConfig, dictionary, source_dim: int = 0):
+        super().__init__(cfg, dictionary, source_dim)
         score = SCORES[cfg.attention_score](cfg.hidden_size, cfg.attention_dim or cfg.hidden_size)
         self.attention = CausalHistoryAttention(score, include_current=False,
                                                 initial_slot=cfg.attention_sentinel,
                                                 window=cfg.memory_window)
-        self.concat = nn.Linear(2 * cfg.hidden_size, cfg.embed_dim)
+        self.concat = nn.Linear(2 * cfg.hidden_size + source_dim, cfg.embed_dim)
         self.reset_parameters()
 
-    def combine(self, states, context):
-        """Eq. 7: ``h'_t = tanh(W_c [h_t ; c_t] + b_c)``."""
-        return torch.tanh(self.concat(torch.cat([states, context], dim=-1)))
+    def combine(self, states, context, *source_context):
+        """Eq. 7: ``h'_t = tanh(W_c [h_t ; c_t] + b_c)``; a translation decoder appends the
+        source context: ``tanh(W_c [h_t ; c_t ; z_t] + b_c)``."""
+        return torch.tanh(self.concat(torch.cat([states, context, *source_context], dim=-1)))
 
 
 @register_model("attentive_lm", dataclass=AttentiveLMConfig)

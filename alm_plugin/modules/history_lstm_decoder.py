@@ -1,14 +1,17 @@
 """An LSTM decoder that attends over its own history: the common body of our models.
 
     embed -> LSTM (one call over the whole sequence) -> causal history attention
-          -> combine(h_t, c_t) -> softmax tied to the input embeddings
+          -> combine(h_t, c_t [, z_t]) -> softmax tied to the input embeddings
 
 Subclasses choose the attention (score, memory layout) and the combination layer; this
 class owns the embedding, the recurrence, dropout, initialisation, incremental state and
-the dictionary check.
+the dictionary check. Built with ``source_dim > 0`` it is a translation decoder: it starts
+from the encoder's final state and adds the source context ``z_t`` (``SourceAttention``) to
+the combination layer's inputs; ``encoder_out`` is then the output of fairseq's
+``LSTMEncoder``.
 """
 from dataclasses import dataclass, field
-from typing import Dict, Optional
+from typing import Optional
 
 import torch
 import torch.nn as nn
@@ -18,6 +21,7 @@ from fairseq.models import FairseqIncrementalDecoder
 from torch import Tensor
 
 from .dictionary_fingerprint import DictionaryFingerprint
+from .source_attention import SourceAttention
 
 # LSTMs have no position limit; fairseq drops samples longer than max_positions, so say so.
 UNLIMITED_POSITIONS = 1_000_000
@@ -40,10 +44,11 @@ class RecurrentLMConfig(FairseqDataclass):
 
 class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecoder):
     """Base decoder. Subclasses set ``self.attention`` (a ``CausalHistoryAttention``),
-    implement ``combine(states, context) -> features`` of size ``embed_dim`` and may build the
-    attention queries from the states (``attention_queries``; default: the states)."""
+    implement ``combine(states, context, *source_context) -> features`` of size ``embed_dim``
+    (its input is ``2 * hidden_size + self.source_dim`` wide) and may build the attention
+    queries from the states (``attention_queries``; default: the states)."""
 
-    def __init__(self, cfg: RecurrentLMConfig, dictionary):
+    def __init__(self, cfg: RecurrentLMConfig, dictionary, source_dim: int = 0):
         super().__init__(dictionary)
         self.cfg = cfg
         self.padding_idx = dictionary.pad()
@@ -52,6 +57,11 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
                             dropout=cfg.dropout if cfg.num_layers > 1 else 0.0)
         self.dropout = nn.Dropout(cfg.dropout)
         self.output_bias = nn.Parameter(torch.zeros(len(dictionary)))
+        self.source_dim = source_dim
+        if source_dim:
+            self.source_attention = SourceAttention(cfg.hidden_size, source_dim)
+            # the encoder's final (h, c) -> the initial (h, c) of every decoder layer
+            self.bridge = nn.Linear(2 * source_dim, 2 * cfg.num_layers * cfg.hidden_size)
         self.register_fingerprint(dictionary)
 
     def reset_parameters(self):
@@ -64,25 +74,46 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
         with torch.no_grad():
             self.embed_tokens.weight[self.padding_idx].zero_()
 
-    def combine(self, states: Tensor, context: Tensor) -> Tensor:
+    def combine(self, states: Tensor, context: Tensor, *source_context: Tensor) -> Tensor:
         raise NotImplementedError
 
     def attention_queries(self, states: Tensor) -> Optional[Tensor]:
         return None
 
     def forward(self, prev_output_tokens, encoder_out=None, incremental_state=None, **kwargs):
-        features, extra = self.extract_features(prev_output_tokens, incremental_state)
+        features, extra = self.extract_features(prev_output_tokens, encoder_out, incremental_state)
         return self.output_layer(features), extra
 
-    def extract_features(self, prev_output_tokens, incremental_state=None, **kwargs):
+    def initial_state(self, encoder_out):
+        """``None`` (zeros) for a language model; from the encoder's top layer for translation."""
+        if encoder_out is None or not self.source_dim:
+            return None
+        _, final_hiddens, final_cells, _ = encoder_out
+        start = self.bridge(torch.cat([final_hiddens[-1], final_cells[-1]], dim=-1))
+        h0, c0 = start.view(start.size(0), 2, self.cfg.num_layers, -1).permute(1, 2, 0, 3).unbind(0)
+        return h0.contiguous(), c0.contiguous()
+
+    def attend_source(self, states, encoder_out):
+        """``((z_t,), weights (B,T,S))`` for translation, ``((), None)`` for a language model."""
+        if encoder_out is None or not self.source_dim:
+            return (), None
+        source, _, _, source_padding = encoder_out  # (S,B,C), (S,B): fairseq's LSTMEncoder
+        context, weights = self.source_attention(states, source.transpose(0, 1), source_padding.t())
+        return (context,), weights
+
+    def extract_features(self, prev_output_tokens, encoder_out=None, incremental_state=None, **kwargs):
+        if self.source_dim and encoder_out is None:
+            raise ValueError("this is a translation decoder: it needs the encoder's output")
         tokens = prev_output_tokens
         cache = None
         if incremental_state is not None:
             tokens = tokens[:, -1:]
             cache = self.get_incremental_state(incremental_state, "history")
         x = self.dropout(self.embed_tokens(tokens))
-        hidden = None if cache is None else (cache["hidden"].transpose(0, 1).contiguous(),
-                                             cache["cell"].transpose(0, 1).contiguous())
+        if cache is None:
+            hidden = self.initial_state(encoder_out)
+        else:
+            hidden = (cache["hidden"].transpose(0, 1).contiguous(), cache["cell"].transpose(0, 1).contiguous())
         states, (h, c) = self.lstm(x, hidden)
         states = self.dropout(states)
         queries = self.attention_queries(states)
@@ -94,9 +125,10 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
             # batch first everywhere, so reordering is one index_select on dim 0
             self.set_incremental_state(incremental_state, "history", {
                 "hidden": h.transpose(0, 1), "cell": c.transpose(0, 1), **memory})
-        features = self.dropout(self.combine(states, context))
-        # "attn" is what fairseq's generator reads (source attention): ours is over history
-        return features, {"attn": [None], "history_attn": [weights]}
+        source_context, source_weights = self.attend_source(states, encoder_out)
+        features = self.dropout(self.combine(states, context, *source_context))
+        # "attn" is what fairseq's generator reads (source attention, --print-alignment)
+        return features, {"attn": [source_weights], "history_attn": [weights]}
 
     def output_layer(self, features, **kwargs):
         """Eq. 8: ``softmax(W h'_t + b)`` with ``W`` tied to the input embeddings."""
