@@ -16,10 +16,12 @@ setup(
         "numpy<2",
         "sacremoses",
         "subword-nmt",
+        "sacrebleu",
     ],
     extras_require={"test": ["pytest"], "plots": ["matplotlib"]},
     entry_points={"console_scripts": [
         "alm-plot-attention = alm_plugin.cli.plot_attention:main",
         "alm-cache-posterior = alm_plugin.cli.cache_posterior:main",
+        "alm-rescore = alm_plugin.cli.rescore:main",
     ]},
 )

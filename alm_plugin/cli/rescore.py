@@ -1,0 +1,415 @@
+"""Rerank translation n-best lists with our language models.
+
+    alm-rescore --nbest test.nbest --lm lm.pt [lm2.pt ...] --lang en --bpe-codes bpe.codes \\
+        [--tune-nbest valid.nbest --tune-ref valid.en] [--ref test.en] \\
+        --output-1best test.rescored.en --output-nbest test.rescored.nbest
+
+Input: fairseq-generate output (``S-``/``H-``/``P-`` lines; other lines are ignored) or a
+Moses n-best list (``id ||| hypothesis ||| features ||| score``), recognised by its first line.
+
+Every hypothesis gets three features, all log-probabilities in **base 2** (as fairseq-generate
+prints its ``H-``/``P-`` scores and fairseq-eval-lm its loss):
+
+    TM   the translation system's score: the sum of the ``P-`` scores (fairseq; the ``H-``
+         score when there are no ``P-`` lines) or the Moses total score
+    LM   log2 p(hypothesis </s>) under the language model; with several ``--lm`` an ensemble
+         whose per-token probabilities are averaged (as fairseq ensembles models)
+    Len  the number of tokens the LM scored, </s> included (a length reward against the LM's
+         preference for short outputs)
+
+and the reranked score ``w_TM * TM + w_LM * LM + w_Len * Len``. The weights are given
+(``--weights TM=1,LM=0.3,Len=0.5``) or tuned on a dev n-best list by a grid search over
+the LM and Len weights, maximising sacrebleu BLEU; the chosen weights are printed.
+
+Text forms (``--hyp-form``, ``--lm-form``; see ``alm_plugin/text_forms.py``): ``bpe``
+(tokenised + subword-nmt ``@@`` units, what fairseq-generate prints without
+``--remove-bpe``), ``tok`` (sacremoses tokens) or ``raw``. Hypotheses are moved to the form
+the LM was trained on; BLEU and the 1-best output use raw text (``--output-form``).
+"""
+import argparse
+import collections
+import itertools
+import logging
+import math
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+import torch
+
+from ..text_forms import FORMS, TextForms
+
+FEATURES = ("TM", "LM", "Len")
+LOG2 = math.log(2)
+
+
+class NBestError(ValueError):
+    """A problem with the user's input files: reported as one line, no traceback."""
+
+
+@dataclass
+class Hypothesis:
+    sentence_id: int
+    text: str
+    line: int
+    features: Dict[str, float] = field(default_factory=dict)
+    extra_features: str = ""  # a Moses list's own features, written back unchanged
+    raw: str = ""             # the hypothesis as raw text, for BLEU
+
+
+# ----------------------------------------------------------------------------- reading
+
+FAIRSEQ_LINE = re.compile(r"^([A-Z])-(\d+)\t")
+
+
+def read_nbest(path: str) -> List[Hypothesis]:
+    with open(path, encoding="utf-8") as f:
+        lines = [line.rstrip("\n") for line in f]
+    first = next((line for line in lines if line.strip()), "")
+    if " ||| " in first:
+        return read_moses(path, lines)
+    hypotheses = read_fairseq(path, lines)
+    if not hypotheses:
+        raise NBestError(f"{path}: no hypotheses found: expected fairseq-generate output "
+                         "(H-<id> lines) or a Moses n-best list (id ||| hypothesis ||| features ||| score)")
+    return hypotheses
+
+
+def read_fairseq(path: str, lines: List[str]) -> List[Hypothesis]:
+    """``H-<id>\\t<score>\\t<text>`` then ``P-<id>\\t<scores>`` for each hypothesis."""
+    hypotheses, with_positional = [], set()
+    for number, line in enumerate(lines, 1):
+        match = FAIRSEQ_LINE.match(line)
+        if match is None:
+            if re.match(r"^[HP]-", line):
+                raise NBestError(f"{path}:{number}: an {line[0]}- line must be "
+                                 f"'{line[0]}-<id><TAB>...', got {line[:60]!r}")
+            continue  # log lines, BLEU summary, ...
+        kind, sentence_id = match.group(1), int(match.group(2))
+        fields = line.split("\t")
+        if kind == "H":
+            if len(fields) != 3:
+                raise NBestError(f"{path}:{number}: an H- line has 3 tab-separated fields "
+                                 f"(H-id, score, hypothesis), got {len(fields)}")
+            score = parse_float(fields[1], path, number, "the hypothesis score")
+            hypotheses.append(Hypothesis(sentence_id, fields[2], number, {"TM": score}))
+        elif kind == "P":
+            last = hypotheses[-1] if hypotheses else None
+            if last is None or last.sentence_id != sentence_id or len(hypotheses) in with_positional:
+                raise NBestError(f"{path}:{number}: P-{sentence_id} does not follow its H-{sentence_id} line")
+            scores = [parse_float(v, path, number, "a positional score") for v in fields[1].split()]
+            last.features["TM"] = sum(scores)
+            with_positional.add(len(hypotheses))
+    if 0 < len(with_positional) < len(hypotheses):
+        raise NBestError(f"{path}: {len(hypotheses) - len(with_positional)} of {len(hypotheses)} H- lines "
+                         "have no P- line: the TM feature would mix sums and per-token averages")
+    return hypotheses
+
+
+def read_moses(path: str, lines: List[str]) -> List[Hypothesis]:
+    """``id ||| hypothesis ||| features ||| total score``."""
+    hypotheses = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        fields = [f.strip() for f in line.split("|||")]
+        if len(fields) != 4:
+            raise NBestError(f"{path}:{number}: a Moses n-best line has 4 fields separated by "
+                             f"'|||' (id ||| hypothesis ||| features ||| score), got {len(fields)}")
+        if not fields[0].isdigit():
+            raise NBestError(f"{path}:{number}: the sentence id must be a number, got {fields[0]!r}")
+        for token in fields[2].split():
+            if not token.endswith("="):
+                parse_float(token, path, number, "a feature value (or a 'Name=' label)")
+        score = parse_float(fields[3], path, number, "the total score")
+        hypotheses.append(Hypothesis(int(fields[0]), fields[1], number, {"TM": score}, fields[2]))
+    return hypotheses
+
+
+def parse_float(text: str, path: str, number: int, what: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise NBestError(f"{path}:{number}: {what} must be a number, got {text!r}") from None
+    if math.isnan(value):
+        raise NBestError(f"{path}:{number}: {what} is NaN")
+    return value
+
+
+def group_by_sentence(hypotheses: List[Hypothesis]) -> Dict[int, List[Hypothesis]]:
+    groups = collections.defaultdict(list)
+    for hypothesis in hypotheses:
+        groups[hypothesis.sentence_id].append(hypothesis)
+    return dict(sorted(groups.items()))
+
+
+def read_references(path: str, groups: Dict[int, List[Hypothesis]], nbest_path: str) -> List[str]:
+    """The reference of sentence ``i`` is line ``i + 1``; every id must have its line and
+    every line its hypotheses, or nothing is paired."""
+    with open(path, encoding="utf-8") as f:
+        references = [line.rstrip("\n") for line in f]
+    ids = set(groups)
+    missing = sorted(set(range(len(references))) - ids)
+    extra = sorted(i for i in ids if i >= len(references))
+    if missing or extra:
+        problems = []
+        if missing:
+            problems.append(f"{len(missing)} reference lines have no hypotheses (ids {short_list(missing)})")
+        if extra:
+            problems.append(f"{len(extra)} ids have no reference line (ids {short_list(extra)})")
+        raise NBestError(f"{nbest_path} and {path} do not line up: {'; '.join(problems)}. "
+                         f"The n-best has {len(ids)} sentences, the references {len(references)} lines; "
+                         "sentence id i is paired with reference line i+1."
+                         + (" (fairseq-generate drops a last batch whose size is not a multiple of "
+                            "--required-batch-size-multiple, 8 by default: generate with "
+                            "--required-batch-size-multiple 1)" if missing else ""))
+    return references
+
+
+def short_list(values, shown=5):
+    return ", ".join(map(str, values[:shown])) + (", ..." if len(values) > shown else "")
+
+
+# ----------------------------------------------------------------------------- scoring
+
+class LanguageModelScorer:
+    """Sentence log-probabilities (base 2) under one word-level LM or an ensemble."""
+
+    def __init__(self, paths: List[str], data: Optional[str], use_cpu: bool, batch_tokens: int):
+        import alm_plugin  # noqa: F401  (registers the models)
+        from fairseq import checkpoint_utils
+        from fairseq.models import FairseqLanguageModel
+
+        from ..models.open_vocabulary_lm import OpenVocabularyLanguageModel
+
+        for path in paths:
+            if not os.path.exists(path):
+                raise NBestError(f"no language model checkpoint at {path}")
+        self.models, self.dictionary = [], None
+        for path in paths:
+            overrides = {"data": data} if data else None
+            try:
+                models, _, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=overrides)
+            except FileNotFoundError as error:
+                raise NBestError(f"{path}: could not load its dictionary ({error}); pass --lm-data, "
+                                 "the data-bin directory with the dict.txt the LM was trained on") from None
+            model = models[0]
+            if isinstance(model, OpenVocabularyLanguageModel) or not isinstance(model, FairseqLanguageModel):
+                raise NBestError(f"{path} holds a {model.__class__.__name__}: alm-rescore scores with word-level "
+                                 "language models (attentive_lm, amsrn, fairseq's lstm_lm/transformer_lm)")
+            if self.dictionary is None:
+                self.dictionary = task.source_dictionary
+            elif task.source_dictionary.symbols != self.dictionary.symbols:
+                raise NBestError(f"{path} uses another dictionary than {paths[0]}: the models of an "
+                                 "ensemble must share one")
+            self.models.append(model.eval() if use_cpu or not torch.cuda.is_available() else model.cuda().eval())
+        self.batch_tokens = batch_tokens
+        self.device = next(self.models[0].parameters()).device
+
+    def encode(self, text: str) -> torch.Tensor:
+        return self.dictionary.encode_line(text, add_if_not_exist=False, append_eos=True).long()
+
+    @torch.no_grad()
+    def score(self, sentences: List[str]) -> List[float]:
+        """log2 p(sentence </s>) for each sentence; batches of similar length, padded right."""
+        encoded = [self.encode(s) for s in sentences]
+        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
+        scores = [0.0] * len(encoded)
+        start = 0
+        while start < len(order):
+            end = start + 1
+            while end < len(order) and (end - start + 1) * len(encoded[order[end]]) <= self.batch_tokens:
+                end += 1
+            batch = [order[i] for i in range(start, end)]
+            for i, value in zip(batch, self._score_batch([encoded[i] for i in batch])):
+                scores[i] = value
+            start = end
+        return scores
+
+    def _score_batch(self, targets: List[torch.Tensor]) -> List[float]:
+        pad, eos = self.dictionary.pad(), self.dictionary.eos()
+        length = max(len(t) for t in targets)
+        target = torch.full((len(targets), length), pad, dtype=torch.long)
+        for row, t in enumerate(targets):
+            target[row, : len(t)] = t
+        source = torch.cat([target.new_full((len(targets), 1), eos), target[:, :-1]], dim=1)
+        source, target = source.to(self.device), target.to(self.device)
+        per_model = []
+        for model in self.models:
+            log_probs = model.get_normalized_probs(model(source), log_probs=True).float()
+            per_model.append(log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1))
+        # the ensemble averages probabilities per token: log (1/M sum_m p_m)
+        token_log_probs = torch.logsumexp(torch.stack(per_model), 0) - math.log(len(per_model))
+        token_log_probs = token_log_probs.masked_fill(target.eq(pad), 0.0)
+        return (token_log_probs.sum(-1) / LOG2).tolist()
+
+
+def add_lm_features(groups, scorer, forms: TextForms, hyp_form: str, lm_form: str) -> int:
+    """Fill the LM and Len features; returns how many hypotheses had unknown words."""
+    hypotheses = [h for group in groups.values() for h in group]
+    lm_texts = [forms.convert(h.text, hyp_form, lm_form) for h in hypotheses]
+    for hypothesis, text, score in zip(hypotheses, lm_texts, scorer.score(lm_texts)):
+        hypothesis.features["LM"] = score
+        hypothesis.features["Len"] = float(len(text.split()) + 1)
+    unk = scorer.dictionary.unk()
+    return sum(bool(scorer.encode(text).eq(unk).any()) for text in lm_texts)
+
+
+# ----------------------------------------------------------------------------- reranking
+
+def combined(hypothesis: Hypothesis, weights: Dict[str, float]) -> float:
+    return sum(weights[name] * hypothesis.features[name] for name in FEATURES)
+
+
+def best(groups, weights) -> Dict[int, Hypothesis]:
+    """The highest-scoring hypothesis of each sentence (the first one on a tie)."""
+    return {i: max(group, key=lambda h: combined(h, weights)) for i, group in groups.items()}
+
+
+def system_best(groups) -> Dict[int, Hypothesis]:
+    """The translation system's own 1-best: the first hypothesis listed for each sentence."""
+    return {i: group[0] for i, group in groups.items()}
+
+
+def corpus_bleu(chosen: Dict[int, Hypothesis], references: List[str]) -> float:
+    import sacrebleu
+
+    return sacrebleu.corpus_bleu([chosen[i].raw for i in range(len(references))], [references]).score
+
+
+def tune_weights(groups, references, start: Dict[str, float], grids: Dict[str, List[float]]):
+    """Grid search over every combination of the grids' weights (TM keeps its weight: scaling
+    every weight changes nothing), maximising corpus BLEU; the first best point wins, so the
+    smallest weights come first. A joint grid, not one feature at a time: a larger LM weight
+    usually pays only with a larger length reward at the same time. Returns the weights and
+    their BLEU."""
+    weights, best_bleu = dict(start), corpus_bleu(best(groups, start), references)
+    seen = {}
+    names = list(grids)
+    for values in itertools.product(*(grids[name] for name in names)):
+        trial = {**start, **dict(zip(names, values))}
+        chosen = best(groups, trial)
+        key = tuple(id(chosen[i]) for i in range(len(references)))
+        if key not in seen:  # many weights pick the same hypotheses: score each choice once
+            seen[key] = corpus_bleu(chosen, references)
+        if seen[key] > best_bleu + 1e-9:
+            weights, best_bleu = trial, seen[key]
+    return weights, best_bleu
+
+
+def parse_weights(text: str) -> Dict[str, float]:
+    weights = {"TM": 1.0, "LM": 0.0, "Len": 0.0}
+    for item in filter(None, text.split(",")):
+        name, _, value = item.partition("=")
+        if name not in FEATURES or not value:
+            raise argparse.ArgumentTypeError(f"weights look like TM=1,LM=0.3,Len=0.5 (features: "
+                                             f"{', '.join(FEATURES)}), got {item!r}")
+        weights[name] = float(value)
+    return weights
+
+
+def grid(text: str) -> List[float]:
+    low, high, step = map(float, text.split(":"))
+    return [round(low + k * step, 6) for k in range(int(round((high - low) / step)) + 1)]
+
+
+# ----------------------------------------------------------------------------- writing
+
+def format_features(hypothesis: Hypothesis) -> str:
+    ours = " ".join(f"{name}= {hypothesis.features[name]:.4f}" for name in FEATURES)
+    return f"{hypothesis.extra_features} {ours}".strip()
+
+
+def write_nbest(path, groups, weights):
+    with open(path, "w", encoding="utf-8") as out:
+        for i, group in groups.items():
+            for h in sorted(group, key=lambda h: -combined(h, weights)):
+                out.write(f"{i} ||| {h.text} ||| {format_features(h)} ||| {combined(h, weights):.4f}\n")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="alm-rescore", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--nbest", required=True, help="n-best list to rerank (fairseq-generate output or Moses)")
+    parser.add_argument("--lm", required=True, nargs="+", help="language model checkpoint(s); several = an ensemble")
+    parser.add_argument("--lm-data", help="data-bin directory with the LM's dict.txt (default: as saved in the checkpoint)")
+    parser.add_argument("--lang", default="en", help="target language, for sacremoses (default: en)")
+    parser.add_argument("--hyp-form", choices=FORMS, default="bpe", help="form of the n-best hypotheses (default: bpe)")
+    parser.add_argument("--lm-form", choices=FORMS, default="bpe", help="form of the LM's training text (default: bpe)")
+    parser.add_argument("--bpe-codes", help="subword-nmt codes, needed to apply BPE to tok/raw hypotheses")
+    parser.add_argument("--weights", type=parse_weights, default=parse_weights("TM=1,LM=0.3"),
+                        help="feature weights, e.g. TM=1,LM=0.3,Len=0.5 (default: TM=1,LM=0.3,Len=0; "
+                             "with --tune-nbest: kept unless a grid point scores higher)")
+    parser.add_argument("--tune-nbest", help="dev n-best list to tune the weights on (BLEU with sacrebleu)")
+    parser.add_argument("--tune-ref", help="raw references of the dev n-best list, one line per sentence id")
+    parser.add_argument("--lm-grid", type=grid, default=grid("0:1:0.05"), help="LM weights tried, low:high:step")
+    parser.add_argument("--len-grid", type=grid, default=grid("-1:3:0.25"), help="Len weights tried, low:high:step")
+    parser.add_argument("--ref", help="raw references of --nbest: report BLEU before and after reranking")
+    parser.add_argument("--output-1best", help="write the reranked best hypothesis of each sentence here")
+    parser.add_argument("--output-form", choices=FORMS, default="raw", help="form of the 1-best output (default: raw)")
+    parser.add_argument("--output-nbest", help="write the n-best list here, Moses format, with TM/LM/Len features")
+    parser.add_argument("--batch-tokens", type=int, default=4000, help="most LM tokens per batch")
+    parser.add_argument("--cpu", action="store_true", help="score on the CPU even when a GPU is there")
+    args = parser.parse_args(argv)
+    if bool(args.tune_nbest) != bool(args.tune_ref):
+        parser.error("--tune-nbest and --tune-ref go together")
+    try:
+        run(args)
+    except NBestError as error:
+        sys.exit(f"alm-rescore: error: {error}")
+
+
+def run(args):
+    logging.getLogger().setLevel(logging.WARNING)  # fairseq's loading is chatty
+    forms = TextForms(args.lang, args.bpe_codes)
+    if args.hyp_form != "bpe" and "bpe" in (args.lm_form, args.output_form) and args.bpe_codes is None:
+        raise NBestError(f"hypotheses in '{args.hyp_form}' form need --bpe-codes (the codes the LM's "
+                         "data was prepared with) to become BPE units")
+    scorer = LanguageModelScorer(args.lm, args.lm_data, args.cpu, args.batch_tokens)
+    print(f"alm-rescore: {len(scorer.models)} language model(s), {len(scorer.dictionary)} types; "
+          "TM and LM scores are log-probabilities in base 2 (as fairseq-generate prints them)")
+
+    def prepare(path, ref_path):
+        groups = group_by_sentence(read_nbest(path))
+        references = read_references(ref_path, groups, path) if ref_path else None
+        with_unk = add_lm_features(groups, scorer, forms, args.hyp_form, args.lm_form)
+        n = sum(len(g) for g in groups.values())
+        print(f"{path}: {len(groups)} sentences, {n} hypotheses ({with_unk} with words unknown to the LM)")
+        for group in groups.values():
+            for h in group:
+                h.raw = forms.convert(h.text, args.hyp_form, "raw")
+        return groups, references
+
+    weights = args.weights
+    if args.tune_nbest:
+        groups, references = prepare(args.tune_nbest, args.tune_ref)
+        baseline = corpus_bleu(system_best(groups), references)
+        weights, bleu = tune_weights(groups, references, weights, {"LM": args.lm_grid, "Len": args.len_grid})
+        print(f"tuned on {args.tune_nbest}: BLEU {baseline:.2f} -> {bleu:.2f}")
+    print("weights: " + ",".join(f"{name}={weights[name]:g}" for name in FEATURES))
+
+    groups, references = prepare(args.nbest, args.ref)
+    if references is None:
+        ids = list(groups)
+        if ids != list(range(len(ids))):
+            print(f"warning: the sentence ids of {args.nbest} are not 0..{len(ids) - 1}; the 1-best "
+                  "lines follow the ids in order", file=sys.stderr)
+    else:
+        baseline = corpus_bleu(system_best(groups), references)
+        rescored = corpus_bleu(best(groups, weights), references)
+        print(f"{args.nbest}: BLEU {baseline:.2f} (system 1-best) -> {rescored:.2f} (rescored)")
+    chosen = best(groups, weights)
+    if args.output_1best:
+        with open(args.output_1best, "w", encoding="utf-8") as out:
+            for i in groups:
+                out.write(forms.convert(chosen[i].text, args.hyp_form, args.output_form) + "\n")
+        print(f"wrote {args.output_1best}")
+    if args.output_nbest:
+        write_nbest(args.output_nbest, groups, weights)
+        print(f"wrote {args.output_nbest}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""alm-rescore's reading of n-best lists and references: every malformed line is named, ids
+are never paired silently, the weights grid search finds the better weights."""
+import pytest
+
+from alm_plugin.cli.rescore import (Hypothesis, NBestError, best, group_by_sentence, read_nbest,
+                                    read_references, system_best, tune_weights)
+
+FAIRSEQ_OUTPUT = """2026-11-22 10:00:00 | INFO | fairseq_cli.generate | loading model(s)
+S-1\tein hund .
+T-1\ta dog .
+H-1\t-0.5\ta dog .
+D-1\t-0.5\ta dog.
+P-1\t-0.1 -0.2 -0.9 -0.8
+H-1\t-0.9\tthe dog
+D-1\t-0.9\tthe dog
+P-1\t-1.0 -1.5 -0.2
+S-0\teine katze .
+H-0\t-1.2\t
+D-0\t-1.2\t
+P-0\t-1.2
+Generate test with beam=2: BLEU4 = 10.00
+"""
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_reads_fairseq_generate_output(tmp_path):
+    hyps = read_nbest(write(tmp_path, "gen.txt", FAIRSEQ_OUTPUT))
+    groups = group_by_sentence(hyps)
+    assert list(groups) == [0, 1]
+    assert [h.text for h in groups[1]] == ["a dog .", "the dog"]
+    assert groups[1][0].features["TM"] == pytest.approx(-2.0)   # the sum of the P- scores
+    assert groups[0][0].text == "" and groups[0][0].features["TM"] == pytest.approx(-1.2)
+    assert groups[1][1].line == 7
+
+
+def test_reads_moses_nbest(tmp_path):
+    text = "0 ||| a cat ||| TM0= -1 -2 LM0= -3 ||| -4.5\n0 ||| cat ||| TM0= -2 -2 LM0= -2 ||| -5\n1 ||| ||| TM0= 0 0 LM0= -9 ||| -9\n"
+    groups = group_by_sentence(read_nbest(write(tmp_path, "moses.txt", text)))
+    assert [h.features["TM"] for h in groups[0]] == [-4.5, -5.0]
+    assert groups[0][0].extra_features == "TM0= -1 -2 LM0= -3"
+    assert groups[1][0].text == ""
+
+
+@pytest.mark.parametrize("text, message", [
+    ("0 ||| a cat ||| TM0= -1 ||| -4.5\n1 ||| a dog ||| -3\n", r"moses.txt:2: a Moses n-best line has 4 fields .* got 3"),
+    ("x ||| a cat ||| TM0= -1 ||| -4.5\n", r"moses.txt:1: the sentence id must be a number, got 'x'"),
+    ("0 ||| a cat ||| TM0= -1 ||| high\n", r"moses.txt:1: the total score must be a number, got 'high'"),
+    ("0 ||| a cat ||| TM0= abc ||| -1\n", r"moses.txt:1: a feature value .* got 'abc'"),
+])
+def test_malformed_moses_lines_are_named(tmp_path, text, message):
+    with pytest.raises(NBestError, match=message):
+        read_nbest(write(tmp_path, "moses.txt", text))
+
+
+@pytest.mark.parametrize("text, message", [
+    ("S-0\tx\nH-0\t-1.0\n", r"gen.txt:2: an H- line has 3 tab-separated fields .* got 2"),
+    ("H-0\tbad\ta b\n", r"gen.txt:1: the hypothesis score must be a number, got 'bad'"),
+    ("H-0\t-1\ta b\nP-0\t-0.5 nan?\n", r"gen.txt:2: a positional score must be a number"),
+    ("H-0\t-1\ta b\nP-1\t-0.5 -0.5\n", r"gen.txt:2: P-1 does not follow its H-1 line"),
+    ("H-x\t-1\ta b\n", r"gen.txt:1: an H- line must be 'H-<id><TAB>...'"),
+    ("H-0\t-1\ta b\nP-0\t-1 -1 -1\nH-0\t-2\tb\n", r"1 of 2 H- lines have no P- line"),
+    ("nothing here\n", r"no hypotheses found"),
+])
+def test_malformed_fairseq_lines_are_named(tmp_path, text, message):
+    with pytest.raises(NBestError, match=message):
+        read_nbest(write(tmp_path, "gen.txt", text))
+
+
+def test_ids_that_do_not_line_up_with_the_references_are_reported(tmp_path):
+    groups = group_by_sentence(read_nbest(write(tmp_path, "gen.txt", FAIRSEQ_OUTPUT)))
+    assert read_references(write(tmp_path, "ok.en", "a cat.\na dog.\n"), groups, "gen.txt") == ["a cat.", "a dog."]
+    with pytest.raises(NBestError, match=r"1 reference lines have no hypotheses \(ids 2\)"):
+        read_references(write(tmp_path, "long.en", "a\nb\nc\n"), groups, "gen.txt")
+    with pytest.raises(NBestError, match=r"1 ids have no reference line \(ids 1\)"):
+        read_references(write(tmp_path, "short.en", "a\n"), groups, "gen.txt")
+
+
+def test_grid_search_finds_the_weight_that_picks_the_better_hypotheses():
+    references = ["a small dog runs .", "two cats sleep ."]
+    groups = {}
+    for i, (good, bad) in enumerate([("a small dog runs .", "a dog"), ("two cats sleep .", "cats")]):
+        # the translation model prefers the short wrong output; the LM the right one
+        groups[i] = [Hypothesis(i, bad, 1, {"TM": -1.0, "LM": -20.0, "Len": 3.0}, raw=bad),
+                     Hypothesis(i, good, 2, {"TM": -2.0, "LM": -10.0, "Len": 6.0}, raw=good)]
+    assert [h.text for h in system_best(groups).values()] == ["a dog", "cats"]
+    weights, bleu = tune_weights(groups, references, {"TM": 1.0, "LM": 0.0, "Len": 0.0},
+                                 {"LM": [0.0, 0.05, 0.2, 1.0], "Len": [0.0]})
+    assert weights["LM"] == 0.2 and bleu == pytest.approx(100.0)   # the smallest weight that flips both
+    assert [h.text for h in best(groups, weights).values()] == references
