@@ -2,4 +2,4 @@
 
 Use it with ``--user-dir alm_plugin``; importing the package registers everything.
 """
-from . import checkpoint_safety, criterions, models, tasks  # noqa: F401
+from . import checkpoint_safety, criterions, models, shallow_fusion, tasks  # noqa: F401

@@ -10,6 +10,7 @@ scored. To truncate training sentences as the paper did instead, add fairseq's o
 The other break modes (``none``, ``complete``, ``complete_doc``) behave as in fairseq; with
 them a model's ``--memory-window`` lets the memory span sentence boundaries.
 """
+import glob
 import logging
 import os
 from dataclasses import dataclass, field
@@ -46,6 +47,22 @@ class SentenceLanguageModelingConfig(LanguageModelingConfig):
 @register_task("sentence_language_modeling", dataclass=SentenceLanguageModelingConfig)
 class SentenceLanguageModelingTask(LanguageModelingTask):
     """fairseq ``language_modeling`` with one (piece of a) sentence per sample."""
+
+    @classmethod
+    def setup_task(cls, args, **kwargs):
+        data = utils.split_paths(args.data)[0]
+        if not os.path.exists(os.path.join(data, "dict.txt")):
+            translation = sorted(os.path.basename(p) for p in glob.glob(os.path.join(data, "dict.*.txt")))
+            if translation:
+                raise FileNotFoundError(
+                    f"no dict.txt in {data}, a translation data directory ({', '.join(translation)}). "
+                    "fairseq-generate --lm-path loads the language model's dictionary from there: copy "
+                    f"the target dictionary to {data}/dict.txt (the language model must have been "
+                    "trained with it: fairseq-preprocess --only-source --srcdict "
+                    f"{data}/dict.<target-lang>.txt).")
+            raise FileNotFoundError(f"no dict.txt in {data}: binarise the text with fairseq-preprocess "
+                                    "--only-source (see examples/language_model/prepare_lm_data.py)")
+        return super().setup_task(args, **kwargs)
 
     def load_dataset(self, split: str, epoch=1, combine=False, **kwargs):
         paths = utils.split_paths(self.args.data)
