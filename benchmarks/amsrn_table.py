@@ -46,10 +46,10 @@ def prepare(sentences):
     return data
 
 
-def best_valid_ppl(data, args, epochs, lr):
+def best_valid_ppl(data, args, epochs, lr, optimizer="adam"):
     command = [sys.executable, "-c", "from fairseq_cli.train import cli_main; cli_main()", data,
                "--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--cpu",
-               "--criterion", "attention_cross_entropy", "--optimizer", "adam", "--lr", lr,
+               "--criterion", "attention_cross_entropy", "--optimizer", optimizer, "--lr", lr,
                "--clip-norm", "5", "--batch-size", "32", "--max-epoch", str(epochs), "--no-save",
                "--log-format", "json", "--log-interval", "1000", "--seed", "1", "--num-workers", "0",
                *args]
@@ -67,7 +67,9 @@ def slice_arguments(parser):
     parser.add_argument("--size", default="256", help="embedding and hidden size of every row")
     parser.add_argument("--dropout", default="0.3")
     parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--lr", default="0.002", help="Adam learning rate")
+    parser.add_argument("--optimizer", choices=["adam", "sgd"], default="adam",
+                        help="adam (default, lr 0.002) or sgd (the Attentive LM paper's, lr 1.0)")
+    parser.add_argument("--lr", help="learning rate (default: 0.002 with adam, 1.0 with sgd)")
     return parser
 
 
@@ -76,8 +78,9 @@ def prepare_slice(args):
     if not os.path.exists(os.path.join(ROOT, "..", "shared", "data", "ptb")):
         sys.exit("needs ../shared/data/ptb (the Penn Treebank text)")
     data = prepare(args.sentences)
+    args.lr = args.lr or {"adam": "0.002", "sgd": "1.0"}[args.optimizer]
     print(f"PTB ({'all' if args.sentences == 0 else args.sentences} training sentences), 2 x {args.size}, "
-          f"dropout {args.dropout}, Adam {args.lr}, {args.epochs} epochs, batch 32 sentences")
+          f"dropout {args.dropout}, {args.optimizer} lr {args.lr}, clip 5, {args.epochs} epochs, batch 32 sentences")
     return data
 
 
@@ -92,7 +95,7 @@ def main():
     for name, row_args in rows(args.size, args.dropout, args.entropy_weight).items():
         if name[1] not in args.rows:
             continue
-        ppl, entropy = best_valid_ppl(data, row_args, args.epochs, args.lr)
+        ppl, entropy = best_valid_ppl(data, row_args, args.epochs, args.lr, args.optimizer)
         print(f"{name:40s} {ppl:9.1f} {entropy:>12}", flush=True)
 
 

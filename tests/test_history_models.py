@@ -13,6 +13,7 @@ VARIANTS = [
     dict(attention_score="combined"),
     dict(attention_score="combined", attention_sentinel=True),
     dict(attention_score="single", memory_window=3),
+    dict(attention_score="single", concat_activation="linear"),
     dict(attention_score="combined", memory_window=2, attention_sentinel=True),
     dict(memory_selection="independent"),
     dict(memory_selection="tied"),
@@ -104,6 +105,30 @@ def test_first_step_has_empty_memory_zero_context_and_finite_gradients(dictionar
     assert weights.triu().abs().sum() == 0          # never h_t itself, never the future
     out.logsumexp(-1).sum().backward()
     assert all(torch.isfinite(p.grad).all() for p in decoder.parameters() if p.grad is not None)
+
+
+@pytest.mark.parametrize("activation", ["tanh", "linear"])
+def test_concat_layer_is_eq7_or_the_released_codes_linear_layer(dictionary, activation):
+    decoder = make_decoder(dictionary, attention_score="single", concat_activation=activation)
+    tokens = random_tokens(dictionary, 2, 6)
+    features, extra = decoder.extract_features(tokens)
+    states, _ = decoder.lstm(decoder.embed_tokens(tokens))
+    context = torch.bmm(extra["history_attn"][0], states)  # c_t = sum_i a_i h_i (Eq. 3)
+    combined = decoder.concat(torch.cat([states, context], dim=-1))
+    torch.testing.assert_close(features, torch.tanh(combined) if activation == "tanh" else combined)
+    assert (features.abs().max() > 1) == (activation == "linear")
+
+
+def test_a_config_saved_before_concat_activation_existed_still_builds_the_tanh_model(dictionary):
+    from dataclasses import asdict
+    from omegaconf import OmegaConf
+    cfg = asdict(AttentiveLMConfig(embed_dim=16, hidden_size=12, num_layers=2, dropout=0.0))
+    del cfg["concat_activation"]
+    old = AttentiveLMDecoder(OmegaConf.create(cfg), dictionary).eval()
+    new = make_decoder(dictionary, attention_score="single")
+    old.load_state_dict(new.state_dict())
+    tokens = random_tokens(dictionary, 2, 5)
+    torch.testing.assert_close(old(tokens)[0], new(tokens)[0])
 
 
 def test_window_limits_the_memory(dictionary):

@@ -3,7 +3,7 @@
     h_t  = LSTM(x_t, h_{t-1})                                   (Eq. 2)
     a_i  = softmax_{i<t} score(h_i, h_t)                        (Eq. 4)
     c_t  = sum_{i<t} a_i h_i                                    (Eq. 3)
-    h'_t = tanh(W_c [h_t ; c_t] + b_c)                          (Eq. 7)
+    h'_t = tanh(W_c [h_t ; c_t] + b_c)                          (Eq. 7; the authors' code: no tanh)
     p(w_{t+1} | w_<=t) = softmax(W h'_t + b), W = E             (Eq. 8)
 
 with the *single* (Eq. 9) or *combined* (Eq. 10) score. The memory holds ``h_1..h_{t-1}``
@@ -33,6 +33,10 @@ class AttentiveLMConfig(RecurrentLMConfig):
     attention_sentinel: bool = field(default=False, metadata={
         "help": "add an all-zero memory slot that every step can attend to, as the authors' "
                 "released code does (the paper has none)"})
+    concat_activation: ChoiceEnum(["tanh", "linear"]) = field(default="tanh", metadata={
+        "help": "the concat layer's non-linearity: tanh (Eq. 7, the paper) or linear (none, "
+                "as in the authors' released code; with Adam the bounded tanh output in front "
+                "of the small tied embeddings learns far more slowly at first)"})
 
 
 class AttentiveLMDecoder(HistoryAttentionLSTMDecoder):
@@ -43,12 +47,15 @@ class AttentiveLMDecoder(HistoryAttentionLSTMDecoder):
                                                 initial_slot=cfg.attention_sentinel,
                                                 window=cfg.memory_window)
         self.concat = nn.Linear(2 * cfg.hidden_size + source_dim, cfg.embed_dim)
+        # checkpoints saved before the option existed have no such key: they used the tanh
+        self.concat_tanh = getattr(cfg, "concat_activation", "tanh") == "tanh"
         self.reset_parameters()
 
     def combine(self, states, context, *source_context):
-        """Eq. 7: ``h'_t = tanh(W_c [h_t ; c_t] + b_c)``; a translation decoder appends the
-        source context: ``tanh(W_c [h_t ; c_t ; z_t] + b_c)``."""
-        return torch.tanh(self.concat(torch.cat([states, context, *source_context], dim=-1)))
+        """Eq. 7: ``h'_t = tanh(W_c [h_t ; c_t] + b_c)`` (``--concat-activation linear``: without
+        the tanh); a translation decoder appends the source context: ``[h_t ; c_t ; z_t]``."""
+        combined = self.concat(torch.cat([states, context, *source_context], dim=-1))
+        return torch.tanh(combined) if self.concat_tanh else combined
 
 
 @register_model("attentive_lm", dataclass=AttentiveLMConfig)
