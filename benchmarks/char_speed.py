@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Characters/s of char_cache_lm (HCLM + cache) and the char LSTM against hclm of the same
-size: training (fairseq-train) and scoring (fairseq-eval-lm), side by side on the same data
-and machine (runs interleaved, median of the repeats).
+size, and fairseq's word-level lstm_lm of that size on the same words as a reference:
+training (fairseq-train) and scoring (fairseq-eval-lm), side by side on the same data and
+machine (runs interleaved, median of the repeats).
 
     python benchmarks/char_speed.py                        # shipped sample, LSTMs of 600 (paper)
     python benchmarks/char_speed.py --size 256 --embed 128
@@ -24,11 +25,23 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 
+OPEN_VOCABULARY = (["--task", "open_vocabulary_language_modeling"], "open_vocabulary_cross_entropy")
+# fairseq's own word LM on the same 10 streams x 35 words (a closed vocabulary: the sample's
+# 6,208 types, with a full softmax over them)
+WORD_STREAMS = (["--task", "language_modeling", "--tokens-per-sample", "35", "--sample-break-mode", "none"],
+                "cross_entropy")
+
+
 def model_args(size, embed):
+    """name -> (task arguments, criterion, model arguments)."""
     common = ["--char-embed-dim", embed, "--hidden-size", size, "--dropout", "0.5"]
-    return {"hclm": ["--arch", "hclm"] + common,
-            "char_cache_lm (K=100)": ["--arch", "char_cache_lm", "--cache-size", "100"] + common,
-            "char_lstm_lm": ["--arch", "char_lstm_lm"] + common}
+    return {"hclm": (*OPEN_VOCABULARY, ["--arch", "hclm"] + common),
+            "char_cache_lm (K=100)": (*OPEN_VOCABULARY, ["--arch", "char_cache_lm", "--cache-size", "100"] + common),
+            "char_lstm_lm": (*OPEN_VOCABULARY, ["--arch", "char_lstm_lm"] + common),
+            "lstm_lm (word level)": (*WORD_STREAMS, [
+                "--arch", "lstm_lm", "--decoder-embed-dim", size, "--decoder-hidden-size", size,
+                "--decoder-out-embed-dim", size, "--decoder-layers", "1", "--share-decoder-input-output-embed",
+                "--decoder-dropout-in", "0.5", "--decoder-dropout-out", "0.5"])}
 
 
 def characters_per_word(data, split):
@@ -49,14 +62,14 @@ def fairseq(tool, *args, threads):
     return proc.stdout + proc.stderr
 
 
-def speeds(data, margs, updates, save_dir, threads):
+def speeds(data, task, criterion, margs, updates, save_dir, threads):
     shutil.rmtree(save_dir, ignore_errors=True)  # else fairseq resumes the last run and trains nothing
-    task = ["--user-dir", "alm_plugin", "--task", "open_vocabulary_language_modeling", "--cpu"]
-    output = fairseq("train", data, *task, "--criterion", "open_vocabulary_cross_entropy",
-                     "--optimizer", "adam", "--lr", "0.002", "--clip-norm", "10", "--batch-size", "10",
-                     "--max-update", updates, "--disable-validation", "--save-dir", save_dir,
-                     "--no-epoch-checkpoints", "--log-format", "json", "--log-interval", "1000",
-                     "--seed", "1", "--num-workers", "0", *margs, threads=threads)
+    task = ["--user-dir", "alm_plugin", "--cpu", *task]
+    output = fairseq("train", data, *task, "--criterion", criterion, "--optimizer", "adam", "--lr", "0.002",
+                     "--clip-norm", "10", "--batch-size", "10", "--max-update", updates,
+                     "--disable-validation", "--save-dir", save_dir, "--no-epoch-checkpoints",
+                     "--log-format", "json", "--log-interval", "1000", "--seed", "1", "--num-workers", "0",
+                     *margs, threads=threads)
     train = [json.loads(m.group(1)) for m in re.finditer(r"\| train \| (\{.*\})", output)][-1]
     output = fairseq("eval_lm", data, *task, "--path", os.path.join(save_dir, "checkpoint_last.pt"),
                      "--gen-subset", "valid", "--batch-size", "10", threads=threads)
@@ -81,18 +94,20 @@ def main():
     for repeat in range(args.repeats):
         for name, margs in models.items():
             save_dir = os.path.join(args.save_dir, name.split()[0])
-            train, evaluate = speeds(args.data, margs, args.updates, save_dir, args.threads)
+            train, evaluate = speeds(args.data, *margs, args.updates, save_dir, args.threads)
             results[name].append((train * per_word["train"], evaluate * per_word["valid"]))
             print(f"  run {repeat + 1}: {name:22s} train {results[name][-1][0]:8.0f} chars/s   "
                   f"eval-lm {results[name][-1][1]:8.0f} chars/s", flush=True)
     medians = {name: [statistics.median(v[i] for v in values) for i in range(2)]
                for name, values in results.items()}
-    base = medians["hclm"]
+    hclm, word_lstm = medians["hclm"], medians["lstm_lm (word level)"]
     print(f"\ncharacters/s, {os.path.basename(os.path.normpath(args.data))}, LSTMs of {args.size}, "
           f"chars {args.embed}, 10 streams x 35 words, {args.updates} updates, median of {args.repeats}")
-    print(f"{'model':22s} {'train chars/s':>13s} {'vs hclm':>8s} {'eval chars/s':>13s} {'vs hclm':>8s}")
+    print(f"{'model':22s} {'train chars/s':>13s} {'vs hclm':>8s} {'vs lstm_lm':>10s} "
+          f"{'eval chars/s':>13s} {'vs hclm':>8s} {'vs lstm_lm':>10s}")
     for name, (train, evaluate) in medians.items():
-        print(f"{name:22s} {train:13.0f} {train / base[0]:8.2f} {evaluate:13.0f} {evaluate / base[1]:8.2f}")
+        print(f"{name:22s} {train:13.0f} {train / hclm[0]:8.2f} {train / word_lstm[0]:10.2f} "
+              f"{evaluate:13.0f} {evaluate / hclm[1]:8.2f} {evaluate / word_lstm[1]:10.2f}")
 
 
 if __name__ == "__main__":
