@@ -5,6 +5,8 @@ import torch
 
 from alm_plugin.models.amsrn import AMSRNConfig, AMSRNDecoder
 from alm_plugin.models.attentive_lm import AttentiveLMConfig, AttentiveLMDecoder
+from alm_plugin.models.lstm_lm import LSTMDecoder
+from alm_plugin.modules.history_lstm_decoder import RecurrentLMConfig
 from alm_plugin.modules.history_attention import CausalHistoryAttention, CombinedScore
 from conftest import random_tokens
 
@@ -20,12 +22,16 @@ VARIANTS = [
     dict(memory_selection="complementary"),
     dict(memory_selection="none"),
     dict(memory_selection="tied", memory_window=3),
+    dict(plain_lstm=True),  # alm_lstm, the baseline: the same body without attention
 ]
 
 
 def make_decoder(dictionary, **overrides):
-    config, decoder_cls = ((AMSRNConfig, AMSRNDecoder) if "memory_selection" in overrides
-                           else (AttentiveLMConfig, AttentiveLMDecoder))
+    if overrides.pop("plain_lstm", False):
+        config, decoder_cls, overrides = RecurrentLMConfig, LSTMDecoder, {"embed_dim": 12, **overrides}
+    else:
+        config, decoder_cls = ((AMSRNConfig, AMSRNDecoder) if "memory_selection" in overrides
+                               else (AttentiveLMConfig, AttentiveLMDecoder))
     cfg = config(**{"embed_dim": 16, "hidden_size": 12, "num_layers": 2, "dropout": 0.0, **overrides})
     decoder = decoder_cls(cfg, dictionary)
     for p in decoder.parameters():  # the paper's tiny init makes attention near-uniform: sharpen it
@@ -59,6 +65,9 @@ def test_incremental_equals_full_forward(dictionary, variant):
     for t in range(tokens.size(1)):
         out, extra = decoder(tokens[:, : t + 1], incremental_state=state)
         steps.append(out)
+        if decoder.attention is None:
+            assert extra["history_attn"] == [None] and full_extra["history_attn"] == [None]
+            continue
         # the step's weights are the full forward's row, restricted to the remembered slots
         row = full_extra["history_attn"][0][:, t]
         offset = 1 if decoder.attention.initial_slot else 0
@@ -68,7 +77,7 @@ def test_incremental_equals_full_forward(dictionary, variant):
     torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("variant", [VARIANTS[1], VARIANTS[5]])
+@pytest.mark.parametrize("variant", [VARIANTS[1], VARIANTS[5], VARIANTS[-1]])
 def test_reordered_incremental_state_follows_beams(dictionary, variant):
     decoder = make_decoder(dictionary, **variant)
     tokens = random_tokens(dictionary, 3, 6)
@@ -82,7 +91,7 @@ def test_reordered_incremental_state_follows_beams(dictionary, variant):
     torch.testing.assert_close(out[:, -1], decoder(reordered[:, :5])[0][:, -1], atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("variant", VARIANTS[:3] + VARIANTS[5:9])
+@pytest.mark.parametrize("variant", VARIANTS[:3] + VARIANTS[5:9] + VARIANTS[-1:])
 def test_sentence_scores_the_same_alone_and_in_a_padded_batch(dictionary, variant):
     decoder = make_decoder(dictionary, **variant)
     short, long = random_tokens(dictionary, 1, 4), random_tokens(dictionary, 1, 9)
@@ -119,16 +128,24 @@ def test_concat_layer_is_eq7_or_the_released_codes_linear_layer(dictionary, acti
     assert (features.abs().max() > 1) == (activation == "linear")
 
 
-def test_a_config_saved_before_concat_activation_existed_still_builds_the_tanh_model(dictionary):
+def test_a_config_saved_before_the_newer_options_builds_the_model_it_was_trained_as(dictionary):
+    """A checkpoint's config from before --concat-activation and --combination-bias existed:
+    the missing option takes its default (tanh), or the value such checkpoints were trained
+    with where the default has changed since (the combination layer's bias)."""
     from dataclasses import asdict
     from omegaconf import OmegaConf
+    from alm_plugin.models.attentive_lm import AttentiveLanguageModel
     cfg = asdict(AttentiveLMConfig(embed_dim=16, hidden_size=12, num_layers=2, dropout=0.0))
-    del cfg["concat_activation"]
-    old = AttentiveLMDecoder(OmegaConf.create(cfg), dictionary).eval()
-    new = make_decoder(dictionary, attention_score="single")
-    old.load_state_dict(new.state_dict())
+    del cfg["concat_activation"], cfg["combination_bias"]
+    completed = AttentiveLanguageModel.complete_config(OmegaConf.create(cfg))
+    assert completed.concat_activation == "tanh" and completed.combination_bias is True
+    old = AttentiveLMDecoder(completed, dictionary).eval()
+    assert old.concat.bias is not None
+    trained = make_decoder(dictionary, attention_score="single", combination_bias=True)
+    old.load_state_dict(trained.state_dict())
     tokens = random_tokens(dictionary, 2, 5)
-    torch.testing.assert_close(old(tokens)[0], new(tokens)[0])
+    torch.testing.assert_close(old(tokens)[0], trained(tokens)[0])
+    assert AttentiveLMDecoder(AttentiveLMConfig(), dictionary).concat.bias is None  # today's default
 
 
 def test_window_limits_the_memory(dictionary):

@@ -9,6 +9,7 @@ The paper's formulas were lost in its extracted text; this follows the reconstru
     similarity  e_i = k_t . (w_h * h_i) = (k_t * w_h) . h_i,  alpha = softmax(e)       (R)
     extraction  r_t = sum_i alpha_i (w_c * h_i) = w_c * sum_i alpha_i h_i               (R)
     output      y_t = softmax(E (W_1 h_t + W_2 r_t + b) + b_out)                       (R)
+                (b only with --combination-bias: see HistoryAttentionConfig)
 
 Memory selection variants (``--memory-selection``): ``independent`` (``w_h``, ``w_c`` from two
 layers), ``tied`` (``w_c = w_h``), ``complementary`` (``w_c = 1 - w_h``) and ``none``
@@ -27,7 +28,7 @@ from fairseq.dataclass import ChoiceEnum
 from fairseq.models import register_model, register_model_architecture
 
 from ..modules.history_attention import CausalHistoryAttention, DotScore
-from ..modules.history_lstm_decoder import HistoryAttentionLSTMDecoder, RecurrentLMConfig
+from ..modules.history_lstm_decoder import HistoryAttentionConfig, HistoryAttentionLSTMDecoder
 from .arch_defaults import set_arch_defaults
 from .history_language_model import HistoryAttentionLanguageModel
 
@@ -35,7 +36,7 @@ SELECTIONS = ["independent", "tied", "complementary", "none"]
 
 
 @dataclass
-class AMSRNConfig(RecurrentLMConfig):
+class AMSRNConfig(HistoryAttentionConfig):
     memory_selection: ChoiceEnum(SELECTIONS) = field(default="tied", metadata={
         "help": "independent: w_h and w_c from two sigmoid layers; tied: w_c = w_h; "
                 "complementary: w_c = 1 - w_h; none: w_h = w_c = 1 (attention only)"})
@@ -51,7 +52,8 @@ class AMSRNDecoder(HistoryAttentionLSTMDecoder):
         self.gates = nn.Linear(hidden, n_gates * hidden) if n_gates else None
         self.attention = CausalHistoryAttention(DotScore(), include_current=True,
                                                 initial_slot=True, window=cfg.memory_window)
-        self.output = nn.Linear(2 * hidden + source_dim, cfg.embed_dim)  # [W_1 W_2] [h_t ; r_t] + b
+        # [W_1 W_2] [h_t ; r_t] (+ b with --combination-bias)
+        self.output = nn.Linear(2 * hidden + source_dim, cfg.embed_dim, bias=cfg.combination_bias)
         self.reset_parameters()
 
     def selection_gates(self, states):

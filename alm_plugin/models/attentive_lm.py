@@ -17,7 +17,7 @@ from fairseq.dataclass import ChoiceEnum
 from fairseq.models import register_model, register_model_architecture
 
 from ..modules.history_attention import CausalHistoryAttention, CombinedScore, SingleScore
-from ..modules.history_lstm_decoder import HistoryAttentionLSTMDecoder, RecurrentLMConfig
+from ..modules.history_lstm_decoder import HistoryAttentionConfig, HistoryAttentionLSTMDecoder
 from .arch_defaults import set_arch_defaults
 from .history_language_model import HistoryAttentionLanguageModel
 
@@ -25,7 +25,7 @@ SCORES = {"single": SingleScore, "combined": CombinedScore}
 
 
 @dataclass
-class AttentiveLMConfig(RecurrentLMConfig):
+class AttentiveLMConfig(HistoryAttentionConfig):
     attention_score: ChoiceEnum(list(SCORES)) = field(default="single", metadata={
         "help": "single: v.tanh(W_s h_i) (Eq. 9); combined: v.tanh(W_s h_i + W_q h_t) (Eq. 10)"})
     attention_dim: int = field(default=0, metadata={
@@ -46,14 +46,14 @@ class AttentiveLMDecoder(HistoryAttentionLSTMDecoder):
         self.attention = CausalHistoryAttention(score, include_current=False,
                                                 initial_slot=cfg.attention_sentinel,
                                                 window=cfg.memory_window)
-        self.concat = nn.Linear(2 * cfg.hidden_size + source_dim, cfg.embed_dim)
-        # checkpoints saved before the option existed have no such key: they used the tanh
-        self.concat_tanh = getattr(cfg, "concat_activation", "tanh") == "tanh"
+        self.concat = nn.Linear(2 * cfg.hidden_size + source_dim, cfg.embed_dim, bias=cfg.combination_bias)
+        self.concat_tanh = cfg.concat_activation == "tanh"
         self.reset_parameters()
 
     def combine(self, states, context, *source_context):
         """Eq. 7: ``h'_t = tanh(W_c [h_t ; c_t] + b_c)`` (``--concat-activation linear``: without
-        the tanh); a translation decoder appends the source context: ``[h_t ; c_t ; z_t]``."""
+        the tanh; ``b_c`` only with ``--combination-bias``); a translation decoder appends the
+        source context: ``[h_t ; c_t ; z_t]``."""
         combined = self.concat(torch.cat([states, context, *source_context], dim=-1))
         return torch.tanh(combined) if self.concat_tanh else combined
 

@@ -13,5 +13,11 @@ class HistoryAttentionLanguageModel(CheckpointFitMixin, FairseqLanguageModel):
 
     @classmethod
     def build_model(cls, cfg, task):
-        warn_if_memory_spans_sentences(task, cfg.memory_window, cls.__name__)
-        return cls(cls.decoder_class(cfg, task.target_dictionary))
+        cfg = cls.complete_config(cfg)
+        if hasattr(task, "character_counts"):
+            raise ValueError(f"--arch {cfg._name} is a word-level language model; the task "
+                             f"{task.__class__.__name__} reads words as character streams for "
+                             "char_cache_lm / hclm / char_lstm_lm. Use --task sentence_language_modeling.")
+        if "memory_window" in cfg:  # the plain LSTM has no attention to span anything
+            warn_if_memory_spans_sentences(task, cfg.memory_window, cls.__name__)
+        return cls.record_options(cls(cls.decoder_class(cfg, task.target_dictionary)), cfg)

@@ -41,6 +41,9 @@ class HistoryTranslationConfig(AttentiveLMConfig, AMSRNConfig):
         "help": "decoder weights start uniform in [-init_range, init_range], biases at 0. Wider "
                 "than the language models' 0.05: with 0.05 the source attention starts uniform "
                 "and learns slowly (a word-for-word toy task: valid ppl 6.8 vs 1.2 after 150 updates)"})
+    combination_bias: bool = field(default=True, metadata={
+        "help": "give the combination layer its bias (b_c). On for translation, where it was "
+                "measured (Multi30k, Adam); the language models leave it off (see their help)"})
 
 
 @register_model("attentive_nmt", dataclass=HistoryTranslationConfig)
@@ -51,6 +54,7 @@ class HistoryTranslationModel(CheckpointFitMixin, FairseqEncoderDecoderModel):
 
     @classmethod
     def build_model(cls, cfg, task):
+        cfg = cls.complete_config(cfg)
         src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
         if src_dict is None or tgt_dict is None:
             raise ValueError(f"--arch {cfg._name} is a translation model: train it with "
@@ -61,7 +65,7 @@ class HistoryTranslationModel(CheckpointFitMixin, FairseqEncoderDecoderModel):
                               bidirectional=cfg.encoder_bidirectional, left_pad=True,
                               padding_idx=src_dict.pad())
         decoder = DECODERS[cfg.decoder_type](cfg, tgt_dict, source_dim=encoder.output_units)
-        return cls(encoder, decoder)
+        return cls.record_options(cls(encoder, decoder), cfg)
 
 
 # --arch attentive_nmt: the config's defaults (1 x 256 bi-LSTM encoder, 2 x 650 decoder).

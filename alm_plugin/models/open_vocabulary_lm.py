@@ -9,6 +9,7 @@ class OpenVocabularyLanguageModel(CheckpointFitMixin, FairseqLanguageModel):
 
     @classmethod
     def build_model(cls, cfg, task):
+        cfg = cls.complete_config(cfg)
         if not hasattr(task, "character_counts"):
             raise ValueError(
                 f"--arch {cfg._name} reads words with their characters in streams: train and "
@@ -16,4 +17,4 @@ class OpenVocabularyLanguageModel(CheckpointFitMixin, FairseqLanguageModel):
                 f"{task.__class__.__name__}).")
         decoder = cls.decoder_class(cfg, task.target_dictionary)
         decoder.reset_parameters()
-        return cls(decoder)
+        return cls.record_options(cls(decoder), cfg)

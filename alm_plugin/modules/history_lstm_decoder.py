@@ -35,18 +35,29 @@ class RecurrentLMConfig(FairseqDataclass):
     dropout: float = field(default=0.5, metadata={
         "help": "dropout on the non-recurrent connections: embeddings, between LSTM layers, "
                 "LSTM output and the layer before the softmax"})
-    memory_window: int = field(default=0, metadata={
-        "help": "attend over at most this many previous states; 0 = the whole sample (with "
-                "--sample-break-mode eos: the sentence, the paper's per-sentence reset)"})
     init_range: float = field(default=0.05, metadata={
         "help": "weights start uniform in [-init_range, init_range], biases at 0 (paper: 0.05)"})
 
 
+@dataclass
+class HistoryAttentionConfig(RecurrentLMConfig):
+    memory_window: int = field(default=0, metadata={
+        "help": "attend over at most this many previous states; 0 = the whole sample (with "
+                "--sample-break-mode eos: the sentence, the paper's per-sentence reset)"})
+    combination_bias: bool = field(default=False, metadata={
+        "help": "give the layer before the tied softmax its bias (b_c of Eq. 7; AMSRN's b). Off "
+                "by default: through the tied output it adds E b_c to every logit, a unigram "
+                "shortcut that takes most of each clipped SGD step at the paper's lr 1.0 and "
+                "stalls training near the unigram level (README, PTB table); the output bias b "
+                "of Eq. 8 is kept either way"})
+
+
 class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecoder):
-    """Base decoder. Subclasses set ``self.attention`` (a ``CausalHistoryAttention``),
-    implement ``combine(states, context, *source_context) -> features`` of size ``embed_dim``
-    (its input is ``2 * hidden_size + self.source_dim`` wide) and may build the attention
-    queries from the states (``attention_queries``; default: the states)."""
+    """Base decoder. Subclasses set ``self.attention`` (a ``CausalHistoryAttention``; left
+    ``None``, the decoder is a plain LSTM LM), implement ``combine(states, context,
+    *source_context) -> features`` of size ``embed_dim`` (its input is ``2 * hidden_size +
+    self.source_dim`` wide) and may build the attention queries from the states
+    (``attention_queries``; default: the states)."""
 
     def __init__(self, cfg: RecurrentLMConfig, dictionary, source_dim: int = 0):
         super().__init__(dictionary)
@@ -58,6 +69,7 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
         self.dropout = nn.Dropout(cfg.dropout)
         self.output_bias = nn.Parameter(torch.zeros(len(dictionary)))
         self.source_dim = source_dim
+        self.attention = None
         if source_dim:
             self.source_attention = SourceAttention(cfg.hidden_size, source_dim)
             # the encoder's final (h, c) -> the initial (h, c) of every decoder layer
@@ -116,12 +128,16 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
             hidden = (cache["hidden"].transpose(0, 1).contiguous(), cache["cell"].transpose(0, 1).contiguous())
         states, (h, c) = self.lstm(x, hidden)
         states = self.dropout(states)
-        queries = self.attention_queries(states)
-        if incremental_state is None:
-            context, weights = self.attention(states, tokens.eq(self.padding_idx), queries)
+        memory = {}
+        if self.attention is None:  # the plain LSTM: no history, no context
+            context, weights = None, None
+        elif incremental_state is None:
+            context, weights = self.attention(states, tokens.eq(self.padding_idx),
+                                              self.attention_queries(states))
         else:
             memory = None if cache is None else {"memory": cache["memory"], "keys": cache["keys"]}
-            context, weights, memory = self.attention.step(states, memory, queries)
+            context, weights, memory = self.attention.step(states, memory, self.attention_queries(states))
+        if incremental_state is not None:
             # batch first everywhere, so reordering is one index_select on dim 0
             self.set_incremental_state(incremental_state, "history", {
                 "hidden": h.transpose(0, 1), "cell": c.transpose(0, 1), **memory})

@@ -1,0 +1,238 @@
+#!/usr/bin/env python
+"""Full-PTB table: do the attentive models beat an equal LSTM? Every row the same size,
+recipe and budget; only the model differs.
+
+    python benchmarks/ptb_table.py --rows lstm,single            # train the rows whose JSON is missing
+    python benchmarks/ptb_table.py --list                        # the rows and their arguments
+    python benchmarks/ptb_table.py --report --update-readme      # table + plot from the JSON files
+
+Recipe (the paper's compressed to a 2-core CPU): PTB 42,068 / 3,370 / 3,761 sentences, one
+sentence per sample (``sentence_language_modeling``), 2 x 200 LSTM with tied 200-d
+embeddings, dropout 0.2, batch 32 sentences, SGD lr 1.0 on the NLL summed over each sentence
+and averaged over the batch (``--sentence-avg``: the paper's and the authors' code's loss),
+clip 5, lr halved every epoch after epoch 4, 10 epochs, the best epoch by valid NLL.
+fairseq's ``transformer_lm`` row uses Adam (SGD at lr 1.0 is not a transformer recipe) with
+the same size, epochs and batches.
+
+Each row writes ``benchmarks/results/ptb/<row>.json`` the moment it finishes: the arguments,
+commit, valid ppl per epoch, minutes, tokens/s, valid/test ``ppl`` from ``fairseq-eval-lm``,
+``paper_ppl`` and attention entropy from ``fairseq-validate``. Rows whose JSON exists are
+skipped, so the table fills over several runs (``nohup ... &``; ``--threads 1`` to run two
+rows side by side).
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "benchmarks", "results", "ptb")
+SIZE, DROPOUT, EPOCHS, ANNEAL = "200", "0.2", 10, 4
+
+# fairseq's fixed scheduler shrinks from epoch --force-anneal on: ANNEAL + 1 keeps lr 1 for ANNEAL epochs
+RECIPE = ["--optimizer", "sgd", "--lr", "1.0", "--lr-scheduler", "fixed", "--force-anneal", str(ANNEAL + 1),
+          "--lr-shrink", "0.5", "--clip-norm", "5", "--sentence-avg"]
+OURS = ["--embed-dim", SIZE, "--hidden-size", SIZE, "--num-layers", "2", "--dropout", DROPOUT]
+
+# name -> (description, model and recipe arguments)
+ROWS = {
+    "lstm": ("LSTM (ours, `alm_lstm`)", ["--arch", "alm_lstm", *OURS, *RECIPE]),
+    "single": ("`attentive_lm` single (Eq. 7 tanh, no b_c)",
+               ["--arch", "attentive_lm", "--attention-score", "single", *OURS, *RECIPE]),
+    "single-bc": ("`attentive_lm` single, with b_c (Eq. 7 as printed)",
+                  ["--arch", "attentive_lm", "--attention-score", "single", "--combination-bias", *OURS, *RECIPE]),
+    "combined": ("`attentive_lm` combined (Eq. 10)",
+                 ["--arch", "attentive_lm", "--attention-score", "combined", *OURS, *RECIPE]),
+    "single-linear": ("`attentive_lm` single, `--concat-activation linear`",
+                      ["--arch", "attentive_lm", "--attention-score", "single", "--concat-activation", "linear",
+                       *OURS, *RECIPE]),
+    "amsrn": ("`amsrn` tied", ["--arch", "amsrn", "--memory-selection", "tied", *OURS, *RECIPE]),
+    "amsrn-entropy-0.1": ("`amsrn` tied + entropy, lambda 0.1",
+                          ["--arch", "amsrn", "--memory-selection", "tied", "--attention-entropy-weight", "0.1",
+                           *OURS, *RECIPE]),
+    "amsrn-entropy-1": ("`amsrn` tied + entropy, lambda 1.0",
+                        ["--arch", "amsrn", "--memory-selection", "tied", "--attention-entropy-weight", "1.0",
+                         *OURS, *RECIPE]),
+    "fairseq-lstm_lm": ("fairseq `lstm_lm` (tied, cross-check)",
+                        ["--arch", "lstm_lm", "--decoder-embed-dim", SIZE, "--decoder-hidden-size", SIZE,
+                         "--decoder-out-embed-dim", SIZE, "--decoder-layers", "2",
+                         "--share-decoder-input-output-embed", "--decoder-dropout-in", DROPOUT,
+                         "--decoder-dropout-out", DROPOUT, *RECIPE]),
+    "fairseq-transformer_lm": ("fairseq `transformer_lm` (2 layers, 200-d, FFN 512; Adam)",
+                               ["--arch", "transformer_lm", "--decoder-embed-dim", SIZE,
+                                "--decoder-input-dim", SIZE, "--decoder-output-dim", SIZE,
+                                "--decoder-ffn-embed-dim", "512", "--decoder-layers", "2",
+                                "--decoder-attention-heads", "4", "--share-decoder-input-output-embed",
+                                "--dropout", DROPOUT, "--optimizer", "adam", "--lr", "0.001",
+                                "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "1000",
+                                "--clip-norm", "5", "--sentence-avg"]),
+}
+PAPER = {"single": "71.7 / 70.1 (2 x 650, 39+ epochs)", "combined": "72.6 / 70.7 (2 x 650)"}
+
+
+def fairseq(tool, *args, threads):
+    command = [sys.executable, "-c", f"from fairseq_cli.{tool} import cli_main; cli_main()", *args]
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env)
+    output = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        sys.exit(f"fairseq-{tool} failed ({proc.returncode}):\n{output[-3000:]}")
+    return output
+
+
+def records(output, kind):
+    return [json.loads(m.group(1)) for m in re.finditer(r"\| " + kind + r" \| (\{.*\})", output)]
+
+
+def commit():
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def run_row(name, data, save_root, threads, results_dir=RESULTS, epochs=EPOCHS):
+    description, row_args = ROWS[name]
+    save = os.path.join(save_root, name)
+    common = ["--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--cpu"]
+    start = time.time()
+    train = fairseq("train", data, *common, *row_args, "--criterion", "attention_cross_entropy",
+                    "--batch-size", "32", "--max-epoch", str(epochs), "--best-checkpoint-metric", "nll_loss",
+                    "--no-epoch-checkpoints", "--save-dir", save, "--seed", "1", "--num-workers", "0",
+                    "--log-format", "json", "--log-interval", "200", "--no-progress-bar", threads=threads)
+    minutes = (time.time() - start) / 60
+    valid, epochs = records(train, "valid"), records(train, "train")
+    best = os.path.join(save, "checkpoint_best.pt")
+    result = {"row": name, "description": description, "args": row_args, "commit": commit(),
+              "recipe": {"size": SIZE, "dropout": DROPOUT, "epochs": EPOCHS, "anneal_after": ANNEAL,
+                         "batch_sentences": 32, "threads": threads},
+              "epochs": len(epochs), "train_minutes": round(minutes, 1),
+              "train_tokens_per_s": round(sum(float(e["train_wps"]) for e in epochs) / len(epochs)),
+              "valid_ppl_per_epoch": [float(v["valid_ppl"]) for v in valid],
+              "train_ppl_per_epoch": [float(e["train_ppl"]) for e in epochs],
+              "gnorm_per_epoch": [float(e["train_gnorm"]) for e in epochs]}
+    for split in ("valid", "test"):
+        evaluated = fairseq("eval_lm", data, *common, "--path", best, "--gen-subset", split,
+                            "--batch-size", "64", threads=threads)
+        result[f"{split}_ppl"] = float(re.search(r"Perplexity: ([\d.]+)", evaluated).group(1))
+        validated = records(fairseq("validate", data, *common, "--path", best, "--valid-subset", split,
+                                    "--criterion", "attention_cross_entropy", "--batch-size", "64",
+                                    "--log-format", "json", threads=threads), split)[-1]
+        result[f"{split}_paper_ppl"] = float(validated[f"{split}_paper_ppl"])
+        result[f"{split}_validate_ppl"] = float(validated[f"{split}_ppl"])
+        if f"{split}_attn_entropy" in validated:
+            result[f"{split}_attn_entropy"] = float(validated[f"{split}_attn_entropy"])
+    result["params"] = int(re.search(r"num\. shared model params: ([\d,]+)", train).group(1).replace(",", ""))
+    os.makedirs(results_dir, exist_ok=True)
+    with open(os.path.join(results_dir, f"{name}.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    return result
+
+
+def load_results(results_dir=RESULTS):
+    found = {}
+    for name in ROWS:
+        path = os.path.join(results_dir, f"{name}.json")
+        if os.path.exists(path):
+            with open(path) as f:
+                found[name] = json.load(f)
+    return found
+
+
+def markdown_table(results):
+    lines = ["| row | valid ppl | test ppl | test paper_ppl | best epoch | attention entropy (nats) | "
+             "params | train min | tokens/s | paper valid / test |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, (description, _) in ROWS.items():
+        r = results.get(name)
+        if r is None:
+            lines.append(f"| {description} | not run yet | | | | | | | | {PAPER.get(name, '')} |")
+            continue
+        best_epoch = 1 + r["valid_ppl_per_epoch"].index(min(r["valid_ppl_per_epoch"]))
+        entropy = f"{r['test_attn_entropy']:.2f}" if "test_attn_entropy" in r else "–"
+        lines.append(f"| {description} | {r['valid_ppl']:.1f} | **{r['test_ppl']:.1f}** | "
+                     f"{r['test_paper_ppl']:.1f} | {best_epoch}/{r['epochs']} | {entropy} | "
+                     f"{r['params'] / 1e6:.2f}M | {r['train_minutes']:.0f} | {r['train_tokens_per_s']:,} | "
+                     f"{PAPER.get(name, '')} |")
+    return "\n".join(lines)
+
+
+def plot(results, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for name, r in results.items():
+        curve = r["valid_ppl_per_epoch"]
+        ax.plot(range(1, len(curve) + 1), curve, marker="o", markersize=3, label=ROWS[name][0].replace("`", ""),
+                linestyle="--" if name.startswith("fairseq") else "-")
+    ax.set_yscale("log")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("valid perplexity (log scale)")
+    ax.set_title(f"Full PTB, 2 x {SIZE}, SGD lr 1 (halved after epoch {ANNEAL}), --sentence-avg")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def update_readme(table):
+    path = os.path.join(ROOT, "README.md")
+    with open(path) as f:
+        text = f.read()
+    begin, end = "<!-- ptb-table:begin -->", "<!-- ptb-table:end -->"
+    if begin not in text:
+        sys.exit(f"README.md has no {begin} ... {end} block to fill")
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    with open(path, "w") as f:
+        f.write(f"{head}{begin}\n{table}\n{end}{tail}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", default=",".join(ROWS), help=f"comma-separated, from: {', '.join(ROWS)}")
+    parser.add_argument("--data", default=os.path.join(ROOT, "data-bin", "ptb"))
+    parser.add_argument("--save-dir", default=os.path.join(ROOT, "checkpoints", "ptb_table"))
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--results-dir", default=RESULTS, help="where the rows' JSON files are")
+    parser.add_argument("--epochs", type=int, default=EPOCHS, help="only to smoke-test the script")
+    parser.add_argument("--list", action="store_true", help="print the rows and their arguments")
+    parser.add_argument("--report", action="store_true", help="print the table and draw docs/ptb_valid_ppl.png")
+    parser.add_argument("--update-readme", action="store_true", help="with --report: write the table into README.md")
+    args = parser.parse_args()
+    if args.list:
+        for name, (description, row_args) in ROWS.items():
+            print(f"{name:24s} {description}\n{'':24s} {' '.join(row_args)}")
+        return
+    if args.report:
+        results = load_results(args.results_dir)
+        table = markdown_table(results)
+        print(table)
+        if results:
+            plot(results, os.path.join(ROOT, "docs", "ptb_valid_ppl.png"))
+        if args.update_readme:
+            update_readme(table)
+        return
+    unknown = [name for name in args.rows.split(",") if name not in ROWS]
+    if unknown:
+        sys.exit(f"unknown rows {unknown}; choose from {', '.join(ROWS)}")
+    if not os.path.exists(os.path.join(args.data, "train.bin")):
+        if not os.path.exists(os.path.join(ROOT, "..", "shared", "data", "ptb")):
+            sys.exit(f"no {args.data}: needs ../shared/data/ptb, or prepare it with "
+                     "examples/language_model/prepare_lm_data.py --corpus ptb")
+        subprocess.run([sys.executable, "examples/language_model/prepare_lm_data.py", "--corpus", "ptb"],
+                       cwd=ROOT, check=True, capture_output=True)
+    for name in args.rows.split(","):
+        if os.path.exists(os.path.join(args.results_dir, f"{name}.json")):
+            print(f"{name}: done already ({args.results_dir}/{name}.json)", flush=True)
+            continue
+        print(f"{name}: training ...", flush=True)
+        r = run_row(name, args.data, args.save_dir, args.threads, args.results_dir, args.epochs)
+        print(f"{name}: valid {r['valid_ppl']:.1f}, test {r['test_ppl']:.1f} (paper_ppl {r['test_paper_ppl']:.1f}), "
+              f"{r['train_minutes']:.0f} min", flush=True)
+
+
+if __name__ == "__main__":
+    main()
