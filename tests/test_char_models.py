@@ -175,6 +175,30 @@ def test_state_is_not_resumed_by_a_batch_that_does_not_continue_the_stream():
     torch.testing.assert_close(again, fresh)  # position 10 again is not a continuation of 10..20
 
 
+def test_validation_between_two_training_chunks_leaves_the_training_state_alone():
+    """--validate-interval-updates: an evaluation run on the same stream ids and positions
+    between training chunks 0 and 1 must not replace the state chunk 1 resumes."""
+    d = word_dictionary()
+    decoder = build("char_cache_lm", d)
+    stream = torch.tensor(stream_of(d, TEXT))
+    source, target = stream[None, :-1], stream[None, 1:]
+    ids = torch.tensor([0])
+    other = torch.tensor(stream_of(d, "a dog ran far away x the cat sat on a mat"))
+
+    def chunk(lo, hi, words=(source, target)):
+        return decoder(words[0][:, lo:hi], words[1][:, lo:hi], ids, torch.tensor([lo]))[0]
+
+    with torch.no_grad():
+        decoder.train()
+        chunk(0, 5)
+        expected = chunk(5, 10)
+        chunk(0, 5)
+        decoder.eval()
+        chunk(0, 5, (other[None, :-1], other[None, 1:]))  # validation: same ids and positions
+        decoder.train()
+        torch.testing.assert_close(chunk(5, 10), expected)
+
+
 def test_lru_cache_write_update_evict_by_hand():
     """K = 2, words 5 6 5 7 8 with states h1..h5 and W_u = identity:
     5 -> slot 0 [5, -]; 6 -> slot 1 [5, 6]; 5 again -> key (h1 + h3) / 2, slot 0 used at t=2;

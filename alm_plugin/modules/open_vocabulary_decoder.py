@@ -56,10 +56,11 @@ class OpenVocabularyDecoder(DictionaryFingerprint, FairseqDecoder):
                 f"{self.__class__.__name__} scores given text (fairseq-eval-lm, fairseq-validate, "
                 "alm-cache-posterior); it has no word softmax to generate from. Batches come from "
                 "--task open_vocabulary_language_modeling, which supplies the target words.")
-        state = self.carry.resume(stream_ids, stream_positions)
+        mode = "train" if self.training else "eval"
+        state = self.carry.resume(stream_ids, stream_positions, mode)
         log_probs, extra, state = self.score(src_tokens, target_tokens, state)
         next_positions = None if stream_positions is None else stream_positions + src_tokens.size(1)
-        self.carry.save(stream_ids, next_positions, state)
+        self.carry.save(stream_ids, next_positions, state, mode)
         return log_probs.unsqueeze(-1), extra
 
     def score(self, src_tokens, target_tokens, state):
