@@ -110,6 +110,53 @@ def test_paper_ppl_leaves_out_first_words_but_divides_by_them(dictionary):
     assert values["paper_ppl"] == pytest.approx(math.exp((total - nll[0, 0]) / 7), rel=1e-3)
 
 
+def test_paper_ppl_leaves_out_the_first_word_of_every_sentence_in_a_sample(dictionary):
+    """--sample-break-mode none|complete: several sentences per sample, each first word out."""
+    model = tiny_model(dictionary)
+    eos, pad = dictionary.eos(), dictionary.pad()
+    src = torch.tensor([[eos, 4, 5, eos, 6, 7], [8, eos, 9, 10, pad, pad]])
+    tgt = torch.tensor([[4, 5, eos, 6, 7, eos], [eos, 9, 10, eos, pad, pad]])
+    sample = {"net_input": {"src_tokens": src, "src_lengths": torch.tensor([6, 4])},
+              "target": tgt, "ntokens": 10, "id": torch.arange(2)}
+    log = AttentionCrossEntropyCriterion(FakeTask(dictionary))(model, sample)[2]
+    nll = -model.get_normalized_probs(model(src), log_probs=True).gather(2, tgt[..., None])[..., 0]
+    total = nll[tgt.ne(pad)].sum()
+    first_words = nll[0, 0] + nll[0, 3] + nll[1, 1]
+    assert reduce(AttentionCrossEntropyCriterion, log)["paper_ppl"] == pytest.approx(
+        math.exp((total - first_words) / 10), rel=1e-3)
+
+
+def test_paper_ppl_of_a_translation_model_reads_the_target_side(dictionary):
+    """The source sentence says nothing about where target sentences start."""
+    model = tiny_model(dictionary)
+    eos = dictionary.eos()
+    prev = torch.tensor([[eos, 4, 5], [eos, 6, 7]])
+    tgt = torch.tensor([[4, 5, eos], [6, 7, eos]])
+    source = torch.tensor([[9, 10, eos], [8, 8, eos]])  # never starts with </s>
+    sample = {"net_input": {"src_tokens": source, "src_lengths": torch.tensor([3, 3]),
+                            "prev_output_tokens": prev},
+              "target": tgt, "ntokens": 6, "id": torch.arange(2)}
+
+    class TranslationLike(torch.nn.Module):  # an LM reading prev_output_tokens as its input
+        def __init__(self):
+            super().__init__()
+            self.lm = model
+
+        def forward(self, src_tokens, src_lengths, prev_output_tokens):
+            return self.lm(prev_output_tokens)
+
+        def get_normalized_probs(self, *args, **kwargs):
+            return self.lm.get_normalized_probs(*args, **kwargs)
+
+        def get_targets(self, sample, net_output):
+            return sample["target"]
+
+    log = AttentionCrossEntropyCriterion(FakeTask(dictionary))(TranslationLike(), sample)[2]
+    nll = -model.get_normalized_probs(model(prev), log_probs=True).gather(2, tgt[..., None])[..., 0]
+    assert reduce(AttentionCrossEntropyCriterion, log)["paper_ppl"] == pytest.approx(
+        math.exp((nll.sum() - nll[:, 0].sum()) / 6), rel=1e-3)
+
+
 def test_weight_zero_is_fairseq_cross_entropy(dictionary):
     model, sample = tiny_model(dictionary), make_sample(dictionary)
     ours = AttentionCrossEntropyCriterion(FakeTask(dictionary))(model, sample)

@@ -2,8 +2,10 @@
 
 * ``paper_ppl``: the Attentive LM paper's count, logged beside the standard ``ppl``. The
   authors' code never predicts the first word of a sentence (no beginning-of-sentence
-  input) yet divides by every token, first words included. Here the first target of each
-  sentence (a sample whose source starts with ``</s>``) is left out of the summed NLL and
+  input) yet divides by every token, first words included. Here every target read from a
+  ``</s>`` (or ``<s>``) input is a first word -- one per sample with one sentence per sample,
+  one per sentence with ``--sample-break-mode none|complete``, and on the target side of a
+  translation model (its ``prev_output_tokens``) -- and is left out of the summed NLL but
   kept in the denominator, so ``paper_ppl`` can sit next to the paper's 70.1 on PTB.
   Lower than ``ppl`` by construction; report ``ppl`` as the real figure.
 * ``--attention-entropy-weight lambda`` (AMSRN, Liu et al. 2016): minimise
@@ -54,8 +56,7 @@ class AttentionCrossEntropyCriterion(FairseqCriterion):
         nll = F.nll_loss(lprobs.transpose(1, 2), target, ignore_index=self.padding_idx,
                          reduction="none")  # (B, T)
         nll_loss = nll.sum()
-        starts_sentence = sample["net_input"]["src_tokens"][:, 0].eq(self.task.source_dictionary.eos())
-        first_word_nll = nll[:, 0].masked_fill(~starts_sentence, 0.0).sum()
+        first_word_nll = nll[self._first_words(sample, target)].sum()
 
         ntokens = sample["ntokens"]
         sample_size = target.size(0) if self.sentence_avg else ntokens
@@ -78,6 +79,15 @@ class AttentionCrossEntropyCriterion(FairseqCriterion):
             logging_output["attn_entropy"] = regularizer.data
         logging_output["loss"] = loss.data
         return loss, sample_size, logging_output
+
+    def _first_words(self, sample, target):
+        """Targets predicted from a sentence boundary: the decoder's input there is ``</s>``
+        (or ``<s>``). A translation model's decoder input is ``prev_output_tokens``; an LM's
+        is ``src_tokens``."""
+        net_input = sample["net_input"]
+        inputs = net_input.get("prev_output_tokens", net_input["src_tokens"])
+        dictionary = self.task.target_dictionary
+        return (inputs.eq(dictionary.eos()) | inputs.eq(dictionary.bos())) & target.ne(self.padding_idx)
 
     def _history_attention(self, model, net_output):
         extra = net_output[1] if len(net_output) > 1 and isinstance(net_output[1], dict) else {}
