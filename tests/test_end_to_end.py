@@ -74,20 +74,37 @@ def hand_computed_nll(checkpoint, sequences, limit):
     return total, count
 
 
-def test_eval_lm_perplexity_equals_hand_computation(trained):
+@pytest.mark.parametrize("tokens_per_sample", ["35", "5"])
+def test_eval_lm_perplexity_equals_hand_computation(trained, tokens_per_sample):
+    """Every test sentence scored whole, whatever --tokens-per-sample (a training option)."""
     save_dir, _ = trained
     checkpoint = save_dir / "checkpoint_best.pt"
     _, output = run("eval_lm", SAMPLE_DATA, "--path", checkpoint, "--user-dir", "alm_plugin",
                     "--task", "sentence_language_modeling", "--cpu", "--batch-size", "7",
-                    "--output-word-probs")
+                    "--output-word-probs", "--tokens-per-sample", tokens_per_sample)
     loss_base2, ppl = eval_lm_result(output)
     sentences = list(data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "test"), None))
-    nll, count = hand_computed_nll(checkpoint, sentences, limit=35)
+    assert max(len(s) for s in sentences) > 35  # the sample has sentences to cut
+    nll, count = hand_computed_nll(checkpoint, sentences, limit=10 ** 6)
     assert re.search(rf"Evaluated {count:,} tokens", output)
     assert loss_base2 == pytest.approx(nll / count / math.log(2), abs=1e-3)
     assert ppl == pytest.approx(math.exp(nll / count), rel=1e-3)
     word_prob_lines = [line for line in output.splitlines() if re.search(r"\S+ \[-?[\d.]+\]", line)]
     assert len(word_prob_lines) >= len(sentences)  # one line per sample: every sentence scored
+
+
+def test_eval_lm_cutting_sentences_is_exact_and_warned(trained):
+    save_dir, _ = trained
+    checkpoint = save_dir / "checkpoint_best.pt"
+    _, output = run("eval_lm", SAMPLE_DATA, "--path", checkpoint, "--user-dir", "alm_plugin",
+                    "--task", "sentence_language_modeling", "--cpu", "--batch-size", "7",
+                    "--eval-tokens-per-sample", "5")
+    sentences = list(data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "test"), None))
+    n_cut = sum(len(s) > 5 for s in sentences)
+    assert re.search(rf"WARNING[: ].*test: {n_cut} of {len(sentences)} sentences are longer than "
+                     r"--eval-tokens-per-sample 5", output), output[-2000:]
+    nll, count = hand_computed_nll(checkpoint, sentences, limit=5)
+    assert eval_lm_result(output)[0] == pytest.approx(nll / count / math.log(2), abs=1e-3)
 
 
 def test_eval_lm_without_the_task_warns_and_scores_fairseq_streams(trained):

@@ -2,10 +2,13 @@
 
 This is fairseq's ``language_modeling`` task with the Attentive LM paper's batching as the
 default: ``--sample-break-mode eos`` and at most ``--tokens-per-sample 35`` tokens per
-sample. Unlike fairseq's ``eos`` mode, a longer sentence is cut into consecutive pieces
-rather than becoming a sample that fairseq later drops, so every token is trained on and
-scored. To truncate training sentences as the paper did instead, add fairseq's own
-``--shorten-method truncate --shorten-data-split-list train``.
+training sample. Unlike fairseq's ``eos`` mode, a longer training sentence is cut into
+consecutive pieces rather than becoming a sample that fairseq later drops, so every token is
+trained on. Every other split (validation, ``fairseq-eval-lm``, ``fairseq-validate``) is
+scored a whole sentence per sample (``--eval-tokens-per-sample 0``): a cut sentence loses
+its context, and the perplexity would depend on the cut. To truncate training sentences as
+the paper did instead, add fairseq's own ``--shorten-method truncate
+--shorten-data-split-list train``.
 
 The other break modes (``none``, ``complete``, ``complete_doc``) behave as in fairseq; with
 them a model's ``--memory-window`` lets the memory span sentence boundaries.
@@ -40,7 +43,15 @@ class SentenceLanguageModelingConfig(LanguageModelingConfig):
     )
     tokens_per_sample: int = field(
         default=35,
-        metadata={"help": "most tokens per sample (the paper pads/truncates sentences to 35)"},
+        metadata={"help": "most tokens per training sample (the paper pads/truncates sentences to "
+                          "35); longer training sentences are cut into pieces"},
+    )
+    eval_tokens_per_sample: int = field(
+        default=0,
+        metadata={"help": "with --sample-break-mode eos: most tokens per sample of every split not "
+                          "named train* (validation, fairseq-eval-lm, fairseq-validate). 0 (default): "
+                          "whole sentences, so scores do not depend on where a sentence is cut; > 0 cuts "
+                          "long sentences into pieces that lose their context (a WARNING counts them)"},
     )
 
 
@@ -77,12 +88,20 @@ class SentenceLanguageModelingTask(LanguageModelingTask):
                                         self.args.shorten_method, self.args.tokens_per_sample,
                                         self.args.seed)
         if self.args.sample_break_mode == "eos":
-            blocks = SentenceBlockDataset(dataset, dataset.sizes, self.args.tokens_per_sample,
+            training = split.startswith("train")
+            limit = self.args.tokens_per_sample if training else getattr(self.args, "eval_tokens_per_sample", 0)
+            blocks = SentenceBlockDataset(dataset, dataset.sizes, limit,
                                           pad=self.dictionary.pad(), eos=self.dictionary.eos())
-            n_split = len(blocks) - len(dataset)
-            if n_split:
-                logger.info(f"{split}: {n_split} extra samples from sentences longer than "
-                            f"{self.args.tokens_per_sample} tokens (cut into pieces, nothing dropped)")
+            n_cut = int((dataset.sizes > limit).sum()) if limit > 0 else 0
+            if n_cut and training:
+                logger.info(f"{split}: {n_cut} sentences longer than {limit} tokens are cut into "
+                            "pieces for training (nothing dropped)")
+            elif n_cut:
+                logger.warning(
+                    f"{split}: {n_cut} of {len(dataset)} sentences are longer than "
+                    f"--eval-tokens-per-sample {limit} and are scored in pieces, each piece without "
+                    "the context before it: the perplexity depends on the cut. Drop the option "
+                    "(0 = whole sentences) to score every sentence whole.")
         else:
             blocks = TokenBlockDataset(dataset, dataset.sizes, self.args.tokens_per_sample,
                                        pad=self.dictionary.pad(), eos=self.dictionary.eos(),
