@@ -10,7 +10,9 @@ Recipe (the paper's compressed to a 2-core CPU): PTB 42,068 / 3,370 / 3,761 sent
 sentence per sample (``sentence_language_modeling``), 2 x 200 LSTM with tied 200-d
 embeddings, dropout 0.2, batch 32 sentences, SGD lr 1.0 on the NLL summed over each sentence
 and averaged over the batch (``--sentence-avg``: the paper's and the authors' code's loss),
-clip 5, lr halved every epoch after epoch 4, 10 epochs, the best epoch by valid NLL.
+clip 5, lr halved every epoch after epoch 4, 10 epochs, the best epoch by valid NLL
+(validated each epoch on sentences cut at 35 tokens, like training; the final valid/test
+figures score every sentence whole).
 fairseq's ``transformer_lm`` row uses Adam (SGD at lr 1.0 is not a transformer recipe) with
 the same size, epochs and batches.
 
@@ -73,6 +75,9 @@ ROWS = {
 PAPER = {"single": "71.7 / 70.1 (2 x 650, 39+ epochs)", "combined": "72.6 / 70.7 (2 x 650)"}
 
 
+COMMON = ["--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--cpu"]
+
+
 def fairseq(tool, *args, threads):
     command = [sys.executable, "-c", f"from fairseq_cli.{tool} import cli_main; cli_main()", *args]
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1"}
@@ -95,38 +100,48 @@ def commit():
 def run_row(name, data, save_root, threads, results_dir=RESULTS, epochs=EPOCHS):
     description, row_args = ROWS[name]
     save = os.path.join(save_root, name)
-    common = ["--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--cpu"]
     start = time.time()
-    train = fairseq("train", data, *common, *row_args, "--criterion", "attention_cross_entropy",
+    # per-epoch validation cuts sentences at 35 tokens like training (as the first rows did);
+    # the final figures below score every sentence whole
+    train = fairseq("train", data, *COMMON, *row_args, "--criterion", "attention_cross_entropy",
                     "--batch-size", "32", "--max-epoch", str(epochs), "--best-checkpoint-metric", "nll_loss",
+                    "--eval-tokens-per-sample", "35",
                     "--no-epoch-checkpoints", "--save-dir", save, "--seed", "1", "--num-workers", "0",
                     "--log-format", "json", "--log-interval", "200", "--no-progress-bar", threads=threads)
     minutes = (time.time() - start) / 60
-    valid, epochs = records(train, "valid"), records(train, "train")
-    best = os.path.join(save, "checkpoint_best.pt")
+    valid, epochs_done = records(train, "valid"), records(train, "train")
     result = {"row": name, "description": description, "args": row_args, "commit": commit(),
               "recipe": {"size": SIZE, "dropout": DROPOUT, "epochs": EPOCHS, "anneal_after": ANNEAL,
                          "batch_sentences": 32, "threads": threads},
-              "epochs": len(epochs), "train_minutes": round(minutes, 1),
-              "train_tokens_per_s": round(sum(float(e["train_wps"]) for e in epochs) / len(epochs)),
+              "epochs": len(epochs_done), "train_minutes": round(minutes, 1),
+              "train_tokens_per_s": round(sum(float(e["train_wps"]) for e in epochs_done) / len(epochs_done)),
               "valid_ppl_per_epoch": [float(v["valid_ppl"]) for v in valid],
-              "train_ppl_per_epoch": [float(e["train_ppl"]) for e in epochs],
-              "gnorm_per_epoch": [float(e["train_gnorm"]) for e in epochs]}
+              "train_ppl_per_epoch": [float(e["train_ppl"]) for e in epochs_done],
+              "gnorm_per_epoch": [float(e["train_gnorm"]) for e in epochs_done],
+              "params": int(re.search(r"num\. shared model params: ([\d,]+)", train).group(1).replace(",", ""))}
+    result.update(evaluate(os.path.join(save, "checkpoint_best.pt"), data, threads))
+    os.makedirs(results_dir, exist_ok=True)
+    with open(os.path.join(results_dir, f"{name}.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    return result
+
+
+def evaluate(checkpoint, data, threads):
+    """valid/test ``ppl`` (fairseq-eval-lm) and ``paper_ppl``, attention entropy (fairseq-validate),
+    every sentence scored whole."""
+    result = {"eval_commit": commit()}
     for split in ("valid", "test"):
-        evaluated = fairseq("eval_lm", data, *common, "--path", best, "--gen-subset", split,
-                            "--batch-size", "64", threads=threads)
+        evaluated = fairseq("eval_lm", data, *COMMON, "--path", checkpoint, "--gen-subset", split,
+                            "--batch-size", "64", "--eval-tokens-per-sample", "0", threads=threads)
         result[f"{split}_ppl"] = float(re.search(r"Perplexity: ([\d.]+)", evaluated).group(1))
-        validated = records(fairseq("validate", data, *common, "--path", best, "--valid-subset", split,
+        validated = records(fairseq("validate", data, *COMMON, "--path", checkpoint, "--valid-subset", split,
                                     "--criterion", "attention_cross_entropy", "--batch-size", "64",
+                                    "--eval-tokens-per-sample", "0",
                                     "--log-format", "json", threads=threads), split)[-1]
         result[f"{split}_paper_ppl"] = float(validated[f"{split}_paper_ppl"])
         result[f"{split}_validate_ppl"] = float(validated[f"{split}_ppl"])
         if f"{split}_attn_entropy" in validated:
             result[f"{split}_attn_entropy"] = float(validated[f"{split}_attn_entropy"])
-    result["params"] = int(re.search(r"num\. shared model params: ([\d,]+)", train).group(1).replace(",", ""))
-    os.makedirs(results_dir, exist_ok=True)
-    with open(os.path.join(results_dir, f"{name}.json"), "w") as f:
-        json.dump(result, f, indent=1)
     return result
 
 
@@ -198,6 +213,8 @@ def main():
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--results-dir", default=RESULTS, help="where the rows' JSON files are")
     parser.add_argument("--epochs", type=int, default=EPOCHS, help="only to smoke-test the script")
+    parser.add_argument("--evaluate-only", action="store_true",
+                        help="recompute the valid/test figures of --rows from their saved checkpoint_best.pt")
     parser.add_argument("--list", action="store_true", help="print the rows and their arguments")
     parser.add_argument("--report", action="store_true", help="print the table and draw docs/ptb_valid_ppl.png")
     parser.add_argument("--update-readme", action="store_true", help="with --report: write the table into README.md")
@@ -224,6 +241,17 @@ def main():
                      "examples/language_model/prepare_lm_data.py --corpus ptb")
         subprocess.run([sys.executable, "examples/language_model/prepare_lm_data.py", "--corpus", "ptb"],
                        cwd=ROOT, check=True, capture_output=True)
+    if args.evaluate_only:
+        for name in args.rows.split(","):
+            path = os.path.join(args.results_dir, f"{name}.json")
+            with open(path) as f:
+                result = json.load(f)
+            result.update(evaluate(os.path.join(args.save_dir, name, "checkpoint_best.pt"), args.data, args.threads))
+            with open(path, "w") as f:
+                json.dump(result, f, indent=1)
+            print(f"{name}: valid {result['valid_ppl']:.1f}, test {result['test_ppl']:.1f} "
+                  f"(paper_ppl {result['test_paper_ppl']:.1f})", flush=True)
+        return
     for name in args.rows.split(","):
         if os.path.exists(os.path.join(args.results_dir, f"{name}.json")):
             print(f"{name}: done already ({args.results_dir}/{name}.json)", flush=True)
