@@ -199,6 +199,18 @@ def test_validation_between_two_training_chunks_leaves_the_training_state_alone(
         torch.testing.assert_close(chunk(5, 10), expected)
 
 
+@pytest.mark.parametrize("words", [1, 2])
+def test_every_parameter_gets_a_gradient_even_from_a_one_word_chunk(words):
+    """DDP (pytorch_ddp, find_unused_parameters=False) fails on a parameter left out of the
+    graph: a chunk of one word never reads the key it writes (--batch-size 11 on the sample)."""
+    d = word_dictionary()
+    decoder = build("char_cache_lm", d).train()
+    stream = torch.tensor([stream_of(d, TEXT)])
+    log_p = decoder(stream[:, :words], stream[:, 1:words + 1], torch.tensor([0]), torch.tensor([0]))[0]
+    log_p.sum().backward()
+    assert [name for name, p in decoder.named_parameters() if p.grad is None] == []
+
+
 def test_lru_cache_write_update_evict_by_hand():
     """K = 2, words 5 6 5 7 8 with states h1..h5 and W_u = identity:
     5 -> slot 0 [5, -]; 6 -> slot 1 [5, 6]; 5 again -> key (h1 + h3) / 2, slot 0 used at t=2;

@@ -108,5 +108,8 @@ class ContinuousWordCache(nn.Module):
         copied = p_ptr > 0
         log_probs = torch.where(copied, torch.logaddexp(from_lm, from_cache), from_lm)
         posterior = torch.where(copied, (from_cache - log_probs).exp(), torch.zeros_like(p_ptr))
+        # a chunk whose new keys are never read in it (one word long) would leave W_u out of the
+        # graph, and DDP (find_unused_parameters=False) then fails: keep it in with a zero
+        log_probs = log_probs + 0.0 * new_keys.sum()
         cache = {"values": values, "keys": keys, "last_write": last_write, "clock": clock}
         return log_probs, posterior, log_lm_weight.exp(), cache
