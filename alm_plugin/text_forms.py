@@ -13,6 +13,24 @@ FORMS = ("raw", "tok", "bpe")
 BPE_SEPARATOR = "@@"
 
 
+def moses_languages():
+    """The language codes sacremoses has rules for (its non-breaking prefix lists)."""
+    from sacremoses.corpus import NonbreakingPrefixes
+
+    return sorted(set(NonbreakingPrefixes().available_langs.values()))
+
+
+def check_language(lang: str) -> str:
+    """sacremoses accepts any code and silently falls back to generic rules: refuse a code it
+    has no rules for, since the text would be tokenised unlike what the user asked."""
+    known = moses_languages()
+    if lang not in known:
+        raise ValueError(f"sacremoses has no tokenisation rules for language '{lang}' (it knows "
+                         f"{', '.join(known)}); give one of those, or tokenise the text yourself "
+                         "and leave out the tokenise option")
+    return lang
+
+
 def remove_bpe(text: str) -> str:
     """fairseq's ``--post-process subword_nmt``."""
     return (text + " ").replace(BPE_SEPARATOR + " ", "").rstrip()
@@ -22,7 +40,7 @@ class TextForms:
     def __init__(self, lang: str, bpe_codes: Optional[str] = None):
         from sacremoses import MosesDetokenizer, MosesTokenizer
 
-        self.lang = lang
+        self.lang = check_language(lang)
         self.tokenizer = MosesTokenizer(lang=lang)
         self.detokenizer = MosesDetokenizer(lang=lang)
         self.bpe = None

@@ -32,6 +32,8 @@ CORPUS_FILES = {
 }
 SENTENCE_END = {".", "?", "!"}
 FAIRSEQ_SPECIAL_SYMBOLS = {"<s>", "<pad>", "</s>", "<unk>"}
+# fairseq would read these words as its control symbols (end of sentence, padding); <unk> is fine
+RESERVED_WORDS = {"<s>", "<pad>", "</s>"}
 
 
 def split_sentences(line):
@@ -47,17 +49,29 @@ def split_sentences(line):
 
 
 def read_sentences(path, paragraphs, tokenizer=None):
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            if tokenizer is not None:
-                line = tokenizer.tokenize(line, return_str=True, escape=False)
-            if paragraphs:
-                yield from split_sentences(line)
-            else:
-                yield line
+    """The sentences of a UTF-8 file (a byte-order mark is dropped). Raises ``ValueError`` with
+    the file and line for text that is not UTF-8 or holds a word fairseq reserves."""
+    with open(path, "rb") as f:
+        raw_lines = f.read().split(b"\n")
+    for number, raw in enumerate(raw_lines, 1):
+        try:
+            line = raw.decode("utf-8-sig" if number == 1 else "utf-8").strip()
+        except UnicodeDecodeError as error:
+            raise ValueError(f"{path}:{number}: not UTF-8 (byte 0x{raw[error.start]:02x} at column "
+                             f"{error.start + 1}); convert the file, e.g. iconv -f latin1 -t utf-8") from None
+        if not line:
+            continue
+        reserved = RESERVED_WORDS.intersection(line.split())
+        if reserved:
+            raise ValueError(f"{path}:{number}: the text contains {', '.join(sorted(reserved))}, which "
+                             "fairseq would read as its end-of-sentence / padding symbol; remove or "
+                             "replace it (e.g. with &lt;/s&gt;)")
+        if tokenizer is not None:
+            line = tokenizer.tokenize(line, return_str=True, escape=False)
+        if paragraphs:
+            yield from split_sentences(line)
+        else:
+            yield line
 
 
 def write_full_dictionary(text_dir):
@@ -113,22 +127,33 @@ def main():
 
     tokenizer = None
     if args.tokenize:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+        from alm_plugin.text_forms import check_language
         from sacremoses import MosesTokenizer
-        tokenizer = MosesTokenizer(lang=args.tokenize)
+        try:
+            tokenizer = MosesTokenizer(lang=check_language(args.tokenize))
+        except ValueError as error:
+            sys.exit(f"error: --tokenize: {error}")
 
     name = args.name or args.corpus or os.path.basename(os.path.normpath(args.raw_dir))
     text_dir = os.path.join(args.text_dir, name)
     os.makedirs(text_dir, exist_ok=True)
     for split, path in files.items():
         limit = args.sample_sentences if split == "train" else max(1, args.sample_sentences // 10)
-        n = 0
-        with open(os.path.join(text_dir, f"{split}.txt"), "w", encoding="utf-8") as out:
+        try:
+            sentences = []
             for sentence in read_sentences(path, paragraphs, tokenizer):
-                if args.sample_sentences and n >= limit:
+                if args.sample_sentences and len(sentences) >= limit:
                     break
-                out.write(sentence + "\n")
-                n += 1
-        print(f"{split}: {n} sentences -> {text_dir}/{split}.txt")
+                sentences.append(sentence)
+        except ValueError as error:
+            sys.exit(f"error: {error}")
+        if not sentences:
+            sys.exit(f"error: {path} has no sentences (it is empty or blank): every split needs at "
+                     "least one, or fairseq fails on an empty dataset later")
+        with open(os.path.join(text_dir, f"{split}.txt"), "w", encoding="utf-8") as out:
+            out.writelines(sentence + "\n" for sentence in sentences)
+        print(f"{split}: {len(sentences)} sentences -> {text_dir}/{split}.txt")
 
     command = [
         "fairseq-preprocess", "--only-source",

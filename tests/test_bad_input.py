@@ -1,0 +1,59 @@
+"""Bad input fed to the real commands: each gets one clear line (what is wrong, what to do),
+a non-zero exit code, and no half-written output."""
+import os
+import subprocess
+import sys
+
+import pytest
+from fairseq.data import Dictionary
+
+from conftest import ROOT
+
+PREPARE = os.path.join(ROOT, "examples", "language_model", "prepare_lm_data.py")
+GOOD = "The cat sat on the mat .\nA dog ran far away .\n"
+
+
+def prepare(tmp_path, texts, *extra):
+    raw = tmp_path / "raw"
+    raw.mkdir(exist_ok=True)
+    for split in ("train", "valid", "test"):
+        data = texts.get(split, GOOD)
+        (raw / f"{split}.txt").write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
+    proc = subprocess.run([sys.executable, PREPARE, "--raw-dir", raw, "--name", "bad", "--destdir",
+                           tmp_path / "bin", "--text-dir", tmp_path / "text", *extra],
+                          capture_output=True, text=True, cwd=tmp_path)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def last_line(output):
+    return output.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("text", ["", "   \n\n \t\n"])
+def test_prepare_refuses_an_empty_split(tmp_path, text):
+    code, output = prepare(tmp_path, {"valid": text})
+    assert code != 0 and "valid.txt has no sentences" in last_line(output), output
+    assert not (tmp_path / "bin" / "bad").exists()
+
+
+def test_prepare_names_the_file_and_line_of_latin1_text(tmp_path):
+    code, output = prepare(tmp_path, {"test": GOOD.encode() + "Café au lait .\n".encode("latin-1")})
+    assert code != 0 and "Traceback" not in output
+    assert "test.txt:3: not UTF-8" in last_line(output) and "iconv" in last_line(output)
+
+
+def test_prepare_refuses_a_literal_end_of_sentence_symbol(tmp_path):
+    code, output = prepare(tmp_path, {"train": GOOD + "one </s> two\n"})
+    assert code != 0 and "train.txt:3: the text contains </s>" in last_line(output), output
+
+
+def test_prepare_refuses_an_unknown_tokenizer_language(tmp_path):
+    code, output = prepare(tmp_path, {}, "--tokenize", "xx")
+    assert code != 0 and "no tokenisation rules for language 'xx'" in last_line(output), output
+
+
+def test_prepare_drops_a_byte_order_mark(tmp_path):
+    code, output = prepare(tmp_path, {"train": "\ufeff" + GOOD})
+    assert code == 0, output
+    symbols = Dictionary.load(str(tmp_path / "bin" / "bad" / "dict.txt")).symbols
+    assert "The" in symbols and not any("\ufeff" in s for s in symbols)
