@@ -57,3 +57,94 @@ def test_prepare_drops_a_byte_order_mark(tmp_path):
     assert code == 0, output
     symbols = Dictionary.load(str(tmp_path / "bin" / "bad" / "dict.txt")).symbols
     assert "The" in symbols and not any("\ufeff" in s for s in symbols)
+
+
+# ----------------------------------------------------------------------------- alm-rescore
+
+from cli import TRAIN_COMMON, run  # noqa: E402
+from conftest import SAMPLE_DATA  # noqa: E402
+
+NBEST = "H-0\t-1.5\tthe cat sat\nP-0\t-0.5 -0.5 -0.25 -0.25\nH-0\t-2.0\ta cat\nP-0\t-1.0 -0.5 -0.5\n" \
+        "H-1\t-0.5\tthe dog\nP-1\t-0.25 -0.25 -0.25\n"
+
+
+@pytest.fixture(scope="module")
+def tiny_lm(tmp_path_factory):
+    save = tmp_path_factory.mktemp("lm")
+    run("train", SAMPLE_DATA, *TRAIN_COMMON, "--arch", "alm_lstm", "--embed-dim", "16", "--hidden-size", "16",
+        "--optimizer", "adam", "--lr", "0.01", "--batch-size", "64", "--max-update", "2", "--save-dir", save,
+        "--no-epoch-checkpoints", "--disable-validation")
+    return save / "checkpoint_last.pt"
+
+
+def rescore(tmp_path, nbest, *args, lm="checkpoint"):
+    path = tmp_path / "in.nbest"
+    path.write_bytes(nbest if isinstance(nbest, bytes) else nbest.encode("utf-8"))
+    proc = subprocess.run([sys.executable, "-m", "alm_plugin.cli.rescore", "--nbest", path, "--lm", lm,
+                           "--hyp-form", "tok", "--lm-form", "tok", "--cpu", *map(str, args)],
+                          capture_output=True, text=True, cwd=ROOT)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_rescore_refuses_a_truncated_positional_score_line(tmp_path, tiny_lm):
+    code, output = rescore(tmp_path, NBEST.replace("-0.5 -0.5 -0.25 -0.25", "-0.5 -0.5"), lm=tiny_lm)
+    assert code != 0 and "in.nbest:2: P-0 has 2 scores but its hypothesis (line 1) has 3 tokens" in last_line(output)
+
+
+def test_rescore_refuses_a_1best_with_missing_sentences(tmp_path, tiny_lm):
+    out = tmp_path / "best.txt"
+    truncated = NBEST + "H-3\t-0.5\tthe dog\nP-3\t-0.25 -0.25 -0.25\n"  # ids 0, 1, 3: 2 is missing
+    code, output = rescore(tmp_path, truncated, "--output-1best", out, lm=tiny_lm)
+    assert code != 0 and "sentence ids 2 have no hypotheses" in last_line(output), output
+    assert not out.exists() and not os.path.exists(f"{out}.partial")
+
+
+def test_rescore_refuses_a_repeated_hypothesis(tmp_path, tiny_lm):
+    code, output = rescore(tmp_path, NBEST + NBEST, lm=tiny_lm)
+    assert code != 0 and "in.nbest:7: the hypothesis of line 1 appears again for sentence 0" in last_line(output)
+
+
+def test_rescore_ranks_an_infinite_score_last_and_writes_no_nan(tmp_path, tiny_lm):
+    out = tmp_path / "out.nbest"
+    minus_inf = NBEST.replace("H-0\t-1.5\tthe cat sat\nP-0\t-0.5 -0.5 -0.25 -0.25",
+                              "H-0\t-inf\tthe cat sat\nP-0\t-0.5 -inf -0.25 -0.25")
+    code, output = rescore(tmp_path, minus_inf, "--output-nbest", out, "--weights", "TM=1,LM=0,Len=0.5", lm=tiny_lm)
+    assert code == 0, output
+    written = out.read_text().splitlines()
+    assert "nan" not in out.read_text().lower()
+    assert written[0].startswith("0 ||| a cat |||") and written[1].startswith("0 ||| the cat sat |||")
+
+
+def test_rescore_names_a_missing_or_latin1_file(tmp_path, tiny_lm):
+    code, output = rescore(tmp_path, NBEST, "--ref", tmp_path / "nope.txt", lm=tiny_lm)
+    assert code != 0 and "the reference file" in last_line(output) and "does not exist" in last_line(output)
+    code, output = rescore(tmp_path, NBEST.encode() + "H-2\t-0.5\tcafé\n".encode("latin-1"), lm=tiny_lm)
+    assert code != 0 and "Traceback" not in output and "in.nbest:7: not UTF-8" in last_line(output)
+
+
+def test_rescore_names_a_corrupt_checkpoint_and_a_dictionary_mismatch(tmp_path, tiny_lm):
+    corrupt = tmp_path / "corrupt.pt"
+    corrupt.write_bytes(tiny_lm.read_bytes()[:5000])
+    code, output = rescore(tmp_path, NBEST, lm=corrupt)
+    assert code != 0 and "Traceback" not in output
+    assert "could not be read as a fairseq checkpoint" in last_line(output)
+    other = tmp_path / "other-data"
+    other.mkdir()
+    lines = open(os.path.join(SAMPLE_DATA, "dict.txt"), encoding="utf-8").read().splitlines()
+    lines[0], lines[1] = lines[1], lines[0]  # same size, two words swapped
+    (other / "dict.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, output = rescore(tmp_path, NBEST, "--lm-data", other, lm=tiny_lm)
+    assert code != 0 and "Traceback" not in output
+    assert "dictionary mismatch" in last_line(output) and "--lm-data" in last_line(output)
+
+
+@pytest.mark.parametrize("bad_grid", ["0:1:0", "0:1:-0.1", "1:0:0.1", "0:1"])
+def test_rescore_refuses_a_grid_that_is_empty_or_never_ends(tmp_path, bad_grid):
+    code, output = rescore(tmp_path, NBEST, "--lm-grid", bad_grid, lm="unused.pt")
+    assert code == 2 and "--lm-grid" in last_line(output) and "low:high:step" in last_line(output)
+
+
+def test_rescore_finds_an_unwritable_output_before_scoring(tmp_path):
+    code, output = rescore(tmp_path, NBEST, "--output-1best", tmp_path / "no" / "such" / "dir.txt",
+                           lm=tmp_path / "never-loaded.pt")
+    assert code != 0 and "cannot write" in last_line(output)

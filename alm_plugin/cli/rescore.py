@@ -7,12 +7,14 @@
 Input: fairseq-generate output (``S-``/``H-``/``P-`` lines; other lines are ignored) or a
 Moses n-best list (``id ||| hypothesis ||| features ||| score``), recognised by its first line.
 
-Every hypothesis gets three features, all log-probabilities in **base 2** (as fairseq-generate
-prints its ``H-``/``P-`` scores and fairseq-eval-lm its loss):
+Every hypothesis gets three features:
 
-    TM   the translation system's score: the sum of the ``P-`` scores (fairseq; the ``H-``
-         score when there are no ``P-`` lines) or the Moses total score
-    LM   log2 p(hypothesis </s>) under the language model; with several ``--lm`` an ensemble
+    TM   the translation system's score as it printed it: with ``P-`` lines, their sum, the
+         hypothesis' log2-probability; without them, fairseq's ``H-`` score (the log2-probability
+         divided by the length to the power --lenpen); for a Moses list, its weighted total
+         (a model score, not a log-probability)
+    LM   log2 p(hypothesis </s>) under the language model (base 2, as fairseq-generate and
+         fairseq-eval-lm print scores); with several ``--lm`` an ensemble
          whose per-token probabilities are averaged (as fairseq ensembles models)
     Len  the number of tokens the LM scored, </s> included (a length reward against the LM's
          preference for short outputs)
@@ -64,17 +66,54 @@ class Hypothesis:
 FAIRSEQ_LINE = re.compile(r"^([A-Z])-(\d+)\t")
 
 
+def read_lines(path: str, what: str) -> List[str]:
+    """The lines of a UTF-8 text file, or one clear error."""
+    if not os.path.isfile(path):
+        raise NBestError(f"{what} {path} does not exist (or is not a file)")
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise NBestError(f"{path}:{line}: not UTF-8 (byte 0x{data[error.start]:02x}); convert the "
+                         "file, e.g. iconv -f latin1 -t utf-8") from None
+    return text.split("\n")[:-1] if text.endswith("\n") else text.split("\n")
+
+
 def read_nbest(path: str) -> List[Hypothesis]:
-    with open(path, encoding="utf-8") as f:
-        lines = [line.rstrip("\n") for line in f]
+    lines = read_lines(path, "the n-best list")
     first = next((line for line in lines if line.strip()), "")
     if " ||| " in first:
-        return read_moses(path, lines)
-    hypotheses = read_fairseq(path, lines)
+        hypotheses = read_moses(path, lines)
+    else:
+        hypotheses = read_fairseq(path, lines)
     if not hypotheses:
         raise NBestError(f"{path}: no hypotheses found: expected fairseq-generate output "
                          "(H-<id> lines) or a Moses n-best list (id ||| hypothesis ||| features ||| score)")
+    check_duplicates(path, hypotheses, moses=" ||| " in first)
     return hypotheses
+
+
+def check_duplicates(path: str, hypotheses: List[Hypothesis], moses: bool) -> None:
+    """The same hypothesis twice for one sentence: beam search never prints that (two outputs
+    concatenated?); a Moses list without 'distinct' may, and is only warned about."""
+    seen, repeats = {}, []
+    for h in hypotheses:
+        key = (h.sentence_id, h.text)
+        if key in seen:
+            repeats.append((seen[key], h.line, h.sentence_id))
+        else:
+            seen[key] = h.line
+    if not repeats:
+        return
+    first, again, sentence = repeats[0]
+    message = (f"{path}:{again}: the hypothesis of line {first} appears again for sentence {sentence} "
+               f"({len(repeats)} repeats in all)")
+    if not moses:
+        raise NBestError(message + ": fairseq-generate never repeats one; were two outputs concatenated?")
+    print(f"alm-rescore: warning: {message}; each is scored (Moses lists without 'distinct' repeat "
+          "strings)", file=sys.stderr)
 
 
 def read_fairseq(path: str, lines: List[str]) -> List[Hypothesis]:
@@ -100,6 +139,11 @@ def read_fairseq(path: str, lines: List[str]) -> List[Hypothesis]:
             if last is None or last.sentence_id != sentence_id or len(hypotheses) in with_positional:
                 raise NBestError(f"{path}:{number}: P-{sentence_id} does not follow its H-{sentence_id} line")
             scores = [parse_float(v, path, number, "a positional score") for v in fields[1].split()]
+            expected = len(last.text.split()) + 1  # one per token of the hypothesis, and </s>
+            if len(scores) != expected:
+                raise NBestError(f"{path}:{number}: P-{sentence_id} has {len(scores)} scores but its "
+                                 f"hypothesis (line {last.line}) has {expected - 1} tokens + </s>: a "
+                                 "truncated or edited line would give a wrong TM score")
             last.features["TM"] = sum(scores)
             with_positional.add(len(hypotheses))
     if 0 < len(with_positional) < len(hypotheses):
@@ -148,8 +192,7 @@ def group_by_sentence(hypotheses: List[Hypothesis]) -> Dict[int, List[Hypothesis
 def read_references(path: str, groups: Dict[int, List[Hypothesis]], nbest_path: str) -> List[str]:
     """The reference of sentence ``i`` is line ``i + 1``; every id must have its line and
     every line its hypotheses, or nothing is paired."""
-    with open(path, encoding="utf-8") as f:
-        references = [line.rstrip("\n") for line in f]
+    references = read_lines(path, "the reference file")
     ids = set(groups)
     missing = sorted(set(range(len(references))) - ids)
     extra = sorted(i for i in ids if i >= len(references))
@@ -195,6 +238,13 @@ class LanguageModelScorer:
             except FileNotFoundError as error:
                 raise NBestError(f"{path}: could not load its dictionary ({error}); pass --lm-data, "
                                  "the data-bin directory with the dict.txt the LM was trained on") from None
+            except ValueError as error:  # our models' own checks: dictionary, architecture, options
+                raise NBestError(f"{path}: {error}" + (" (--lm-data must be the data-bin the LM was trained "
+                                                       "on)" if data and "dictionary" in str(error) else "")) from None
+            except Exception as error:  # a truncated or foreign file: torch's own errors say little
+                raise NBestError(f"{path} could not be read as a fairseq checkpoint "
+                                 f"({error.__class__.__name__}: {str(error)[:120]}); is it a complete "
+                                 "checkpoint_*.pt saved by fairseq-train?") from None
             model = models[0]
             if isinstance(model, OpenVocabularyLanguageModel) or not isinstance(model, FairseqLanguageModel):
                 raise NBestError(f"{path} holds a {model.__class__.__name__}: alm-rescore scores with word-level "
@@ -260,7 +310,9 @@ def add_lm_features(groups, scorer, forms: TextForms, hyp_form: str, lm_form: st
 # ----------------------------------------------------------------------------- reranking
 
 def combined(hypothesis: Hypothesis, weights: Dict[str, float]) -> float:
-    return sum(weights[name] * hypothesis.features[name] for name in FEATURES)
+    """The weighted sum; a feature with weight 0 is left out (so a -inf score times 0 is not
+    NaN), and a -inf score with a positive weight ranks the hypothesis last."""
+    return sum(weights[name] * hypothesis.features[name] for name in FEATURES if weights[name] != 0)
 
 
 def best(groups, weights) -> Dict[int, Hypothesis]:
@@ -311,7 +363,12 @@ def parse_weights(text: str) -> Dict[str, float]:
 
 
 def grid(text: str) -> List[float]:
-    low, high, step = map(float, text.split(":"))
+    try:
+        low, high, step = map(float, text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a grid is low:high:step, e.g. 0:1:0.05, got {text!r}") from None
+    if not step > 0 or high < low:
+        raise argparse.ArgumentTypeError(f"a grid low:high:step needs step > 0 and high >= low, got {text!r}")
     return [round(low + k * step, 6) for k in range(int(round((high - low) / step)) + 1)]
 
 
@@ -323,10 +380,25 @@ def format_features(hypothesis: Hypothesis) -> str:
 
 
 def write_nbest(path, groups, weights):
-    with open(path, "w", encoding="utf-8") as out:
-        for i, group in groups.items():
-            for h in sorted(group, key=lambda h: -combined(h, weights)):
-                out.write(f"{i} ||| {h.text} ||| {format_features(h)} ||| {combined(h, weights):.4f}\n")
+    lines = [f"{i} ||| {h.text} ||| {format_features(h)} ||| {combined(h, weights):.4f}\n"
+             for i, group in groups.items() for h in sorted(group, key=lambda h: -combined(h, weights))]
+    write_whole(path, lines)
+
+
+def check_writable(path: str) -> None:
+    """Before any scoring: an output that cannot be written is found now, not after an hour."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path) or not os.path.isdir(folder) or not os.access(folder, os.W_OK) \
+            or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise NBestError(f"cannot write {path}: is its folder there and writable?")
+
+
+def write_whole(path: str, lines: List[str]) -> None:
+    """Write to a temporary file and rename it: never a half-written output."""
+    temporary = f"{path}.partial"
+    with open(temporary, "w", encoding="utf-8") as out:
+        out.writelines(lines)
+    os.replace(temporary, path)
 
 
 def main(argv=None):
@@ -357,19 +429,26 @@ def main(argv=None):
         parser.error("--tune-nbest and --tune-ref go together")
     try:
         run(args)
-    except NBestError as error:
+    except (NBestError, ValueError) as error:  # ValueError: e.g. an unknown --lang
         sys.exit(f"alm-rescore: error: {error}")
 
 
 def run(args):
     logging.getLogger().setLevel(logging.WARNING)  # fairseq's loading is chatty
+    for path in filter(None, (args.output_1best, args.output_nbest)):
+        check_writable(path)
+    for path, what in ((args.nbest, "the n-best list"), (args.ref, "the reference file"),
+                       (args.tune_nbest, "the dev n-best list"), (args.tune_ref, "the dev reference file"),
+                       (args.bpe_codes, "the BPE codes file")):
+        if path and not os.path.isfile(path):
+            raise NBestError(f"{what} {path} does not exist (or is not a file)")
     forms = TextForms(args.lang, args.bpe_codes)
     if args.hyp_form != "bpe" and "bpe" in (args.lm_form, args.output_form) and args.bpe_codes is None:
         raise NBestError(f"hypotheses in '{args.hyp_form}' form need --bpe-codes (the codes the LM's "
                          "data was prepared with) to become BPE units")
     scorer = LanguageModelScorer(args.lm, args.lm_data, args.cpu, args.batch_tokens)
     print(f"alm-rescore: {len(scorer.models)} language model(s), {len(scorer.dictionary)} types; "
-          "TM and LM scores are log-probabilities in base 2 (as fairseq-generate prints them)")
+          "LM scores are log2-probabilities; TM is the system's own score (log2 with P- lines)")
 
     def prepare(path, ref_path):
         groups = group_by_sentence(read_nbest(path))
@@ -393,18 +472,21 @@ def run(args):
     groups, references = prepare(args.nbest, args.ref)
     if references is None:
         ids = list(groups)
-        if ids != list(range(len(ids))):
-            print(f"warning: the sentence ids of {args.nbest} are not 0..{len(ids) - 1}; the 1-best "
-                  "lines follow the ids in order", file=sys.stderr)
+        if ids != list(range(len(ids))) and args.output_1best:
+            missing = sorted(set(range(ids[-1] + 1)) - set(ids))
+            raise NBestError(f"{args.nbest}: sentence ids {short_list(missing)} have no hypotheses "
+                             f"({len(missing)} of {ids[-1] + 1}), so line i of the 1-best would not be "
+                             "sentence i. Is the n-best list truncated? (fairseq-generate drops a last "
+                             "batch whose size is not a multiple of --required-batch-size-multiple: "
+                             "generate with --required-batch-size-multiple 1)")
     else:
         baseline = corpus_bleu(system_best(groups), references)
         rescored = corpus_bleu(best(groups, weights), references)
         print(f"{args.nbest}: BLEU {baseline:.2f} (system 1-best) -> {rescored:.2f} (rescored)")
     chosen = best(groups, weights)
     if args.output_1best:
-        with open(args.output_1best, "w", encoding="utf-8") as out:
-            for i in groups:
-                out.write(forms.convert(chosen[i].text, args.hyp_form, args.output_form) + "\n")
+        write_whole(args.output_1best, [forms.convert(chosen[i].text, args.hyp_form, args.output_form) + "\n"
+                                        for i in groups])
         print(f"wrote {args.output_1best}")
     if args.output_nbest:
         write_nbest(args.output_nbest, groups, weights)
