@@ -13,3 +13,30 @@ import torch
 SAFE_CHECKPOINT_TYPES = [argparse.Namespace]
 
 torch.serialization.add_safe_globals(SAFE_CHECKPOINT_TYPES)
+
+
+def _explain_unreadable_checkpoints():
+    """A truncated or foreign file otherwise surfaces as a raw torch/pickle error from deep in
+    fairseq (fairseq-train --restore-file, fairseq-eval-lm, fairseq-validate, the hub)."""
+    from fairseq import checkpoint_utils
+
+    load = checkpoint_utils.load_checkpoint_to_cpu
+    if getattr(load, "explains_errors", False):
+        return
+
+    def load_checkpoint_to_cpu(path, *args, **kwargs):
+        try:
+            return load(path, *args, **kwargs)
+        except FileNotFoundError:
+            raise
+        except Exception as error:
+            raise RuntimeError(
+                f"{path} could not be read as a fairseq checkpoint ({error.__class__.__name__}: "
+                f"{str(error)[:160]}). Is it a complete checkpoint_*.pt written by fairseq-train (not "
+                "truncated by a full disk or an interrupted copy)?") from None
+
+    load_checkpoint_to_cpu.explains_errors = True
+    checkpoint_utils.load_checkpoint_to_cpu = load_checkpoint_to_cpu
+
+
+_explain_unreadable_checkpoints()

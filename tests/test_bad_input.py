@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 from fairseq.data import Dictionary
 
 from conftest import ROOT
@@ -148,3 +149,50 @@ def test_rescore_finds_an_unwritable_output_before_scoring(tmp_path):
     code, output = rescore(tmp_path, NBEST, "--output-1best", tmp_path / "no" / "such" / "dir.txt",
                            lm=tmp_path / "never-loaded.pt")
     assert code != 0 and "cannot write" in last_line(output)
+
+
+# ----------------------------------------------------------------------------- wrong pairs
+
+def test_a_corrupt_checkpoint_is_named_by_fairseq_eval_lm(tmp_path, tiny_lm):
+    corrupt = tmp_path / "checkpoint_best.pt"
+    corrupt.write_bytes(tiny_lm.read_bytes()[:5000])
+    code, output = run("eval_lm", SAMPLE_DATA, "--path", corrupt, "--user-dir", "alm_plugin",
+                       "--task", "sentence_language_modeling", "--cpu", check=False)
+    assert code != 0 and f"{corrupt} could not be read as a fairseq checkpoint" in last_line(output)
+
+
+def test_a_translation_architecture_with_a_language_model_task(tmp_path):
+    code, output = run("train", SAMPLE_DATA, *TRAIN_COMMON, "--arch", "attentive_nmt_small", "--batch-size", "4",
+                       "--max-update", "1", "--save-dir", tmp_path, check=False)
+    assert code != 0 and "is a translation model: train it with --task translation" in last_line(output)
+
+
+def test_a_word_model_with_the_open_vocabulary_task(tmp_path):
+    code, output = run("train", SAMPLE_DATA, "--user-dir", "alm_plugin", "--cpu", "--task",
+                       "open_vocabulary_language_modeling", "--batch-size", "4", "--arch", "attentive_lm_small",
+                       "--max-update", "1", "--save-dir", tmp_path, check=False)
+    assert code != 0 and "is a word-level language model" in last_line(output)
+
+
+@pytest.mark.parametrize("tokens", ["0", "-3"])
+def test_open_vocabulary_chunks_of_no_words(tmp_path, tokens):
+    code, output = run("train", SAMPLE_DATA, "--user-dir", "alm_plugin", "--cpu", "--task",
+                       "open_vocabulary_language_modeling", "--batch-size", "4", "--arch", "hclm_small",
+                       "--tokens-per-sample", tokens, "--max-update", "1", "--save-dir", tmp_path, check=False)
+    assert code != 0 and f"--tokens-per-sample {tokens}: the words per chunk" in last_line(output)
+
+
+def test_plot_attention_on_a_model_without_history_attention(tmp_path, tiny_lm):
+    proc = subprocess.run([sys.executable, "-m", "alm_plugin.cli.plot_attention", "--path", tiny_lm,
+                           "--out", tmp_path / "a.png", "the cat"], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode != 0 and "draws the history attention of an attentive_lm or amsrn" in \
+        last_line(proc.stdout + proc.stderr)
+    assert not (tmp_path / "a.png").exists()
+
+
+def test_hub_refuses_an_empty_sentence(tiny_lm):
+    from alm_plugin.models.lstm_lm import LSTMLanguageModel
+    lm = LSTMLanguageModel.from_pretrained(str(tiny_lm.parent), tiny_lm.name, SAMPLE_DATA)
+    assert torch.isfinite(lm.score("the cat")["positional_scores"]).all()
+    with pytest.raises(ValueError, match="cannot score an empty sentence"):
+        lm.score(" ")

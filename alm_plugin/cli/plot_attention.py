@@ -19,9 +19,15 @@ def load(path, data):
     import alm_plugin  # noqa: F401  (registers the models)
     from fairseq import checkpoint_utils
 
+    from ..models.history_language_model import HistoryAttentionLanguageModel
+
     overrides = {"data": data} if data else None
     models, _, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=overrides)
-    return models[0].eval(), task
+    model = models[0]
+    if not isinstance(model, HistoryAttentionLanguageModel) or model.decoder.attention is None:
+        raise SystemExit(f"error: {path} holds a {model.__class__.__name__}; alm-plot-attention draws the "
+                         "history attention of an attentive_lm or amsrn language model")
+    return model.eval(), task
 
 
 def attention_rows(model, dictionary, sentence):

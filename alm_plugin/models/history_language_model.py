@@ -3,6 +3,7 @@ from fairseq.models import FairseqLanguageModel
 
 from ..tasks.sentence_language_modeling import warn_if_memory_spans_sentences
 from .checkpoint_fit import CheckpointFitMixin
+from .hub import LanguageModelHubInterface, from_pretrained
 
 
 class HistoryAttentionLanguageModel(CheckpointFitMixin, FairseqLanguageModel):
@@ -21,3 +22,8 @@ class HistoryAttentionLanguageModel(CheckpointFitMixin, FairseqLanguageModel):
         if "memory_window" in cfg:  # the plain LSTM has no attention to span anything
             warn_if_memory_spans_sentences(task, cfg.memory_window, cls.__name__)
         return cls.record_options(cls(cls.decoder_class(cfg, task.target_dictionary)), cfg)
+
+    @classmethod
+    def from_pretrained(cls, model_name_or_path, checkpoint_file="model.pt", data_name_or_path=".", **kwargs):
+        return from_pretrained(LanguageModelHubInterface, model_name_or_path, checkpoint_file,
+                               data_name_or_path, **kwargs)

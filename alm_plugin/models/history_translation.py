@@ -56,7 +56,7 @@ class HistoryTranslationModel(CheckpointFitMixin, FairseqEncoderDecoderModel):
     def build_model(cls, cfg, task):
         cfg = cls.complete_config(cfg)
         src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
-        if src_dict is None or tgt_dict is None:
+        if src_dict is None or tgt_dict is None or not hasattr(task, "src_dict"):
             raise ValueError(f"--arch {cfg._name} is a translation model: train it with "
                              "--task translation (source and target dictionaries)")
         encoder = LSTMEncoder(src_dict, embed_dim=cfg.encoder_embed_dim,

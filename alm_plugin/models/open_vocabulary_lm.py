@@ -2,6 +2,7 @@
 from fairseq.models import FairseqLanguageModel
 
 from .checkpoint_fit import CheckpointFitMixin
+from .hub import ScoringOnlyHubInterface, from_pretrained
 
 
 class OpenVocabularyLanguageModel(CheckpointFitMixin, FairseqLanguageModel):
@@ -18,3 +19,8 @@ class OpenVocabularyLanguageModel(CheckpointFitMixin, FairseqLanguageModel):
         decoder = cls.decoder_class(cfg, task.target_dictionary)
         decoder.reset_parameters()
         return cls.record_options(cls(decoder), cfg)
+
+    @classmethod
+    def from_pretrained(cls, model_name_or_path, checkpoint_file="model.pt", data_name_or_path=".", **kwargs):
+        return from_pretrained(ScoringOnlyHubInterface, model_name_or_path, checkpoint_file,
+                               data_name_or_path, **kwargs)

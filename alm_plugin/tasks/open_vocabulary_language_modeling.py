@@ -55,6 +55,9 @@ class OpenVocabularyLMTask(FairseqTask):
         return cls(cfg, dictionary)
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        if self.cfg.tokens_per_sample < 1:
+            raise ValueError(f"--tokens-per-sample {self.cfg.tokens_per_sample}: the words per chunk "
+                             "of each stream must be at least 1 (the paper: 35)")
         if not self.cfg.batch_size:
             raise ValueError(
                 "open_vocabulary_language_modeling reads the corpus as --batch-size parallel "

@@ -1,0 +1,32 @@
+"""The hub interface (``from_pretrained``) of our language models, with defined behaviour
+where fairseq's generic one returns NaN or a misleading error."""
+from fairseq import hub_utils
+
+
+class LanguageModelHubInterface(hub_utils.GeneratorHubInterface):
+    def score(self, sentences, replace_newline_with_eos: bool = False, **kwargs):
+        """fairseq's ``score``; an empty sentence (whose mean word score would be NaN) is refused."""
+        single = isinstance(sentences, str)
+        for sentence in [sentences] if single else sentences:
+            if not sentence.strip():
+                raise ValueError("cannot score an empty sentence: the hub scores the words of a "
+                                 "sentence (not </s>), and an empty one has none; fairseq-eval-lm scores "
+                                 "the </s> of empty lines")
+        return super().score(sentences, replace_newline_with_eos=replace_newline_with_eos, **kwargs)
+
+
+class ScoringOnlyHubInterface(hub_utils.GeneratorHubInterface):
+    """The character-level word-stream models have no word softmax: no hub scoring or sampling."""
+
+    def _refuse(self, *args, **kwargs):
+        raise NotImplementedError(
+            f"{self.models[0].__class__.__name__} scores text in streams through its task: use "
+            "fairseq-eval-lm / fairseq-validate --task open_vocabulary_language_modeling, or "
+            "alm-cache-posterior; the hub's score/sample/generate do not apply")
+
+    score = sample = generate = _refuse
+
+
+def from_pretrained(interface, model_name_or_path, checkpoint_file="model.pt", data_name_or_path=".", **kwargs):
+    loaded = hub_utils.from_pretrained(model_name_or_path, checkpoint_file, data_name_or_path, **kwargs)
+    return interface(loaded["args"], loaded["task"], loaded["models"])
