@@ -162,3 +162,21 @@ def test_the_source_matters_and_a_translation_decoder_needs_it(dictionaries):
     assert not torch.allclose(out_a, out_b)
     with pytest.raises(ValueError, match="needs the encoder's output"):
         model.decoder(targets)
+
+
+def test_amsrn_memory_starts_with_the_bridged_encoder_state(dictionaries):
+    """AMSRN's H_t = [h_0, h_1, ..., h_t] with h_0 the decoder's initial state: for translation
+    that is the state bridged from the encoder, not zeros."""
+    model = make_model(dictionaries, decoder_type="amsrn", memory_selection="none")
+    batch = left_padded(sources(dictionaries, [5, 3]), dictionaries[0].pad())["net_input"]
+    encoder_out = model.encoder(**batch)
+    prev = random_tokens(dictionaries[1], 2, 4)
+    decoder = model.decoder
+    _, extra = decoder(prev, encoder_out)
+    h0 = decoder.initial_state(encoder_out)[0][-1]
+    states, _ = decoder.lstm(decoder.embed_tokens(prev), decoder.initial_state(encoder_out))
+    memory = torch.cat([h0[:, None], states], dim=1)
+    scores = torch.bmm(decoder.key(states), memory.transpose(1, 2))  # e_i = k_t . h_i (no selection)
+    allowed = torch.ones(4, 5, dtype=torch.bool).tril(1)
+    expected = scores.masked_fill(~allowed, float("-inf")).softmax(-1)
+    torch.testing.assert_close(extra["history_attn"][0], expected)

@@ -3,7 +3,9 @@
 The paper's formulas were lost in its extracted text; this follows the reconstruction in
 ``shared/docs/MODELS.md`` section 2 (marked R there):
 
-    memory      H_t = [h_0, h_1, ..., h_t]          h_0 = 0, the current state included
+    memory      H_t = [h_0, h_1, ..., h_t]          the current state included; h_0 is the
+                                                    initial state (0 for an LM; the state
+                                                    bridged from the encoder for translation)
     key         k_t = W_k h_t + b_k                                                    (R)
     selection   w_h = sigmoid(W_h' h_t + b_h'),  w_c = sigmoid(W_c' h_t + b_c')        (R)
     similarity  e_i = k_t . (w_h * h_i) = (k_t * w_h) . h_i,  alpha = softmax(e)       (R)
@@ -52,6 +54,7 @@ class AMSRNDecoder(HistoryAttentionLSTMDecoder):
         self.gates = nn.Linear(hidden, n_gates * hidden) if n_gates else None
         self.attention = CausalHistoryAttention(DotScore(), include_current=True,
                                                 initial_slot=True, window=cfg.memory_window)
+        self.memory_starts_with_h0 = True  # zeros for an LM; the bridged encoder state for translation
         # [W_1 W_2] [h_t ; r_t] (+ b with --combination-bias)
         self.output = nn.Linear(2 * hidden + source_dim, cfg.embed_dim, bias=cfg.combination_bias)
         self.reset_parameters()

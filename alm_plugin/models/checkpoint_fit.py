@@ -14,6 +14,7 @@ builds through ``cls.complete_config`` and ``cls.record_options``:
   parameter shape, so nothing else would notice.
 """
 import argparse
+import dataclasses
 import json
 
 import torch
@@ -38,6 +39,8 @@ class CheckpointFitMixin:
     def complete_config(cls, cfg):
         dataclass = getattr(cls, "__dataclass")
         names = dataclass.__dataclass_fields__
+        if dataclasses.is_dataclass(cfg):  # built in Python: complete by construction
+            return cfg
         if isinstance(cfg, argparse.Namespace):
             for name in names:
                 if not hasattr(cfg, name):

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from fairseq.dataclass import ChoiceEnum
 from fairseq.models import FairseqEncoderDecoderModel, register_model, register_model_architecture
 from fairseq.models.lstm import LSTMEncoder
+from fairseq.tasks.language_modeling import LanguageModelingTask
 
 from .amsrn import AMSRNConfig, AMSRNDecoder
 from .arch_defaults import set_arch_defaults
@@ -56,7 +57,8 @@ class HistoryTranslationModel(CheckpointFitMixin, FairseqEncoderDecoderModel):
     def build_model(cls, cfg, task):
         cfg = cls.complete_config(cfg)
         src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
-        if src_dict is None or tgt_dict is None or not hasattr(task, "src_dict"):
+        if src_dict is None or tgt_dict is None or isinstance(task, LanguageModelingTask) \
+                or hasattr(task, "character_counts"):
             raise ValueError(f"--arch {cfg._name} is a translation model: train it with "
                              "--task translation (source and target dictionaries)")
         encoder = LSTMEncoder(src_dict, embed_dim=cfg.encoder_embed_dim,

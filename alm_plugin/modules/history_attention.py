@@ -126,10 +126,16 @@ class CausalHistoryAttention(nn.Module):
         weights = masked_softmax(self.score(queries, keys), allowed)
         return torch.bmm(weights, memory), weights
 
+    def _initial(self, states: Tensor, initial: Optional[Tensor]) -> Tensor:
+        """The initial slot ``(B, 1, d)``: the given initial state ``h_0`` (a translation
+        decoder's, bridged from the encoder), else zeros."""
+        return states.new_zeros(states.size(0), 1, states.size(2)) if initial is None else initial[:, None]
+
     def forward(self, states: Tensor, padding_mask: Optional[Tensor] = None,
-                queries: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+                queries: Optional[Tensor] = None, initial: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
         """Full sequence. ``states``: ``(B, T, d)``; ``padding_mask``: ``(B, T)``, True at pads;
-        ``queries``: what the score compares the memory with (default: the states).
+        ``queries``: what the score compares the memory with (default: the states);
+        ``initial``: ``(B, d)``, the initial slot's state (default: zeros).
 
         Returns the contexts ``(B, T, d)`` and the weights ``(B, T, S)`` over the memory slots
         (``S = T + 1`` with the initial slot, whose weight comes first).
@@ -137,7 +143,7 @@ class CausalHistoryAttention(nn.Module):
         bsz, tgt_len, _ = states.shape
         queries = states if queries is None else queries
         offset = 1 if self.initial_slot else 0
-        memory = F.pad(states, (0, 0, offset, 0)) if offset else states
+        memory = torch.cat([self._initial(states, initial), states], dim=1) if offset else states
         keys = self.score.keys(memory)
         slot_times = torch.arange(memory.size(1), device=states.device) + (1 - offset)
         slot_padding = None
@@ -168,15 +174,15 @@ class CausalHistoryAttention(nn.Module):
             return slots
         return torch.cat([slots[:, :offset], slots[:, -self.window:]], dim=1)
 
-    def step(self, state: Tensor, cache: Optional[Dict[str, Tensor]],
-             query: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Dict[str, Tensor]]:
+    def step(self, state: Tensor, cache: Optional[Dict[str, Tensor]], query: Optional[Tensor] = None,
+             initial: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Dict[str, Tensor]]:
         """One incremental step. ``state``: ``(B, 1, d)``; ``cache`` holds the memory so far
         (``None`` at the first step); ``query`` as in ``forward``. Returns the context
         ``(B, 1, d)``, the weights ``(B, 1, S)`` and the new cache (batch first: reorder it
         with ``index_select`` on dim 0).
         """
         if cache is None:
-            empty = state.new_zeros(state.size(0), 1 if self.initial_slot else 0, state.size(2))
+            empty = self._initial(state, initial) if self.initial_slot else state[:, :0]
             cache = {"memory": empty, "keys": self.score.keys(empty)}
         grown = {"memory": torch.cat([cache["memory"], state], dim=1),
                  "keys": torch.cat([cache["keys"], self.score.keys(state)], dim=1)}

@@ -70,6 +70,7 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
         self.output_bias = nn.Parameter(torch.zeros(len(dictionary)))
         self.source_dim = source_dim
         self.attention = None
+        self.memory_starts_with_h0 = False  # AMSRN: the first slot is the initial state h_0
         if source_dim:
             self.source_attention = SourceAttention(cfg.hidden_size, source_dim)
             # the encoder's final (h, c) -> the initial (h, c) of every decoder layer
@@ -122,8 +123,11 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
             tokens = tokens[:, -1:]
             cache = self.get_incremental_state(incremental_state, "history")
         x = self.dropout(self.embed_tokens(tokens))
+        initial_slot = None
         if cache is None:
             hidden = self.initial_state(encoder_out)
+            if hidden is not None and self.memory_starts_with_h0:
+                initial_slot = hidden[0][-1]  # h_0 of the top layer, the memory's first slot
         else:
             hidden = (cache["hidden"].transpose(0, 1).contiguous(), cache["cell"].transpose(0, 1).contiguous())
         states, (h, c) = self.lstm(x, hidden)
@@ -133,10 +137,11 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
             context, weights = None, None
         elif incremental_state is None:
             context, weights = self.attention(states, tokens.eq(self.padding_idx),
-                                              self.attention_queries(states))
+                                              self.attention_queries(states), initial_slot)
         else:
             memory = None if cache is None else {"memory": cache["memory"], "keys": cache["keys"]}
-            context, weights, memory = self.attention.step(states, memory, self.attention_queries(states))
+            context, weights, memory = self.attention.step(states, memory, self.attention_queries(states),
+                                                           initial_slot)
         if incremental_state is not None:
             # batch first everywhere, so reordering is one index_select on dim 0
             self.set_incremental_state(incremental_state, "history", {
