@@ -236,3 +236,14 @@ def test_entropy_weight_on_a_model_without_attention_is_a_clear_error(dictionary
     assert torch.isfinite(loss)
     with pytest.raises(ValueError, match="needs a model that returns its history attention"):
         AttentionCrossEntropyCriterion(FakeTask(dictionary), attention_entropy_weight=0.1)(model, sample)
+
+
+def test_entropy_weight_warns_when_the_best_checkpoint_follows_the_regularised_loss(dictionary, caplog):
+    with caplog.at_level("WARNING"):
+        AttentionCrossEntropyCriterion(FakeTask(dictionary), 0.5, best_checkpoint_metric="loss")
+    assert "--best-checkpoint-metric nll_loss" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        AttentionCrossEntropyCriterion(FakeTask(dictionary), 0.5, best_checkpoint_metric="nll_loss")
+        AttentionCrossEntropyCriterion(FakeTask(dictionary), 0.0, best_checkpoint_metric="loss")
+    assert caplog.text == ""

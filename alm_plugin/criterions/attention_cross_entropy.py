@@ -13,6 +13,7 @@
   step's attention over the model's history, averaged over each sample's real tokens.
   ``lambda > 0`` sharpens the attention, ``lambda < 0`` smooths it.
 """
+import logging
 import math
 from dataclasses import dataclass, field
 
@@ -23,6 +24,8 @@ from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
 from omegaconf import II
 
+logger = logging.getLogger(__name__)
+
 
 @dataclass
 class AttentionCrossEntropyConfig(FairseqDataclass):
@@ -30,6 +33,7 @@ class AttentionCrossEntropyConfig(FairseqDataclass):
         "help": "lambda: add lambda * (per-sample mean entropy of the history attention) to "
                 "the loss; > 0 sharpens, < 0 smooths; needs a model with history attention"})
     sentence_avg: bool = II("optimization.sentence_avg")
+    best_checkpoint_metric: str = II("checkpoint.best_checkpoint_metric")
 
 
 def attention_entropy(weights: torch.Tensor) -> torch.Tensor:
@@ -44,8 +48,13 @@ def attention_entropy(weights: torch.Tensor) -> torch.Tensor:
 
 @register_criterion("attention_cross_entropy", dataclass=AttentionCrossEntropyConfig)
 class AttentionCrossEntropyCriterion(FairseqCriterion):
-    def __init__(self, task, attention_entropy_weight=0.0, sentence_avg=False):
+    def __init__(self, task, attention_entropy_weight=0.0, sentence_avg=False, best_checkpoint_metric="nll_loss"):
         super().__init__(task)
+        if attention_entropy_weight != 0.0 and best_checkpoint_metric == "loss":
+            logger.warning(
+                f"--attention-entropy-weight {attention_entropy_weight}: the logged 'loss' includes "
+                "lambda * R, so checkpoint_best.pt and --patience follow it, not the perplexity. Add "
+                "--best-checkpoint-metric nll_loss to select the model by its NLL.")
         self.entropy_weight = attention_entropy_weight
         self.sentence_avg = sentence_avg
 
