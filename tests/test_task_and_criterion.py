@@ -45,8 +45,17 @@ def sample_task():
                      shorten_method="none", shorten_data_split_list="", pad_to_fixed_length=False,
                      pad_to_fixed_bsz=False, seed=1, batch_size=8, batch_size_valid=8,
                      dataset_impl=None, data_buffer_size=10, tpu=False, use_plasma_view=False,
-                     plasma_path=None)
+                     plasma_path=None, eval_tokens_per_sample=10)
     return SentenceLanguageModelingTask.setup_task(args)
+
+
+def test_training_sentences_are_cut_but_valid_ones_scored_whole_by_default(sample_task):
+    sample_task.args.eval_tokens_per_sample = 0
+    for split in ("train", "valid"):
+        sample_task.load_dataset(split)
+    train, valid = sample_task.dataset("train"), sample_task.dataset("valid")
+    assert train.sizes.max() <= 10 and len(train) > len(train.dataset.dataset)
+    assert len(valid) == len(valid.dataset.dataset) == 400 and valid.sizes.max() > 10
 
 
 def test_task_keeps_every_token_of_the_real_sample(sample_task):
