@@ -1,12 +1,18 @@
 #!/usr/bin/env python
-"""Training tokens/s of attentive_lm and amsrn against fairseq's lstm_lm of the same size, same data,
-same machine, measured side by side (runs interleaved, median of the repeats).
+"""Training tokens/s of our models, measured side by side on the same data and machine.
 
     python benchmarks/train_speed.py                                  # shipped sample, 2 x 650
     python benchmarks/train_speed.py --data data-bin/ptb --updates 80 # PTB (prepare it first)
+    python benchmarks/train_speed.py --mode model --data data-bin/ptb # against a bare nn.LSTM LM
 
-Each run is a real `fairseq-train` (sentence_language_modeling, batch 32, SGD, no
-validation, no checkpoints); the figure is fairseq's own `wps` of the whole run.
+``--mode fairseq`` (default): each run is a real `fairseq-train` (sentence_language_modeling,
+batch 32, SGD, no validation, no checkpoints); the figure is fairseq's own `wps` of the whole
+run, beside fairseq's `lstm_lm` (runs interleaved, median of the repeats).
+
+``--mode model``: the training step alone (forward, NLL, backward, clip, SGD) on the same
+32 x 35 batches of the data, in this process, one model after another and repeated, with a
+bare PyTorch LSTM LM (embedding, ``nn.LSTM``, dropout, tied softmax: PyTorch's
+word_language_model) as the baseline. What our models add over it is what they cost.
 """
 import argparse
 import json
@@ -15,6 +21,8 @@ import re
 import statistics
 import subprocess
 import sys
+
+import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -25,6 +33,8 @@ def model_args(size, layers, dropout):
                               "--decoder-out-embed-dim", size, "--decoder-layers", layers,
                               "--share-decoder-input-output-embed", "--decoder-dropout-in", dropout,
                               "--decoder-dropout-out", dropout],
+        "alm_lstm (ours)": ["--arch", "alm_lstm", "--embed-dim", size, "--hidden-size", size,
+                            "--num-layers", layers, "--dropout", dropout],
         "attentive_lm single": ["--arch", "attentive_lm", "--embed-dim", size, "--hidden-size", size,
                                 "--num-layers", layers, "--dropout", dropout, "--attention-score", "single"],
         "attentive_lm combined": ["--arch", "attentive_lm", "--embed-dim", size, "--hidden-size", size,
@@ -49,8 +59,86 @@ def train_wps(data, args, updates, threads):
     return float(records[-1]["train_wps"])
 
 
+class BareLSTMLanguageModel(torch.nn.Module):
+    """PyTorch's word_language_model at the same size: the speed every recurrent LM starts from."""
+
+    def __init__(self, vocab, size, layers, dropout):
+        super().__init__()
+        self.embed = torch.nn.Embedding(vocab, size)
+        self.lstm = torch.nn.LSTM(size, size, layers, batch_first=True, dropout=dropout)
+        self.drop = torch.nn.Dropout(dropout)
+        self.bias = torch.nn.Parameter(torch.zeros(vocab))
+
+    def forward(self, tokens):
+        states, _ = self.lstm(self.drop(self.embed(tokens)))
+        return torch.nn.functional.linear(self.drop(states), self.embed.weight, self.bias)
+
+
+def our_model(arch, dictionary, size, layers, dropout, **options):
+    from alm_plugin.models.amsrn import AMSRNConfig, AMSRNDecoder
+    from alm_plugin.models.attentive_lm import AttentiveLMConfig, AttentiveLMDecoder
+    from alm_plugin.models.lstm_lm import LSTMDecoder
+    from alm_plugin.modules.history_lstm_decoder import RecurrentLMConfig
+    config, decoder = {"alm_lstm": (RecurrentLMConfig, LSTMDecoder), "attentive_lm": (AttentiveLMConfig, AttentiveLMDecoder),
+                       "amsrn": (AMSRNConfig, AMSRNDecoder)}[arch]
+    model = decoder(config(embed_dim=size, hidden_size=size, num_layers=layers, dropout=dropout, **options), dictionary)
+    return lambda tokens: model(tokens)[0], model
+
+
+def model_speeds(args):
+    """tokens/s of one training step per model, on the same batches, interleaved."""
+    import time
+
+    import alm_plugin  # noqa: F401
+    from fairseq.data import Dictionary, data_utils
+
+    torch.set_num_threads(args.threads)
+    dictionary = Dictionary.load(os.path.join(args.data, "dict.txt"))
+    sentences = data_utils.load_indexed_dataset(os.path.join(args.data, "train"), dictionary)
+    stream = torch.cat([sentences[i] for i in range(min(len(sentences), 4000))])
+    size, layers, dropout = int(args.size), int(args.layers), float(args.dropout)
+    batches = [stream[i * 32 * 36:(i + 1) * 32 * 36].view(32, 36) for i in range(args.updates)]
+    bare = BareLSTMLanguageModel(len(dictionary), size, layers, dropout)
+    models = {"bare nn.LSTM LM": (bare, bare),
+              "alm_lstm": our_model("alm_lstm", dictionary, size, layers, dropout),
+              "attentive_lm single": our_model("attentive_lm", dictionary, size, layers, dropout, attention_score="single"),
+              "attentive_lm combined": our_model("attentive_lm", dictionary, size, layers, dropout,
+                                                 attention_score="combined"),
+              "amsrn tied": our_model("amsrn", dictionary, size, layers, dropout, memory_selection="tied")}
+
+    def run(forward, module):
+        module.train()
+        optimizer = torch.optim.SGD(module.parameters(), lr=0.1)
+        start = time.perf_counter()
+        for batch in batches:
+            logits = forward(batch[:, :-1])
+            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), batch[:, 1:].reshape(-1))
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(module.parameters(), 5.0)
+            optimizer.step()
+        return len(batches) * 32 * 35 / (time.perf_counter() - start)
+
+    speeds = {name: [] for name in models}
+    for name, (forward, module) in models.items():  # warm-up
+        run(forward, module)
+    for repeat in range(args.repeats):
+        for name, (forward, module) in models.items():
+            speeds[name].append(run(forward, module))
+            print(f"  run {repeat + 1}: {name:24s} {speeds[name][-1]:8.0f} tokens/s", flush=True)
+    baseline = statistics.median(speeds["bare nn.LSTM LM"])
+    print(f"\ntraining step tokens/s, {os.path.basename(os.path.normpath(args.data))}, {layers} x {size}, "
+          f"batch 32 x 35, {args.updates} steps, {args.threads} threads, median of {args.repeats}")
+    print(f"{'model':24s} {'tokens/s':>9s} {'vs bare':>8s}")
+    for name, values in speeds.items():
+        median = statistics.median(values)
+        print(f"{name:24s} {median:9.0f} {median / baseline:8.2f}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mode", choices=["fairseq", "model"], default="fairseq",
+                        help="fairseq: whole fairseq-train runs vs lstm_lm; model: the step alone vs a bare nn.LSTM LM")
     parser.add_argument("--data", default=os.path.join(ROOT, "data-bin", "wikitext-2-sample"))
     parser.add_argument("--size", default="650", help="embedding and hidden size of every model")
     parser.add_argument("--layers", default="2")
@@ -59,6 +147,8 @@ def main():
     parser.add_argument("--repeats", type=int, default=2, help="interleaved runs per model")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     args = parser.parse_args()
+    if args.mode == "model":
+        return model_speeds(args)
 
     models = model_args(args.size, args.layers, args.dropout)
     speeds = {name: [] for name in models}
