@@ -34,6 +34,7 @@ DEVICE=$(python3 -c "import torch; print('' if torch.cuda.is_available() else '-
 
 fairseq-train data-bin/ptb --user-dir alm_plugin --task sentence_language_modeling "${MODEL[@]}" \
   --criterion attention_cross_entropy --optimizer adam --lr 0.002 --clip-norm 5 --batch-size 32 \
+  --best-checkpoint-metric nll_loss \
   --max-epoch "$EPOCHS" --patience 5 --no-epoch-checkpoints --save-dir "$SAVE" \
   --log-format simple --log-interval 200 $DEVICE ${EXTRA_ARGS:-}
 

@@ -10,6 +10,7 @@
 #
 # Prints the standard test perplexity (fairseq-eval-lm) and the paper-compatible figure
 # (fairseq-validate's paper_ppl): compare paper_ppl with the paper's numbers, report ppl.
+# The loss is the NLL summed over each sentence (--sentence-avg), as in the paper and its code.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 CORPUS=${1:-ptb}
@@ -28,7 +29,8 @@ DEVICE=$(python3 -c "import torch; print('' if torch.cuda.is_available() else '-
 fairseq-train "data-bin/$CORPUS" --user-dir alm_plugin --task sentence_language_modeling \
   --arch "$ARCH" --attention-score "$SCORE" --criterion attention_cross_entropy \
   --optimizer sgd --lr 1.0 --lr-scheduler fixed --force-anneal "$ANNEAL" --lr-shrink "$SHRINK" \
-  --clip-norm 5 --batch-size 32 --max-epoch "$EPOCHS" --patience 10 \
+  --clip-norm 5 --batch-size 32 --sentence-avg --max-epoch "$EPOCHS" --patience 10 \
+  --best-checkpoint-metric nll_loss \
   --no-epoch-checkpoints --save-dir "$SAVE" --log-format simple --log-interval 200 $DEVICE ${EXTRA_ARGS:-}
 
 for split in valid test; do
