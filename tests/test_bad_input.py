@@ -196,3 +196,25 @@ def test_hub_refuses_an_empty_sentence(tiny_lm):
     assert torch.isfinite(lm.score("the cat")["positional_scores"]).all()
     with pytest.raises(ValueError, match="cannot score an empty sentence"):
         lm.score(" ")
+
+
+# ----------------------------------------------------------------------------- changed options
+
+TINY_ATTENTIVE = ["--arch", "attentive_lm", "--embed-dim", "16", "--hidden-size", "16", "--optimizer", "adam",
+                  "--lr", "0.01", "--batch-size", "64", "--no-epoch-checkpoints", "--disable-validation"]
+
+
+def test_an_option_that_changes_the_function_cannot_change_on_load(tmp_path):
+    run("train", SAMPLE_DATA, *TRAIN_COMMON, *TINY_ATTENTIVE, "--max-update", "2", "--save-dir", tmp_path)
+    checkpoint = tmp_path / "checkpoint_last.pt"
+    evaluate = ["--path", checkpoint, "--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--cpu"]
+    code, output = run("eval_lm", SAMPLE_DATA, *evaluate, "--model-overrides", "{'concat_activation': 'linear'}",
+                       check=False)
+    assert code != 0 and ("this checkpoint was trained with --concat-activation tanh, but the model being "
+                          "built has --concat-activation linear") in last_line(output)
+    run("eval_lm", SAMPLE_DATA, *evaluate, "--model-overrides", "{'dropout': 0.1}")  # training-only: fine
+    code, output = run("train", SAMPLE_DATA, *TRAIN_COMMON, *TINY_ATTENTIVE, "--attention-sentinel",
+                       "--max-update", "4", "--save-dir", tmp_path, check=False)  # resumes checkpoint_last
+    # fairseq-train re-raises it as "Cannot load model parameters ...", after our message
+    assert code != 0 and "trained with --attention-sentinel False, but the model being built has " \
+                         "--attention-sentinel True" in output
