@@ -119,20 +119,31 @@ def model_speeds(args):
             optimizer.step()
         return len(batches) * 32 * 35 / (time.perf_counter() - start)
 
-    speeds = {name: [] for name in models}
-    for name, (forward, module) in models.items():  # warm-up
+    for forward, module in models.values():  # warm-up
         run(forward, module)
-    for repeat in range(args.repeats):
-        for name, (forward, module) in models.items():
-            speeds[name].append(run(forward, module))
+    print_ratios(measure({name: (lambda m=m: run(*m)) for name, m in models.items()}, args.repeats),
+                 "bare nn.LSTM LM", f"training step tokens/s, {os.path.basename(os.path.normpath(args.data))}, "
+                 f"{layers} x {size}, batch 32 x 35, {args.updates} steps, {args.threads} threads, "
+                 f"median of {args.repeats}")
+
+
+def measure(runs, repeats):
+    """Interleaved runs: every model once per repeat, so drifts of the machine hit all alike."""
+    speeds = {name: [] for name in runs}
+    for repeat in range(repeats):
+        for name, run in runs.items():
+            speeds[name].append(run())
             print(f"  run {repeat + 1}: {name:24s} {speeds[name][-1]:8.0f} tokens/s", flush=True)
-    baseline = statistics.median(speeds["bare nn.LSTM LM"])
-    print(f"\ntraining step tokens/s, {os.path.basename(os.path.normpath(args.data))}, {layers} x {size}, "
-          f"batch 32 x 35, {args.updates} steps, {args.threads} threads, median of {args.repeats}")
-    print(f"{'model':24s} {'tokens/s':>9s} {'vs bare':>8s}")
+    return speeds
+
+
+def print_ratios(speeds, baseline_name, title):
+    baseline = statistics.median(speeds[baseline_name])
+    print(f"\n{title}")
+    print(f"{'model':24s} {'tokens/s':>9s} {'vs ' + baseline_name:>24s}")
     for name, values in speeds.items():
         median = statistics.median(values)
-        print(f"{name:24s} {median:9.0f} {median / baseline:8.2f}")
+        print(f"{name:24s} {median:9.0f} {median / baseline:24.2f}")
 
 
 def main():
@@ -151,18 +162,10 @@ def main():
         return model_speeds(args)
 
     models = model_args(args.size, args.layers, args.dropout)
-    speeds = {name: [] for name in models}
-    for repeat in range(args.repeats):
-        for name, margs in models.items():
-            speeds[name].append(train_wps(args.data, margs, args.updates, args.threads))
-            print(f"  run {repeat + 1}: {name:24s} {speeds[name][-1]:8.0f} tokens/s", flush=True)
-    baseline = statistics.median(speeds["lstm_lm (fairseq)"])
-    print(f"\ntraining tokens/s, {os.path.basename(os.path.normpath(args.data))}, "
-          f"{args.layers} x {args.size}, batch 32 sentences, {args.updates} updates, median of {args.repeats}")
-    print(f"{'model':24s} {'tokens/s':>9s} {'vs lstm_lm':>10s}")
-    for name, values in speeds.items():
-        median = statistics.median(values)
-        print(f"{name:24s} {median:9.0f} {median / baseline:10.2f}")
+    runs = {name: (lambda m=m: train_wps(args.data, m, args.updates, args.threads)) for name, m in models.items()}
+    print_ratios(measure(runs, args.repeats), "lstm_lm (fairseq)",
+                 f"training tokens/s, {os.path.basename(os.path.normpath(args.data))}, {args.layers} x "
+                 f"{args.size}, batch 32 sentences, {args.updates} updates, median of {args.repeats}")
 
 
 if __name__ == "__main__":
