@@ -133,3 +133,14 @@ def test_char_model_with_the_wrong_task_or_generation_is_a_clear_error(corpus, t
     code, output = run("train", corpus[0], *COMMON, *TRAIN, "--batch-size", "0", "--max-update", "1",
                        "--save-dir", tmp_path / "b", check=False)
     assert code != 0 and "pass --batch-size N" in output
+
+
+def test_hub_of_a_char_model_says_how_to_score(corpus, trained):
+    from alm_plugin.models.char_cache_lm import CharCacheLanguageModel
+    data, _ = corpus
+    save_dir, _ = trained
+    lm = CharCacheLanguageModel.from_pretrained(str(save_dir), "checkpoint_best.pt", str(data))
+    for method in (lm.score, lm.sample):
+        with pytest.raises(NotImplementedError, match="fairseq-eval-lm / fairseq-validate --task "
+                                                      "open_vocabulary_language_modeling"):
+            method("the cat")
