@@ -185,7 +185,7 @@ def test_combined_score_intermediate_stays_in_budget_on_512_token_blocks():
     attention = CausalHistoryAttention(score, chunk_elements=2 ** 20)
     sizes = []
     original = score.forward
-    score.forward = lambda q, k: sizes.append(q.size(0) * q.size(1) * k.size(1) * k.size(2)) or original(q, k)
+    score.forward = lambda q, k, *a: sizes.append(q.size(0) * q.size(1) * k.size(1) * k.size(2)) or original(q, k, *a)
     with torch.no_grad():
         context, weights = attention(torch.randn(2, 512, 32))
     full = 2 * 512 * 512 * 32

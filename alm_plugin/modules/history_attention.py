@@ -42,8 +42,10 @@ class SingleScore(nn.Module):
 class CombinedScore(nn.Module):
     """Salton et al. Eq. 10: ``combined(h_i, h_t) = v . tanh(W_s h_i + W_q h_t)``.
 
-    The additive form needs a ``(B, Q, S, attention_dim)`` intermediate; the caller bounds
-    it by chunking the queries.
+    The additive form needs an ``attention_dim`` vector per (query, slot) pair. Given the
+    ``(Q, S)`` mask of the pairs the attention may read, only those are computed (the causal
+    lower triangle: about half of the grid, the rest is not in the formula); the caller bounds
+    the intermediate by chunking the queries.
     """
 
     def __init__(self, state_dim: int, attention_dim: int):
@@ -55,9 +57,17 @@ class CombinedScore(nn.Module):
     def keys(self, memory: Tensor) -> Tensor:
         return self.key_proj(memory)
 
-    def forward(self, queries: Tensor, keys: Tensor) -> Tensor:
-        hidden = torch.tanh(keys.unsqueeze(1) + self.query_proj(queries).unsqueeze(2))
-        return self.v(hidden).squeeze(-1)
+    def forward(self, queries: Tensor, keys: Tensor, allowed: Optional[Tensor] = None) -> Tensor:
+        """Scores ``(B, Q, S)``; with ``allowed`` ``(Q, S)``, those outside it are left at 0
+        (the caller masks them)."""
+        projected = self.query_proj(queries)
+        if allowed is None:
+            return self.v(torch.tanh(keys.unsqueeze(1) + projected.unsqueeze(2))).squeeze(-1)
+        query_index, slot_index = allowed.nonzero(as_tuple=True)
+        pair_scores = self.v(torch.tanh(keys[:, slot_index] + projected[:, query_index])).squeeze(-1)
+        scores = pair_scores.new_zeros(queries.size(0), queries.size(1), keys.size(1))
+        scores[:, query_index, slot_index] = pair_scores
+        return scores
 
     def intermediate_size(self, keys: Tensor) -> int:
         """Elements per query of the ``tanh`` intermediate, used to size query chunks."""
@@ -122,8 +132,14 @@ class CausalHistoryAttention(nn.Module):
             allowed &= slots > 0
         return allowed
 
-    def _attend(self, queries, memory, keys, allowed) -> Tuple[Tensor, Tensor]:
-        weights = masked_softmax(self.score(queries, keys), allowed)
+    def _attend(self, queries, memory, keys, allowed, time_allowed=None) -> Tuple[Tensor, Tensor]:
+        """``allowed`` ``(B, Q, S)``; ``time_allowed`` ``(Q, S)``, the same for every row (the
+        pairs a pairwise score computes)."""
+        if time_allowed is not None and isinstance(self.score, CombinedScore):
+            scores = self.score(queries, keys, time_allowed)
+        else:
+            scores = self.score(queries, keys)
+        weights = masked_softmax(scores, allowed)
         return torch.bmm(weights, memory), weights
 
     def _initial(self, states: Tensor, initial: Optional[Tensor]) -> Tensor:
@@ -158,11 +174,12 @@ class CausalHistoryAttention(nn.Module):
             # memory beyond the chunk's last query is never read: narrow the keys to save work
             last_slot = min(memory.size(1), end + offset + (1 if self.include_current else 0))
             query_times = torch.arange(start + 1, end + 1, device=states.device)
-            allowed = self._allowed(query_times, slot_times[:last_slot]).unsqueeze(0)
+            time_allowed = self._allowed(query_times, slot_times[:last_slot])
+            allowed = time_allowed.unsqueeze(0)
             if slot_padding is not None:
                 allowed = allowed & ~slot_padding[:, None, :last_slot]
             context, weight = self._attend(queries[:, start:end], memory[:, :last_slot],
-                                           keys[:, :last_slot], allowed.expand(bsz, -1, -1))
+                                           keys[:, :last_slot], allowed.expand(bsz, -1, -1), time_allowed)
             contexts.append(context)
             weights.append(F.pad(weight, (0, memory.size(1) - last_slot)))
         return torch.cat(contexts, dim=1), torch.cat(weights, dim=1)
