@@ -23,5 +23,6 @@ setup(
         "alm-plot-attention = alm_plugin.cli.plot_attention:main",
         "alm-cache-posterior = alm_plugin.cli.cache_posterior:main",
         "alm-rescore = alm_plugin.cli.rescore:main",
+        "alm-score = alm_plugin.cli.score:main",
     ]},
 )

@@ -37,17 +37,16 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List
 
-import torch
 
+from ..scoring import LanguageModelScorer, ScoringError
 from ..text_forms import FORMS, TextForms
 
 FEATURES = ("TM", "LM", "Len")
-LOG2 = math.log(2)
 
 
-class NBestError(ValueError):
+class NBestError(ScoringError):
     """A problem with the user's input files: reported as one line, no traceback."""
 
 
@@ -217,90 +216,11 @@ def short_list(values, shown=5):
 
 # ----------------------------------------------------------------------------- scoring
 
-class LanguageModelScorer:
-    """Sentence log-probabilities (base 2) under one word-level LM or an ensemble."""
-
-    def __init__(self, paths: List[str], data: Optional[str], use_cpu: bool, batch_tokens: int):
-        import alm_plugin  # noqa: F401  (registers the models)
-        from fairseq import checkpoint_utils
-        from fairseq.models import FairseqLanguageModel
-
-        from ..models.open_vocabulary_lm import OpenVocabularyLanguageModel
-
-        for path in paths:
-            if not os.path.exists(path):
-                raise NBestError(f"no language model checkpoint at {path}")
-        self.models, self.dictionary = [], None
-        for path in paths:
-            overrides = {"data": data} if data else None
-            try:
-                models, _, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=overrides)
-            except FileNotFoundError as error:
-                raise NBestError(f"{path}: could not load its dictionary ({error}); pass --lm-data, "
-                                 "the data-bin directory with the dict.txt the LM was trained on") from None
-            except ValueError as error:  # our models' own checks: dictionary, architecture, options
-                raise NBestError(f"{path}: {error}" + (" (--lm-data must be the data-bin the LM was trained "
-                                                       "on)" if data and "dictionary" in str(error) else "")) from None
-            except Exception as error:  # a truncated or foreign file: torch's own errors say little
-                raise NBestError(f"{path} could not be read as a fairseq checkpoint "
-                                 f"({error.__class__.__name__}: {str(error)[:120]}); is it a complete "
-                                 "checkpoint_*.pt saved by fairseq-train?") from None
-            model = models[0]
-            if isinstance(model, OpenVocabularyLanguageModel) or not isinstance(model, FairseqLanguageModel):
-                raise NBestError(f"{path} holds a {model.__class__.__name__}: alm-rescore scores with word-level "
-                                 "language models (attentive_lm, amsrn, fairseq's lstm_lm/transformer_lm)")
-            if self.dictionary is None:
-                self.dictionary = task.source_dictionary
-            elif task.source_dictionary.symbols != self.dictionary.symbols:
-                raise NBestError(f"{path} uses another dictionary than {paths[0]}: the models of an "
-                                 "ensemble must share one")
-            self.models.append(model.eval() if use_cpu or not torch.cuda.is_available() else model.cuda().eval())
-        self.batch_tokens = batch_tokens
-        self.device = next(self.models[0].parameters()).device
-
-    def encode(self, text: str) -> torch.Tensor:
-        return self.dictionary.encode_line(text, add_if_not_exist=False, append_eos=True).long()
-
-    @torch.no_grad()
-    def score(self, sentences: List[str]) -> List[float]:
-        """log2 p(sentence </s>) for each sentence; batches of similar length, padded right."""
-        encoded = [self.encode(s) for s in sentences]
-        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
-        scores = [0.0] * len(encoded)
-        start = 0
-        while start < len(order):
-            end = start + 1
-            while end < len(order) and (end - start + 1) * len(encoded[order[end]]) <= self.batch_tokens:
-                end += 1
-            batch = [order[i] for i in range(start, end)]
-            for i, value in zip(batch, self._score_batch([encoded[i] for i in batch])):
-                scores[i] = value
-            start = end
-        return scores
-
-    def _score_batch(self, targets: List[torch.Tensor]) -> List[float]:
-        pad, eos = self.dictionary.pad(), self.dictionary.eos()
-        length = max(len(t) for t in targets)
-        target = torch.full((len(targets), length), pad, dtype=torch.long)
-        for row, t in enumerate(targets):
-            target[row, : len(t)] = t
-        source = torch.cat([target.new_full((len(targets), 1), eos), target[:, :-1]], dim=1)
-        source, target = source.to(self.device), target.to(self.device)
-        per_model = []
-        for model in self.models:
-            log_probs = model.get_normalized_probs(model(source), log_probs=True).float()
-            per_model.append(log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1))
-        # the ensemble averages probabilities per token: log (1/M sum_m p_m)
-        token_log_probs = torch.logsumexp(torch.stack(per_model), 0) - math.log(len(per_model))
-        token_log_probs = token_log_probs.masked_fill(target.eq(pad), 0.0)
-        return (token_log_probs.sum(-1) / LOG2).tolist()
-
-
 def add_lm_features(groups, scorer, forms: TextForms, hyp_form: str, lm_form: str) -> int:
     """Fill the LM and Len features; returns how many hypotheses had unknown words."""
     hypotheses = [h for group in groups.values() for h in group]
     lm_texts = [forms.convert(h.text, hyp_form, lm_form) for h in hypotheses]
-    for hypothesis, text, score in zip(hypotheses, lm_texts, scorer.score(lm_texts)):
+    for hypothesis, text, score in zip(hypotheses, lm_texts, scorer.sentence_log2_probs(lm_texts)):
         hypothesis.features["LM"] = score
         hypothesis.features["Len"] = float(len(text.split()) + 1)
     unk = scorer.dictionary.unk()
@@ -429,7 +349,7 @@ def main(argv=None):
         parser.error("--tune-nbest and --tune-ref go together")
     try:
         run(args)
-    except (NBestError, ValueError) as error:  # ValueError: e.g. an unknown --lang
+    except (ScoringError, ValueError) as error:  # ValueError: e.g. an unknown --lang
         sys.exit(f"alm-rescore: error: {error}")
 
 
@@ -446,7 +366,7 @@ def run(args):
     if args.hyp_form != "bpe" and "bpe" in (args.lm_form, args.output_form) and args.bpe_codes is None:
         raise NBestError(f"hypotheses in '{args.hyp_form}' form need --bpe-codes (the codes the LM's "
                          "data was prepared with) to become BPE units")
-    scorer = LanguageModelScorer(args.lm, args.lm_data, args.cpu, args.batch_tokens)
+    scorer = LanguageModelScorer(args.lm, args.lm_data, args.cpu, args.batch_tokens, tool="alm-rescore")
     print(f"alm-rescore: {len(scorer.models)} language model(s), {len(scorer.dictionary)} types; "
           "LM scores are log2-probabilities; TM is the system's own score (log2 with P- lines)")
 

@@ -1,0 +1,120 @@
+"""Score plain text with a trained language model: one line in, one line of figures out.
+
+    alm-score --path checkpoints/quickstart/checkpoint_best.pt sentences.txt
+    echo "The game was released in Japan ." | alm-score --path lm.pt --data data-bin/wikitext-2-sample
+    alm-score --path lm.pt --tokenize en --bpe-codes bpe.codes --format jsonl raw.txt
+    alm-score --path lm1.pt:lm2.pt test.txt          # an ensemble
+
+Each input line is one sentence, tokenised the way the training data was: as it is
+(``--tokenize none``, the default), with sacremoses (``--tokenize LANG``), and/or split into
+subword-nmt units (``--bpe-codes``). It is scored whole, from ``</s>`` to its ``</s>``, as
+``fairseq-eval-lm --task sentence_language_modeling`` scores a binarised line, so the corpus
+perplexity printed at the end equals eval-lm's on the same text binarised with the training
+dictionary. Words outside the dictionary are scored as ``<unk>`` (and counted); an empty
+line scores its ``</s>``.
+
+Output (stdout), one row per input line, TSV with a header or JSON lines:
+``line``, ``logprob`` (natural log of p(sentence </s>); ``--base2`` adds ``log2prob``),
+``tokens`` (</s> included), ``unk`` and ``ppl`` (exp(-logprob / tokens)). The corpus summary
+goes to stderr and ends with ``ppl X`` (per token, </s> counted, as fairseq-eval-lm).
+"""
+import argparse
+import json
+import logging
+import math
+import os
+import sys
+
+from ..scoring import LanguageModelScorer, ScoringError
+
+
+def read_lines(files):
+    """``(source, text)`` for every line of the files, or of stdin without files."""
+    sources = files or ["-"]
+    for name in sources:
+        if name != "-" and not os.path.isfile(name):
+            raise ScoringError(f"input file {name} does not exist")
+    for name in sources:
+        handle = sys.stdin.buffer if name == "-" else open(name, "rb")
+        try:
+            for number, raw in enumerate(handle, 1):
+                try:
+                    yield raw.decode("utf-8").rstrip("\r\n")
+                except UnicodeDecodeError:
+                    raise ScoringError(f"{'stdin' if name == '-' else name}:{number}: not UTF-8; convert "
+                                       "the text, e.g. iconv -f latin1 -t utf-8") from None
+        finally:
+            if name != "-":
+                handle.close()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="alm-score", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("files", nargs="*", metavar="FILE", help="text, one sentence per line (default: stdin)")
+    parser.add_argument("--path", required=True,
+                        help="checkpoint; several separated by ':' are an ensemble (as in fairseq)")
+    parser.add_argument("--data", help="data-bin directory with the model's dict.txt (default: as saved in the checkpoint)")
+    parser.add_argument("--tokenize", default="none", metavar="none|LANG",
+                        help="none (the text is tokenised like the training data) or a sacremoses language")
+    parser.add_argument("--bpe-codes", help="subword-nmt codes the training data was split with")
+    parser.add_argument("--format", choices=["tsv", "jsonl"], default="tsv", help="output format (default: tsv)")
+    parser.add_argument("--base2", action="store_true", help="also print log2 p(sentence)")
+    parser.add_argument("--batch-size", type=int, default=64, help="most sentences per batch")
+    parser.add_argument("--batch-tokens", type=int, default=8000, help="most tokens per batch")
+    parser.add_argument("--cpu", action="store_true", help="score on the CPU even when a GPU is there")
+    args = parser.parse_args(argv)
+    if args.batch_size < 1 or args.batch_tokens < 1:
+        parser.error("--batch-size and --batch-tokens must be at least 1")
+    try:
+        run(args)
+    except (ScoringError, ValueError) as error:  # ValueError: e.g. an unknown --tokenize language
+        sys.exit(f"alm-score: error: {error}")
+    except BrokenPipeError:  # alm-score ... | head
+        sys.stderr.close()
+
+
+def run(args):
+    logging.getLogger().setLevel(logging.WARNING)  # fairseq's loading is chatty
+    forms = None
+    if args.tokenize != "none" or args.bpe_codes:
+        from ..text_forms import TextForms
+        if args.bpe_codes and not os.path.isfile(args.bpe_codes):
+            raise ScoringError(f"the BPE codes file {args.bpe_codes} does not exist")
+        forms = TextForms("en" if args.tokenize == "none" else args.tokenize, args.bpe_codes)
+    scorer = LanguageModelScorer(args.path.split(":"), args.data, args.cpu, args.batch_tokens, args.batch_size)
+    lines = list(read_lines(args.files))
+    if forms is not None:
+        source = "tok" if args.tokenize == "none" else "raw"
+        lines = [forms.convert(line, source, "bpe" if args.bpe_codes else "tok") for line in lines]
+    encoded = [scorer.encode(line) for line in lines]
+    scores = scorer.token_log_probs(encoded, progress_bar(len(encoded)))
+    unk = scorer.dictionary.unk()
+    total_logprob, total_tokens, total_unk = 0.0, 0, 0
+    if args.format == "tsv":
+        print("\t".join(["line", "logprob", *(["log2prob"] if args.base2 else []), "tokens", "unk", "ppl"]))
+    for number, (tokens, values) in enumerate(zip(encoded, scores), 1):
+        logprob, count, unknown = float(values.double().sum()), len(tokens), int(tokens.eq(unk).sum())
+        total_logprob, total_tokens, total_unk = total_logprob + logprob, total_tokens + count, total_unk + unknown
+        row = {"line": number, "logprob": round(logprob, 4)}
+        if args.base2:
+            row["log2prob"] = round(logprob / math.log(2), 4)
+        row.update(tokens=count, unk=unknown, ppl=round(math.exp(-logprob / count), 4))
+        print(json.dumps(row) if args.format == "jsonl" else "\t".join(map(str, row.values())))
+    loss = -total_logprob / max(total_tokens, 1)
+    print(f"alm-score: {len(encoded)} sentences, {total_tokens} tokens (</s> included), {total_unk} <unk>; "
+          f"loss {loss:.4f} nats, {loss / math.log(2):.4f} bits per token, ppl {math.exp(loss):.2f}",
+          file=sys.stderr)
+
+
+def progress_bar(total):
+    """A tqdm bar on stderr for long input at a terminal (its ``update``), else nothing."""
+    if total < 1000 or not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="sentence", file=sys.stderr).update
+
+
+if __name__ == "__main__":
+    main()

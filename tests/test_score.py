@@ -1,0 +1,97 @@
+"""alm-score: plain text scored with a trained LM, as a user runs it."""
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+from fairseq.data import Dictionary, data_utils
+
+from cli import TRAIN_COMMON, eval_lm_result, run
+from conftest import ROOT, SAMPLE_DATA
+
+
+@pytest.fixture(scope="module")
+def model_and_text(tmp_path_factory):
+    """A small attentive LM (30 updates) and the sample's test split as text."""
+    root = tmp_path_factory.mktemp("score")
+    run("train", SAMPLE_DATA, *TRAIN_COMMON, "--arch", "attentive_lm", "--embed-dim", "32", "--hidden-size", "32",
+        "--attention-score", "combined", "--optimizer", "adam", "--lr", "0.01", "--batch-size", "32",
+        "--max-update", "30", "--save-dir", root, "--no-epoch-checkpoints", "--disable-validation")
+    d = Dictionary.load(os.path.join(SAMPLE_DATA, "dict.txt"))
+    lines = data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "test"), d)
+    text = root / "test.txt"
+    text.write_text("".join(d.string(lines[i]) + "\n" for i in range(len(lines))), encoding="utf-8")
+    return root / "checkpoint_last.pt", text
+
+
+def score(*args, stdin=None):
+    proc = subprocess.run([sys.executable, "-m", "alm_plugin.cli.score", *map(str, args)], input=stdin,
+                          capture_output=True, text=True, cwd=ROOT)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def rows(stdout):
+    return [json.loads(line) for line in stdout.splitlines()]
+
+
+def test_corpus_perplexity_equals_fairseq_eval_lm(model_and_text):
+    checkpoint, text = model_and_text
+    code, stdout, stderr = score("--path", checkpoint, text, "--batch-size", "16")
+    assert code == 0, stderr
+    summary = stderr.strip().splitlines()[-1]
+    _, eval_ppl = eval_lm_result(run("eval_lm", SAMPLE_DATA, "--path", checkpoint, "--user-dir", "alm_plugin",
+                                     "--task", "sentence_language_modeling", "--cpu")[1])
+    assert summary.startswith("alm-score: 400 sentences, 11017 tokens") and summary.endswith(f"ppl {eval_ppl:.2f}")
+    table = [line.split("\t") for line in stdout.splitlines()]
+    assert table[0] == ["line", "logprob", "tokens", "unk", "ppl"] and len(table) == 401
+    total = sum(float(r[1]) for r in table[1:])
+    assert math.exp(-total / 11017) == pytest.approx(eval_ppl, rel=1e-4)
+
+
+def test_scores_do_not_depend_on_batch_size_or_line_order(model_and_text):
+    checkpoint, text = model_and_text
+    lines = text.read_text(encoding="utf-8").splitlines()[:60]
+    order = list(range(len(lines)))
+    random.Random(0).shuffle(order)
+    _, one, _ = score("--path", checkpoint, "--format", "jsonl", "--batch-size", "1", stdin="\n".join(lines) + "\n")
+    _, many, _ = score("--path", checkpoint, "--format", "jsonl", "--batch-size", "64",
+                       stdin="".join(lines[i] + "\n" for i in order))
+    alone = [r["logprob"] for r in rows(one)]
+    shuffled = {order[k]: r["logprob"] for k, r in enumerate(rows(many))}
+    assert [shuffled[i] for i in range(len(lines))] == pytest.approx(alone, abs=2e-4)
+
+
+def test_empty_lines_unknown_words_and_tokenisation(model_and_text):
+    checkpoint, _ = model_and_text
+    code, stdout, stderr = score("--path", checkpoint, "--format", "jsonl", "--base2", "--tokenize", "en",
+                                 stdin="The game , it was good.\n\nZyzzyva Quetzalcoatlus\n")
+    assert code == 0, stderr
+    first, empty, unknown = rows(stdout)
+    assert first["tokens"] == 8  # sacremoses split "good." into "good ." ; </s> counted
+    assert empty["tokens"] == 1 and math.isfinite(empty["logprob"])  # its </s> is scored
+    assert unknown["unk"] == 2 and unknown["tokens"] == 3
+    assert first["log2prob"] == pytest.approx(first["logprob"] / math.log(2), abs=1e-3)
+
+
+def test_a_dictionary_mismatch_and_a_missing_file_are_one_line(model_and_text, tmp_path):
+    checkpoint, text = model_and_text
+    lines = open(os.path.join(SAMPLE_DATA, "dict.txt"), encoding="utf-8").read().splitlines()
+    lines[0], lines[1] = lines[1], lines[0]
+    (tmp_path / "dict.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, _, stderr = score("--path", checkpoint, "--data", tmp_path, text)
+    assert code != 0 and "Traceback" not in stderr
+    assert "dictionary mismatch" in stderr.strip().splitlines()[-1] and "--data" in stderr.strip().splitlines()[-1]
+    code, _, stderr = score("--path", checkpoint, tmp_path / "nope.txt")
+    assert code != 0 and stderr.strip().splitlines()[-1] == f"alm-score: error: input file {tmp_path / 'nope.txt'} does not exist"
+
+
+def test_a_line_longer_than_the_model_context_is_refused(model_and_text):
+    from alm_plugin.scoring import LanguageModelScorer, ScoringError
+    checkpoint, _ = model_and_text
+    scorer = LanguageModelScorer([str(checkpoint)], None, use_cpu=True)
+    scorer.max_tokens = 5  # a transformer_lm's --max-target-positions, say
+    with pytest.raises(ScoringError, match="sentence 2 has 7 tokens .*more than the model's context of 5"):
+        scorer.token_log_probs([scorer.encode("the cat"), scorer.encode("the cat sat on the mat")])
