@@ -1,18 +1,58 @@
 #!/usr/bin/env bash
 # Install, train a small Attentive LM on the shipped WikiText-2 sample for a few minutes,
-# and evaluate it with fairseq-eval-lm. Run from the repository root:
+# evaluate it with fairseq-eval-lm, and say what to try next. Run from the repository root:
 #     bash examples/quickstart.sh            (SKIP_INSTALL=1 to skip the install step)
+# The real commands run as they are; their full output goes to $SAVE/*.log, and this script
+# shows one line per epoch and a summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ "${SKIP_INSTALL:-0}" = 1 ] || bash scripts/install.sh
 SAVE=${SAVE_DIR:-checkpoints/quickstart}
 EPOCHS=${EPOCHS:-8}
+mkdir -p "$SAVE"
 
+fail() { echo "failed: see $1 (last lines below)" >&2; tail -n 20 "$1" >&2; exit 1; }
+
+if [ "${SKIP_INSTALL:-0}" != 1 ]; then
+  echo "Installing fairseq and alm_plugin (log: $SAVE/install.log) ..."
+  bash scripts/install.sh > "$SAVE/install.log" 2>&1 || fail "$SAVE/install.log"
+  tail -n 1 "$SAVE/install.log"
+fi
+
+echo "Training attentive_lm_small (2 x 256 LSTM, single score) on data-bin/wikitext-2-sample," \
+     "$EPOCHS epochs on the CPU (log: $SAVE/train.log; a checkpoint in $SAVE is resumed) ..."
+start=$(date +%s)
 fairseq-train data-bin/wikitext-2-sample --user-dir alm_plugin \
   --task sentence_language_modeling --arch attentive_lm_small --attention-score single \
   --criterion attention_cross_entropy --optimizer adam --lr 0.003 --clip-norm 5 \
   --batch-size 32 --max-epoch "$EPOCHS" --patience 3 --no-epoch-checkpoints \
-  --save-dir "$SAVE" --cpu --log-format simple --log-interval 50
+  --save-dir "$SAVE" --cpu --log-format simple --log-interval 50 > "$SAVE/train.log" 2>&1 &
+trainer=$!
+shown=0
+while kill -0 "$trainer" 2>/dev/null; do  # one line per finished epoch, as it finishes
+  sleep 2
+  lines=$(grep -c "valid on 'valid' subset" "$SAVE/train.log" || true)
+  if [ "$lines" -gt "$shown" ]; then
+    grep "valid on 'valid' subset" "$SAVE/train.log" | tail -n +"$((shown + 1))" \
+      | sed -E "s/.*epoch 0*([0-9]+) \| valid on 'valid' subset.* ppl ([0-9.]+) .*/  epoch \1: valid perplexity \2/"
+    shown=$lines
+  fi
+done
+wait "$trainer" || fail "$SAVE/train.log"
+echo "  trained in $(( $(date +%s) - start )) s"
 
 fairseq-eval-lm data-bin/wikitext-2-sample --user-dir alm_plugin --task sentence_language_modeling \
-  --path "$SAVE/checkpoint_best.pt" --gen-subset test --batch-size 32 --cpu
+  --path "$SAVE/checkpoint_best.pt" --gen-subset test --batch-size 32 --cpu > "$SAVE/eval.log" 2>&1 \
+  || fail "$SAVE/eval.log"
+test_ppl=$(grep -oE "Perplexity: [0-9.]+" "$SAVE/eval.log" | grep -oE "[0-9.]+$")
+
+cat <<EOF
+
+Done. The model is $SAVE/checkpoint_best.pt (the best epoch on valid).
+Test perplexity (fairseq-eval-lm, every word and </s> counted): $test_ppl
+
+Next, try:
+  echo "The game was released in Japan ." | alm-score --path $SAVE/checkpoint_best.pt
+  alm-plot-attention --path $SAVE/checkpoint_best.pt --out attention.png "The game was released in Japan ."
+  fairseq-eval-lm data-bin/wikitext-2-sample --user-dir alm_plugin --task sentence_language_modeling \\
+    --path $SAVE/checkpoint_best.pt --gen-subset valid --cpu
+EOF
