@@ -19,15 +19,17 @@ def load(path, data):
     import alm_plugin  # noqa: F401  (registers the models)
     from fairseq import checkpoint_utils
 
-    from ..models.history_language_model import HistoryAttentionLanguageModel
-
     overrides = {"data": data} if data else None
     models, _, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=overrides)
-    model = models[0]
+    return models[0].eval(), task
+
+
+def check_has_history_attention(model, path):
+    from ..models.history_language_model import HistoryAttentionLanguageModel
+
     if not isinstance(model, HistoryAttentionLanguageModel) or model.decoder.attention is None:
         raise SystemExit(f"error: {path} holds a {model.__class__.__name__}; alm-plot-attention draws the "
                          "history attention of an attentive_lm or amsrn language model")
-    return model.eval(), task
 
 
 def attention_rows(model, dictionary, sentence):
@@ -62,6 +64,7 @@ def main(argv=None):
     import matplotlib.pyplot as plt
 
     model, task = load(args.path, args.data)
+    check_has_history_attention(model, args.path)
     panels = [attention_rows(model, task.source_dictionary, s) for s in args.sentences]
     fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 5), squeeze=False)
     for ax, (inputs, predicted, weights) in zip(axes[0], panels):
