@@ -177,14 +177,17 @@ def plot(results, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for name, r in results.items():
         curve = r["valid_ppl_per_epoch"]
         ax.plot(range(1, len(curve) + 1), curve, marker="o", markersize=3, label=ROWS[name][0].replace("`", ""),
                 linestyle="--" if name.startswith("fairseq") else "-")
     ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.ScalarFormatter())
     ax.set_xlabel("epoch")
-    ax.set_ylabel("valid perplexity (log scale)")
+    ax.set_ylabel("valid perplexity (log scale; sentences cut at 35)")
     ax.set_title(f"Full PTB, 2 x {SIZE}, SGD lr 1 (halved after epoch {ANNEAL}), --sentence-avg")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)

@@ -75,6 +75,14 @@ class SentenceLanguageModelingTask(LanguageModelingTask):
                                     "--only-source (see examples/language_model/prepare_lm_data.py)")
         return super().setup_task(args, **kwargs)
 
+    def build_model(self, cfg, from_checkpoint=False):
+        """Note the model's position limit: whole sentences are scored only up to it
+        (fairseq's ``lstm_lm`` / ``transformer_lm`` take at most their --max-target-positions)."""
+        model = super().build_model(cfg, from_checkpoint)
+        limit = model.max_positions()
+        self.model_position_limit = limit if isinstance(limit, int) and limit < 100_000 else 0
+        return model
+
     def load_dataset(self, split: str, epoch=1, combine=False, **kwargs):
         paths = utils.split_paths(self.args.data)
         split_path = os.path.join(paths[(epoch - 1) % len(paths)], split)
@@ -90,6 +98,9 @@ class SentenceLanguageModelingTask(LanguageModelingTask):
         if self.args.sample_break_mode == "eos":
             training = split.startswith("train")
             limit = self.args.tokens_per_sample if training else getattr(self.args, "eval_tokens_per_sample", 0)
+            model_limit = getattr(self, "model_position_limit", 0)
+            if not training and model_limit and (limit == 0 or limit > model_limit):
+                limit = model_limit  # the model cannot read longer samples; the warning below says so
             blocks = SentenceBlockDataset(dataset, dataset.sizes, limit,
                                           pad=self.dictionary.pad(), eos=self.dictionary.eos())
             n_cut = int((dataset.sizes > limit).sum()) if limit > 0 else 0
@@ -99,9 +110,11 @@ class SentenceLanguageModelingTask(LanguageModelingTask):
             elif n_cut:
                 logger.warning(
                     f"{split}: {n_cut} of {len(dataset)} sentences are longer than "
-                    f"--eval-tokens-per-sample {limit} and are scored in pieces, each piece without "
-                    "the context before it: the perplexity depends on the cut. Drop the option "
-                    "(0 = whole sentences) to score every sentence whole.")
+                    + (f"--eval-tokens-per-sample {limit}" if limit != model_limit else
+                       f"the model's {limit} positions (--max-target-positions)")
+                    + " and are scored in pieces, each piece without the context before it: the "
+                    "perplexity depends on the cut. Drop --eval-tokens-per-sample (0 = whole "
+                    "sentences) or give the model more positions to score every sentence whole.")
         else:
             blocks = TokenBlockDataset(dataset, dataset.sizes, self.args.tokens_per_sample,
                                        pad=self.dictionary.pad(), eos=self.dictionary.eos(),
