@@ -104,7 +104,7 @@ def test_interactive_translates_typed_sentences(corpus, nmt, tmp_path):
 def test_lm_scores_are_the_hand_computed_log2_probabilities(corpus, lm):
     scorer = LanguageModelScorer([str(lm / "checkpoint_best.pt")], str(corpus / "lm"), use_cpu=True, batch_tokens=12)
     sentences = ["the dog sees a cat", "", "zebra quokka", "a small red ball and a man runs fast", "the"]
-    scores = scorer.score(sentences)
+    scores = scorer.sentence_log2_probs(sentences)
     model = scorer.models[0]
     for sentence, score in zip(sentences, scores):
         target = scorer.encode(sentence)
@@ -115,7 +115,7 @@ def test_lm_scores_are_the_hand_computed_log2_probabilities(corpus, lm):
         assert score == pytest.approx(expected, abs=1e-4)
     assert all(math.isfinite(s) for s in scores)  # empty and all-unknown hypotheses included
     ensemble = LanguageModelScorer([str(lm / "checkpoint_best.pt")] * 2, str(corpus / "lm"), True, 4000)
-    assert ensemble.score(sentences) == pytest.approx(scores, abs=1e-4)
+    assert ensemble.sentence_log2_probs(sentences) == pytest.approx(scores, abs=1e-4)
 
 
 def test_rescore_command_tunes_reranks_and_writes(corpus, nmt, lm, tmp_path):
@@ -130,7 +130,7 @@ def test_rescore_command_tunes_reranks_and_writes(corpus, nmt, lm, tmp_path):
                "--output-1best", tmp_path / "1best.en", "--output-nbest", tmp_path / "out.nbest"]
     proc = subprocess.run(list(map(str, command)), cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "log-probabilities in base 2" in proc.stdout
+    assert "LM scores are log2-probabilities" in proc.stdout
     assert re.search(r"weights: TM=1,LM=[\d.]+,Len=-?[\d.]+", proc.stdout), proc.stdout
     before, after = map(float, re.search(r"test.nbest: BLEU ([\d.]+) \(system 1-best\) -> ([\d.]+)", proc.stdout).groups())
     assert after >= before  # tuned on this very set: never worse than the system's choice
