@@ -1,78 +1,128 @@
-"""Scoring sentences with trained word-level language models: the one scorer behind
-``alm-score`` (plain text) and ``alm-rescore`` (n-best lists).
+"""Scoring sentences with trained language models: the scorers behind ``alm-score`` (plain
+text) and ``alm-rescore`` (n-best lists).
 
-Each sentence is scored whole, as one sample that starts from ``</s>`` and ends with its
-``</s>``, as ``fairseq-eval-lm --task sentence_language_modeling`` scores a binarised line; an
-ensemble averages the models' per-token probabilities, as fairseq ensembles models.
-Sentences are batched by length and padded on the right, which changes no score (the
-models are causal and padding comes after every real token).
+Word-level models (``LanguageModelScorer``) score each sentence whole, as one sample that
+starts from ``</s>`` and ends with its ``</s>``, as ``fairseq-eval-lm --task
+sentence_language_modeling`` scores a binarised line. Sentences are batched by length and
+padded on the right, which changes no score (the models are causal and padding comes after
+every real token).
+
+The character-level models (``CharacterModelScorer``) read text as a stream of words, as
+``fairseq-eval-lm --task open_vocabulary_language_modeling --batch-size 1`` does: by default
+the lines are one document, the state and the word cache carrying from line to line; or
+each line alone. Their vocabulary is open, so a word the training dictionary lacks is
+spelled from its characters rather than scored as ``<unk>``.
+
+An ensemble averages the models' per-token probabilities, as fairseq ensembles models.
 """
+import copy
+import logging
 import math
 import os
 from typing import List, Optional
 
 import torch
 
+logger = logging.getLogger(__name__)
+
 
 class ScoringError(ValueError):
     """A problem with the user's input or checkpoint: reported as one line, no traceback."""
 
 
+def load_models(paths: List[str], data: Optional[str], use_cpu: bool, tool: str = "alm-score"):
+    """``[(model, task)]`` for each checkpoint, in eval mode, on the GPU when there is one
+    and ``use_cpu`` is false; every problem a ``ScoringError``."""
+    from fairseq import checkpoint_utils
+    from fairseq.models import FairseqLanguageModel
+
+    for path in paths:
+        if not os.path.isfile(path):
+            raise ScoringError(f"no language model checkpoint at {path}")
+    data_option = "--lm-data" if tool == "alm-rescore" else "--data"
+    loaded = []
+    for path in paths:
+        overrides = {"data": data} if data else None
+        try:
+            models, _, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=overrides)
+        except FileNotFoundError as error:
+            raise ScoringError(f"{path}: could not load its dictionary ({error}); pass {data_option}, "
+                               "the data-bin directory with the dict.txt the LM was trained on") from None
+        except ValueError as error:  # our models' own checks: dictionary, architecture, options
+            hint = f" ({data_option} must be the data-bin the LM was trained on)" if data and "dictionary" in str(error) else ""
+            raise ScoringError(f"{path}: {error}{hint}") from None
+        except Exception as error:  # a truncated or foreign file (explained by checkpoint_safety)
+            raise ScoringError(str(error)) from None
+        model = models[0]
+        if not isinstance(model, FairseqLanguageModel):
+            raise ScoringError(f"{path} holds a {model.__class__.__name__}, not a language model: {tool} "
+                               "scores with language models (attentive_lm, amsrn, alm_lstm, char_cache_lm, "
+                               "fairseq's lstm_lm / transformer_lm)")
+        loaded.append((model.eval() if use_cpu or not torch.cuda.is_available() else model.cuda().eval(), task))
+    return loaded
+
+
+def is_character_model(model) -> bool:
+    from .models.open_vocabulary_lm import OpenVocabularyLanguageModel
+
+    return isinstance(model, OpenVocabularyLanguageModel)
+
+
+def shared_dictionary(paths, loaded):
+    dictionary = loaded[0][1].source_dictionary
+    for path, (_, task) in zip(paths[1:], loaded[1:]):
+        if task.source_dictionary.symbols != dictionary.symbols:
+            raise ScoringError(f"{path} uses another dictionary than {paths[0]}: the models of an "
+                               "ensemble must share one")
+    return dictionary
+
+
+def length_batches(encoded: List[torch.Tensor], batch_tokens: int, max_sentences: Optional[int]):
+    """Indices of sentences of similar length, at most ``batch_tokens`` tokens (and
+    ``max_sentences`` sentences) per batch."""
+    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
+    start = 0
+    while start < len(order):
+        end = start + 1
+        while end < len(order) and (end - start + 1) * len(encoded[order[end]]) <= batch_tokens \
+                and (max_sentences is None or end - start < max_sentences):
+            end += 1
+        yield [order[i] for i in range(start, end)]
+        start = end
+
+
+def padded_batch(targets: List[torch.Tensor], pad: int, eos: int):
+    """``(source, target)`` (B, T): each sentence's tokens as targets, padded on the right, and
+    as inputs the same shifted by one after a ``</s>``."""
+    target = torch.full((len(targets), max(len(t) for t in targets)), pad, dtype=torch.long)
+    for row, t in enumerate(targets):
+        target[row, : len(t)] = t
+    return torch.cat([target.new_full((len(targets), 1), eos), target[:, :-1]], dim=1), target
+
+
+def ensemble(per_model: List[torch.Tensor]) -> torch.Tensor:
+    """log (1/M sum_m p_m), token by token."""
+    return torch.logsumexp(torch.stack(per_model), 0) - math.log(len(per_model))
+
+
 class LanguageModelScorer:
     def __init__(self, paths: List[str], data: Optional[str], use_cpu: bool, batch_tokens: int = 4000,
-                 max_sentences: Optional[int] = None, tool: str = "alm-score"):
-        from fairseq import checkpoint_utils
-        from fairseq.models import FairseqLanguageModel
-
-        from .models.open_vocabulary_lm import OpenVocabularyLanguageModel
-
-        for path in paths:
-            if not os.path.isfile(path):
-                raise ScoringError(f"no language model checkpoint at {path}")
-        self.models, self.dictionary = [], None
-        data_option = "--lm-data" if tool == "alm-rescore" else "--data"
-        for path in paths:
-            overrides = {"data": data} if data else None
-            try:
-                models, _, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=overrides)
-            except FileNotFoundError as error:
-                raise ScoringError(f"{path}: could not load its dictionary ({error}); pass {data_option}, "
-                                   "the data-bin directory with the dict.txt the LM was trained on") from None
-            except ValueError as error:  # our models' own checks: dictionary, architecture, options
-                hint = f" ({data_option} must be the data-bin the LM was trained on)" if data and "dictionary" in str(error) else ""
-                raise ScoringError(f"{path}: {error}{hint}") from None
-            except Exception as error:  # a truncated or foreign file (explained by checkpoint_safety)
-                raise ScoringError(str(error)) from None
-            model = models[0]
-            if isinstance(model, OpenVocabularyLanguageModel) or not isinstance(model, FairseqLanguageModel):
+                 max_sentences: Optional[int] = None, tool: str = "alm-score", loaded=None):
+        loaded = loaded or load_models(paths, data, use_cpu, tool)
+        for path, (model, _) in zip(paths, loaded):
+            if is_character_model(model):
                 raise ScoringError(f"{path} holds a {model.__class__.__name__}: {tool} scores with word-level "
                                    "language models (attentive_lm, amsrn, alm_lstm, fairseq's lstm_lm / "
-                                   "transformer_lm); score the character models with fairseq-eval-lm")
-            if self.dictionary is None:
-                self.dictionary = task.source_dictionary
-            elif task.source_dictionary.symbols != self.dictionary.symbols:
-                raise ScoringError(f"{path} uses another dictionary than {paths[0]}: the models of an "
-                                   "ensemble must share one")
-            self.models.append(model.eval() if use_cpu or not torch.cuda.is_available() else model.cuda().eval())
+                                   "transformer_lm); score the character models with alm-score or "
+                                   "fairseq-eval-lm")
+        self.models = [model for model, _ in loaded]
+        self.dictionary = shared_dictionary(paths, loaded)
         self.batch_tokens, self.max_sentences = batch_tokens, max_sentences
         self.device = next(self.models[0].parameters()).device
         self.max_tokens = min(m.max_positions() or math.inf for m in self.models)
 
     def encode(self, text: str) -> torch.Tensor:
         return self.dictionary.encode_line(text, add_if_not_exist=False, append_eos=True).long()
-
-    def batches(self, encoded: List[torch.Tensor]):
-        """Indices of sentences of similar length, at most ``batch_tokens`` tokens (and
-        ``max_sentences`` sentences) per batch."""
-        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
-        start = 0
-        while start < len(order):
-            end = start + 1
-            while end < len(order) and (end - start + 1) * len(encoded[order[end]]) <= self.batch_tokens \
-                    and (self.max_sentences is None or end - start < self.max_sentences):
-                end += 1
-            yield [order[i] for i in range(start, end)]
-            start = end
 
     @torch.no_grad()
     def token_log_probs(self, encoded: List[torch.Tensor], progress=None) -> List[torch.Tensor]:
@@ -83,7 +133,7 @@ class LanguageModelScorer:
                 raise ScoringError(f"sentence {i + 1} has {len(sentence)} tokens (</s> included), more than "
                                    f"the model's context of {self.max_tokens}: split it")
         scores = [None] * len(encoded)
-        for batch in self.batches(encoded):
+        for batch in length_batches(encoded, self.batch_tokens, self.max_sentences):
             for i, values in zip(batch, self._score_batch([encoded[i] for i in batch])):
                 scores[i] = values
             if progress is not None:
@@ -95,17 +145,104 @@ class LanguageModelScorer:
         return [float(s.sum()) / math.log(2) for s in self.token_log_probs([self.encode(s) for s in sentences])]
 
     def _score_batch(self, targets: List[torch.Tensor]) -> List[torch.Tensor]:
-        pad, eos = self.dictionary.pad(), self.dictionary.eos()
-        length = max(len(t) for t in targets)
-        target = torch.full((len(targets), length), pad, dtype=torch.long)
-        for row, t in enumerate(targets):
-            target[row, : len(t)] = t
-        source = torch.cat([target.new_full((len(targets), 1), eos), target[:, :-1]], dim=1)
+        source, target = padded_batch(targets, self.dictionary.pad(), self.dictionary.eos())
         source, target = source.to(self.device), target.to(self.device)
         per_model = []
         for model in self.models:
             log_probs = model.get_normalized_probs(model(source), log_probs=True).float()
             per_model.append(log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1))
-        # the ensemble averages probabilities per token: log (1/M sum_m p_m)
-        token_log_probs = (torch.logsumexp(torch.stack(per_model), 0) - math.log(len(per_model))).cpu()
+        token_log_probs = ensemble(per_model).cpu()
         return [token_log_probs[row, : len(t)] for row, t in enumerate(targets)]
+
+
+class CharacterModelScorer:
+    """The character-level models (``char_cache_lm``, ``hclm``, ``char_lstm_lm``) on plain text.
+
+    ``document=True`` reads the lines as one stream, the context LSTM and the word cache
+    carrying from line to line (the paper's evaluation and ``fairseq-eval-lm --batch-size 1``'s:
+    the same numbers); ``document=False`` scores each line alone from a fresh state and an
+    empty cache, so its score depends on nothing else in the input."""
+
+    def __init__(self, paths: List[str], data: Optional[str], use_cpu: bool, batch_tokens: int = 4000,
+                 max_sentences: Optional[int] = None, loaded=None, document: bool = True):
+        loaded = loaded or load_models(paths, data, use_cpu)
+        for path, (model, _) in zip(paths, loaded):
+            if not is_character_model(model):
+                raise ScoringError(f"{path} holds a word-level {model.__class__.__name__}: an ensemble "
+                                   "cannot mix word and character models")
+        self.models = [model for model, _ in loaded]
+        self.training_dictionary = shared_dictionary(paths, loaded)
+        self.dictionary = self.training_dictionary
+        self.chunk = loaded[0][1].cfg.tokens_per_sample
+        self.batch_tokens, self.max_sentences, self.document = batch_tokens, max_sentences, document
+        self.device = next(self.models[0].parameters()).device
+        self.characters = set(self.models[0].decoder.spelling.characters)
+        self.unspellable = []  # words written with characters no model has seen: scored as <unk>
+
+    def encode_all(self, lines: List[str]) -> List[torch.Tensor]:
+        """Word ids of each line (``</s>`` appended). Words the training dictionary lacks are
+        added to a copy of it and spelled by the models from their characters; a word with
+        a character the models never saw is ``<unk>`` (spelled ``<unk>``, as fairseq-eval-lm
+        scores it), and listed in ``unspellable``."""
+        from .modules.spelling import Spelling, character_counts
+
+        dictionary = copy.deepcopy(self.training_dictionary)
+        unspellable = {}
+        for line in lines:
+            for word in line.split():
+                if dictionary.index(word) == dictionary.unk() and word != dictionary.unk_word:
+                    if set(word) <= self.characters:
+                        dictionary.add_symbol(word)
+                    else:
+                        unspellable[word] = unspellable.get(word, 0) + 1
+        self.unspellable = sorted(unspellable.items(), key=lambda item: -item[1])
+        if len(dictionary) != len(self.training_dictionary):
+            for model in self.models:
+                decoder = model.decoder
+                decoder.spelling = Spelling(dictionary, decoder.spelling.characters).to(self.device)
+        self.dictionary = dictionary
+        self.character_counts = character_counts(dictionary)
+        return [dictionary.encode_line(line, add_if_not_exist=False, append_eos=True).long() for line in lines]
+
+    def characters_of(self, tokens: torch.Tensor) -> int:
+        """``|c|`` of an encoded line: every character plus one space or line break per word."""
+        return int(self.character_counts[tokens].sum())
+
+    @torch.no_grad()
+    def token_log_probs(self, encoded: List[torch.Tensor], progress=None) -> List[torch.Tensor]:
+        """``ln p`` of every word of each encoded line (``</s>`` included)."""
+        score = self._score_document if self.document else self._score_alone
+        return [ensemble(list(per_model)) for per_model in zip(*(score(m, encoded, progress) for m in self.models))]
+
+    def _score_document(self, model, encoded, progress):
+        from .data.word_streams import WordStreamDataset
+
+        pad, eos = self.dictionary.pad(), self.dictionary.eos()
+        stream = WordStreamDataset(torch.cat(encoded), 1, self.chunk, pad, eos)
+        model.decoder.carry.reset()
+        scores = []
+        for index in range(len(stream)):
+            item = stream[index]  # chunk ``index`` of the one stream; the state carries between chunks
+            log_probs, _ = model(src_tokens=item["source"].to(self.device),
+                                 target_tokens=item["target"].to(self.device),
+                                 stream_ids=item["streams"], stream_positions=torch.tensor([item["position"]]))
+            real = item["target"][0].ne(pad)
+            scores.append(log_probs[0, :, 0].float().cpu()[real])
+            if progress is not None and self.models[0] is model:
+                progress(int(item["target"][0].eq(eos).sum()))
+        model.decoder.carry.reset()
+        return torch.cat(scores).split([len(t) for t in encoded])
+
+    def _score_alone(self, model, encoded, progress):
+        pad, eos = self.dictionary.pad(), self.dictionary.eos()
+        scores = [None] * len(encoded)
+        for batch in length_batches(encoded, self.batch_tokens, self.max_sentences):
+            source, target = padded_batch([encoded[i] for i in batch], pad, eos)
+            # no stream tags: every batch starts from a fresh state and an empty cache
+            log_probs, _ = model(src_tokens=source.to(self.device), target_tokens=target.to(self.device))
+            log_probs = log_probs[..., 0].float().cpu()
+            for row, i in enumerate(batch):
+                scores[i] = log_probs[row, : len(encoded[i])]
+            if progress is not None and self.models[0] is model:
+                progress(len(batch))
+        return scores

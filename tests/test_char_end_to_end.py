@@ -1,6 +1,7 @@
 """The character models through the real commands: prepare an open-vocabulary corpus from
 the shipped sample's text, fairseq-train (and resume), fairseq-eval-lm, fairseq-validate
 and alm-cache-posterior, checked against a hand computation and the text's length."""
+import json
 import math
 import re
 import subprocess
@@ -109,6 +110,51 @@ def test_eval_lm_and_validate_equal_hand_computation_and_count_every_character(t
     bpc = float(re.search(r"\| bpc ([\d.]+)", output).group(1))
     characters = len((text / "test.txt").read_text(encoding="utf-8"))
     assert bpc == pytest.approx(-log_probs.sum().item() / characters / math.log(2), abs=1e-4)
+
+
+def alm_score(*args, stdin=None):
+    proc = subprocess.run([sys.executable, "-m", "alm_plugin.cli.score", *map(str, args)], input=stdin,
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    return [json.loads(line) for line in proc.stdout.splitlines()], proc.stderr.strip().splitlines()[-1]
+
+
+def test_alm_score_reads_the_text_as_eval_lm_does_and_counts_bits_per_character(trained, corpus):
+    save_dir, _ = trained
+    data, text = corpus
+    checkpoint = save_dir / "checkpoint_best.pt"
+    d, words, log_probs = hand_scored_test(checkpoint, data)
+    rows, summary = alm_score("--path", checkpoint, "--format", "jsonl", text / "test.txt")
+    characters = len((text / "test.txt").read_text(encoding="utf-8"))
+    assert sum(r["chars"] for r in rows) == characters and sum(r["tokens"] for r in rows) == words.numel()
+    assert sum(r["logprob"] for r in rows) == pytest.approx(log_probs.sum().item(), abs=1e-2)
+    _, eval_ppl = eval_lm_result(run("eval_lm", data, *COMMON[:5], "--path", checkpoint,
+                                     "--gen-subset", "test", "--batch-size", "1")[1])
+    bpc = -log_probs.sum().item() / characters / math.log(2)
+    assert f"{characters} characters, " in summary and f"bpc {bpc:.4f}, word ppl {eval_ppl:.2f}" in summary
+
+
+def test_alm_score_spells_words_the_dictionary_lacks_and_can_score_lines_alone(trained, corpus):
+    save_dir, _ = trained
+    checkpoint = save_dir / "checkpoint_best.pt"
+    lines = ["the Blorfy game was released .", "Blorfy Blorfy ,", "the game was 日本 ."]
+    rows, summary = alm_score("--path", checkpoint, "--data", corpus[0], "--format", "jsonl",
+                              stdin="\n".join(lines) + "\n")
+    assert [r["unk"] for r in rows] == [0, 0, 1] and all(math.isfinite(r["logprob"]) for r in rows)
+    assert rows[1]["chars"] == 2 * len("Blorfy ") + 2
+    alone, _ = alm_score("--path", checkpoint, "--data", corpus[0], "--format", "jsonl", "--context", "line",
+                         stdin="\n".join(lines[::-1]) + "\n")
+    alone = alone[::-1]
+    # the first line has no context either way; the second one's Blorfy was read in the first line
+    assert alone[0]["logprob"] == pytest.approx(rows[0]["logprob"], abs=1e-3)
+    assert alone[1]["logprob"] < rows[1]["logprob"] - 1.0
+    shuffled, _ = alm_score("--path", checkpoint, "--data", corpus[0], "--format", "jsonl", "--context", "line",
+                            "--batch-size", "1", stdin="\n".join(lines) + "\n")
+    assert [r["logprob"] for r in shuffled] == pytest.approx([r["logprob"] for r in alone], abs=1e-3)
+    proc = subprocess.run([sys.executable, "-m", "alm_plugin.cli.score", "--path", checkpoint, "--data",
+                           corpus[0]], input=lines[2] + "\n", capture_output=True, text=True, cwd=ROOT)
+    assert "words with characters the model never saw are scored as <unk> (counted in 'unk'), 1 in all" in proc.stderr
+    assert "'日本'" in proc.stderr
 
 
 def test_cache_posterior_command_lists_copied_and_spelled_words(trained, corpus, tmp_path):

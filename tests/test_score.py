@@ -84,6 +84,8 @@ def test_a_dictionary_mismatch_and_a_missing_file_are_one_line(model_and_text, t
     code, _, stderr = score("--path", checkpoint, "--data", tmp_path, text)
     assert code != 0 and "Traceback" not in stderr
     assert "dictionary mismatch" in stderr.strip().splitlines()[-1] and "--data" in stderr.strip().splitlines()[-1]
+    code, _, stderr = score("--path", checkpoint, "--context", "document", text)
+    assert code != 0 and "--context applies to the character models" in stderr.strip().splitlines()[-1]
     code, _, stderr = score("--path", checkpoint, tmp_path / "nope.txt")
     assert code != 0 and stderr.strip().splitlines()[-1] == f"alm-score: error: input file {tmp_path / 'nope.txt'} does not exist"
 

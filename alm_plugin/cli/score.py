@@ -17,6 +17,14 @@ Output (stdout), one row per input line, TSV with a header or JSON lines:
 ``line``, ``logprob`` (natural log of p(sentence </s>); ``--base2`` adds ``log2prob``),
 ``tokens`` (</s> included), ``unk`` and ``ppl`` (exp(-logprob / tokens)). The corpus summary
 goes to stderr and ends with ``ppl X`` (per token, </s> counted, as fairseq-eval-lm).
+
+Character models (``char_cache_lm``, ``hclm``, ``char_lstm_lm``) add ``chars`` (``|c|``: every
+character plus one space or line break per word) and ``bpc`` (bits per character) to each row
+and to the summary. They read the lines as one document by default, the context LSTM and the
+word cache carrying from line to line, as ``fairseq-eval-lm --batch-size 1`` reads a split
+(the same bpc and ppl); ``--context line`` scores each line alone. Their vocabulary is open: a
+word outside the training dictionary is spelled from its characters, not scored as ``<unk>``
+(only a word with a character the model never saw is, with a warning).
 """
 import argparse
 import json
@@ -25,7 +33,7 @@ import math
 import os
 import sys
 
-from ..scoring import LanguageModelScorer, ScoringError
+from ..scoring import CharacterModelScorer, LanguageModelScorer, ScoringError, is_character_model, load_models
 
 
 def read_lines(files):
@@ -62,6 +70,9 @@ def main(argv=None):
     parser.add_argument("--base2", action="store_true", help="also print log2 p(sentence)")
     parser.add_argument("--batch-size", type=int, default=64, help="most sentences per batch")
     parser.add_argument("--batch-tokens", type=int, default=8000, help="most tokens per batch")
+    parser.add_argument("--context", choices=["document", "line"],
+                        help="character models only: read the lines as one document, the state and the word "
+                             "cache carrying over (default, as fairseq-eval-lm), or score each line alone")
     parser.add_argument("--cpu", action="store_true", help="score on the CPU even when a GPU is there")
     args = parser.parse_args(argv)
     if args.batch_size < 1 or args.batch_tokens < 1:
@@ -82,28 +93,58 @@ def run(args):
         if args.bpe_codes and not os.path.isfile(args.bpe_codes):
             raise ScoringError(f"the BPE codes file {args.bpe_codes} does not exist")
         forms = TextForms("en" if args.tokenize == "none" else args.tokenize, args.bpe_codes)
-    scorer = LanguageModelScorer(args.path.split(":"), args.data, args.cpu, args.batch_tokens, args.batch_size)
+    paths = args.path.split(":")
+    loaded = load_models(paths, args.data, args.cpu)
     lines = list(read_lines(args.files))
     if forms is not None:
         source = "tok" if args.tokenize == "none" else "raw"
         lines = [forms.convert(line, source, "bpe" if args.bpe_codes else "tok") for line in lines]
-    encoded = [scorer.encode(line) for line in lines]
+    if is_character_model(loaded[0][0]):
+        scorer = CharacterModelScorer(paths, args.data, args.cpu, args.batch_tokens, args.batch_size, loaded,
+                                      document=args.context != "line")
+        encoded = scorer.encode_all(lines)
+        if scorer.unspellable:
+            examples = ", ".join(f"{w!r} ({n}x)" for w, n in scorer.unspellable[:5])
+            count = sum(n for _, n in scorer.unspellable)
+            print(f"alm-score: WARNING: words with characters the model never saw are scored as <unk> "
+                  f"(counted in 'unk'), {count} in all: {examples}", file=sys.stderr)
+    else:
+        if args.context is not None:
+            raise ScoringError("--context applies to the character models, which carry their state from "
+                               "line to line; a word-level model scores every line alone: drop the option")
+        scorer = LanguageModelScorer(paths, args.data, args.cpu, args.batch_tokens, args.batch_size, loaded=loaded)
+        encoded = [scorer.encode(line) for line in lines]
+    characters = scorer.characters_of if isinstance(scorer, CharacterModelScorer) else None
     scores = scorer.token_log_probs(encoded, progress_bar(len(encoded)))
-    unk = scorer.dictionary.unk()
-    total_logprob, total_tokens, total_unk = 0.0, 0, 0
+    report(encoded, scores, scorer.dictionary.unk(), characters, args)
+
+
+def report(encoded, scores, unk, characters, args):
+    """One row per line on stdout, the corpus summary on stderr; ``characters(tokens)`` gives
+    ``|c|`` for character models (their rows and summary add bits per character)."""
+    total_logprob, total_tokens, total_unk, total_chars = 0.0, 0, 0, 0
+    header = ["line", "logprob", *(["log2prob"] if args.base2 else []), "tokens",
+              *(["chars"] if characters else []), "unk", *(["bpc"] if characters else []), "ppl"]
     if args.format == "tsv":
-        print("\t".join(["line", "logprob", *(["log2prob"] if args.base2 else []), "tokens", "unk", "ppl"]))
+        print("\t".join(header))
     for number, (tokens, values) in enumerate(zip(encoded, scores), 1):
         logprob, count, unknown = float(values.double().sum()), len(tokens), int(tokens.eq(unk).sum())
         total_logprob, total_tokens, total_unk = total_logprob + logprob, total_tokens + count, total_unk + unknown
         row = {"line": number, "logprob": round(logprob, 4)}
         if args.base2:
             row["log2prob"] = round(logprob / math.log(2), 4)
-        row.update(tokens=count, unk=unknown, ppl=round(math.exp(-logprob / count), 4))
+        row["tokens"] = count
+        if characters:
+            chars = characters(tokens)
+            total_chars += chars
+            row.update(chars=chars, unk=unknown, bpc=round(-logprob / math.log(2) / max(chars, 1), 4))
+        row.update(unk=unknown, ppl=round(math.exp(-logprob / count), 4))
         print(json.dumps(row) if args.format == "jsonl" else "\t".join(map(str, row.values())))
     loss = -total_logprob / max(total_tokens, 1)
-    print(f"alm-score: {len(encoded)} sentences, {total_tokens} tokens (</s> included), {total_unk} <unk>; "
-          f"loss {loss:.4f} nats, {loss / math.log(2):.4f} bits per token, ppl {math.exp(loss):.2f}",
+    figures = (f"bpc {-total_logprob / math.log(2) / max(total_chars, 1):.4f}, word" if characters
+               else f"loss {loss:.4f} nats, {loss / math.log(2):.4f} bits per token,")
+    print(f"alm-score: {len(encoded)} sentences, {total_tokens} tokens (</s> included), "
+          f"{f'{total_chars} characters, ' if characters else ''}{total_unk} <unk>; {figures} ppl {math.exp(loss):.2f}",
           file=sys.stderr)
 
 

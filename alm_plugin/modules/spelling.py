@@ -12,7 +12,7 @@ Counting for bits per character (Kawakami et al. 2017, ``bpc = -log2 p(corpus) /
 every character of every word plus one for the space or line break after it. ``</s>``
 adds nothing, since the line break was already counted after the sentence's last word.
 """
-from typing import Tuple
+from typing import List, Optional, Tuple
 
 import torch
 import torch.nn as nn
@@ -36,11 +36,17 @@ def character_counts(dictionary) -> Tensor:
 class Spelling(nn.Module):
     """A table ``word id -> character ids + end-of-word`` (rebuilt from the dictionary)."""
 
-    def __init__(self, dictionary):
+    def __init__(self, dictionary, characters: Optional[List[str]] = None):
+        """``characters``: keep this character inventory (a trained model's), so that a
+        dictionary extended with new words spells them with the ids the model learnt; every
+        character of the dictionary must be in it."""
         super().__init__()
         words = word_spellings(dictionary)
-        self.characters = sorted({c for word in words for c in word})
+        self.characters = sorted({c for word in words for c in word}) if characters is None else list(characters)
         index = {c: i + NUM_SPECIAL_CHARACTERS for i, c in enumerate(self.characters)}
+        unknown = {c for word in words for c in word} - index.keys()
+        if unknown:
+            raise ValueError(f"characters outside the model's inventory: {''.join(sorted(unknown))}")
         longest = max(len(word) for word in words) + 1
         table = torch.full((len(words), longest), PAD, dtype=torch.long)
         for row, word in enumerate(words):
