@@ -1,23 +1,52 @@
 #!/usr/bin/env bash
-# Install alm_plugin and fairseq on a CPU machine (Python 3.11): no CUDA download.
+# Install alm_plugin and fairseq into this Python (PYTHON=..., default python3).
 #
-# - torch: kept if already installed; otherwise torch==2.13.0 (the CPU wheel where the
-#   machine provides one).
-# - fairseq: the official 0.12.2 does not import on Python 3.11; `fairseq-fixed` (same import
+#   bash scripts/install.sh                         # from the package index
+#   bash scripts/install.sh --wheelhouse DIR        # offline: only the files in DIR (or WHEELHOUSE=DIR)
+#
+# DIR is made by scripts/make_wheelhouse.sh on a machine with an index, for the target's Python.
+#
+# - torch: an installed torch (e.g. a cluster's CUDA build) is kept; otherwise torch==2.13.0
+#   (the CPU wheel where the machine provides one; from DIR when offline).
+# - fairseq: the official 0.12.2 does not import on Python >= 3.11; `fairseq-fixed` (same import
 #   name) does. It is built without build isolation (else pip pulls a CUDA torch into the
-#   throw-away build environment) and without its declared deps (torchaudio is unused).
-# - numpy<2: fairseq's data code uses np.compat, gone in numpy 2.
+#   throw-away build environment, or, offline, fails to fetch the build tools) and without its
+#   declared deps (torchaudio is unused).
+# - the rest: scripts/requirements.txt (numpy<2: fairseq's data code uses np.compat).
 set -euo pipefail
 PY=${PYTHON:-python3}
+WHEELHOUSE=${WHEELHOUSE:-}
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --wheelhouse) WHEELHOUSE=${2:?--wheelhouse needs a directory}; shift 2 ;;
+    --wheelhouse=*) WHEELHOUSE=${1#*=}; shift ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    *) echo "install.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
 cd "$(dirname "$0")/.."
 
-if ! $PY -c "import torch" 2>/dev/null; then
-  $PY -m pip install -q "torch==2.13.0"
+PIP=("$PY" -m pip install -q)
+if [[ -n $WHEELHOUSE ]]; then
+  if [[ ! -d $WHEELHOUSE ]] || ! compgen -G "$WHEELHOUSE/fairseq[-_]fixed-*" >/dev/null; then
+    echo "install.sh: $WHEELHOUSE is not a wheelhouse (no fairseq-fixed in it): make one on a machine" \
+         "with a package index: bash scripts/make_wheelhouse.sh --python-version X.Y --dest $WHEELHOUSE" >&2
+    exit 2
+  fi
+  WHEELHOUSE=$(cd "$WHEELHOUSE" && pwd)
+  # nothing from an index, sdists built with what is installed
+  PIP+=(--no-index --find-links "$WHEELHOUSE" --no-build-isolation)
+  "${PIP[@]}" setuptools wheel cython "numpy<2"
 fi
-$PY -m pip install -q "numpy<2" cython setuptools wheel cffi "hydra-core==1.3.2" "omegaconf==2.3.0" \
-  regex sacrebleu tqdm bitarray packaging scikit-learn sacremoses subword-nmt pytest matplotlib
-if ! $PY -c "import fairseq" 2>/dev/null; then
-  $PY -m pip install -q --no-build-isolation --no-deps "fairseq-fixed==0.12.3.1"
+
+if ! "$PY" -c "import torch" 2>/dev/null; then
+  "${PIP[@]}" "torch==2.13.0" || {
+    echo "install.sh: no torch installed and none could be installed${WHEELHOUSE:+ from $WHEELHOUSE}:" \
+         "install your torch build first (it is kept), or put its wheel in the wheelhouse" >&2; exit 1; }
 fi
-$PY -m pip install -q --no-deps --no-build-isolation -e .
-$PY -c "import fairseq, torch, alm_plugin; print(f'alm_plugin ready: fairseq {fairseq.__version__}, torch {torch.__version__}')"
+"${PIP[@]}" -r scripts/requirements.txt
+if ! "$PY" -c "import fairseq" 2>/dev/null; then
+  "${PIP[@]}" --no-build-isolation --no-deps "fairseq-fixed==0.12.3.1"
+fi
+"${PIP[@]}" --no-deps --no-build-isolation -e .
+"$PY" -c "import fairseq, torch, alm_plugin; print(f'alm_plugin ready: fairseq {fairseq.__version__}, torch {torch.__version__}, CUDA {torch.cuda.is_available()}')"

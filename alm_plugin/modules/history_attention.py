@@ -35,7 +35,8 @@ class SingleScore(nn.Module):
         """A scalar per memory slot: ``(B, S, d) -> (B, S, 1)``."""
         return self.v(torch.tanh(self.key_proj(memory)))
 
-    def forward(self, queries: Tensor, keys: Tensor) -> Tensor:
+    def forward(self, queries: Tensor, keys: Tensor, allowed: Optional[Tensor] = None) -> Tensor:
+        """Scores ``(B, Q, S)``; ``allowed`` is not needed: the grid is a free broadcast."""
         return keys.transpose(1, 2).expand(-1, queries.size(1), -1)
 
 
@@ -81,7 +82,8 @@ class DotScore(nn.Module):
     def keys(self, memory: Tensor) -> Tensor:
         return memory
 
-    def forward(self, queries: Tensor, keys: Tensor) -> Tensor:
+    def forward(self, queries: Tensor, keys: Tensor, allowed: Optional[Tensor] = None) -> Tensor:
+        """Scores ``(B, Q, S)``; ``allowed`` is not needed: one matrix product is cheaper whole."""
         return torch.bmm(queries, keys.transpose(1, 2))
 
 
@@ -97,7 +99,9 @@ class CausalHistoryAttention(nn.Module):
     (Salton et al. Eq. 3-4; AMSRN's ``alpha``).
 
     Args:
-        score: a score module with ``keys(memory)`` and ``forward(queries, keys)``.
+        score: a score module with ``keys(memory)`` and ``forward(queries, keys, allowed)``
+            (``allowed`` ``(Q, S)``: the pairs that will be read, so a pairwise score may
+            compute only those).
         include_current: the memory runs to ``h_t`` instead of ``h_{t-1}``.
         initial_slot: the memory starts with the initial state ``h_0 = 0``.
         window: remember only the ``window`` most recent states (0: the whole sample).
@@ -135,10 +139,7 @@ class CausalHistoryAttention(nn.Module):
     def _attend(self, queries, memory, keys, allowed, time_allowed=None) -> Tuple[Tensor, Tensor]:
         """``allowed`` ``(B, Q, S)``; ``time_allowed`` ``(Q, S)``, the same for every row (the
         pairs a pairwise score computes)."""
-        if time_allowed is not None and isinstance(self.score, CombinedScore):
-            scores = self.score(queries, keys, time_allowed)
-        else:
-            scores = self.score(queries, keys)
+        scores = self.score(queries, keys, time_allowed)
         weights = masked_softmax(scores, allowed)
         return torch.bmm(weights, memory), weights
 

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Download, on a machine with a package index, everything scripts/install.sh needs besides
+# torch, for a target Python on x86-64 Linux, so that `install.sh --wheelhouse DIR` works
+# where there is no index (a GPU cluster node, a firewalled machine).
+#
+#   bash scripts/make_wheelhouse.sh --python-version 3.12 --dest wheelhouse
+#   scp -r wheelhouse gpu-node: ; ssh gpu-node 'bash alm_plugin/scripts/install.sh --wheelhouse ~/wheelhouse'
+#
+# Options: --python-version X.Y (default: this Python's), --dest DIR (default: wheelhouse),
+# --with-torch (also torch==2.13.0 from the index; a cluster usually has its own CUDA torch).
+# Binary wheels for the target; sdists for the two packages that have no wheel
+# (antlr4-python3-runtime, hydra's parser runtime, and fairseq-fixed, built on the target).
+set -euo pipefail
+PY=${PYTHON:-python3}
+TARGET=""
+DEST=wheelhouse
+WITH_TORCH=0
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --python-version) TARGET=${2:?--python-version needs X.Y}; shift 2 ;;
+    --dest) DEST=${2:?--dest needs a directory}; shift 2 ;;
+    --with-torch) WITH_TORCH=1; shift ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    *) echo "make_wheelhouse.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+cd "$(dirname "$0")/.."
+TARGET=${TARGET:-$("$PY" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')}
+if [[ ! $TARGET =~ ^3\.[0-9]+$ ]]; then
+  echo "make_wheelhouse.sh: --python-version $TARGET: give X.Y, e.g. 3.12" >&2; exit 2
+fi
+mkdir -p "$DEST"
+# every manylinux tag pip may pick for a recent x86-64 Linux (pip matches them exactly)
+PLATFORMS=()
+for tag in manylinux_2_28 manylinux_2_27 manylinux_2_24 manylinux_2_17 manylinux2014 manylinux1; do
+  PLATFORMS+=(--platform "${tag}_x86_64")
+done
+BINARY=("$PY" -m pip download -q --dest "$DEST" --only-binary=:all: --python-version "$TARGET"
+        --implementation cp "${PLATFORMS[@]}")
+# hydra-core and omegaconf need the antlr runtime, which has no wheel: their deps are named here
+NO_DEPS=$(grep -E '^(hydra-core|omegaconf)' scripts/requirements.txt)
+mapfile -t WITH_DEPS < <(grep -vE '^(#|$|hydra-core|omegaconf)' scripts/requirements.txt)
+"${BINARY[@]}" "${WITH_DEPS[@]}" PyYAML
+"${BINARY[@]}" --no-deps $NO_DEPS
+"$PY" -m pip download -q --dest "$DEST" --no-deps --no-binary=:all: --no-build-isolation "antlr4-python3-runtime==4.9.3" \
+  "fairseq-fixed==0.12.3.1"
+if [[ $WITH_TORCH == 1 ]]; then
+  "${BINARY[@]}" "torch==2.13.0"
+fi
+echo "wheelhouse for Python $TARGET: $DEST ($(ls "$DEST" | wc -l) files, $(du -sh "$DEST" | cut -f1));" \
+     "install with: bash scripts/install.sh --wheelhouse $DEST"
