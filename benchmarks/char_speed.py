@@ -62,9 +62,9 @@ def fairseq(tool, *args, threads):
     return proc.stdout + proc.stderr
 
 
-def speeds(data, task, criterion, margs, updates, save_dir, threads):
+def speeds(data, task, criterion, margs, updates, save_dir, threads, device="cpu"):
     shutil.rmtree(save_dir, ignore_errors=True)  # else fairseq resumes the last run and trains nothing
-    task = ["--user-dir", "alm_plugin", "--cpu", *task]
+    task = ["--user-dir", "alm_plugin", *(["--cpu"] if device == "cpu" else []), *task]
     output = fairseq("train", data, *task, "--criterion", criterion, "--optimizer", "adam", "--lr", "0.002",
                      "--clip-norm", "10", "--batch-size", "10", "--max-update", updates,
                      "--disable-validation", "--save-dir", save_dir, "--no-epoch-checkpoints",
@@ -86,6 +86,9 @@ def main():
     parser.add_argument("--repeats", type=int, default=2, help="interleaved runs per model")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--save-dir", default=os.path.join(ROOT, "checkpoints", "char_speed"))
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", choices=["cpu", "cuda"],
+                        help="where fairseq trains and scores (default: the GPU when there is one)")
+    parser.add_argument("--json", help="also write the figures to this JSON file")
     args = parser.parse_args()
 
     per_word = {s: characters_per_word(args.data, s) for s in ("train", "valid")}
@@ -94,20 +97,31 @@ def main():
     for repeat in range(args.repeats):
         for name, margs in models.items():
             save_dir = os.path.join(args.save_dir, name.split()[0])
-            train, evaluate = speeds(args.data, *margs, args.updates, save_dir, args.threads)
+            train, evaluate = speeds(args.data, *margs, args.updates, save_dir, args.threads, args.device)
             results[name].append((train * per_word["train"], evaluate * per_word["valid"]))
             print(f"  run {repeat + 1}: {name:22s} train {results[name][-1][0]:8.0f} chars/s   "
                   f"eval-lm {results[name][-1][1]:8.0f} chars/s", flush=True)
     medians = {name: [statistics.median(v[i] for v in values) for i in range(2)]
                for name, values in results.items()}
     hclm, word_lstm = medians["hclm"], medians["lstm_lm (word level)"]
-    print(f"\ncharacters/s, {os.path.basename(os.path.normpath(args.data))}, LSTMs of {args.size}, "
-          f"chars {args.embed}, 10 streams x 35 words, {args.updates} updates, median of {args.repeats}")
+    where = torch.cuda.get_device_name() if args.device == "cuda" else f"CPU, {args.threads} threads"
+    title = (f"characters/s, {os.path.basename(os.path.normpath(args.data))}, LSTMs of {args.size}, "
+             f"chars {args.embed}, 10 streams x 35 words, {args.updates} updates, {where}, median of {args.repeats}")
+    print(f"\n{title}")
     print(f"{'model':22s} {'train chars/s':>13s} {'vs hclm':>8s} {'vs lstm_lm':>10s} "
           f"{'eval chars/s':>13s} {'vs hclm':>8s} {'vs lstm_lm':>10s}")
     for name, (train, evaluate) in medians.items():
         print(f"{name:22s} {train:13.0f} {train / hclm[0]:8.2f} {train / word_lstm[0]:10.2f} "
               f"{evaluate:13.0f} {evaluate / hclm[1]:8.2f} {evaluate / word_lstm[1]:10.2f}")
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump({"title": title, "device": where, "torch": torch.__version__, "argv": sys.argv[1:],
+                       "train_chars_per_s": {n: round(v[0]) for n, v in medians.items()},
+                       "eval_chars_per_s": {n: round(v[1]) for n, v in medians.items()},
+                       "train_vs_hclm": {n: round(v[0] / hclm[0], 3) for n, v in medians.items()},
+                       "eval_vs_hclm": {n: round(v[1] / hclm[1], 3) for n, v in medians.items()}}, f, indent=1)
+        print(f"wrote {args.json}")
 
 
 if __name__ == "__main__":

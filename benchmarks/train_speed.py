@@ -4,6 +4,8 @@
     python benchmarks/train_speed.py                                  # shipped sample, 2 x 650
     python benchmarks/train_speed.py --data data-bin/ptb --updates 80 # PTB (prepare it first)
     python benchmarks/train_speed.py --mode model --data data-bin/ptb # against a bare nn.LSTM LM
+    python benchmarks/train_speed.py --mode model --data data-bin/ptb --device cuda \
+        --precision fp32,bf16,fp16 --json benchmarks/results/gpu/train_speed_model.json
 
 ``--mode fairseq`` (default): each run is a real `fairseq-train` (sentence_language_modeling,
 batch 32, SGD, no validation, no checkpoints); the figure is fairseq's own `wps` of the whole
@@ -13,6 +15,11 @@ run, beside fairseq's `lstm_lm` (runs interleaved, median of the repeats).
 32 x 35 batches of the data, in this process, one model after another and repeated, with a
 bare PyTorch LSTM LM (embedding, ``nn.LSTM``, dropout, tied softmax: PyTorch's
 word_language_model) as the baseline. What our models add over it is what they cost.
+
+On a GPU (``--device cuda``, the default where one is present) ``--precision`` adds mixed
+precision: ``bf16`` / ``fp16`` run the step under ``torch.autocast`` (fp16 with a gradient
+scaler), and in ``--mode fairseq`` pass fairseq's own ``--bf16`` / ``--fp16``. ``--json`` writes
+every figure and ratio to a file (the GPU results under ``benchmarks/results/gpu/``).
 """
 import argparse
 import json
@@ -44,9 +51,13 @@ def model_args(size, layers, dropout):
     }
 
 
-def train_wps(data, args, updates, threads):
+PRECISION_FLAGS = {"fp32": [], "bf16": ["--bf16"], "fp16": ["--fp16"]}
+
+
+def train_wps(data, args, updates, threads, device="cpu", precision="fp32"):
+    placement = ["--cpu"] if device == "cpu" else PRECISION_FLAGS[precision]
     command = [sys.executable, "-c", "from fairseq_cli.train import cli_main; cli_main()", data,
-               "--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--cpu",
+               "--user-dir", "alm_plugin", "--task", "sentence_language_modeling", *placement,
                "--optimizer", "sgd", "--lr", "1.0", "--clip-norm", "5", "--batch-size", "32",
                "--max-update", str(updates), "--disable-validation", "--no-save",
                "--log-format", "json", "--log-interval", "1000", "--seed", "1", "--num-workers", "0",
@@ -93,11 +104,12 @@ def model_speeds(args):
     from fairseq.data import Dictionary, data_utils
 
     torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
     dictionary = Dictionary.load(os.path.join(args.data, "dict.txt"))
     sentences = data_utils.load_indexed_dataset(os.path.join(args.data, "train"), dictionary)
     stream = torch.cat([sentences[i] for i in range(min(len(sentences), 4000))])
     size, layers, dropout = int(args.size), int(args.layers), float(args.dropout)
-    batches = [stream[i * 32 * 36:(i + 1) * 32 * 36].view(32, 36) for i in range(args.updates)]
+    batches = [stream[i * 32 * 36:(i + 1) * 32 * 36].view(32, 36).to(device) for i in range(args.updates)]
     bare = BareLSTMLanguageModel(len(dictionary), size, layers, dropout)
     models = {"bare nn.LSTM LM": (bare, bare),
               "alm_lstm": our_model("alm_lstm", dictionary, size, layers, dropout),
@@ -105,26 +117,46 @@ def model_speeds(args):
               "attentive_lm combined": our_model("attentive_lm", dictionary, size, layers, dropout,
                                                  attention_score="combined"),
               "amsrn tied": our_model("amsrn", dictionary, size, layers, dropout, memory_selection="tied")}
+    for _, module in models.values():
+        module.to(device)
 
-    def run(forward, module):
+    def synchronize():
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+
+    def run(forward, module, precision):
         module.train()
         optimizer = torch.optim.SGD(module.parameters(), lr=0.1)
+        dtype = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+        scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
+        synchronize()
         start = time.perf_counter()
         for batch in batches:
-            logits = forward(batch[:, :-1])
-            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), batch[:, 1:].reshape(-1))
+            with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
+                logits = forward(batch[:, :-1])
+                loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)).float(),
+                                                         batch[:, 1:].reshape(-1))
+            if not torch.isfinite(loss):
+                raise SystemExit(f"{precision}: the loss is {loss.item()} (overflow?)")
             optimizer.zero_grad()
-            loss.backward()
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)
             torch.nn.utils.clip_grad_norm_(module.parameters(), 5.0)
-            optimizer.step()
+            scaler.step(optimizer)
+            scaler.update()
+        synchronize()
         return len(batches) * 32 * 35 / (time.perf_counter() - start)
 
-    for forward, module in models.values():  # warm-up
-        run(forward, module)
-    print_ratios(measure({name: (lambda m=m: run(*m)) for name, m in models.items()}, args.repeats),
-                 "bare nn.LSTM LM", f"training step tokens/s, {os.path.basename(os.path.normpath(args.data))}, "
-                 f"{layers} x {size}, batch 32 x 35, {args.updates} steps, {args.threads} threads, "
-                 f"median of {args.repeats}")
+    runs = {f"{name} {precision}" if len(args.precisions) > 1 else name: (lambda m=m, p=precision: run(*m, p))
+            for precision in args.precisions for name, m in models.items()}
+    for measure_once in runs.values():  # warm-up (cuDNN plans, the allocator, autocast caches)
+        measure_once()
+    baseline = "bare nn.LSTM LM" + (f" {args.precisions[0]}" if len(args.precisions) > 1 else "")
+    title = (f"training step tokens/s, {os.path.basename(os.path.normpath(args.data))}, {layers} x {size}, "
+             f"batch 32 x 35, {args.updates} steps, {device_name(device, args.threads)}, median of {args.repeats}")
+    speeds = measure(runs, args.repeats)
+    print_ratios(speeds, baseline, title)
+    write_json(args, speeds, baseline, title, device)
 
 
 def measure(runs, repeats):
@@ -146,6 +178,26 @@ def print_ratios(speeds, baseline_name, title):
         print(f"{name:24s} {median:9.0f} {median / baseline:24.2f}")
 
 
+def device_name(device, threads):
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU, {threads} threads"
+
+
+def write_json(args, speeds, baseline, title, device):
+    """Every run, the medians and the ratios to the baseline, with what produced them."""
+    if not args.json:
+        return
+    medians = {name: statistics.median(values) for name, values in speeds.items()}
+    result = {"title": title, "mode": args.mode, "device": device_name(device, args.threads),
+              "torch": torch.__version__, "argv": sys.argv[1:], "baseline": baseline,
+              "tokens_per_s": {name: round(v) for name, v in medians.items()},
+              "ratio": {name: round(v / medians[baseline], 3) for name, v in medians.items()},
+              "runs": {name: [round(v) for v in values] for name, values in speeds.items()}}
+    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+    with open(args.json, "w") as f:
+        json.dump(result, f, indent=1)
+    print(f"wrote {args.json}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mode", choices=["fairseq", "model"], default="fairseq",
@@ -157,15 +209,32 @@ def main():
     parser.add_argument("--updates", type=int, default=60, help="training updates per run")
     parser.add_argument("--repeats", type=int, default=2, help="interleaved runs per model")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", choices=["cpu", "cuda"],
+                        help="where to train (default: the GPU when there is one)")
+    parser.add_argument("--precision", default="fp32",
+                        help="comma-separated, from fp32, bf16, fp16 (bf16/fp16 need --device cuda)")
+    parser.add_argument("--json", help="also write the figures to this JSON file")
     args = parser.parse_args()
+    args.precisions = args.precision.split(",")
+    unknown = [p for p in args.precisions if p not in PRECISION_FLAGS]
+    if unknown or (args.device == "cpu" and args.precisions != ["fp32"]):
+        parser.error(f"--precision {args.precision}: fp32, bf16 or fp16, and only fp32 on the CPU")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: this machine has no GPU that torch can see")
     if args.mode == "model":
         return model_speeds(args)
 
     models = model_args(args.size, args.layers, args.dropout)
-    runs = {name: (lambda m=m: train_wps(args.data, m, args.updates, args.threads)) for name, m in models.items()}
-    print_ratios(measure(runs, args.repeats), "lstm_lm (fairseq)",
-                 f"training tokens/s, {os.path.basename(os.path.normpath(args.data))}, {args.layers} x "
-                 f"{args.size}, batch 32 sentences, {args.updates} updates, median of {args.repeats}")
+    runs = {f"{name} {precision}" if len(args.precisions) > 1 else name:
+            (lambda m=m, p=precision: train_wps(args.data, m, args.updates, args.threads, args.device, p))
+            for precision in args.precisions for name, m in models.items()}
+    baseline = "lstm_lm (fairseq)" + (f" {args.precisions[0]}" if len(args.precisions) > 1 else "")
+    title = (f"training tokens/s, {os.path.basename(os.path.normpath(args.data))}, {args.layers} x {args.size}, "
+             f"batch 32 sentences, {args.updates} updates, {device_name(torch.device(args.device), args.threads)}, "
+             f"median of {args.repeats}")
+    speeds = measure(runs, args.repeats)
+    print_ratios(speeds, baseline, title)
+    write_json(args, speeds, baseline, title, torch.device(args.device))
 
 
 if __name__ == "__main__":

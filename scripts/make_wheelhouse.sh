@@ -7,7 +7,10 @@
 #   scp -r wheelhouse gpu-node: ; ssh gpu-node 'bash alm_plugin/scripts/install.sh --wheelhouse ~/wheelhouse'
 #
 # Options: --python-version X.Y (default: this Python's), --dest DIR (default: wheelhouse),
-# --with-torch (also torch==2.13.0 from the index; a cluster usually has its own CUDA torch).
+# --with-torch (also torch==2.13.0 from the index; a cluster usually has its own CUDA torch),
+# --have NAME,NAME,... (packages the target already has in a version that will do: their
+# files are left out, e.g. to carry a small wheelhouse to a machine with a rich image;
+# numpy is never left out, since fairseq needs numpy<2).
 # Binary wheels for the target; sdists for the two packages that have no wheel
 # (antlr4-python3-runtime, hydra's parser runtime, and fairseq-fixed, built on the target).
 set -euo pipefail
@@ -15,12 +18,14 @@ PY=${PYTHON:-python3}
 TARGET=""
 DEST=wheelhouse
 WITH_TORCH=0
+HAVE=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --python-version) TARGET=${2:?--python-version needs X.Y}; shift 2 ;;
     --dest) DEST=${2:?--dest needs a directory}; shift 2 ;;
     --with-torch) WITH_TORCH=1; shift ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --have) HAVE=${2:?--have needs NAME,NAME,...}; shift 2 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "make_wheelhouse.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -47,5 +52,15 @@ mapfile -t WITH_DEPS < <(grep -vE '^(#|$|hydra-core|omegaconf)' scripts/requirem
 if [[ $WITH_TORCH == 1 ]]; then
   "${BINARY[@]}" "torch==2.13.0"
 fi
+# a file's project name, normalised as pip does (lower case, runs of - _ . as -)
+normalise() { echo "$1" | tr 'A-Z' 'a-z' | sed -E 's/[-_.]+/-/g'; }
+for name in ${HAVE//,/ }; do
+  wanted=$(normalise "$name")
+  [[ $wanted == numpy ]] && continue
+  for file in "$DEST"/*; do
+    project=$(basename "$file" | sed -E 's/-[0-9].*//')
+    [[ $(normalise "$project") == "$wanted" ]] && rm -f "$file"
+  done
+done
 echo "wheelhouse for Python $TARGET: $DEST ($(ls "$DEST" | wc -l) files, $(du -sh "$DEST" | cut -f1));" \
      "install with: bash scripts/install.sh --wheelhouse $DEST"

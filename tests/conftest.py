@@ -14,6 +14,29 @@ SAMPLE_DATA = os.path.join(ROOT, "data-bin", "wikitext-2-sample")
 SHARED_DATA = os.path.join(ROOT, "..", "shared", "data")
 
 
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "cuda: the test runs on the GPU (pytest -m cuda runs only those)")
+
+
+def pytest_generate_tests(metafunc):
+    """A test that takes ``device`` runs on the CPU and, where torch sees one, on the GPU too
+    (marked ``cuda``): the same assertions, no skipped copies on a CPU-only machine."""
+    if "device" in metafunc.fixturenames:
+        metafunc.parametrize("device", [pytest.param(d, marks=[pytest.mark.cuda] if d == "cuda" else [])
+                                        for d in DEVICES])
+
+
+@pytest.fixture(autouse=True)
+def _full_fp32_on_the_gpu():
+    """cuDNN's LSTMs may use TF32 (10-bit mantissa) by default: compare in full float32."""
+    if torch.cuda.is_available():
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+
+
 @pytest.fixture
 def dictionary():
     d = Dictionary()

@@ -111,7 +111,7 @@ def stream_of(d, text):
 TEXT = "the cat sat on the mat </s> the dog ran far away </s> a cat sat on a mat </s> the cat ran x x"
 
 
-def chunked_scores(decoder, stream, chunk, rows=1):
+def chunked_scores(decoder, stream, chunk, rows=1, device="cpu"):
     """Score the stream with the task's dataset: ``rows`` streams, chunks of ``chunk`` words."""
     words = torch.tensor(stream[1:])
     data = WordStreamDataset(words, rows, chunk, decoder.dictionary.pad(), decoder.dictionary.eos())
@@ -119,22 +119,24 @@ def chunked_scores(decoder, stream, chunk, rows=1):
     with torch.no_grad():
         for i in range(len(data)):
             item = data[i]
-            log_probs, _ = decoder(item["source"], item["target"], item["streams"],
+            log_probs, _ = decoder(item["source"].to(device), item["target"].to(device), item["streams"],
                                    torch.full((rows,), item["position"]))
-            scores.append(log_probs.squeeze(-1))
+            scores.append(log_probs.squeeze(-1).cpu())
     scores = torch.cat(scores, 1).flatten()
     return scores[: len(stream) - 1]
 
 
 @pytest.mark.parametrize("kind", sorted(REFERENCES))
-def test_vectorised_model_equals_word_by_word_reference_across_chunks(kind):
+def test_vectorised_model_equals_word_by_word_reference_across_chunks(kind, device):
     d = word_dictionary()
     decoder = build(kind, d)
     stream = stream_of(d, TEXT)
-    expected = torch.tensor(REFERENCES[kind](decoder, stream), dtype=torch.double)
+    expected = torch.tensor(REFERENCES[kind](decoder, stream), dtype=torch.double)  # on the CPU
     assert len(expected) == 25 and torch.isfinite(expected).all()
+    decoder.to(device)
     for chunk in (4, 7, 100):  # state (context LSTM and cache) carried across chunks
-        torch.testing.assert_close(chunked_scores(decoder, stream, chunk), expected, rtol=0, atol=1e-9)
+        torch.testing.assert_close(chunked_scores(decoder, stream, chunk, device=device), expected,
+                                   rtol=0, atol=1e-9)
 
 
 def test_cache_adds_mass_to_repeated_words_only():
@@ -281,15 +283,15 @@ def test_mixture_over_a_closed_vocabulary_sums_to_at_most_one():
     assert 0.05 < lam < 0.95
 
 
-def test_no_peeking_at_future_words():
+def test_no_peeking_at_future_words(device):
     d = word_dictionary()
     for kind in REFERENCES:
-        decoder = build(kind, d)
+        decoder = build(kind, d).to(device)
         stream = stream_of(d, TEXT)
         changed = list(stream)
         changed[12] = d.index("x")
-        a = chunked_scores(decoder, stream, 100)
-        b = chunked_scores(decoder, changed, 100)
+        a = chunked_scores(decoder, stream, 100, device=device)
+        b = chunked_scores(decoder, changed, 100, device=device)
         # targets 0..10 are words 1..11; float64 rounding may differ with the batch of distinct
         # words the encoder reads (the changed word is in it), a peek would differ by far more
         torch.testing.assert_close(a[:11], b[:11], rtol=0, atol=1e-10, msg=kind)

@@ -75,12 +75,13 @@ def hand_computed_nll(checkpoint, sequences, limit):
 
 
 @pytest.mark.parametrize("tokens_per_sample", ["35", "5"])
-def test_eval_lm_perplexity_equals_hand_computation(trained, tokens_per_sample):
-    """Every test sentence scored whole, whatever --tokens-per-sample (a training option)."""
+def test_eval_lm_perplexity_equals_hand_computation(trained, tokens_per_sample, device):
+    """Every test sentence scored whole, whatever --tokens-per-sample (a training option); on
+    the GPU too where there is one (the hand computation stays on the CPU)."""
     save_dir, _ = trained
     checkpoint = save_dir / "checkpoint_best.pt"
     _, output = run("eval_lm", SAMPLE_DATA, "--path", checkpoint, "--user-dir", "alm_plugin",
-                    "--task", "sentence_language_modeling", "--cpu", "--batch-size", "7",
+                    "--task", "sentence_language_modeling", *(["--cpu"] if device == "cpu" else []), "--batch-size", "7",
                     "--output-word-probs", "--tokens-per-sample", tokens_per_sample)
     loss_base2, ppl = eval_lm_result(output)
     sentences = list(data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "test"), None))

@@ -26,7 +26,7 @@ VARIANTS = [
 ]
 
 
-def make_decoder(dictionary, **overrides):
+def make_decoder(dictionary, device="cpu", **overrides):
     if overrides.pop("plain_lstm", False):
         config, decoder_cls, overrides = RecurrentLMConfig, LSTMDecoder, {"embed_dim": 12, **overrides}
     else:
@@ -36,7 +36,7 @@ def make_decoder(dictionary, **overrides):
     decoder = decoder_cls(cfg, dictionary)
     for p in decoder.parameters():  # the paper's tiny init makes attention near-uniform: sharpen it
         torch.nn.init.normal_(p, std=0.5)
-    return decoder.eval()
+    return decoder.to(device).eval()
 
 
 def log_probs(decoder, tokens):
@@ -44,12 +44,12 @@ def log_probs(decoder, tokens):
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_no_peeking_at_future_tokens(dictionary, variant):
-    decoder = make_decoder(dictionary, **variant)
-    tokens = random_tokens(dictionary, 2, 9)
+def test_no_peeking_at_future_tokens(dictionary, variant, device):
+    decoder = make_decoder(dictionary, device, **variant)
+    tokens = random_tokens(dictionary, 2, 9).to(device)
     for t in range(9):
         changed = tokens.clone()
-        changed[:, t:] = random_tokens(dictionary, 2, 9 - t)
+        changed[:, t:] = random_tokens(dictionary, 2, 9 - t).to(device)
         changed[:, t] = (tokens[:, t] - dictionary.nspecial + 1) % (len(dictionary) - dictionary.nspecial) + dictionary.nspecial
         before, after = log_probs(decoder, tokens), log_probs(decoder, changed)
         torch.testing.assert_close(before[:, :t], after[:, :t], rtol=0, atol=1e-6)
@@ -57,9 +57,9 @@ def test_no_peeking_at_future_tokens(dictionary, variant):
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_incremental_equals_full_forward(dictionary, variant):
-    decoder = make_decoder(dictionary, **variant)
-    tokens = random_tokens(dictionary, 3, 10)
+def test_incremental_equals_full_forward(dictionary, variant, device):
+    decoder = make_decoder(dictionary, device, **variant)
+    tokens = random_tokens(dictionary, 3, 10).to(device)
     full, full_extra = decoder(tokens)
     state, steps = {}, []
     for t in range(tokens.size(1)):
@@ -71,20 +71,20 @@ def test_incremental_equals_full_forward(dictionary, variant):
         # the step's weights are the full forward's row, restricted to the remembered slots
         row = full_extra["history_attn"][0][:, t]
         offset = 1 if decoder.attention.initial_slot else 0
-        slot_times = torch.arange(row.size(-1)) + 1 - offset
-        remembered = decoder.attention._allowed(torch.tensor([t + 1]), slot_times)[0]
+        slot_times = torch.arange(row.size(-1), device=device) + 1 - offset
+        remembered = decoder.attention._allowed(torch.tensor([t + 1], device=device), slot_times)[0]
         torch.testing.assert_close(extra["history_attn"][0][:, 0], row[:, remembered], atol=1e-6, rtol=1e-5)
     torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("variant", [VARIANTS[1], VARIANTS[5], VARIANTS[-1]])
-def test_reordered_incremental_state_follows_beams(dictionary, variant):
-    decoder = make_decoder(dictionary, **variant)
-    tokens = random_tokens(dictionary, 3, 6)
+def test_reordered_incremental_state_follows_beams(dictionary, variant, device):
+    decoder = make_decoder(dictionary, device, **variant)
+    tokens = random_tokens(dictionary, 3, 6).to(device)
     state = {}
     for t in range(4):
         decoder(tokens[:, : t + 1], incremental_state=state)
-    order = torch.tensor([2, 0, 0])
+    order = torch.tensor([2, 0, 0], device=device)
     decoder.reorder_incremental_state(state, order)
     reordered = tokens[order]
     out, _ = decoder(reordered[:, :5], incremental_state=state)
@@ -92,10 +92,10 @@ def test_reordered_incremental_state_follows_beams(dictionary, variant):
 
 
 @pytest.mark.parametrize("variant", VARIANTS[:3] + VARIANTS[5:9] + VARIANTS[-1:])
-def test_sentence_scores_the_same_alone_and_in_a_padded_batch(dictionary, variant):
-    decoder = make_decoder(dictionary, **variant)
-    short, long = random_tokens(dictionary, 1, 4), random_tokens(dictionary, 1, 9)
-    batch = torch.full((2, 9), dictionary.pad())
+def test_sentence_scores_the_same_alone_and_in_a_padded_batch(dictionary, variant, device):
+    decoder = make_decoder(dictionary, device, **variant)
+    short, long = random_tokens(dictionary, 1, 4).to(device), random_tokens(dictionary, 1, 9).to(device)
+    batch = torch.full((2, 9), dictionary.pad(), device=device)
     batch[0, :4], batch[1] = short[0], long[0]
     alone = log_probs(decoder, short)
     padded = log_probs(decoder, batch)

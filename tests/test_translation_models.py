@@ -121,11 +121,11 @@ def test_beam_results_do_not_depend_on_the_batch(dictionaries, variant):
 
 
 @pytest.mark.parametrize("variant", DECODERS)
-def test_incremental_decoding_equals_full_forward_and_attends_to_real_source_words(dictionaries, variant):
-    model = make_model(dictionaries, **variant)
+def test_incremental_decoding_equals_full_forward_and_attends_to_real_source_words(dictionaries, variant, device):
+    model = make_model(dictionaries, **variant).to(device)
     sample = left_padded(sources(dictionaries, [8, 3]), dictionaries[0].pad())
-    encoder_out = model.encoder(**sample["net_input"])
-    targets = random_tokens(dictionaries[1], 2, 7)
+    encoder_out = model.encoder(**{k: v.to(device) for k, v in sample["net_input"].items()})
+    targets = random_tokens(dictionaries[1], 2, 7).to(device)
     full, extra = model.decoder(targets, encoder_out)
     state, steps, weights = {}, [], []
     for t in range(targets.size(1)):
@@ -137,15 +137,16 @@ def test_incremental_decoding_equals_full_forward_and_attends_to_real_source_wor
     # source attention: (B, T, S), a distribution over the 4 real words of the short source
     attention = extra["attn"][0]
     assert attention.shape == (2, 7, 9)
-    torch.testing.assert_close(attention.sum(-1), torch.ones(2, 7))
+    torch.testing.assert_close(attention.sum(-1), torch.ones(2, 7, device=device))
     assert attention[1, :, 4:].sum() == 0  # the short source is padded at the end (encoder side)
 
 
 @pytest.mark.parametrize("variant", DECODERS)
-def test_target_side_stays_causal(dictionaries, variant):
-    model = make_model(dictionaries, **variant)
-    encoder_out = model.encoder(**left_padded(sources(dictionaries, [5]), dictionaries[0].pad())["net_input"])
-    targets = random_tokens(dictionaries[1], 1, 8)
+def test_target_side_stays_causal(dictionaries, variant, device):
+    model = make_model(dictionaries, **variant).to(device)
+    net_input = left_padded(sources(dictionaries, [5]), dictionaries[0].pad())["net_input"]
+    encoder_out = model.encoder(**{k: v.to(device) for k, v in net_input.items()})
+    targets = random_tokens(dictionaries[1], 1, 8).to(device)
     changed = targets.clone()
     changed[:, 5:] = (changed[:, 5:] - 3) % (len(dictionaries[1]) - 4) + 4
     before, after = model.decoder(targets, encoder_out)[0], model.decoder(changed, encoder_out)[0]
