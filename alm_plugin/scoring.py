@@ -184,7 +184,7 @@ class CharacterModelScorer:
         added to a copy of it and spelled by the models from their characters; a word with
         a character the models never saw is ``<unk>`` (spelled ``<unk>``, as fairseq-eval-lm
         scores it), and listed in ``unspellable``."""
-        from .modules.spelling import Spelling, character_counts
+        from .modules.spelling import Spelling
 
         dictionary = copy.deepcopy(self.training_dictionary)
         unspellable = {}
@@ -196,21 +196,25 @@ class CharacterModelScorer:
                     else:
                         unspellable[word] = unspellable.get(word, 0) + 1
         self.unspellable = sorted(unspellable.items(), key=lambda item: -item[1])
+        # |c| of each line from its own words (a word scored as <unk> still has its length)
+        self.line_characters = [sum(len(word) + 1 for word in line.split()) for line in lines]
         if len(dictionary) != len(self.training_dictionary):
             for model in self.models:
                 decoder = model.decoder
                 decoder.spelling = Spelling(dictionary, decoder.spelling.characters).to(self.device)
         self.dictionary = dictionary
-        self.character_counts = character_counts(dictionary)
         return [dictionary.encode_line(line, add_if_not_exist=False, append_eos=True).long() for line in lines]
 
-    def characters_of(self, tokens: torch.Tensor) -> int:
-        """``|c|`` of an encoded line: every character plus one space or line break per word."""
-        return int(self.character_counts[tokens].sum())
+    def characters_of(self, line_number: int) -> int:
+        """``|c|`` of a line (counted from 0): every character plus one space or line break per
+        word, as ``character_counts`` counts a binarised split (an empty line counts nothing)."""
+        return self.line_characters[line_number]
 
     @torch.no_grad()
     def token_log_probs(self, encoded: List[torch.Tensor], progress=None) -> List[torch.Tensor]:
         """``ln p`` of every word of each encoded line (``</s>`` included)."""
+        if not encoded:
+            return []
         score = self._score_document if self.document else self._score_alone
         return [ensemble(list(per_model)) for per_model in zip(*(score(m, encoded, progress) for m in self.models))]
 
@@ -226,8 +230,8 @@ class CharacterModelScorer:
             log_probs, _ = model(src_tokens=item["source"].to(self.device),
                                  target_tokens=item["target"].to(self.device),
                                  stream_ids=item["streams"], stream_positions=torch.tensor([item["position"]]))
-            real = item["target"][0].ne(pad)
-            scores.append(log_probs[0, :, 0].float().cpu()[real])
+            # one stream is never padded (a literal <pad> word in the text is a word here)
+            scores.append(log_probs[0, :, 0].float().cpu())
             if progress is not None and self.models[0] is model:
                 progress(int(item["target"][0].eq(eos).sum()))
         model.decoder.carry.reset()

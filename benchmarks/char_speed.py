@@ -90,6 +90,8 @@ def main():
                         help="where fairseq trains and scores (default: the GPU when there is one)")
     parser.add_argument("--json", help="also write the figures to this JSON file")
     args = parser.parse_args()
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: this machine has no GPU that torch can see")
 
     per_word = {s: characters_per_word(args.data, s) for s in ("train", "valid")}
     models = model_args(args.size, args.embed)

@@ -129,6 +129,7 @@ def model_speeds(args):
         optimizer = torch.optim.SGD(module.parameters(), lr=0.1)
         dtype = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
         scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
+        finite = torch.ones((), dtype=torch.bool, device=device)
         synchronize()
         start = time.perf_counter()
         for batch in batches:
@@ -136,8 +137,7 @@ def model_speeds(args):
                 logits = forward(batch[:, :-1])
                 loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)).float(),
                                                          batch[:, 1:].reshape(-1))
-            if not torch.isfinite(loss):
-                raise SystemExit(f"{precision}: the loss is {loss.item()} (overflow?)")
+            finite &= torch.isfinite(loss)  # checked after the loop: no GPU sync per step
             optimizer.zero_grad()
             scaler.scale(loss).backward()
             scaler.unscale_(optimizer)
@@ -145,7 +145,10 @@ def model_speeds(args):
             scaler.step(optimizer)
             scaler.update()
         synchronize()
-        return len(batches) * 32 * 35 / (time.perf_counter() - start)
+        elapsed = time.perf_counter() - start
+        if not finite:
+            raise SystemExit(f"{precision}: a training loss was not finite (overflow?)")
+        return len(batches) * 32 * 35 / elapsed
 
     runs = {f"{name} {precision}" if len(args.precisions) > 1 else name: (lambda m=m, p=precision: run(*m, p))
             for precision in args.precisions for name, m in models.items()}
@@ -182,6 +185,13 @@ def device_name(device, threads):
     return torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU, {threads} threads"
 
 
+def same_precision(baseline, name):
+    """The baseline's row at ``name``'s precision (``"bare nn.LSTM LM bf16"``), or the baseline."""
+    model, _, precision = baseline.rpartition(" ")
+    suffix = name.rpartition(" ")[2]
+    return f"{model} {suffix}" if precision in PRECISION_FLAGS and suffix in PRECISION_FLAGS else baseline
+
+
 def write_json(args, speeds, baseline, title, device):
     """Every run, the medians and the ratios to the baseline, with what produced them."""
     if not args.json:
@@ -191,6 +201,9 @@ def write_json(args, speeds, baseline, title, device):
               "torch": torch.__version__, "argv": sys.argv[1:], "baseline": baseline,
               "tokens_per_s": {name: round(v) for name, v in medians.items()},
               "ratio": {name: round(v / medians[baseline], 3) for name, v in medians.items()},
+              # with several precisions: each row against the baseline model at its own precision
+              "ratio_same_precision": {name: round(v / medians[same_precision(baseline, name)], 3)
+                                       for name, v in medians.items()},
               "runs": {name: [round(v) for v in values] for name, values in speeds.items()}}
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
     with open(args.json, "w") as f:

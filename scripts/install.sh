@@ -20,10 +20,12 @@ while [[ $# -gt 0 ]]; do
   case $1 in
     --wheelhouse) WHEELHOUSE=${2:?--wheelhouse needs a directory}; shift 2 ;;
     --wheelhouse=*) WHEELHOUSE=${1#*=}; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "install.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
+# a relative wheelhouse is the caller's, not the repository's
+[[ -n $WHEELHOUSE ]] && WHEELHOUSE=$(realpath -m -- "$WHEELHOUSE")
 cd "$(dirname "$0")/.."
 
 PIP=("$PY" -m pip install -q)
@@ -33,7 +35,6 @@ if [[ -n $WHEELHOUSE ]]; then
          "with a package index: bash scripts/make_wheelhouse.sh --python-version X.Y --dest $WHEELHOUSE" >&2
     exit 2
   fi
-  WHEELHOUSE=$(cd "$WHEELHOUSE" && pwd)
   # nothing from an index, sdists built with what is installed
   PIP+=(--no-index --find-links "$WHEELHOUSE" --no-build-isolation)
   "${PIP[@]}" setuptools wheel cython "numpy<2"
@@ -46,7 +47,9 @@ if ! "$PY" -c "import torch" 2>/dev/null; then
 fi
 "${PIP[@]}" -r scripts/requirements.txt
 if ! "$PY" -c "import fairseq" 2>/dev/null; then
-  "${PIP[@]}" --no-build-isolation --no-deps "fairseq-fixed==0.12.3.1"
+  # without CUDA_HOME: its optional CUDA kernels (non-autoregressive MT, n-gram blocking, which
+  # has a Python fallback) are not used here, and nvcc builds are slow and version-fragile
+  env -u CUDA_HOME "${PIP[@]}" --no-build-isolation --no-deps "fairseq-fixed==0.12.3.1"
 fi
 "${PIP[@]}" --no-deps --no-build-isolation -e .
 "$PY" -c "import fairseq, torch, alm_plugin; print(f'alm_plugin ready: fairseq {fairseq.__version__}, torch {torch.__version__}, CUDA {torch.cuda.is_available()}')"

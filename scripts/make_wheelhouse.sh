@@ -11,6 +11,8 @@
 # --have NAME,NAME,... (packages the target already has in a version that will do: their
 # files are left out, e.g. to carry a small wheelhouse to a machine with a rich image;
 # numpy is never left out, since fairseq needs numpy<2).
+# pip evaluates dependency markers (e.g. pytest's tomli on Python < 3.11) for the Python that
+# runs it, not for --python-version: the wheels are resolved by python3.X when there is one.
 # Binary wheels for the target; sdists for the two packages that have no wheel
 # (antlr4-python3-runtime, hydra's parser runtime, and fairseq-fixed, built on the target).
 set -euo pipefail
@@ -25,28 +27,39 @@ while [[ $# -gt 0 ]]; do
     --dest) DEST=${2:?--dest needs a directory}; shift 2 ;;
     --with-torch) WITH_TORCH=1; shift ;;
     --have) HAVE=${2:?--have needs NAME,NAME,...}; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "make_wheelhouse.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
+DEST=$(realpath -m -- "$DEST")  # a relative --dest is the caller's, not the repository's
 cd "$(dirname "$0")/.."
 TARGET=${TARGET:-$("$PY" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')}
 if [[ ! $TARGET =~ ^3\.[0-9]+$ ]]; then
   echo "make_wheelhouse.sh: --python-version $TARGET: give X.Y, e.g. 3.12" >&2; exit 2
 fi
 mkdir -p "$DEST"
+HOST=$("$PY" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
+RESOLVER=$PY
+if [[ $TARGET != "$HOST" ]]; then
+  if command -v "python$TARGET" >/dev/null && "python$TARGET" -m pip --version >/dev/null 2>&1; then
+    RESOLVER=python$TARGET
+  else
+    echo "make_wheelhouse.sh: WARNING: no python$TARGET here; dependencies are chosen by Python $HOST's"          "markers, and a package needed only on $TARGET may be missing (add it by name)" >&2
+  fi
+fi
 # every manylinux tag pip may pick for a recent x86-64 Linux (pip matches them exactly)
 PLATFORMS=()
 for tag in manylinux_2_28 manylinux_2_27 manylinux_2_24 manylinux_2_17 manylinux2014 manylinux1; do
   PLATFORMS+=(--platform "${tag}_x86_64")
 done
-BINARY=("$PY" -m pip download -q --dest "$DEST" --only-binary=:all: --python-version "$TARGET"
+BINARY=("$RESOLVER" -m pip download -q --dest "$DEST" --only-binary=:all: --python-version "$TARGET"
         --implementation cp "${PLATFORMS[@]}")
 # hydra-core and omegaconf need the antlr runtime, which has no wheel: their deps are named here
 NO_DEPS=$(grep -E '^(hydra-core|omegaconf)' scripts/requirements.txt)
 mapfile -t WITH_DEPS < <(grep -vE '^(#|$|hydra-core|omegaconf)' scripts/requirements.txt)
 "${BINARY[@]}" "${WITH_DEPS[@]}" PyYAML
 "${BINARY[@]}" --no-deps $NO_DEPS
+# sdists are the same for every Python; preparing fairseq-fixed's needs torch (this Python's)
 "$PY" -m pip download -q --dest "$DEST" --no-deps --no-binary=:all: --no-build-isolation "antlr4-python3-runtime==4.9.3" \
   "fairseq-fixed==0.12.3.1"
 if [[ $WITH_TORCH == 1 ]]; then

@@ -155,6 +155,12 @@ def test_alm_score_spells_words_the_dictionary_lacks_and_can_score_lines_alone(t
                            corpus[0]], input=lines[2] + "\n", capture_output=True, text=True, cwd=ROOT)
     assert "words with characters the model never saw are scored as <unk> (counted in 'unk'), 1 in all" in proc.stderr
     assert "'日本'" in proc.stderr
+    # no input, a literal <pad> word and an empty line: defined results, no traceback
+    rows, summary = alm_score("--path", checkpoint, "--data", corpus[0], "--format", "jsonl", stdin="")
+    assert rows == [] and summary.startswith("alm-score: 0 sentences")
+    rows, _ = alm_score("--path", checkpoint, "--data", corpus[0], "--format", "jsonl", stdin="the <pad> cat\n\n")
+    assert [r["tokens"] for r in rows] == [4, 1] and rows[1]["chars"] == 0 and rows[1]["bpc"] is None
+    assert all(math.isfinite(r["logprob"]) for r in rows)
 
 
 def test_cache_posterior_command_lists_copied_and_spelled_words(trained, corpus, tmp_path):

@@ -48,29 +48,35 @@ def test_resume_continues_from_the_last_checkpoint(trained, tmp_path):
     assert re.search(r"Loaded checkpoint .*checkpoint_last\.pt \(epoch \d+ @ 120 updates\)", output), output[-2000:]
     assert json_records(output, "train")[-1]["train_num_updates"] == "130"
     # --restore-file from another directory, with early stopping by --patience
+    # (validated every 5 updates, so that it stops within a few dozen updates)
     _, output = run("train", SAMPLE_DATA, *TRAIN_COMMON, *TRAIN, "--restore-file",
                     save_dir / "checkpoint_best.pt", "--save-dir", tmp_path / "other",
-                    "--max-epoch", "30", "--patience", "1", "--lr", "0.5")  # too high: valid worsens
+                    "--max-update", "200", "--validate-interval-updates", "5", "--patience", "1",
+                    "--lr", "0.5")  # too high: valid worsens
     assert "early stop since valid performance hasn't improved for last 1 runs" in output
 
 
 def hand_computed_nll(checkpoint, sequences, limit):
-    """Sum of -ln p over every token by a plain loop: each sequence is read in consecutive
-    pieces of at most ``limit`` tokens; a piece's first input is the previous token (or
-    </s> at the start of a sequence), as fairseq's LM datasets do."""
+    """Sum of -ln p over every token: each sequence is read in consecutive pieces of at most
+    ``limit`` tokens; a piece's first input is the previous token (or </s> at the start of a
+    sequence), as fairseq's LM datasets do. Pieces of equal length share a forward pass (no
+    padding, so nothing changes but the speed)."""
     models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)])
     model = models[0].eval()
+    pieces = {}  # length -> [(source, target)]
+    for sequence in sequences:
+        previous = task.dictionary.eos()
+        for start in range(0, len(sequence), limit):
+            target = sequence[start:start + limit]
+            pieces.setdefault(len(target), []).append((torch.cat([target.new([previous]), target[:-1]]), target))
+            previous = target[-1].item()
     total, count = 0.0, 0
     with torch.no_grad():
-        for sequence in sequences:
-            previous = task.dictionary.eos()
-            for start in range(0, len(sequence), limit):
-                target = sequence[start:start + limit]
-                source = torch.cat([target.new([previous]), target[:-1]])
-                lprobs = model.get_normalized_probs(model(source[None]), log_probs=True)[0]
-                total -= lprobs.gather(1, target[:, None]).sum().item()
-                count += len(target)
-                previous = target[-1].item()
+        for same_length in pieces.values():
+            source, target = (torch.stack(column) for column in zip(*same_length))
+            lprobs = model.get_normalized_probs(model(source), log_probs=True)
+            total -= lprobs.gather(2, target[..., None]).double().sum().item()
+            count += target.numel()
     return total, count
 
 
@@ -112,12 +118,13 @@ def test_eval_lm_without_the_task_warns_and_scores_fairseq_streams(trained):
     """Plain fairseq-eval-lm uses language_modeling's 1024-token blocks: still exact, and said."""
     save_dir, _ = trained
     checkpoint = save_dir / "checkpoint_best.pt"
+    # blocks of 256 tokens (the default 1,024 is the same check, four times the attention cost)
     _, output = run("eval_lm", SAMPLE_DATA, "--path", checkpoint, "--user-dir", "alm_plugin",
-                    "--cpu", "--batch-size", "4")
+                    "--cpu", "--batch-size", "4", "--tokens-per-sample", "256")
     assert "add --task sentence_language_modeling" in output
     loss_base2, _ = eval_lm_result(output)
     stream = torch.cat(list(data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "test"), None)))
-    nll, count = hand_computed_nll(checkpoint, [stream], limit=1024)
+    nll, count = hand_computed_nll(checkpoint, [stream], limit=256)
     assert loss_base2 == pytest.approx(nll / count / math.log(2), abs=1e-3)
 
 
@@ -195,7 +202,7 @@ def test_amsrn_with_entropy_trains_evaluates_and_generates(tmp_path):
                     "--task", "sentence_language_modeling", "--cpu", "--batch-size", "16")
     loss_base2, _ = eval_lm_result(output)
     sentences = list(data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "test"), None))
-    nll, count = hand_computed_nll(checkpoint, sentences, limit=35)
+    nll, count = hand_computed_nll(checkpoint, sentences, limit=10 ** 6)  # whole sentences, as eval-lm
     assert loss_base2 == pytest.approx(nll / count / math.log(2), abs=1e-3)
 
     lm = AMSRNLanguageModel.from_pretrained(str(tmp_path), "checkpoint_best.pt",

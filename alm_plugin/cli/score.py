@@ -99,6 +99,9 @@ def run(args):
     if forms is not None:
         source = "tok" if args.tokenize == "none" else "raw"
         lines = [forms.convert(line, source, "bpe" if args.bpe_codes else "tok") for line in lines]
+    kinds = {is_character_model(model) for model, _ in loaded}
+    if len(kinds) > 1:
+        raise ScoringError("an ensemble cannot mix word-level and character-level models: score them apart")
     if is_character_model(loaded[0][0]):
         scorer = CharacterModelScorer(paths, args.data, args.cpu, args.batch_tokens, args.batch_size, loaded,
                                       document=args.context != "line")
@@ -135,11 +138,13 @@ def report(encoded, scores, unk, characters, args):
             row["log2prob"] = round(logprob / math.log(2), 4)
         row["tokens"] = count
         if characters:
-            chars = characters(tokens)
+            chars = characters(number - 1)
             total_chars += chars
-            row.update(chars=chars, unk=unknown, bpc=round(-logprob / math.log(2) / max(chars, 1), 4))
+            # an empty line has no characters: its </s> is in the summary's bits, it has no bpc
+            bpc = round(-logprob / math.log(2) / chars, 4) if chars else None
+            row.update(chars=chars, unk=unknown, bpc=bpc)
         row.update(unk=unknown, ppl=round(math.exp(-logprob / count), 4))
-        print(json.dumps(row) if args.format == "jsonl" else "\t".join(map(str, row.values())))
+        print(json.dumps(row) if args.format == "jsonl" else "\t".join("" if v is None else str(v) for v in row.values()))
     loss = -total_logprob / max(total_tokens, 1)
     figures = (f"bpc {-total_logprob / math.log(2) / max(total_chars, 1):.4f}, word" if characters
                else f"loss {loss:.4f} nats, {loss / math.log(2):.4f} bits per token,")

@@ -19,28 +19,30 @@ cd "$(dirname "$0")/../.."
 RESULTS=benchmarks/results/gpu
 mkdir -p "$RESULTS"
 export PYTHONUNBUFFERED=1
-keep() { [[ -n ${OUT:-} ]] && cp "$@" "$OUT"/ || true; }
+keep() { if [[ -n ${OUT:-} ]]; then cp "$@" "$OUT"/ 2>/dev/null || true; fi; }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 
+status=0  # a failing step is reported at the end; the later steps still run and their files come back
 for step in "$@"; do
   echo "=== $step ($(date +%H:%M:%S))"
   case $step in
     install)
-      bash scripts/install.sh --wheelhouse .whl 2>&1 | tail -3 ;;
+      bash scripts/install.sh --wheelhouse .whl 2>&1 | tail -3 || exit 1 ;;
     tests)
-      python3 -m pytest -q -m cuda tests 2>&1 | tee "$RESULTS/cuda_tests.log" | tail -15
+      python3 -m pytest -q -m cuda tests 2>&1 | tee "$RESULTS/cuda_tests.log" | tail -15 || status=1
       python3 -m pytest -q tests/test_history_models.py tests/test_char_models.py \
-        tests/test_translation_models.py 2>&1 | tail -3
+        tests/test_translation_models.py 2>&1 | tail -3 || status=1
       keep "$RESULTS/cuda_tests.log" ;;
     speed)
       python3 benchmarks/train_speed.py --mode model --data data-bin/ptb --device cuda --updates 60 --repeats 3 \
-        --precision fp32,bf16,fp16 --json "$RESULTS/train_speed_model.json"
+        --precision fp32,bf16,fp16 --json "$RESULTS/train_speed_model.json" || status=1
       python3 benchmarks/train_speed.py --mode fairseq --data data-bin/ptb --device cuda --updates 300 \
-        --repeats 1 --precision fp32,bf16 --json "$RESULTS/train_speed_fairseq.json"
+        --repeats 1 --precision fp32,bf16 --json "$RESULTS/train_speed_fairseq.json" || status=1
       keep "$RESULTS"/train_speed_*.json ;;
     char)
-      python3 benchmarks/char_speed.py --device cuda --updates 100 --repeats 2 --json "$RESULTS/char_speed.json"
+      python3 benchmarks/char_speed.py --device cuda --updates 100 --repeats 2 --json "$RESULTS/char_speed.json" || status=1
       keep "$RESULTS/char_speed.json" ;;
     *) echo "unknown step $step: install, tests, speed or char" >&2; exit 2 ;;
   esac
 done
+exit $status
