@@ -80,8 +80,15 @@ def hand_computed_nll(checkpoint, sequences, limit):
     return total, count
 
 
+@pytest.fixture(scope="module")
+def whole_sentence_nll(trained):
+    """The hand computation over whole test sentences, done once for every eval-lm check."""
+    sentences = list(data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "test"), None))
+    return hand_computed_nll(trained[0] / "checkpoint_best.pt", sentences, limit=10 ** 6)
+
+
 @pytest.mark.parametrize("tokens_per_sample", ["35", "5"])
-def test_eval_lm_perplexity_equals_hand_computation(trained, tokens_per_sample, device):
+def test_eval_lm_perplexity_equals_hand_computation(trained, whole_sentence_nll, tokens_per_sample, device):
     """Every test sentence scored whole, whatever --tokens-per-sample (a training option); on
     the GPU too where there is one (the hand computation stays on the CPU)."""
     save_dir, _ = trained
@@ -92,7 +99,7 @@ def test_eval_lm_perplexity_equals_hand_computation(trained, tokens_per_sample, 
     loss_base2, ppl = eval_lm_result(output)
     sentences = list(data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "test"), None))
     assert max(len(s) for s in sentences) > 35  # the sample has sentences to cut
-    nll, count = hand_computed_nll(checkpoint, sentences, limit=10 ** 6)
+    nll, count = whole_sentence_nll
     assert re.search(rf"Evaluated {count:,} tokens", output)
     assert loss_base2 == pytest.approx(nll / count / math.log(2), abs=1e-3)
     assert ppl == pytest.approx(math.exp(nll / count), rel=1e-3)
