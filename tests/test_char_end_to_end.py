@@ -193,6 +193,6 @@ def test_hub_of_a_char_model_says_how_to_score(corpus, trained):
     save_dir, _ = trained
     lm = CharCacheLanguageModel.from_pretrained(str(save_dir), "checkpoint_best.pt", str(data))
     for method in (lm.score, lm.sample):
-        with pytest.raises(NotImplementedError, match="fairseq-eval-lm / fairseq-validate --task "
-                                                      "open_vocabulary_language_modeling"):
+        with pytest.raises(NotImplementedError, match="alm-score --path CHECKPOINT .*fairseq-eval-lm / "
+                                                      "fairseq-validate --task open_vocabulary_language_modeling"):
             method("the cat")

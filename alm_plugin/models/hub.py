@@ -21,8 +21,9 @@ class ScoringOnlyHubInterface(hub_utils.GeneratorHubInterface):
     def _refuse(self, *args, **kwargs):
         raise NotImplementedError(
             f"{self.models[0].__class__.__name__} scores text in streams through its task: use "
-            "fairseq-eval-lm / fairseq-validate --task open_vocabulary_language_modeling, or "
-            "alm-cache-posterior; the hub's score/sample/generate do not apply")
+            "alm-score --path CHECKPOINT (plain text, bits per character), fairseq-eval-lm / "
+            "fairseq-validate --task open_vocabulary_language_modeling, or alm-cache-posterior; "
+            "the hub's score/sample/generate do not apply")
 
     score = sample = generate = _refuse
 

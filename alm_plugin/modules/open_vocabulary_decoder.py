@@ -53,7 +53,7 @@ class OpenVocabularyDecoder(DictionaryFingerprint, FairseqDecoder):
         """src_tokens (B,T): ``w_{t-1}``; target_tokens (B,T): ``w_t``, the words to score."""
         if incremental_state is not None or target_tokens is None:
             raise NotImplementedError(
-                f"{self.__class__.__name__} scores given text (fairseq-eval-lm, fairseq-validate, "
+                f"{self.__class__.__name__} scores given text (alm-score, fairseq-eval-lm, fairseq-validate, "
                 "alm-cache-posterior); it has no word softmax to generate from. Batches come from "
                 "--task open_vocabulary_language_modeling, which supplies the target words.")
         mode = "train" if self.training else "eval"
