@@ -92,12 +92,12 @@ def length_batches(encoded: List[torch.Tensor], batch_tokens: int, max_sentences
 
 
 def padded_batch(targets: List[torch.Tensor], pad: int, eos: int):
-    """``(source, target)`` (B, T): each sentence's tokens as targets, padded on the right, and
-    as inputs the same shifted by one after a ``</s>``."""
-    target = torch.full((len(targets), max(len(t) for t in targets)), pad, dtype=torch.long)
-    for row, t in enumerate(targets):
-        target[row, : len(t)] = t
-    return torch.cat([target.new_full((len(targets), 1), eos), target[:, :-1]], dim=1), target
+    """``(source, target)`` (B, T), padded on the right, collated as fairseq's language-modelling
+    datasets collate: the source is each target shifted by one after a ``</s>``."""
+    from fairseq.data.data_utils import collate_tokens
+
+    return (collate_tokens(targets, pad, eos, left_pad=False, move_eos_to_beginning=True),
+            collate_tokens(targets, pad, eos, left_pad=False))
 
 
 def ensemble(per_model: List[torch.Tensor]) -> torch.Tensor:
