@@ -78,11 +78,21 @@ PAPER = {"single": "71.7 / 70.1 (2 x 650, 39+ epochs)", "combined": "72.6 / 70.7
 COMMON = ["--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--cpu"]
 
 
-def fairseq(tool, *args, threads):
+def fairseq(tool, *args, threads, log=None):
+    """Run a fairseq tool and return its output; with ``log``, the output is appended to that file
+    as it comes and the whole file is returned, so a row resumed after a kill keeps the records
+    of its earlier epochs."""
     command = [sys.executable, "-c", f"from fairseq_cli.{tool} import cli_main; cli_main()", *args]
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env)
-    output = proc.stdout + proc.stderr
+    if log is None:
+        proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env)
+        output = proc.stdout + proc.stderr
+    else:
+        os.makedirs(os.path.dirname(log), exist_ok=True)
+        with open(log, "a") as f:
+            proc = subprocess.run(command, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, text=True, env=env)
+        with open(log) as f:
+            output = f.read()
     if proc.returncode != 0:
         sys.exit(f"fairseq-{tool} failed ({proc.returncode}):\n{output[-3000:]}")
     return output
@@ -103,21 +113,29 @@ def run_row(name, data, save_root, threads, results_dir=RESULTS, epochs=EPOCHS):
     start = time.time()
     # per-epoch validation cuts sentences at 35 tokens like training (as the first rows did);
     # the final figures below score every sentence whole
+    # fairseq resumes from checkpoint_last.pt; train.log keeps every run's records
     train = fairseq("train", data, *COMMON, *row_args, "--criterion", "attention_cross_entropy",
                     "--batch-size", "32", "--max-epoch", str(epochs), "--best-checkpoint-metric", "nll_loss",
                     "--eval-tokens-per-sample", "35",
                     "--no-epoch-checkpoints", "--save-dir", save, "--seed", "1", "--num-workers", "0",
-                    "--log-format", "json", "--log-interval", "200", "--no-progress-bar", threads=threads)
-    minutes = (time.time() - start) / 60
-    valid, epochs_done = records(train, "valid"), records(train, "train")
+                    "--log-format", "json", "--log-interval", "200", "--no-progress-bar", threads=threads,
+                    log=os.path.join(save, "train.log"))
+    # by epoch, the last run's record winning; epochs trained before train.log existed are None
+    valid = {int(v["epoch"]): v for v in records(train, "valid")}
+    trained = {int(e["epoch"]): e for e in records(train, "train")}
+    last = max(trained)
+    per_epoch = lambda table, key: [float(table[e][key]) if e in table else None for e in range(1, last + 1)]
+    # fairseq's "wall" meter (logged as train_wall) is saved in the checkpoint: it counts runs before a resume
+    minutes = float(trained[last].get("train_wall", 60 * (time.time() - start))) / 60
     result = {"row": name, "description": description, "args": row_args, "commit": commit(),
               "recipe": {"size": SIZE, "dropout": DROPOUT, "epochs": EPOCHS, "anneal_after": ANNEAL,
                          "batch_sentences": 32, "threads": threads},
-              "epochs": len(epochs_done), "train_minutes": round(minutes, 1),
-              "train_tokens_per_s": round(sum(float(e["train_wps"]) for e in epochs_done) / len(epochs_done)),
-              "valid_ppl_per_epoch": [float(v["valid_ppl"]) for v in valid],
-              "train_ppl_per_epoch": [float(e["train_ppl"]) for e in epochs_done],
-              "gnorm_per_epoch": [float(e["train_gnorm"]) for e in epochs_done],
+              "epochs": last, "train_minutes": round(minutes, 1),
+              "epochs_without_records": [e for e in range(1, last + 1) if e not in valid],
+              "train_tokens_per_s": round(sum(float(e["train_wps"]) for e in trained.values()) / len(trained)),
+              "valid_ppl_per_epoch": per_epoch(valid, "valid_ppl"),
+              "train_ppl_per_epoch": per_epoch(trained, "train_ppl"),
+              "gnorm_per_epoch": per_epoch(trained, "train_gnorm"),
               "params": int(re.search(r"num\. shared model params: ([\d,]+)", train).group(1).replace(",", ""))}
     result.update(evaluate(os.path.join(save, "checkpoint_best.pt"), data, threads))
     os.makedirs(results_dir, exist_ok=True)
@@ -155,6 +173,18 @@ def load_results(results_dir=RESULTS):
     return found
 
 
+def best_logged_epoch(result):
+    """The epoch of the lowest logged valid ppl (epochs trained before a resume may have no record)."""
+    logged = [(p, e) for e, p in enumerate(result["valid_ppl_per_epoch"], 1) if p is not None]
+    return min(logged)[1]
+
+
+def unlogged(result):
+    """A note for a row resumed after a kill that lost its first epochs' records."""
+    missing = result.get("epochs_without_records")
+    return f" (valid of epochs {missing[0]}-{missing[-1]} not logged)" if missing else ""
+
+
 def markdown_table(results):
     lines = ["| row | valid ppl | test ppl | test paper_ppl | best epoch | attention entropy (nats) | "
              "params | train min | tokens/s | paper valid / test |",
@@ -164,10 +194,10 @@ def markdown_table(results):
         if r is None:
             lines.append(f"| {description} | not run yet | | | | | | | | {PAPER.get(name, '')} |")
             continue
-        best_epoch = 1 + r["valid_ppl_per_epoch"].index(min(r["valid_ppl_per_epoch"]))
+        best_epoch = best_logged_epoch(r)
         entropy = f"{r['test_attn_entropy']:.2f}" if "test_attn_entropy" in r else "–"
         lines.append(f"| {description} | {r['valid_ppl']:.1f} | **{r['test_ppl']:.1f}** | "
-                     f"{r['test_paper_ppl']:.1f} | {best_epoch}/{r['epochs']} | {entropy} | "
+                     f"{r['test_paper_ppl']:.1f} | {best_epoch}/{r['epochs']}{unlogged(r)} | {entropy} | "
                      f"{r['params'] / 1e6:.2f}M | {r['train_minutes']:.0f} | {r['train_tokens_per_s']:,} | "
                      f"{PAPER.get(name, '')} |")
     return "\n".join(lines)
@@ -193,7 +223,7 @@ def statement(results):
         lines.append(f"**No attention row beats the equal LSTM** at this size and budget (closest: "
                      f"{ROWS[best][0]}, {change[best]:+.1f}%; furthest: {ROWS[worst][0]}, {change[worst]:+.1f}%). "
                      "One seed per row: differences of a few tenths of a percent are no evidence either way.")
-        first = {n: results[n]["valid_ppl_per_epoch"][0] for n in ours}
+        first = {n: results[n]["valid_ppl_per_epoch"][0] for n in ours if results[n]["valid_ppl_per_epoch"][0]}
         lines.append(f"The attention rows start slower (valid after epoch 1: {min(first.values()):.0f} to "
                      f"{max(first.values()):.0f}, the LSTM {lstm['valid_ppl_per_epoch'][0]:.0f}); "
                      f"their final valid is {min(results[n]['valid_ppl'] for n in ours):.1f} to "
@@ -202,8 +232,7 @@ def statement(results):
         if name in results:
             lines.append(f"{ROWS[name][0]}: test {results[name]['test_ppl']:.1f} "
                          f"({100 * (results[name]['test_ppl'] / base - 1):+.1f}% against our LSTM).")
-    last = [n for n, r in results.items() if r["valid_ppl_per_epoch"].index(min(r["valid_ppl_per_epoch"])) + 1
-            == r["epochs"]]
+    last = [n for n, r in results.items() if best_logged_epoch(r) == r["epochs"]]
     if last:
         lines.append(f"{len(last)} of {len(results)} rows had their best epoch last: still improving when the "
                      f"{EPOCHS}-epoch budget stopped them, so this compares the models at an equal budget, not "
@@ -221,8 +250,8 @@ def plot(results, path):
     import matplotlib.ticker
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for name, r in results.items():
-        curve = r["valid_ppl_per_epoch"]
-        ax.plot(range(1, len(curve) + 1), curve, marker="o", markersize=3, label=ROWS[name][0].replace("`", ""),
+        logged = [(e, p) for e, p in enumerate(r["valid_ppl_per_epoch"], 1) if p is not None]
+        ax.plot(*zip(*logged), marker="o", markersize=3, label=ROWS[name][0].replace("`", ""),
                 linestyle="--" if name.startswith("fairseq") else "-")
     ax.set_yscale("log")
     ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
