@@ -75,6 +75,7 @@ ROWS = {
 PAPER = {"single": "71.7 / 70.1 (2 x 650, 39+ epochs)", "combined": "72.6 / 70.7 (2 x 650)"}
 
 
+RUN_MARKER = "=== ptb_table.py: fairseq-train starts ==="  # train.log: where each run begins
 COMMON = ["--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--cpu"]
 
 
@@ -90,12 +91,22 @@ def fairseq(tool, *args, threads, log=None):
     else:
         os.makedirs(os.path.dirname(log), exist_ok=True)
         with open(log, "a") as f:
+            f.write(f"{RUN_MARKER}\n")
+            f.flush()
             proc = subprocess.run(command, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, text=True, env=env)
         with open(log) as f:
             output = f.read()
     if proc.returncode != 0:
         sys.exit(f"fairseq-{tool} failed ({proc.returncode}):\n{output[-3000:]}")
     return output
+
+
+def train_minutes(log):
+    """Minutes spent on the epochs in a row's train.log, over every run of it. fairseq's "wall"
+    meter (logged as ``train_wall``) restarts with each process, so each run counts up to its
+    last finished epoch (the work a kill threw away is not counted)."""
+    runs = log.split(RUN_MARKER)
+    return sum(float(records(run, "train")[-1]["train_wall"]) for run in runs if records(run, "train")) / 60
 
 
 def records(output, kind):
@@ -125,8 +136,7 @@ def run_row(name, data, save_root, threads, results_dir=RESULTS, epochs=EPOCHS):
     trained = {int(e["epoch"]): e for e in records(train, "train")}
     last = max(trained)
     per_epoch = lambda table, key: [float(table[e][key]) if e in table else None for e in range(1, last + 1)]
-    # fairseq's "wall" meter (logged as train_wall) is saved in the checkpoint: it counts runs before a resume
-    minutes = float(trained[last].get("train_wall", 60 * (time.time() - start))) / 60
+    minutes = train_minutes(train) or (time.time() - start) / 60
     result = {"row": name, "description": description, "args": row_args, "commit": commit(),
               "recipe": {"size": SIZE, "dropout": DROPOUT, "epochs": EPOCHS, "anneal_after": ANNEAL,
                          "batch_sentences": 32, "threads": threads},
@@ -182,7 +192,7 @@ def best_logged_epoch(result):
 def unlogged(result):
     """A note for a row resumed after a kill that lost its first epochs' records."""
     missing = result.get("epochs_without_records")
-    return f" (valid of epochs {missing[0]}-{missing[-1]} not logged)" if missing else ""
+    return f" (epochs {missing[0]}-{missing[-1]} not logged or timed)" if missing else ""
 
 
 def markdown_table(results):
@@ -228,6 +238,13 @@ def statement(results):
                      f"{max(first.values()):.0f}, the LSTM {lstm['valid_ppl_per_epoch'][0]:.0f}); "
                      f"their final valid is {min(results[n]['valid_ppl'] for n in ours):.1f} to "
                      f"{max(results[n]['valid_ppl'] for n in ours):.1f}, the LSTM's {lstm['valid_ppl']:.1f}.")
+    if "single" in results and "single-bc" in results:
+        with_bc, without = results["single-bc"], results["single"]
+        lines.append(f"The bias b_c of Eq. 7 as printed costs the single model {with_bc['test_ppl']:.1f} against "
+                     f"{without['test_ppl']:.1f} ({100 * (with_bc['test_ppl'] / without['test_ppl'] - 1):+.1f}%; "
+                     f"valid {with_bc['valid_ppl']:.1f} against {without['valid_ppl']:.1f}): through the tied "
+                     "output it is a unigram shortcut that takes the clipped SGD steps, which is why "
+                     "`--combination-bias` is off by default.")
     for name in ("fairseq-lstm_lm", "fairseq-transformer_lm"):
         if name in results:
             lines.append(f"{ROWS[name][0]}: test {results[name]['test_ppl']:.1f} "
@@ -237,9 +254,10 @@ def statement(results):
         lines.append(f"{len(last)} of {len(results)} rows had their best epoch last: still improving when the "
                      f"{EPOCHS}-epoch budget stopped them, so this compares the models at an equal budget, not "
                      "at convergence (the paper trains 2 x 650 for 39+ epochs).")
-    minutes = [r["train_minutes"] for r in results.values()]
+    minutes = [r["train_minutes"] for r in results.values() if not r.get("epochs_without_records")]
     lines.append(f"Rows trained with one thread each, two side by side with other work: {min(minutes):.0f} to "
-                 f"{max(minutes):.0f} minutes a row (not the 2-core budget).")
+                 f"{max(minutes):.0f} minutes a row (not the 2-core budget; rows resumed after a kill count "
+                 "only their logged epochs).")
     return "\n".join(lines)
 
 
@@ -254,8 +272,11 @@ def plot(results, path):
         ax.plot(*zip(*logged), marker="o", markersize=3, label=ROWS[name][0].replace("`", ""),
                 linestyle="--" if name.startswith("fairseq") else "-")
     ax.set_yscale("log")
+    values = [p for r in results.values() for p in r["valid_ppl_per_epoch"] if p is not None]
+    ax.set_yticks([t for t in (100, 110, 120, 130, 150, 175, 200, 250, 300, 400, 600, 1000)
+                   if min(values) * 0.9 <= t <= max(values) * 1.1])
     ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
-    ax.yaxis.set_minor_formatter(matplotlib.ticker.ScalarFormatter())
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel("epoch")
     ax.set_ylabel("valid perplexity (log scale; sentences cut at 35)")
     ax.set_title(f"Full PTB, 2 x {SIZE}, SGD lr 1 (halved after epoch {ANNEAL}), --sentence-avg")
