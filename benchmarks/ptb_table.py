@@ -28,7 +28,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "benchmarks", "results", "ptb")
@@ -75,14 +74,13 @@ ROWS = {
 PAPER = {"single": "71.7 / 70.1 (2 x 650, 39+ epochs)", "combined": "72.6 / 70.7 (2 x 650)"}
 
 
-RUN_MARKER = "=== ptb_table.py: fairseq-train starts ==="  # train.log: where each run begins
 COMMON = ["--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--cpu"]
 
 
-def fairseq(tool, *args, threads, log=None):
-    """Run a fairseq tool and return its output; with ``log``, the output is appended to that file
-    as it comes and the whole file is returned, so a row resumed after a kill keeps the records
-    of its earlier epochs."""
+def fairseq(tool, *args, threads, log=None, mode="a"):
+    """Run a fairseq tool and return its output; with ``log``, the output is written to that file
+    as it comes (appended with ``mode="a"``) and the whole file is returned, so a row resumed
+    after a kill keeps the records of its earlier epochs."""
     command = [sys.executable, "-c", f"from fairseq_cli.{tool} import cli_main; cli_main()", *args]
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1"}
     if log is None:
@@ -90,9 +88,7 @@ def fairseq(tool, *args, threads, log=None):
         output = proc.stdout + proc.stderr
     else:
         os.makedirs(os.path.dirname(log), exist_ok=True)
-        with open(log, "a") as f:
-            f.write(f"{RUN_MARKER}\n")
-            f.flush()
+        with open(log, mode) as f:
             proc = subprocess.run(command, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, text=True, env=env)
         with open(log) as f:
             output = f.read()
@@ -101,12 +97,14 @@ def fairseq(tool, *args, threads, log=None):
     return output
 
 
-def train_minutes(log):
-    """Minutes spent on the epochs in a row's train.log, over every run of it. fairseq's "wall"
-    meter (logged as ``train_wall``) restarts with each process, so each run counts up to its
-    last finished epoch (the work a kill threw away is not counted)."""
-    runs = log.split(RUN_MARKER)
-    return sum(float(records(run, "train")[-1]["train_wall"]) for run in runs if records(run, "train")) / 60
+def checkpoint_state(path):
+    """fairseq's bookkeeping in a checkpoint: the epoch it closed and the training time so far."""
+    import torch
+    state = torch.load(path, map_location="cpu", weights_only=False)["extra_state"]
+    iterator = state["train_iterator"]
+    # saved at the end of an epoch, the iterator already points at the next one
+    closed = iterator["epoch"] - (1 if iterator["iterations_in_epoch"] == 0 else 0)
+    return closed, state["previous_training_time"]
 
 
 def records(output, kind):
@@ -121,28 +119,32 @@ def commit():
 def run_row(name, data, save_root, threads, results_dir=RESULTS, epochs=EPOCHS):
     description, row_args = ROWS[name]
     save = os.path.join(save_root, name)
-    start = time.time()
     # per-epoch validation cuts sentences at 35 tokens like training (as the first rows did);
     # the final figures below score every sentence whole
-    # fairseq resumes from checkpoint_last.pt; train.log keeps every run's records
+    # fairseq resumes from checkpoint_last.pt; train.log keeps every run's records (a fresh
+    # start, with no checkpoint to resume, starts a fresh log)
+    fresh = not os.path.exists(os.path.join(save, "checkpoint_last.pt"))
     train = fairseq("train", data, *COMMON, *row_args, "--criterion", "attention_cross_entropy",
                     "--batch-size", "32", "--max-epoch", str(epochs), "--best-checkpoint-metric", "nll_loss",
                     "--eval-tokens-per-sample", "35",
                     "--no-epoch-checkpoints", "--save-dir", save, "--seed", "1", "--num-workers", "0",
                     "--log-format", "json", "--log-interval", "200", "--no-progress-bar", threads=threads,
-                    log=os.path.join(save, "train.log"))
+                    log=os.path.join(save, "train.log"), mode="w" if fresh else "a")
+    # fairseq's checkpoints count the epochs and the training time over every run (its wall
+    # meter in the log restarts with each process); the best epoch is the one checkpoint_best closed
+    last, seconds = checkpoint_state(os.path.join(save, "checkpoint_last.pt"))
+    best_epoch, _ = checkpoint_state(os.path.join(save, "checkpoint_best.pt"))
     # by epoch, the last run's record winning; epochs trained before train.log existed are None
     valid = {int(v["epoch"]): v for v in records(train, "valid")}
     trained = {int(e["epoch"]): e for e in records(train, "train")}
-    last = max(trained)
     per_epoch = lambda table, key: [float(table[e][key]) if e in table else None for e in range(1, last + 1)]
-    minutes = train_minutes(train) or (time.time() - start) / 60
     result = {"row": name, "description": description, "args": row_args, "commit": commit(),
               "recipe": {"size": SIZE, "dropout": DROPOUT, "epochs": EPOCHS, "anneal_after": ANNEAL,
                          "batch_sentences": 32, "threads": threads},
-              "epochs": last, "train_minutes": round(minutes, 1),
+              "epochs": last, "best_epoch": best_epoch, "train_minutes": round(seconds / 60, 1),
               "epochs_without_records": [e for e in range(1, last + 1) if e not in valid],
-              "train_tokens_per_s": round(sum(float(e["train_wps"]) for e in trained.values()) / len(trained)),
+              "train_tokens_per_s": round(sum(float(e["train_wps"]) for e in trained.values()) / len(trained))
+              if trained else None,
               "valid_ppl_per_epoch": per_epoch(valid, "valid_ppl"),
               "train_ppl_per_epoch": per_epoch(trained, "train_ppl"),
               "gnorm_per_epoch": per_epoch(trained, "train_gnorm"),
@@ -183,16 +185,29 @@ def load_results(results_dir=RESULTS):
     return found
 
 
-def best_logged_epoch(result):
-    """The epoch of the lowest logged valid ppl (epochs trained before a resume may have no record)."""
+def best_epoch(result):
+    """The epoch checkpoint_best.pt closed (older JSON: the epoch of the lowest valid ppl)."""
+    if "best_epoch" in result:
+        return result["best_epoch"]
     logged = [(p, e) for e, p in enumerate(result["valid_ppl_per_epoch"], 1) if p is not None]
-    return min(logged)[1]
+    return min(logged)[1] if logged else "?"
+
+
+def epoch_ranges(epochs):
+    """``[1, 2, 3, 6]`` -> ``"1-3, 6"``."""
+    spans = []
+    for e in epochs:
+        if spans and e == spans[-1][1] + 1:
+            spans[-1][1] = e
+        else:
+            spans.append([e, e])
+    return ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in spans)
 
 
 def unlogged(result):
     """A note for a row resumed after a kill that lost its first epochs' records."""
     missing = result.get("epochs_without_records")
-    return f" (epochs {missing[0]}-{missing[-1]} not logged or timed)" if missing else ""
+    return f" (valid of epoch{'s' if len(missing) > 1 else ''} {epoch_ranges(missing)} not logged)" if missing else ""
 
 
 def markdown_table(results):
@@ -204,11 +219,11 @@ def markdown_table(results):
         if r is None:
             lines.append(f"| {description} | not run yet | | | | | | | | {PAPER.get(name, '')} |")
             continue
-        best_epoch = best_logged_epoch(r)
+        best = best_epoch(r)
         entropy = f"{r['test_attn_entropy']:.2f}" if "test_attn_entropy" in r else "–"
         lines.append(f"| {description} | {r['valid_ppl']:.1f} | **{r['test_ppl']:.1f}** | "
-                     f"{r['test_paper_ppl']:.1f} | {best_epoch}/{r['epochs']}{unlogged(r)} | {entropy} | "
-                     f"{r['params'] / 1e6:.2f}M | {r['train_minutes']:.0f} | {r['train_tokens_per_s']:,} | "
+                     f"{r['test_paper_ppl']:.1f} | {best}/{r['epochs']}{unlogged(r)} | {entropy} | "
+                     f"{r['params'] / 1e6:.2f}M | {r['train_minutes']:.0f} | {r['train_tokens_per_s'] or 0:,} | "
                      f"{PAPER.get(name, '')} |")
     return "\n".join(lines)
 
@@ -233,11 +248,14 @@ def statement(results):
         lines.append(f"**No attention row beats the equal LSTM** at this size and budget (closest: "
                      f"{ROWS[best][0]}, {change[best]:+.1f}%; furthest: {ROWS[worst][0]}, {change[worst]:+.1f}%). "
                      "One seed per row: differences of a few tenths of a percent are no evidence either way.")
-        first = {n: results[n]["valid_ppl_per_epoch"][0] for n in ours if results[n]["valid_ppl_per_epoch"][0]}
-        lines.append(f"The attention rows start slower (valid after epoch 1: {min(first.values()):.0f} to "
-                     f"{max(first.values()):.0f}, the LSTM {lstm['valid_ppl_per_epoch'][0]:.0f}); "
-                     f"their final valid is {min(results[n]['valid_ppl'] for n in ours):.1f} to "
-                     f"{max(results[n]['valid_ppl'] for n in ours):.1f}, the LSTM's {lstm['valid_ppl']:.1f}.")
+        first = {n: results[n]["valid_ppl_per_epoch"][0] for n in ours}
+        first = {n: p for n, p in first.items() if p is not None}
+        lstm_first = lstm["valid_ppl_per_epoch"][0]
+        if first and lstm_first is not None:
+            lines.append(f"The attention rows start slower (valid after epoch 1: {min(first.values()):.0f} to "
+                         f"{max(first.values()):.0f}, the LSTM {lstm_first:.0f}); "
+                         f"their final valid is {min(results[n]['valid_ppl'] for n in ours):.1f} to "
+                         f"{max(results[n]['valid_ppl'] for n in ours):.1f}, the LSTM's {lstm['valid_ppl']:.1f}.")
     if "single" in results and "single-bc" in results:
         with_bc, without = results["single-bc"], results["single"]
         lines.append(f"The bias b_c of Eq. 7 as printed costs the single model {with_bc['test_ppl']:.1f} against "
@@ -249,15 +267,14 @@ def statement(results):
         if name in results:
             lines.append(f"{ROWS[name][0]}: test {results[name]['test_ppl']:.1f} "
                          f"({100 * (results[name]['test_ppl'] / base - 1):+.1f}% against our LSTM).")
-    last = [n for n, r in results.items() if best_logged_epoch(r) == r["epochs"]]
+    last = [n for n, r in results.items() if best_epoch(r) == r["epochs"]]
     if last:
         lines.append(f"{len(last)} of {len(results)} rows had their best epoch last: still improving when the "
                      f"{EPOCHS}-epoch budget stopped them, so this compares the models at an equal budget, not "
                      "at convergence (the paper trains 2 x 650 for 39+ epochs).")
-    minutes = [r["train_minutes"] for r in results.values() if not r.get("epochs_without_records")]
+    minutes = [r["train_minutes"] for r in results.values()]
     lines.append(f"Rows trained with one thread each, two side by side with other work: {min(minutes):.0f} to "
-                 f"{max(minutes):.0f} minutes a row (not the 2-core budget; rows resumed after a kill count "
-                 "only their logged epochs).")
+                 f"{max(minutes):.0f} minutes a row (not the 2-core budget).")
     return "\n".join(lines)
 
 
@@ -269,10 +286,12 @@ def plot(results, path):
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for name, r in results.items():
         logged = [(e, p) for e, p in enumerate(r["valid_ppl_per_epoch"], 1) if p is not None]
+        if not logged:
+            continue
         ax.plot(*zip(*logged), marker="o", markersize=3, label=ROWS[name][0].replace("`", ""),
                 linestyle="--" if name.startswith("fairseq") else "-")
     ax.set_yscale("log")
-    values = [p for r in results.values() for p in r["valid_ppl_per_epoch"] if p is not None]
+    values = [p for r in results.values() for p in r["valid_ppl_per_epoch"] if p is not None] or [100]
     ax.set_yticks([t for t in (100, 110, 120, 130, 150, 175, 200, 250, 300, 400, 600, 1000)
                    if min(values) * 0.9 <= t <= max(values) * 1.1])
     ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
