@@ -12,13 +12,11 @@
 Prints the best validation perplexity of each row (standard per-token perplexity).
 """
 import argparse
-import json
 import os
-import re
-import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fairseq_runs import ROOT, fairseq, prepare, records  # noqa: E402
 
 
 def rows(size, dropout, entropy_weight):
@@ -35,28 +33,14 @@ def rows(size, dropout, entropy_weight):
     }
 
 
-def prepare(sentences):
-    name = "ptb" if sentences == 0 else f"ptb-{sentences // 1000}k"
-    data = os.path.join(ROOT, "data-bin", name)
-    if not os.path.exists(os.path.join(data, "valid.bin")):
-        command = [sys.executable, "examples/language_model/prepare_lm_data.py", "--corpus", "ptb", "--name", name]
-        if sentences:
-            command += ["--sample-sentences", str(sentences)]
-        subprocess.run(command, cwd=ROOT, check=True, capture_output=True)
-    return data
-
-
 def best_valid_ppl(data, args, epochs, lr, optimizer="adam"):
-    command = [sys.executable, "-c", "from fairseq_cli.train import cli_main; cli_main()", data,
-               "--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--cpu",
-               "--criterion", "attention_cross_entropy", "--optimizer", optimizer, "--lr", lr,
-               "--clip-norm", "5", "--batch-size", "32", "--max-epoch", str(epochs), "--no-save",
-               "--log-format", "json", "--log-interval", "1000", "--seed", "1", "--num-workers", "0",
-               *args]
-    proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
-    valid = [json.loads(m.group(1)) for m in re.finditer(r"\| valid \| (\{.*\})", proc.stdout + proc.stderr)]
-    if proc.returncode != 0 or not valid:
-        sys.exit(f"fairseq-train failed:\n{(proc.stdout + proc.stderr)[-3000:]}")
+    valid = records(fairseq("train", data, "--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--cpu",
+                            "--criterion", "attention_cross_entropy", "--optimizer", optimizer, "--lr", lr,
+                            "--clip-norm", "5", "--batch-size", "32", "--max-epoch", str(epochs), "--no-save",
+                            "--log-format", "json", "--log-interval", "1000", "--seed", "1",
+                            "--num-workers", "0", *args), "valid")
+    if not valid:
+        sys.exit("fairseq-train logged no validation")
     return min(float(v["valid_ppl"]) for v in valid), valid[-1].get("valid_attn_entropy", "-")
 
 
@@ -77,7 +61,7 @@ def prepare_slice(args):
     """Binarise the slice (once) and print the recipe line; returns the data-bin path."""
     if not os.path.exists(os.path.join(ROOT, "..", "shared", "data", "ptb")):
         sys.exit("needs ../shared/data/ptb (the Penn Treebank text)")
-    data = prepare(args.sentences)
+    data = prepare("ptb", "ptb" if args.sentences == 0 else f"ptb-{args.sentences // 1000}k", args.sentences)
     args.lr = args.lr or {"adam": "0.002", "sgd": "1.0"}[args.optimizer]
     print(f"PTB ({'all' if args.sentences == 0 else args.sentences} training sentences), 2 x {args.size}, "
           f"dropout {args.dropout}, {args.optimizer} lr {args.lr}, clip 5, {args.epochs} epochs, batch 32 sentences")

@@ -16,12 +16,13 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 
 import torch
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fairseq_runs import ROOT, fairseq, records  # noqa: E402
+
 sys.path.insert(0, ROOT)
 
 
@@ -53,15 +54,6 @@ def characters_per_word(data, split):
     return character_counts(d)[words].sum().item() / words.numel()
 
 
-def fairseq(tool, *args, threads):
-    code = f"import sys; from fairseq_cli.{tool} import cli_main; sys.argv[0] = 'fairseq-{tool}'; cli_main()"
-    proc = subprocess.run([sys.executable, "-c", code, *map(str, args)], cwd=ROOT, capture_output=True,
-                          text=True, env={**os.environ, "OMP_NUM_THREADS": str(threads)})
-    if proc.returncode != 0:
-        sys.exit(f"fairseq-{tool} failed:\n{(proc.stdout + proc.stderr)[-3000:]}")
-    return proc.stdout + proc.stderr
-
-
 def speeds(data, task, criterion, margs, updates, save_dir, threads, device="cpu"):
     shutil.rmtree(save_dir, ignore_errors=True)  # else fairseq resumes the last run and trains nothing
     task = ["--user-dir", "alm_plugin", *(["--cpu"] if device == "cpu" else []), *task]
@@ -70,7 +62,7 @@ def speeds(data, task, criterion, margs, updates, save_dir, threads, device="cpu
                      "--disable-validation", "--save-dir", save_dir, "--no-epoch-checkpoints",
                      "--log-format", "json", "--log-interval", "1000", "--seed", "1", "--num-workers", "0",
                      *margs, threads=threads)
-    train = [json.loads(m.group(1)) for m in re.finditer(r"\| train \| (\{.*\})", output)][-1]
+    train = records(output, "train")[-1]
     output = fairseq("eval_lm", data, *task, "--path", os.path.join(save_dir, "checkpoint_last.pt"),
                      "--gen-subset", "valid", "--batch-size", "10", threads=threads)
     evaluated = float(re.search(r"\(([\d.]+) tokens/s\)", output).group(1))

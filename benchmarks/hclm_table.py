@@ -13,11 +13,12 @@ character plus one space or line break per word.
 import argparse
 import os
 import re
-import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fairseq_runs import ROOT, fairseq, prepare  # noqa: E402
+
 PAPER = {"wikitext-2": {"LSTM": "1.758 / 1.803", "HCLM": "1.625 / 1.670", "HCLM + cache": "1.480 / 1.500"},
          "ptb": {"LSTM": "1.369 / 1.331", "HCLM": "1.308 / 1.276", "HCLM + cache": "1.266 / 1.247"}}
 
@@ -27,26 +28,6 @@ def rows(size, embed, dropout):
     return {"LSTM": ["--arch", "char_lstm_lm"] + common,
             "HCLM": ["--arch", "hclm"] + common,
             "HCLM + cache": ["--arch", "char_cache_lm"] + common}
-
-
-def prepare(corpus, sentences):
-    name = f"{corpus}-open" + (f"-{sentences // 1000}k" if sentences else "")
-    data = os.path.join(ROOT, "data-bin", name)
-    if not os.path.exists(os.path.join(data, "test.bin")):
-        command = [sys.executable, "examples/language_model/prepare_lm_data.py", "--corpus", corpus,
-                   "--open-vocabulary", "--name", name]
-        if sentences:
-            command += ["--sample-sentences", str(sentences)]
-        subprocess.run(command, cwd=ROOT, check=True, capture_output=True)
-    return data
-
-
-def fairseq(tool, *args):
-    code = f"import sys; from fairseq_cli.{tool} import cli_main; sys.argv[0] = 'fairseq-{tool}'; cli_main()"
-    proc = subprocess.run([sys.executable, "-c", code, *map(str, args)], cwd=ROOT, capture_output=True, text=True)
-    if proc.returncode != 0:
-        sys.exit(f"fairseq-{tool} failed:\n{(proc.stdout + proc.stderr)[-3000:]}")
-    return proc.stdout + proc.stderr
 
 
 def bpc(data, checkpoint, split):
@@ -73,7 +54,8 @@ def main():
     if not os.path.exists(os.path.join(ROOT, "..", "shared", "data", args.corpus)):
         sys.exit(f"needs ../shared/data/{args.corpus}")
 
-    data = prepare(args.corpus, args.sentences)
+    name = f"{args.corpus}-open" + (f"-{args.sentences // 1000}k" if args.sentences else "")
+    data = prepare(args.corpus, name, args.sentences, open_vocabulary=True)
     print(f"{args.corpus} ({'all' if not args.sentences else args.sentences} training sentences, open "
           f"vocabulary), LSTMs of {args.size}, chars {args.embed}, dropout {args.dropout}, Adam {args.lr}, "
           f"{args.epochs} epochs, {args.batch_size} streams x 35 words")

@@ -24,14 +24,13 @@ every figure and ratio to a file (the GPU results under ``benchmarks/results/gpu
 import argparse
 import json
 import os
-import re
 import statistics
-import subprocess
 import sys
 
 import torch
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fairseq_runs import ROOT, fairseq, records  # noqa: E402
 
 
 def model_args(size, layers, dropout):
@@ -56,18 +55,15 @@ PRECISION_FLAGS = {"fp32": [], "bf16": ["--bf16"], "fp16": ["--fp16"]}
 
 def train_wps(data, args, updates, threads, device="cpu", precision="fp32"):
     placement = ["--cpu"] if device == "cpu" else PRECISION_FLAGS[precision]
-    command = [sys.executable, "-c", "from fairseq_cli.train import cli_main; cli_main()", data,
-               "--user-dir", "alm_plugin", "--task", "sentence_language_modeling", *placement,
-               "--optimizer", "sgd", "--lr", "1.0", "--clip-norm", "5", "--batch-size", "32",
-               "--max-update", str(updates), "--disable-validation", "--no-save",
-               "--log-format", "json", "--log-interval", "1000", "--seed", "1", "--num-workers", "0",
-               *args]
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-    proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env)
-    records = [json.loads(m.group(1)) for m in re.finditer(r"\| train \| (\{.*\})", proc.stdout + proc.stderr)]
-    if proc.returncode != 0 or not records:
-        sys.exit(f"fairseq-train failed:\n{(proc.stdout + proc.stderr)[-3000:]}")
-    return float(records[-1]["train_wps"])
+    output = fairseq("train", data, "--user-dir", "alm_plugin", "--task", "sentence_language_modeling", *placement,
+                     "--optimizer", "sgd", "--lr", "1.0", "--clip-norm", "5", "--batch-size", "32",
+                     "--max-update", str(updates), "--disable-validation", "--no-save",
+                     "--log-format", "json", "--log-interval", "1000", "--seed", "1", "--num-workers", "0",
+                     *args, threads=threads)
+    train = records(output, "train")
+    if not train:
+        sys.exit(f"fairseq-train logged no training record:\n{output[-3000:]}")
+    return float(train[-1]["train_wps"])
 
 
 class BareLSTMLanguageModel(torch.nn.Module):

@@ -62,7 +62,7 @@ def test_prepare_drops_a_byte_order_mark(tmp_path):
 
 # ----------------------------------------------------------------------------- alm-rescore
 
-from cli import TRAIN_COMMON, run  # noqa: E402
+from cli import TRAIN_COMMON, run, run_module  # noqa: E402
 from conftest import SAMPLE_DATA  # noqa: E402
 
 NBEST = "H-0\t-1.5\tthe cat sat\nP-0\t-0.5 -0.5 -0.25 -0.25\nH-0\t-2.0\ta cat\nP-0\t-1.0 -0.5 -0.5\n" \
@@ -81,10 +81,9 @@ def tiny_lm(tmp_path_factory):
 def rescore(tmp_path, nbest, *args, lm="checkpoint"):
     path = tmp_path / "in.nbest"
     path.write_bytes(nbest if isinstance(nbest, bytes) else nbest.encode("utf-8"))
-    proc = subprocess.run([sys.executable, "-m", "alm_plugin.cli.rescore", "--nbest", path, "--lm", lm,
-                           "--hyp-form", "tok", "--lm-form", "tok", "--cpu", *map(str, args)],
-                          capture_output=True, text=True, cwd=ROOT)
-    return proc.returncode, proc.stdout + proc.stderr
+    code, stdout, stderr = run_module("alm_plugin.cli.rescore", "--nbest", path, "--lm", lm, "--hyp-form", "tok",
+                                      "--lm-form", "tok", "--cpu", *args)
+    return code, stdout + stderr
 
 
 def test_rescore_refuses_a_truncated_positional_score_line(tmp_path, tiny_lm):
@@ -183,10 +182,9 @@ def test_open_vocabulary_chunks_of_no_words(tmp_path, tokens):
 
 
 def test_plot_attention_on_a_model_without_history_attention(tmp_path, tiny_lm):
-    proc = subprocess.run([sys.executable, "-m", "alm_plugin.cli.plot_attention", "--path", tiny_lm,
-                           "--out", tmp_path / "a.png", "the cat"], capture_output=True, text=True, cwd=ROOT)
-    assert proc.returncode != 0 and "draws the history attention of an attentive_lm or amsrn" in \
-        last_line(proc.stdout + proc.stderr)
+    code, stdout, stderr = run_module("alm_plugin.cli.plot_attention", "--path", tiny_lm, "--out", tmp_path / "a.png",
+                                      "the cat")
+    assert code != 0 and "draws the history attention of an attentive_lm or amsrn" in last_line(stdout + stderr)
     assert not (tmp_path / "a.png").exists()
 
 

@@ -12,7 +12,7 @@ import torch
 from fairseq import checkpoint_utils
 from fairseq.data import Dictionary, data_utils
 
-from cli import eval_lm_result, json_records, run
+from cli import eval_lm_result, json_records, run, run_module
 from conftest import ROOT, SAMPLE_DATA
 
 NEW_WORDS = ["Zyzzyva", "Quetzalcoatlus"]  # in no split but test
@@ -113,10 +113,9 @@ def test_eval_lm_and_validate_equal_hand_computation_and_count_every_character(t
 
 
 def alm_score(*args, stdin=None):
-    proc = subprocess.run([sys.executable, "-m", "alm_plugin.cli.score", *map(str, args)], input=stdin,
-                          capture_output=True, text=True, cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr
-    return [json.loads(line) for line in proc.stdout.splitlines()], proc.stderr.strip().splitlines()[-1]
+    code, stdout, stderr = run_module("alm_plugin.cli.score", *args, stdin=stdin)
+    assert code == 0, stderr
+    return [json.loads(line) for line in stdout.splitlines()], stderr.strip().splitlines()[-1]
 
 
 def test_alm_score_reads_the_text_as_eval_lm_does_and_counts_bits_per_character(trained, corpus):
@@ -151,10 +150,9 @@ def test_alm_score_spells_words_the_dictionary_lacks_and_can_score_lines_alone(t
     shuffled, _ = alm_score("--path", checkpoint, "--data", corpus[0], "--format", "jsonl", "--context", "line",
                             "--batch-size", "1", stdin="\n".join(lines) + "\n")
     assert [r["logprob"] for r in shuffled] == pytest.approx([r["logprob"] for r in alone], abs=1e-3)
-    proc = subprocess.run([sys.executable, "-m", "alm_plugin.cli.score", "--path", checkpoint, "--data",
-                           corpus[0]], input=lines[2] + "\n", capture_output=True, text=True, cwd=ROOT)
-    assert "words with characters the model never saw are scored as <unk> (counted in 'unk'), 1 in all" in proc.stderr
-    assert "'日本'" in proc.stderr
+    _, _, stderr = run_module("alm_plugin.cli.score", "--path", checkpoint, "--data", corpus[0], stdin=lines[2] + "\n")
+    assert "words with characters the model never saw are scored as <unk> (counted in 'unk'), 1 in all" in stderr
+    assert "'日本'" in stderr
     # no input, a literal <pad> word and an empty line: defined results, no traceback
     rows, summary = alm_score("--path", checkpoint, "--data", corpus[0], "--format", "jsonl", stdin="")
     assert rows == [] and summary.startswith("alm-score: 0 sentences")
@@ -165,10 +163,10 @@ def test_alm_score_spells_words_the_dictionary_lacks_and_can_score_lines_alone(t
 
 def test_cache_posterior_command_lists_copied_and_spelled_words(trained, corpus, tmp_path):
     save_dir, _ = trained
-    out = subprocess.run([sys.executable, "-m", "alm_plugin.cli.cache_posterior", "--path",
-                          save_dir / "checkpoint_best.pt", "--data", corpus[0], "--split", "test",
-                          "--plot", tmp_path / "cache.png", "--top", "5"],
-                         cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    code, out, stderr = run_module("alm_plugin.cli.cache_posterior", "--path", save_dir / "checkpoint_best.pt",
+                                   "--data", corpus[0], "--split", "test", "--plot", tmp_path / "cache.png",
+                                   "--top", "5")
+    assert code == 0, stderr
     assert re.search(r"test: \d+ words, \d+ characters \| bpc [\d.]+", out), out
     table = out.split("spelled by the LM")[1].strip().split("\n\n")[0].splitlines()[1:]
     assert len(table) == 5

@@ -8,7 +8,6 @@ already installed (this interpreter's, made visible to the venv) and cython; no 
 import os
 import re
 import subprocess
-import sys
 import sysconfig
 import venv
 

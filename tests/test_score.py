@@ -3,14 +3,12 @@ import json
 import math
 import os
 import random
-import subprocess
-import sys
 
 import pytest
 from fairseq.data import Dictionary, data_utils
 
-from cli import TRAIN_COMMON, eval_lm_result, run
-from conftest import ROOT, SAMPLE_DATA
+from cli import TRAIN_COMMON, eval_lm_result, run, run_module
+from conftest import SAMPLE_DATA
 
 
 @pytest.fixture(scope="module")
@@ -28,9 +26,7 @@ def model_and_text(tmp_path_factory):
 
 
 def score(*args, stdin=None):
-    proc = subprocess.run([sys.executable, "-m", "alm_plugin.cli.score", *map(str, args)], input=stdin,
-                          capture_output=True, text=True, cwd=ROOT)
-    return proc.returncode, proc.stdout, proc.stderr
+    return run_module("alm_plugin.cli.score", *args, stdin=stdin)
 
 
 def rows(stdout):

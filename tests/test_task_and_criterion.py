@@ -1,6 +1,5 @@
 """Sentence batching, and the criterion's figures against hand computations."""
 import math
-import os
 from argparse import Namespace
 
 import numpy as np

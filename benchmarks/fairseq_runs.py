@@ -1,0 +1,55 @@
+"""What the benchmark scripts share: run a fairseq console script as a user does (a fresh
+process from the repository root, so each run starts as ``fairseq-train ...`` would), read
+its JSON log records, and binarise a corpus of ../shared/data once."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def fairseq(tool, *args, threads=None, log=None, mode="a"):
+    """Run ``fairseq-<tool> args`` and return its output; exit with the output's tail if it fails.
+
+    ``threads`` sets OMP_NUM_THREADS (two one-thread runs side by side on two cores). With
+    ``log``, the output goes to that file as it comes (appended with ``mode="a"``) and the
+    whole file is returned, so a run resumed after a kill keeps its earlier records."""
+    launch = f"import sys; from fairseq_cli.{tool} import cli_main; sys.argv[0] = 'fairseq-{tool}'; cli_main()"
+    command = [sys.executable, "-c", launch, *map(str, args)]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
+    if log is None:
+        proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env)
+        output = proc.stdout + proc.stderr
+    else:
+        os.makedirs(os.path.dirname(log), exist_ok=True)
+        with open(log, mode) as f:
+            proc = subprocess.run(command, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, text=True, env=env)
+        with open(log) as f:
+            output = f.read()
+    if proc.returncode != 0:
+        sys.exit(f"fairseq-{tool} failed ({proc.returncode}):\n{output[-3000:]}")
+    return output
+
+
+def records(output, kind):
+    """The JSON log records of one kind (``train_inner``, ``train``, ``valid``), in order."""
+    return [json.loads(m.group(1)) for m in re.finditer(r"\| " + kind + r" \| (\{.*\})", output)]
+
+
+def prepare(corpus, name, sentences=0, open_vocabulary=False):
+    """``data-bin/<name>``: ``corpus`` of ../shared/data binarised by prepare_lm_data.py (once),
+    ``sentences`` training sentences of it (0: all)."""
+    data = os.path.join(ROOT, "data-bin", name)
+    if not os.path.exists(os.path.join(data, "test.bin")):
+        if not os.path.exists(os.path.join(ROOT, "..", "shared", "data", corpus)):
+            sys.exit(f"no {data}: needs ../shared/data/{corpus}, or prepare it with "
+                     f"examples/language_model/prepare_lm_data.py --corpus {corpus} --name {name}")
+        command = [sys.executable, "examples/language_model/prepare_lm_data.py", "--corpus", corpus, "--name", name,
+                   *(["--open-vocabulary"] if open_vocabulary else []),
+                   *(["--sample-sentences", str(sentences)] if sentences else [])]
+        proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+        if proc.returncode != 0:
+            sys.exit(f"preparing {name} failed:\n{(proc.stdout + proc.stderr)[-3000:]}")
+    return data
