@@ -34,13 +34,13 @@ def rows(size, dropout, entropy_weight):
 
 
 def best_valid_ppl(data, args, epochs, lr, optimizer="adam"):
-    valid = records(fairseq("train", data, "--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--cpu",
-                            "--criterion", "attention_cross_entropy", "--optimizer", optimizer, "--lr", lr,
-                            "--clip-norm", "5", "--batch-size", "32", "--max-epoch", str(epochs), "--no-save",
-                            "--log-format", "json", "--log-interval", "1000", "--seed", "1",
-                            "--num-workers", "0", *args), "valid")
+    output = fairseq("train", data, "--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--cpu",
+                     "--criterion", "attention_cross_entropy", "--optimizer", optimizer, "--lr", lr,
+                     "--clip-norm", "5", "--batch-size", "32", "--max-epoch", str(epochs), "--no-save",
+                     "--log-format", "json", "--log-interval", "1000", "--seed", "1", "--num-workers", "0", *args)
+    valid = records(output, "valid")
     if not valid:
-        sys.exit("fairseq-train logged no validation")
+        sys.exit(f"fairseq-train logged no validation:\n{output[-3000:]}")
     return min(float(v["valid_ppl"]) for v in valid), valid[-1].get("valid_attn_entropy", "-")
 
 

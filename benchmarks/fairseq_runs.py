@@ -42,7 +42,7 @@ def prepare(corpus, name, sentences=0, open_vocabulary=False):
     """``data-bin/<name>``: ``corpus`` of ../shared/data binarised by prepare_lm_data.py (once),
     ``sentences`` training sentences of it (0: all)."""
     data = os.path.join(ROOT, "data-bin", name)
-    if not os.path.exists(os.path.join(data, "test.bin")):
+    if not all(os.path.exists(os.path.join(data, f"{split}.bin")) for split in ("train", "valid", "test")):
         if not os.path.exists(os.path.join(ROOT, "..", "shared", "data", corpus)):
             sys.exit(f"no {data}: needs ../shared/data/{corpus}, or prepare it with "
                      f"examples/language_model/prepare_lm_data.py --corpus {corpus} --name {name}")

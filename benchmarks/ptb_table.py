@@ -29,7 +29,8 @@ import re
 import subprocess
 import sys
 
-from fairseq_runs import ROOT, fairseq, prepare, records
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fairseq_runs import ROOT, fairseq, prepare, records  # noqa: E402
 
 RESULTS = os.path.join(ROOT, "benchmarks", "results", "ptb")
 SIZE, DROPOUT, EPOCHS, ANNEAL = "200", "0.2", 10, 4

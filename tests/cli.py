@@ -3,6 +3,8 @@
 By default a tool runs in the test process: the same ``cli_main`` the console script calls, with
 ``sys.argv`` set and its log and stdout captured. That saves one fairseq import per call (about
 5 s each, over 100 calls). ``ALM_TESTS_SUBPROCESS=1`` runs every call in a fresh process instead.
+The plugin's ``--user-dir`` import in a fresh process stays covered by the tests that must start
+processes anyway (test_multiprocess_train, test_hydra_configs, test_offline_install).
 """
 import contextlib
 import importlib
@@ -15,6 +17,7 @@ import subprocess
 import sys
 import traceback
 
+import torch
 from conftest import ROOT
 
 TRAIN_COMMON = ["--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--cpu",
@@ -67,36 +70,58 @@ def _reset_fairseq_globals():
                 delattr(function, name)
 
 
+# Where a fresh process's log records go: fairseq's console scripts call basicConfig (INFO, to
+# stdout) on import; our own scripts inherit what importing fairseq sets up (DEBUG, to stderr).
+FAIRSEQ_CLI_LOG = (logging.INFO, "%(asctime)s | %(levelname)s | %(name)s | %(message)s")
+FAIRSEQ_IMPORT_LOG = (logging.DEBUG, logging.BASIC_FORMAT)
+
+
 def _in_process(main, argv, stdin=None, log_to_stdout=False):
     """Call ``main()`` as a process would run it: from the repository root, with ``argv``, its own
-    stdin, stdout and stderr, log records where fairseq's console scripts send them (stdout) or
-    where Python's last-resort handler does (stderr), and an exit code."""
+    stdin, stdout and stderr, log records where a fresh process sends them, torch's default TF32
+    settings (the tests' fixture turns them off), and an exit code. Whatever the run adds to any
+    logger (fairseq's preprocess.log and --log-file handlers) is removed and closed after it."""
     stdout, stderr = io.StringIO(), io.StringIO()
+    level, form = FAIRSEQ_CLI_LOG if log_to_stdout else FAIRSEQ_IMPORT_LOG
     handler = logging.StreamHandler(stdout if log_to_stdout else stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s | %(levelname)s | %(name)s | %(message)s",
-                                           "%Y-%m-%d %H:%M:%S"))
+    handler.setFormatter(logging.Formatter(form, "%Y-%m-%d %H:%M:%S"))
+    loggers = [logging.getLogger(), *(logger for logger in logging.Logger.manager.loggerDict.values()
+                                      if isinstance(logger, logging.Logger))]
+    saved_loggers = {logger: (logger.handlers[:], logger.level, logger.disabled) for logger in loggers}
+    tf32 = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    saved = sys.argv, sys.stdin, os.getcwd()
     root = logging.getLogger()
-    saved = root.handlers[:], root.level, sys.argv, sys.stdin, os.getcwd()
     root.handlers, sys.argv = [handler], argv
-    root.setLevel(logging.INFO if log_to_stdout else logging.WARNING)
+    root.setLevel(level)
     sys.stdin = io.TextIOWrapper(io.BytesIO((stdin or "").encode("utf-8")), encoding="utf-8")
+    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = True, False  # torch's defaults
     code = 0
     try:
         os.chdir(ROOT)
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
             try:
-                main()
+                raise SystemExit(main())  # as the console script's sys.exit(main())
             except SystemExit as exit:  # argparse errors and sys.exit("message"), as a process ends
-                if isinstance(exit.code, str):
+                if exit.code is not None and not isinstance(exit.code, int):
                     print(exit.code, file=stderr)
                 code = exit.code if isinstance(exit.code, int) else int(exit.code is not None)
             except Exception:  # what a process prints before it exits with 1
                 traceback.print_exc(file=stderr)
                 code = 1
     finally:
-        root.handlers, level, sys.argv, sys.stdin, cwd = saved
-        root.setLevel(level)  # through setLevel: it clears the loggers' cached levels
+        sys.argv, sys.stdin, cwd = saved
         os.chdir(cwd)
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = tf32
+        for logger in [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]:
+            if not isinstance(logger, logging.Logger):
+                continue
+            handlers, level, disabled = saved_loggers.get(logger, ([], None, None))
+            for added in set(logger.handlers) - set(handlers):
+                added.close()
+            logger.handlers = handlers
+            if level is not None:  # a logger the run created keeps the level its module gave it
+                logger.disabled = disabled
+                logger.setLevel(level)  # through setLevel: it clears the loggers' cached levels
     return code, stdout.getvalue(), stderr.getvalue()
 
 
