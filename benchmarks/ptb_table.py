@@ -217,7 +217,10 @@ def entropy_choice(results, base):
         f"lambda {weight[n]}: valid {results[n]['valid_ppl']:.1f}, test {results[n]['test_ppl']:.1f}, mean "
         f"attention entropy {results[n]['valid_attn_entropy']:.2f} nats" for n in rows)
         + f". Valid picks lambda {weight[chosen]}: test {results[chosen]['test_ppl']:.1f} "
-          f"({100 * (results[chosen]['test_ppl'] / base - 1):+.1f}% against the LSTM)."]
+          f"({100 * (results[chosen]['test_ppl'] / base - 1):+.1f}% against the LSTM)."
+        + "".join(f" At lambda {weight[n]} the attention has collapsed (entropy {results[n]['valid_attn_entropy']:.2f}: "
+                  "every step puts all its weight on one earlier state)."
+                  for n in rows if results[n]["valid_attn_entropy"] < 0.1)]
 
 
 def statement(results):
