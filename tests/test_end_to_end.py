@@ -217,6 +217,24 @@ def test_amsrn_with_entropy_trains_evaluates_and_generates(tmp_path):
     assert greedy_matches_full_forward(lm, "The game")
 
 
+def test_alm_lstm_baseline_trains_and_eval_lm_equals_hand_computation(tmp_path):
+    """The PTB table's baseline: the same task, criterion and scoring path as the attentive rows."""
+    args = ["--arch", "alm_lstm", "--embed-dim", "32", "--hidden-size", "32", "--criterion", "attention_cross_entropy",
+            "--optimizer", "adam", "--lr", "0.003", "--clip-norm", "5", "--batch-size", "32",
+            "--log-interval", "10", "--max-update", "40", "--save-dir", tmp_path]
+    _, output = run("train", SAMPLE_DATA, *TRAIN_COMMON, *args)
+    losses = [float(r["loss"]) for r in json_records(output, "train_inner")]
+    assert losses[-1] < losses[0] - 0.5, losses
+
+    checkpoint = tmp_path / "checkpoint_best.pt"
+    _, output = run("eval_lm", SAMPLE_DATA, "--path", checkpoint, "--user-dir", "alm_plugin",
+                    "--task", "sentence_language_modeling", "--cpu", "--batch-size", "16")
+    loss_base2, _ = eval_lm_result(output)
+    sentences = list(data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "test"), None))
+    nll, count = hand_computed_nll(checkpoint, sentences, limit=10 ** 6)
+    assert loss_base2 == pytest.approx(nll / count / math.log(2), abs=1e-3)
+
+
 def test_checkpoint_of_another_architecture_is_a_clear_error(tmp_path):
     _, _ = run("train", SAMPLE_DATA, *TRAIN_COMMON, "--arch", "lstm_lm", "--decoder-embed-dim", "16",
                "--decoder-hidden-size", "16", "--decoder-out-embed-dim", "16", "--optimizer", "adam",
