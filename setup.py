@@ -24,5 +24,6 @@ setup(
         "alm-cache-posterior = alm_plugin.cli.cache_posterior:main",
         "alm-rescore = alm_plugin.cli.rescore:main",
         "alm-score = alm_plugin.cli.score:main",
+        "alm-cache-grid = alm_plugin.cli.cache_grid:main",
     ]},
 )

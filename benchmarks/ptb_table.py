@@ -73,10 +73,36 @@ ROWS = {
                                 "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "1000",
                                 "--clip-norm", "5", "--sentence-avg"]),
 }
+# document-level rows (``-stream``): the corpus as 20 parallel streams of 35-word chunks, the LSTM
+# state and the last MEMORY attention states carried across chunks; 20 x 35 = 700 tokens per
+# update, about the sentence rows' 32 sentences (~740 tokens), so the updates per epoch match.
+# M = 100: the Pointer Sentinel-LSTM's window (and the cache benchmarks'); it spans ~4 PTB sentences.
+MEMORY, STREAMS = "100", 20
+ROWS.update({
+    "lstm-stream": ("LSTM (ours, `alm_lstm`), document streams", ["--arch", "alm_lstm", *OURS, *RECIPE]),
+    "single-stream": (f"`attentive_lm` single, document streams, M = {MEMORY}",
+                      ["--arch", "attentive_lm", "--attention-score", "single", "--memory-window", MEMORY,
+                       *OURS, *RECIPE]),
+    "amsrn-stream": (f"`amsrn` tied, document streams, M = {MEMORY}",
+                     ["--arch", "amsrn", "--memory-selection", "tied", "--memory-window", MEMORY, *OURS, *RECIPE]),
+})
 PAPER = {"single": "71.7 / 70.1 (2 x 650, 39+ epochs)", "combined": "72.6 / 70.7 (2 x 650)"}
 
 
 COMMON = ["--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--cpu"]
+STREAM_COMMON = ["--user-dir", "alm_plugin", "--task", "document_language_modeling", "--cpu"]
+
+
+def is_stream(name):
+    return name.endswith("-stream")
+
+
+def task_args(name, training):
+    """The task and its batching: sentences (validated cut at 35 tokens in training, whole at the
+    end), or streams (``STREAMS`` in training; one stream, the exact figure, at the end)."""
+    if is_stream(name):
+        return [*STREAM_COMMON, "--batch-size", str(STREAMS if training else 1)]
+    return [*COMMON, "--batch-size", "32" if training else "64", "--eval-tokens-per-sample", "35" if training else "0"]
 
 
 def checkpoint_state(path):
@@ -102,9 +128,8 @@ def run_row(name, data, save_root, threads, results_dir=RESULTS, epochs=EPOCHS):
     # fairseq resumes from checkpoint_last.pt; train.log keeps every run's records (a fresh
     # start, with no checkpoint to resume, starts a fresh log)
     fresh = not os.path.exists(os.path.join(save, "checkpoint_last.pt"))
-    train = fairseq("train", data, *COMMON, *row_args, "--criterion", "attention_cross_entropy",
-                    "--batch-size", "32", "--max-epoch", str(epochs), "--best-checkpoint-metric", "nll_loss",
-                    "--eval-tokens-per-sample", "35",
+    train = fairseq("train", data, *task_args(name, True), *row_args, "--criterion", "attention_cross_entropy",
+                    "--max-epoch", str(epochs), "--best-checkpoint-metric", "nll_loss",
                     "--no-epoch-checkpoints", "--save-dir", save, "--seed", "1", "--num-workers", "0",
                     "--log-format", "json", "--log-interval", "200", "--no-progress-bar", threads=threads,
                     log=os.path.join(save, "train.log"), mode="w" if fresh else "a")
@@ -118,7 +143,8 @@ def run_row(name, data, save_root, threads, results_dir=RESULTS, epochs=EPOCHS):
     per_epoch = lambda table, key: [float(table[e][key]) if e in table else None for e in range(1, last + 1)]
     result = {"row": name, "description": description, "args": row_args, "commit": commit(),
               "recipe": {"size": SIZE, "dropout": DROPOUT, "epochs": EPOCHS, "anneal_after": ANNEAL,
-                         "batch_sentences": 32, "threads": threads},
+                         **({"batch_streams": STREAMS, "chunk": 35} if is_stream(name) else {"batch_sentences": 32}),
+                         "threads": threads},
               "epochs": last, "best_epoch": best_epoch, "train_minutes": round(seconds / 60, 1),
               "epochs_without_records": [e for e in range(1, last + 1) if e not in valid],
               "train_tokens_per_s": round(sum(float(e["train_wps"]) for e in trained.values()) / len(trained))
@@ -127,29 +153,51 @@ def run_row(name, data, save_root, threads, results_dir=RESULTS, epochs=EPOCHS):
               "train_ppl_per_epoch": per_epoch(trained, "train_ppl"),
               "gnorm_per_epoch": per_epoch(trained, "train_gnorm"),
               "params": int(re.search(r"num\. shared model params: ([\d,]+)", train).group(1).replace(",", ""))}
-    result.update(evaluate(os.path.join(save, "checkpoint_best.pt"), data, threads))
+    result.update(evaluate(os.path.join(save, "checkpoint_best.pt"), data, threads, name))
     os.makedirs(results_dir, exist_ok=True)
     with open(os.path.join(results_dir, f"{name}.json"), "w") as f:
         json.dump(result, f, indent=1)
     return result
 
 
-def evaluate(checkpoint, data, threads):
+def evaluate(checkpoint, data, threads, name):
     """valid/test ``ppl`` (fairseq-eval-lm) and ``paper_ppl``, attention entropy (fairseq-validate),
-    every sentence scored whole."""
+    every sentence scored whole (a stream row: the split as one stream); then the neural cache's
+    window, theta and lambda chosen on valid (alm-cache-grid) and valid/test ``ppl`` with it."""
     result = {"eval_commit": commit()}
     for split in ("valid", "test"):
-        evaluated = fairseq("eval_lm", data, *COMMON, "--path", checkpoint, "--gen-subset", split,
-                            "--batch-size", "64", "--eval-tokens-per-sample", "0", threads=threads)
+        evaluated = fairseq("eval_lm", data, *task_args(name, False), "--path", checkpoint, "--gen-subset", split,
+                            threads=threads)
         result[f"{split}_ppl"] = float(re.search(r"Perplexity: ([\d.]+)", evaluated).group(1))
-        validated = records(fairseq("validate", data, *COMMON, "--path", checkpoint, "--valid-subset", split,
-                                    "--criterion", "attention_cross_entropy", "--batch-size", "64",
-                                    "--eval-tokens-per-sample", "0",
+        validated = records(fairseq("validate", data, *task_args(name, False), "--path", checkpoint,
+                                    "--valid-subset", split, "--criterion", "attention_cross_entropy",
                                     "--log-format", "json", threads=threads), split)[-1]
         result[f"{split}_paper_ppl"] = float(validated[f"{split}_paper_ppl"])
         result[f"{split}_validate_ppl"] = float(validated[f"{split}_ppl"])
         if f"{split}_attn_entropy" in validated:
             result[f"{split}_attn_entropy"] = float(validated[f"{split}_attn_entropy"])
+    result.update(evaluate_cache(checkpoint, data, threads, name))
+    return result
+
+
+def evaluate_cache(checkpoint, data, threads, name):
+    """The neural cache on top: the grid on valid, then fairseq-eval-lm with the chosen flags."""
+    grid_json = os.path.join(os.path.dirname(checkpoint), "cache_grid.json")
+    env = {**os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
+    proc = subprocess.run([sys.executable, "-m", "alm_plugin.cli.cache_grid", "--path", checkpoint, "--data", data,
+                           "--cpu", "--json", grid_json], cwd=ROOT, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        sys.exit(f"alm-cache-grid failed ({proc.returncode}):\n{(proc.stdout + proc.stderr)[-3000:]}")
+    with open(grid_json) as f:
+        chosen = json.load(f)
+    flags = ["--neural-cache-window", str(chosen["window"]), "--neural-cache-theta", str(chosen["theta"]),
+             "--neural-cache-lambda", str(chosen["lambda"])]
+    result = {"cache": {"window": chosen["window"], "theta": chosen["theta"], "lambda": chosen["lambda"],
+                        "chosen_on": "valid", "grid_valid_ppl": round(chosen["ppl_with_cache"], 2)}}
+    for split in ("valid", "test"):
+        evaluated = fairseq("eval_lm", data, *task_args(name, False), "--path", checkpoint, "--gen-subset", split,
+                            *flags, threads=threads)
+        result[f"{split}_ppl_cache"] = float(re.search(r"Perplexity: ([\d.]+)", evaluated).group(1))
     return result
 
 
@@ -361,7 +409,8 @@ def main():
             path = os.path.join(args.results_dir, f"{name}.json")
             with open(path) as f:
                 result = json.load(f)
-            result.update(evaluate(os.path.join(args.save_dir, name, "checkpoint_best.pt"), args.data, args.threads))
+            result.update(evaluate(os.path.join(args.save_dir, name, "checkpoint_best.pt"), args.data, args.threads,
+                                   name))
             with open(path, "w") as f:
                 json.dump(result, f, indent=1)
             print(f"{name}: valid {result['valid_ppl']:.1f}, test {result['test_ppl']:.1f} "

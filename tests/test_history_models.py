@@ -7,7 +7,7 @@ from alm_plugin.models.amsrn import AMSRNConfig, AMSRNDecoder
 from alm_plugin.models.attentive_lm import AttentiveLMConfig, AttentiveLMDecoder
 from alm_plugin.models.lstm_lm import LSTMDecoder
 from alm_plugin.modules.history_lstm_decoder import RecurrentLMConfig
-from alm_plugin.modules.history_attention import CausalHistoryAttention, CombinedScore
+from alm_plugin.modules.history_attention import INITIAL_SLOT, CausalHistoryAttention, CombinedScore
 from conftest import random_tokens
 
 VARIANTS = [
@@ -72,6 +72,8 @@ def test_incremental_equals_full_forward(dictionary, variant, device):
         row = full_extra["history_attn"][0][:, t]
         offset = 1 if decoder.attention.initial_slot else 0
         slot_times = torch.arange(row.size(-1), device=device) + 1 - offset
+        if offset:
+            slot_times[0] = INITIAL_SLOT
         remembered = decoder.attention._allowed(torch.tensor([t + 1], device=device), slot_times)[0]
         torch.testing.assert_close(extra["history_attn"][0][:, 0], row[:, remembered], atol=1e-6, rtol=1e-5)
     torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)

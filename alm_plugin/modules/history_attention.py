@@ -22,6 +22,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
+INITIAL_SLOT = -(2 ** 40)  # the time of the initial slot h_0: before any state, never out of the window
+
 
 class SingleScore(nn.Module):
     """Salton et al. Eq. 9: ``single(h_i) = v . tanh(W_s h_i)``; the query is not used."""
@@ -123,7 +125,8 @@ class CausalHistoryAttention(nn.Module):
     def _allowed(self, query_times: Tensor, slot_times: Tensor) -> Tensor:
         """Which memory slots each query may read: ``(Q,) x (S,) -> (Q, S)``.
 
-        Times count states from 1 (``h_1`` after the first token); the initial slot is time 0.
+        Times count states from 1 (``h_1`` after the chunk's first token); states carried
+        from earlier chunks have times <= 0; the initial slot has time ``INITIAL_SLOT``.
         """
         newest = query_times.unsqueeze(1) - (0 if self.include_current else 1)
         slots = slot_times.unsqueeze(0)
@@ -131,9 +134,7 @@ class CausalHistoryAttention(nn.Module):
         if self.window > 0:
             allowed &= slots > newest - self.window
         if self.initial_slot:
-            allowed |= slots == 0  # h_0 is always remembered: it is no earlier word
-        else:
-            allowed &= slots > 0
+            allowed |= slots == INITIAL_SLOT  # h_0 is always remembered: it is no earlier word
         return allowed
 
     def _attend(self, queries, memory, keys, allowed, time_allowed=None) -> Tuple[Tensor, Tensor]:
@@ -149,23 +150,37 @@ class CausalHistoryAttention(nn.Module):
         return states.new_zeros(states.size(0), 1, states.size(2)) if initial is None else initial[:, None]
 
     def forward(self, states: Tensor, padding_mask: Optional[Tensor] = None,
-                queries: Optional[Tensor] = None, initial: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+                queries: Optional[Tensor] = None, initial: Optional[Tensor] = None,
+                past: Optional[Tensor] = None, past_padding: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
         """Full sequence. ``states``: ``(B, T, d)``; ``padding_mask``: ``(B, T)``, True at pads;
         ``queries``: what the score compares the memory with (default: the states);
-        ``initial``: ``(B, d)``, the initial slot's state (default: zeros).
+        ``initial``: ``(B, d)``, the initial slot's state (default: zeros); ``past``: ``(B, P, d)``,
+        states carried from the stream's earlier chunks (read as the ``P`` states before
+        ``h_1``, within the window), ``past_padding`` their pads.
 
         Returns the contexts ``(B, T, d)`` and the weights ``(B, T, S)`` over the memory slots
-        (``S = T + 1`` with the initial slot, whose weight comes first).
+        ``[h_0 (with the initial slot); past; h_1..h_T]``.
         """
         bsz, tgt_len, _ = states.shape
         queries = states if queries is None else queries
-        offset = 1 if self.initial_slot else 0
-        memory = torch.cat([self._initial(states, initial), states], dim=1) if offset else states
+        parts = [states] if past is None else [past, states]
+        if self.initial_slot:
+            parts.insert(0, self._initial(states, initial))
+        memory = torch.cat(parts, dim=1) if len(parts) > 1 else states
         keys = self.score.keys(memory)
-        slot_times = torch.arange(memory.size(1), device=states.device) + (1 - offset)
+        lead = memory.size(1) - tgt_len  # slots before h_1: the initial slot and the past
+        slot_times = torch.arange(memory.size(1), device=states.device) - lead + 1
+        if self.initial_slot:
+            slot_times[0] = INITIAL_SLOT
         slot_padding = None
-        if padding_mask is not None and padding_mask.any():
-            slot_padding = F.pad(padding_mask, (offset, 0)) if offset else padding_mask
+        if past is not None or (padding_mask is not None and padding_mask.any()):
+            def pads(mask, length):
+                return states.new_zeros(bsz, length, dtype=torch.bool) if mask is None else mask
+            slot_padding = torch.cat([pads(None, 1 if self.initial_slot else 0),
+                                      pads(past_padding, 0 if past is None else past.size(1)),
+                                      pads(padding_mask, tgt_len)], dim=1)
+            if not slot_padding.any():
+                slot_padding = None
 
         per_query = getattr(self.score, "intermediate_size", None)
         chunk = tgt_len if per_query is None else max(1, self.chunk_elements // max(1, per_query(keys)))
@@ -173,7 +188,7 @@ class CausalHistoryAttention(nn.Module):
         for start in range(0, tgt_len, chunk):  # one pass unless the score needs a big intermediate
             end = min(tgt_len, start + chunk)
             # memory beyond the chunk's last query is never read: narrow the keys to save work
-            last_slot = min(memory.size(1), end + offset + (1 if self.include_current else 0))
+            last_slot = min(memory.size(1), end + lead)
             query_times = torch.arange(start + 1, end + 1, device=states.device)
             time_allowed = self._allowed(query_times, slot_times[:last_slot])
             allowed = time_allowed.unsqueeze(0)

@@ -22,6 +22,7 @@ from torch import Tensor
 
 from .dictionary_fingerprint import DictionaryFingerprint
 from .source_attention import SourceAttention
+from .stream_carry import StreamCarry
 
 # LSTMs have no position limit; fairseq drops samples longer than max_positions, so say so.
 UNLIMITED_POSITIONS = 1_000_000
@@ -75,6 +76,7 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
             self.source_attention = SourceAttention(cfg.hidden_size, source_dim)
             # the encoder's final (h, c) -> the initial (h, c) of every decoder layer
             self.bridge = nn.Linear(2 * source_dim, 2 * cfg.num_layers * cfg.hidden_size)
+        self.carry = StreamCarry()  # state across the chunks of a stream (document_language_modeling)
         self.register_fingerprint(dictionary)
 
     def reset_parameters(self):
@@ -114,7 +116,11 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
         context, weights = self.source_attention(states, source.transpose(0, 1), source_padding.t())
         return (context,), weights
 
-    def extract_features(self, prev_output_tokens, encoder_out=None, incremental_state=None, **kwargs):
+    def extract_features(self, prev_output_tokens, encoder_out=None, incremental_state=None,
+                         stream_ids=None, stream_positions=None, **kwargs):
+        """With ``stream_ids``/``stream_positions`` (the document task's chunks) the LSTM state
+        and the last ``--memory-window`` states of the attention memory carry over from the
+        previous chunk of the same streams (``StreamCarry``; detached: truncated BPTT)."""
         if self.source_dim and encoder_out is None:
             raise ValueError("this is a translation decoder: it needs the encoder's output")
         tokens = prev_output_tokens
@@ -122,9 +128,14 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
         if incremental_state is not None:
             tokens = tokens[:, -1:]
             cache = self.get_incremental_state(incremental_state, "history")
+        streaming = incremental_state is None and stream_ids is not None
+        mode = "train" if self.training else "eval"
+        carried = self.carry.resume(stream_ids, stream_positions, mode) if streaming else None
         x = self.dropout(self.embed_tokens(tokens))
         initial_slot = None
-        if cache is None:
+        if carried is not None:
+            hidden = carried["hidden"]
+        elif cache is None:
             hidden = self.initial_state(encoder_out)
             if hidden is not None and self.memory_starts_with_h0:
                 initial_slot = hidden[0][-1]  # h_0 of the top layer, the memory's first slot
@@ -132,12 +143,14 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
             hidden = (cache["hidden"].transpose(0, 1).contiguous(), cache["cell"].transpose(0, 1).contiguous())
         states, (h, c) = self.lstm(x, hidden)
         states = self.dropout(states)
+        padding = tokens.eq(self.padding_idx)
         memory = {}
         if self.attention is None:  # the plain LSTM: no history, no context
             context, weights = None, None
         elif incremental_state is None:
-            context, weights = self.attention(states, tokens.eq(self.padding_idx),
-                                              self.attention_queries(states), initial_slot)
+            past, past_padding = (None, None) if carried is None else carried["memory"]
+            context, weights = self.attention(states, padding, self.attention_queries(states),
+                                              initial_slot, past, past_padding)
         else:
             memory = None if cache is None else {"memory": cache["memory"], "keys": cache["keys"]}
             context, weights, memory = self.attention.step(states, memory, self.attention_queries(states),
@@ -146,10 +159,24 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
             # batch first everywhere, so reordering is one index_select on dim 0
             self.set_incremental_state(incremental_state, "history", {
                 "hidden": h.transpose(0, 1), "cell": c.transpose(0, 1), **memory})
+        if streaming:
+            self.carry.save(stream_ids, stream_positions + tokens.size(1),
+                            {"hidden": (h, c), "memory": self._kept_memory(carried, states, padding)}, mode)
         source_context, source_weights = self.attend_source(states, encoder_out)
         features = self.dropout(self.combine(states, context, *source_context))
-        # "attn" is what fairseq's generator reads (source attention, --print-alignment)
-        return features, {"attn": [source_weights], "history_attn": [weights]}
+        # "attn" is what fairseq's generator reads (source attention, --print-alignment);
+        # "features" is what the output layer receives (the neural cache's h_t)
+        return features, {"attn": [source_weights], "history_attn": [weights], "features": features}
+
+    def _kept_memory(self, carried, states, padding):
+        """The last ``--memory-window`` states (and their pads) for the stream's next chunk."""
+        window = getattr(self.attention, "window", 0)
+        if self.attention is None or window == 0:
+            return None, None
+        if carried is not None and carried["memory"][0] is not None:
+            states = torch.cat([carried["memory"][0], states], dim=1)
+            padding = torch.cat([carried["memory"][1], padding], dim=1)
+        return states[:, -window:], padding[:, -window:]
 
     def output_layer(self, features, **kwargs):
         """Eq. 8: ``softmax(W h'_t + b)`` with ``W`` tied to the input embeddings."""

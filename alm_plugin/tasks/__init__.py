@@ -1,1 +1,1 @@
-from . import open_vocabulary_language_modeling, sentence_language_modeling  # noqa: F401
+from . import document_language_modeling, open_vocabulary_language_modeling, sentence_language_modeling  # noqa: F401

@@ -10,6 +10,10 @@ its context, and the perplexity would depend on the cut. To truncate training se
 the paper did instead, add fairseq's own ``--shorten-method truncate
 --shorten-data-split-list train``.
 
+With ``--neural-cache-window N`` (``fairseq-eval-lm``) every split is scored in corpus order,
+each sentence from a fresh state as always, and the neural cache (``modules/neural_cache.py``)
+spans the sentences: the figure does not depend on ``--batch-size``.
+
 The other break modes (``none``, ``complete``, ``complete_doc``) behave as in fairseq; with
 them a model's ``--memory-window`` lets the memory span sentence boundaries.
 """
@@ -18,8 +22,9 @@ import logging
 import os
 from dataclasses import dataclass, field
 
+import numpy as np
 from fairseq import utils
-from fairseq.data import MonolingualDataset, TokenBlockDataset, data_utils
+from fairseq.data import BaseWrapperDataset, MonolingualDataset, TokenBlockDataset, data_utils
 from fairseq.data.shorten_dataset import maybe_shorten_dataset
 from fairseq.tasks import register_task
 from fairseq.tasks.language_modeling import (
@@ -29,12 +34,13 @@ from fairseq.tasks.language_modeling import (
 )
 
 from ..data import SentenceBlockDataset
+from ..modules.neural_cache import NeuralCacheOptions, attach_neural_cache, refuse_cache_in_training
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class SentenceLanguageModelingConfig(LanguageModelingConfig):
+class SentenceLanguageModelingConfig(LanguageModelingConfig, NeuralCacheOptions):
     sample_break_mode: SAMPLE_BREAK_MODE_CHOICES = field(
         default="eos",
         metadata={"help": 'eos (default): one sentence per sample, longer sentences cut into '
@@ -81,7 +87,21 @@ class SentenceLanguageModelingTask(LanguageModelingTask):
         model = super().build_model(cfg, from_checkpoint)
         limit = model.max_positions()
         self.model_position_limit = limit if isinstance(limit, int) and limit < 100_000 else 0
-        return model
+        return attach_neural_cache(self.args, model)
+
+    def train_step(self, *args, **kwargs):
+        refuse_cache_in_training(self.args)
+        return super().train_step(*args, **kwargs)
+
+    def eval_lm_dataloader(self, dataset, *args, context_window=0, num_shards=1, **kwargs):
+        """With the neural cache, the sentences in corpus order (the cache spans them)."""
+        if getattr(self.args, "neural_cache_window", 0):
+            if context_window > 0 or num_shards > 1:
+                raise ValueError("--neural-cache-window reads the split in corpus order, in one process: "
+                                 "drop --context-window and score on one GPU (no --distributed-world-size)")
+            dataset = CorpusOrder(dataset)
+        return super().eval_lm_dataloader(dataset, *args, context_window=context_window,
+                                          num_shards=num_shards, **kwargs)
 
     def load_dataset(self, split: str, epoch=1, combine=False, **kwargs):
         paths = utils.split_paths(self.args.data)
@@ -133,6 +153,13 @@ class SentenceLanguageModelingTask(LanguageModelingTask):
         silently leave up to 7 samples out of every validation and ``fairseq-validate`` run."""
         return super().get_batch_iterator(dataset, max_tokens, max_sentences, max_positions,
                                           ignore_invalid_inputs, 1, **kwargs)
+
+
+class CorpusOrder(BaseWrapperDataset):
+    """Batches of consecutive samples, in the order of the corpus (not sorted by length)."""
+
+    def ordered_indices(self):
+        return np.arange(len(self))
 
 
 def warn_if_memory_spans_sentences(task, memory_window: int, arch: str) -> None:

@@ -1,0 +1,172 @@
+"""The neural cache (Grave, Joulin & Usunier 2017), applied at test time to any word-level LM.
+
+    p(w | h_t) = (1 - lambda) p_model(w | h_t)
+                 + lambda * sum_{i in window} [x_{i+1} = w] softmax_i(theta h_t . h_i)      (Eq. 2-4)
+
+``h`` is the vector the output layer receives (``extract_features``); the cache holds the
+pairs ``(h_i, x_{i+1})`` of the ``window`` previous positions of the text **read in corpus
+order**, across sentence ends, and never the word being predicted. With an empty cache (the
+first token of a text) the mixture is ``p_model`` alone. Nothing is trained.
+
+The cache is kept per *row*: the one row of a corpus read sentence by sentence (the
+sentence task flattens each batch of consecutive sentences into it), or each stream of the
+document task. ``StreamCarry`` hands the previous batch's memory on only to a batch that
+continues it (the next sentence ids, or the next positions of the same streams); anything
+else starts with an empty cache.
+"""
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from .history_attention import masked_softmax
+from .stream_carry import StreamCarry
+
+
+@dataclass
+class NeuralCacheOptions:
+    """Mixed into a task's config: the options exist on ``fairseq-eval-lm`` and ``alm-score``."""
+
+    neural_cache_window: int = field(default=0, metadata={
+        "help": "test time only: mix in a neural cache (Grave et al. 2017) over the features of the "
+                "N previous tokens, read in corpus order across sentence ends (0: no cache)"})
+    neural_cache_theta: float = field(default=0.3, metadata={
+        "help": "the cache's inverse temperature: softmax(theta h_t . h_i)"})
+    neural_cache_lambda: float = field(default=0.1, metadata={
+        "help": "weight of the cache in p = (1 - lambda) p_model + lambda p_cache (0 = the model alone)"})
+
+
+def check_options(window: int, theta: float, lam: float) -> None:
+    if window < 0:
+        raise ValueError(f"--neural-cache-window {window}: the cache holds N >= 0 previous tokens (0: none)")
+    if not 0.0 <= lam <= 1.0:
+        raise ValueError(f"--neural-cache-lambda {lam}: a mixture weight must lie in [0, 1]")
+    if theta < 0:
+        raise ValueError(f"--neural-cache-theta {theta}: the inverse temperature must be >= 0")
+
+
+def window_mask(held: int, length: int, window: int, device=None) -> Tensor:
+    """``(length, held + length)``: which slots (``held`` earlier tokens, then the ``length``
+    current ones) each current token's cache holds: the ``window`` strictly earlier tokens,
+    never the word being predicted."""
+    slot = torch.arange(held + length, device=device) - held
+    query = torch.arange(length, device=device).unsqueeze(1)
+    return (slot < query) & (slot >= query - window)
+
+
+class NeuralCache:
+    """Turns a batch's logits and features into cache-mixed log probabilities, row by row."""
+
+    def __init__(self, window: int, theta: float, lam: float):
+        check_options(window, theta, lam)
+        self.window, self.theta, self.lam = window, theta, lam
+        self.carry = StreamCarry()
+
+    def reset(self):
+        self.carry.reset()
+
+    def log_probs(self, logits: Tensor, features: Tensor, targets: Tensor, padding: Tensor,
+                  rows=None, positions=None, next_positions=None) -> Tensor:
+        """``logits`` (R, T, V), ``features`` (R, T, d), ``targets`` (R, T) and ``padding``
+        (R, T) of R rows read left to right; ``rows``/``positions`` tag the batch for
+        ``StreamCarry`` (``None``: nothing carried in or out; the next batch continues this one
+        if it starts at ``next_positions``, default ``positions + T``). Returns ``log p`` (R, T, V)."""
+        log_model = F.log_softmax(logits.float(), dim=-1)
+        past = self.carry.resume(rows, positions, "eval")
+        features, targets = features.float(), targets.clone()
+        if past is None:
+            past = (features[:, :0], targets[:, :0], padding[:, :0])
+        memory = torch.cat([past[0], features], dim=1)
+        keys = torch.cat([past[1], targets], dim=1)
+        memory_padding = torch.cat([past[2], padding], dim=1)
+        if positions is not None:
+            next_positions = positions + features.size(1) if next_positions is None else next_positions
+            keep = slice(max(0, memory.size(1) - self.window), None)
+            self.carry.save(rows, next_positions,
+                            (memory[:, keep], keys[:, keep], memory_padding[:, keep]), "eval")
+        if self.window == 0 or self.lam == 0.0:
+            return log_model
+
+        length, held = features.size(1), past[0].size(1)
+        allowed = window_mask(held, length, self.window, logits.device)
+        allowed = allowed.unsqueeze(0) & ~memory_padding.unsqueeze(1)  # (R, T, S)
+        scores = self.theta * torch.bmm(features, memory.transpose(1, 2))
+        weights = masked_softmax(scores, allowed)
+        cache = log_model.new_zeros(log_model.shape)
+        cache.scatter_add_(2, keys.clamp_min(0).unsqueeze(1).expand(-1, length, -1), weights)
+        # an empty cache (the first token) leaves the model's distribution as it is
+        lam = torch.where(allowed.any(-1, keepdim=True), self.lam, 0.0)
+        # log((1 - lam) p_model + lam p_cache), exact where lam is 0 (an empty cache)
+        return torch.logaddexp(torch.log1p(-lam) + log_model, torch.log(lam) + cache.log())
+
+
+def attach_neural_cache(cfg, model):
+    """Give ``model`` the cache the task's ``--neural-cache-*`` options ask for (if any)."""
+    window = getattr(cfg, "neural_cache_window", 0) or 0
+    if window == 0:
+        return model
+    if not hasattr(model, "neural_cache"):
+        raise ValueError(
+            f"--neural-cache-window: {model.__class__.__name__} does not hand its output features to "
+            "the cache; the neural cache works with alm_lstm, attentive_lm and amsrn. Drop the "
+            "--neural-cache-* options for this model.")
+    model.neural_cache = NeuralCache(window, cfg.neural_cache_theta, cfg.neural_cache_lambda)
+    return model
+
+
+def refuse_cache_in_training(cfg):
+    if (getattr(cfg, "neural_cache_window", 0) or 0) > 0:
+        raise ValueError("--neural-cache-window is a test-time option (fairseq-eval-lm, alm-score, "
+                         "alm-cache-grid): nothing is trained. Drop --neural-cache-* from fairseq-train.")
+
+
+def cached_log_probs(cache: NeuralCache, net_output, sample, padding_idx: int) -> Tensor:
+    """``log p`` (B, T, V) of a batch with the cache mixed in.
+
+    A document-task batch (``stream_ids`` in its input) has one cache per stream. Otherwise
+    the batch must hold consecutive sentences (ids ``k, k+1, ...``, as the sentence task's
+    in-order loader gives them when a cache is on): their real tokens are one row of text
+    in corpus order, and the next batch continues it if it starts at the next id.
+    """
+    logits, extra = net_output[0], net_output[1]
+    target = sample["target"]
+    if logits.shape[:2] != target.shape:
+        raise ValueError("the neural cache scores a whole batch at once: drop --softmax-batch")
+    features, padding = extra["features"], target.eq(padding_idx)
+    net_input = sample["net_input"]
+    if net_input.get("stream_ids") is not None:
+        return cache.log_probs(logits, features, target, padding,
+                               net_input["stream_ids"], net_input["stream_positions"])
+    ids = sample["id"]
+    if not torch.equal(ids, torch.arange(int(ids[0]), int(ids[0]) + ids.numel(), device=ids.device)):
+        raise ValueError("the neural cache reads the text in corpus order, but this batch holds sentences "
+                         f"{ids[:4].tolist()}...: score with fairseq-eval-lm --task sentence_language_modeling "
+                         "or document_language_modeling, or alm-score")
+    real = ~padding
+    flat = cache.log_probs(logits[real].unsqueeze(0), features[real].unsqueeze(0), target[real].unsqueeze(0),
+                           padding[real].unsqueeze(0), ids.new_zeros(1), ids[:1], ids[-1:] + 1)
+    log_probs = F.log_softmax(logits.float(), dim=-1)  # padded slots: anything finite
+    log_probs[real] = flat[0]
+    return log_probs
+
+
+def target_cache_probs(features: Tensor, targets: Tensor, window: int, thetas, chunk: int = 1024):
+    """For one row of text (``features`` (N, d), ``targets`` (N,)): ``p_cache(x_{t+1} | h_t)``
+    of every token for each theta (``(len(thetas), N)``) and whether its cache held anything
+    (``(N,)``): the cache of ``NeuralCache`` for the target words only, so a grid over
+    theta and lambda costs one pass per window (``alm-cache-grid``)."""
+    features = features.float()
+    probs = features.new_zeros(len(thetas), features.size(0))
+    filled = torch.zeros(features.size(0), dtype=torch.bool, device=features.device)
+    for start in range(0, features.size(0), chunk):
+        end = min(features.size(0), start + chunk)
+        first = max(0, start - window)
+        allowed = window_mask(start - first, end - start, window, features.device)
+        dots = features[start:end] @ features[first:end].t()
+        same = targets[first:end].unsqueeze(0) == targets[start:end].unsqueeze(1)
+        filled[start:end] = allowed.any(-1)
+        for k, theta in enumerate(thetas):
+            weights = masked_softmax(theta * dots, allowed)
+            probs[k, start:end] = (weights * same).sum(-1)
+    return probs, filled

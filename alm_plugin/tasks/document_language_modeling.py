@@ -1,0 +1,157 @@
+"""Document-level language modelling: a corpus read as parallel streams (truncated BPTT).
+
+The split is one sequence of words in corpus order, ``</s>`` ending each line, cut into
+``--batch-size`` streams and each stream into chunks of ``--tokens-per-sample`` words
+(``WordStreamDataset``, every word a target once). Batches come in stream order, tagged with
+``stream_ids`` and ``stream_positions``, so a word-level model (``alm_lstm``, ``attentive_lm``,
+``amsrn``) carries its LSTM state and the last ``--memory-window`` states of its attention
+memory from chunk to chunk, across sentence ends (``StreamCarry``), as Zaremba et al. (2014)
+train a medium LSTM and as the neural cache and the Pointer Sentinel-LSTM read text.
+
+There are no sentences in a chunk, so the paper's "sum over the sentence, average over the
+batch" becomes Zaremba's recipe: with ``--sentence-avg`` the loss is the NLL summed over the
+chunk's steps and averaged over the streams (``nsentences`` = streams), lr 1.
+
+``fairseq-eval-lm`` scores each split the same way, the streams in order; ``--batch-size 1``
+reads it as one stream (the exact document-level figure; more streams start more of the text
+from a fresh state). ``--neural-cache-window N`` adds the neural cache, one per stream.
+``open_vocabulary_language_modeling`` is this task for the character-level models.
+"""
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Optional
+
+import torch
+from fairseq import utils
+from fairseq.data import Dictionary, data_utils, iterators
+from fairseq.dataclass import FairseqDataclass
+from fairseq.distributed import utils as distributed_utils
+from fairseq.tasks import FairseqTask, register_task
+from omegaconf import II
+
+from ..data.word_streams import WordStreamDataset
+from ..modules.neural_cache import NeuralCacheOptions, attach_neural_cache, refuse_cache_in_training
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class WordStreamConfig(FairseqDataclass):
+    data: str = field(default="???", metadata={"help": "data-bin directory with dict.txt and the splits"})
+    tokens_per_sample: int = field(default=35, metadata={
+        "help": "words per chunk: the truncated-BPTT length (paper: 35)"})
+    batch_size: Optional[int] = II("dataset.batch_size")
+    data_parallel_rank: Optional[int] = None
+    data_parallel_size: Optional[int] = None
+
+
+@dataclass
+class DocumentLanguageModelingConfig(WordStreamConfig, NeuralCacheOptions):
+    pass
+
+
+class WordStreamTask(FairseqTask):
+    """Reads every split as ``--batch-size`` parallel streams of chunks, in order."""
+
+    def __init__(self, cfg, dictionary):
+        super().__init__(cfg)
+        self.dictionary = dictionary
+
+    @classmethod
+    def setup_task(cls, cfg, **kwargs):
+        path = os.path.join(utils.split_paths(cfg.data)[0], "dict.txt")
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"no dict.txt in {os.path.dirname(path)}: binarise the text with "
+                                    "fairseq-preprocess --only-source (see examples/language_model/prepare_lm_data.py)")
+        dictionary = Dictionary.load(path)
+        logger.info(f"dictionary: {len(dictionary)} types")
+        return cls(cfg, dictionary)
+
+    def load_words(self, split, epoch=1, combine=False) -> torch.Tensor:
+        if self.cfg.tokens_per_sample < 1:
+            raise ValueError(f"--tokens-per-sample {self.cfg.tokens_per_sample}: the words per chunk "
+                             "of each stream must be at least 1 (the paper: 35)")
+        if not self.cfg.batch_size:
+            raise ValueError(
+                f"{self.__class__.__name__} reads the corpus as --batch-size parallel streams: pass "
+                "--batch-size N (e.g. 20-32 for training; 1 for exact evaluation).")
+        paths = utils.split_paths(self.cfg.data)
+        split_path = os.path.join(paths[(epoch - 1) % len(paths)], split)
+        lines = data_utils.load_indexed_dataset(split_path, self.dictionary, combine=combine)
+        if lines is None:
+            raise FileNotFoundError(
+                f"no '{split}' data in {os.path.dirname(split_path)}: binarise it with "
+                "fairseq-preprocess --only-source (see examples/language_model/prepare_lm_data.py)")
+        return torch.cat([lines[i] for i in range(len(lines))])
+
+    def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        words = self.load_words(split, epoch, combine)
+        if self.cfg.data_parallel_rank is None:
+            initialised = torch.distributed.is_initialized()
+            self.cfg.data_parallel_rank = distributed_utils.get_data_parallel_rank() if initialised else 0
+            self.cfg.data_parallel_size = distributed_utils.get_data_parallel_world_size() if initialised else 1
+        self.datasets[split] = WordStreamDataset(
+            words, self.cfg.batch_size, self.cfg.tokens_per_sample, self.dictionary.pad(),
+            self.dictionary.eos(), self.cfg.data_parallel_rank, self.cfg.data_parallel_size)
+
+    def get_batch_iterator(self, dataset, num_workers=0, epoch=1, data_buffer_size=0,
+                           skip_remainder_batch=False, **unused):
+        # every item is already a whole batch, and the chunks must stay in stream order
+        return iterators.EpochBatchIterator(
+            dataset=dataset, collate_fn=self.collate, batch_sampler=[[i] for i in range(len(dataset))],
+            num_workers=num_workers, epoch=epoch, buffer_size=data_buffer_size,
+            disable_shuffling=True, skip_remainder_batch=skip_remainder_batch)
+
+    def collate(self, items):
+        item, = items
+        source, target = item["source"], item["target"]
+        real = target.ne(self.dictionary.pad())
+        return {
+            "id": torch.full((source.size(0),), item["id"]),
+            "net_input": {
+                "src_tokens": source,
+                "src_lengths": real.sum(1),
+                "stream_ids": item["streams"],
+                "stream_positions": torch.full((source.size(0),), item["position"]),
+            },
+            "target": target,
+            "nsentences": source.size(0),
+            "ntokens": int(real.sum()),
+        }
+
+    def eval_lm_dataloader(self, dataset, context_window: int = 0, num_shards: int = 1,
+                           shard_id: int = 0, num_workers: int = 1, data_buffer_size: int = 10,
+                           **unused):
+        if context_window > 0:
+            raise ValueError("--context-window does not apply: the model carries its state from "
+                             "chunk to chunk of each stream; drop the option.")
+        return self.get_batch_iterator(dataset, num_workers=num_workers,
+                                       data_buffer_size=data_buffer_size).next_epoch_itr(shuffle=False)
+
+    @property
+    def source_dictionary(self):
+        return self.dictionary
+
+    @property
+    def target_dictionary(self):
+        return self.dictionary
+
+
+@register_task("document_language_modeling", dataclass=DocumentLanguageModelingConfig)
+class DocumentLanguageModelingTask(WordStreamTask):
+    """Word-level LMs on streams, their state and attention memory carried across chunks."""
+
+    def build_model(self, cfg, from_checkpoint=False):
+        model = super().build_model(cfg, from_checkpoint)
+        window = getattr(getattr(model, "decoder", None), "attention", None)
+        if window is not None and window.window == 0:
+            raise ValueError(
+                f"--arch {getattr(cfg, '_name', cfg)} attends over its history, which on "
+                "document_language_modeling spans the whole stream: bound it with --memory-window M "
+                "(e.g. 100; the last M states are carried from chunk to chunk).")
+        return attach_neural_cache(self.cfg, model)
+
+    def train_step(self, *args, **kwargs):
+        refuse_cache_in_training(self.cfg)
+        return super().train_step(*args, **kwargs)
