@@ -7,6 +7,12 @@ sentence_language_modeling`` scores a binarised line. Sentences are batched by l
 padded on the right, which changes no score (the models are causal and padding comes after
 every real token).
 
+With ``document=True`` the lines are read in order as one document: a model trained on
+``document_language_modeling`` carries its state from line to line (as ``fairseq-eval-lm
+--task document_language_modeling --batch-size 1``), a sentence-level model still scores
+each line from a fresh state, and a neural cache (``neural_cache=(N, theta, lambda)``) spans
+the lines (as ``fairseq-eval-lm --neural-cache-window N ...``).
+
 The character-level models (``CharacterModelScorer``) read text as a stream of words, as
 ``fairseq-eval-lm --task open_vocabulary_language_modeling --batch-size 1`` does: by default
 the lines are one document, the state and the word cache carrying from line to line; or
@@ -105,9 +111,18 @@ def ensemble(per_model: List[torch.Tensor]) -> torch.Tensor:
     return torch.logsumexp(torch.stack(per_model), 0) - math.log(len(per_model))
 
 
+def trained_on_streams(task) -> bool:
+    from .tasks.document_language_modeling import WordStreamTask
+
+    return isinstance(task, WordStreamTask)
+
+
 class LanguageModelScorer:
     def __init__(self, paths: List[str], data: Optional[str], use_cpu: bool, batch_tokens: int = 4000,
-                 max_sentences: Optional[int] = None, tool: str = "alm-score", loaded=None):
+                 max_sentences: Optional[int] = None, tool: str = "alm-score", loaded=None,
+                 document: bool = False, neural_cache=None):
+        from .modules.neural_cache import NeuralCache
+
         loaded = loaded or load_models(paths, data, use_cpu, tool)
         for path, (model, _) in zip(paths, loaded):
             if is_character_model(model):
@@ -120,6 +135,21 @@ class LanguageModelScorer:
         self.batch_tokens, self.max_sentences = batch_tokens, max_sentences
         self.device = next(self.models[0].parameters()).device
         self.max_tokens = min(m.max_positions() or math.inf for m in self.models)
+        self.document = document or neural_cache is not None
+        # per model: the chunk length of a model trained on streams (its state carries), else None
+        self.chunks = [task.cfg.tokens_per_sample if trained_on_streams(task) else None for _, task in loaded]
+        if any(self.chunks) and not self.document:
+            raise ScoringError(f"{paths[self.chunks.index(next(c for c in self.chunks if c))]} was trained on "
+                               "document_language_modeling, which reads text as one stream: score it with "
+                               "--context document")
+        for path, model in zip(paths, self.models):
+            if neural_cache is not None:
+                if not hasattr(model, "neural_cache"):
+                    raise ScoringError(f"{path} holds a {model.__class__.__name__}: the neural cache works with "
+                                       "alm_lstm, attentive_lm and amsrn")
+                model.neural_cache = NeuralCache(*neural_cache)
+            elif hasattr(model, "neural_cache"):
+                model.neural_cache = None
 
     def encode(self, text: str) -> torch.Tensor:
         return self.dictionary.encode_line(text, add_if_not_exist=False, append_eos=True).long()
@@ -132,12 +162,65 @@ class LanguageModelScorer:
             if len(sentence) > self.max_tokens:
                 raise ScoringError(f"sentence {i + 1} has {len(sentence)} tokens (</s> included), more than "
                                    f"the model's context of {self.max_tokens}: split it")
+        if self.document:
+            return self._score_document(encoded, progress)
         scores = [None] * len(encoded)
         for batch in length_batches(encoded, self.batch_tokens, self.max_sentences):
             for i, values in zip(batch, self._score_batch([encoded[i] for i in batch])):
                 scores[i] = values
             if progress is not None:
                 progress(len(batch))
+        return scores
+
+    def _score_document(self, encoded, progress):
+        """The lines in order, one document: see the module's docstring."""
+        per_model = []
+        for model, chunk in zip(self.models, self.chunks):
+            if model.neural_cache is not None:
+                model.neural_cache.reset()
+            scores = self._stream(model, encoded, chunk) if chunk else self._in_order(model, encoded)
+            per_model.append(torch.cat(scores))
+        if progress is not None:
+            progress(len(encoded))
+        return list(ensemble(per_model).split([len(t) for t in encoded]))
+
+    def _in_order(self, model, encoded):
+        """A sentence-level model: batches of consecutive lines, each from a fresh state."""
+        pad, eos = self.dictionary.pad(), self.dictionary.eos()
+        scores, start = [], 0
+        while start < len(encoded):
+            end, longest = start + 1, len(encoded[start])
+            while (end < len(encoded) and (self.max_sentences is None or end - start < self.max_sentences)
+                   and (end - start + 1) * max(longest, len(encoded[end])) <= self.batch_tokens):
+                longest = max(longest, len(encoded[end]))
+                end += 1
+            source, target = padded_batch(encoded[start:end], pad, eos)
+            sample = {"id": torch.arange(start, end, device=self.device), "target": target.to(self.device),
+                      "net_input": {"src_tokens": source.to(self.device)}}
+            log_probs = model.get_normalized_probs(model(sample["net_input"]["src_tokens"]), log_probs=True,
+                                                   sample=sample).float()
+            token_scores = log_probs.gather(-1, sample["target"].unsqueeze(-1)).squeeze(-1).cpu()
+            scores += [token_scores[row, : len(t)] for row, t in enumerate(encoded[start:end])]
+            start = end
+        return scores
+
+    def _stream(self, model, encoded, chunk):
+        """A model trained on streams: the lines as one stream, its state carried chunk to chunk."""
+        from .data.word_streams import WordStreamDataset
+
+        stream = WordStreamDataset(torch.cat(encoded), 1, chunk, self.dictionary.pad(), self.dictionary.eos())
+        model.decoder.carry.reset()
+        scores = []
+        for index in range(len(stream)):
+            item = stream[index]
+            net_input = {"src_tokens": item["source"].to(self.device), "stream_ids": item["streams"].to(self.device),
+                         "stream_positions": torch.tensor([item["position"]], device=self.device)}
+            target = item["target"].to(self.device)
+            sample = {"id": torch.tensor([index]), "target": target, "net_input": net_input}
+            log_probs = model.get_normalized_probs(model(**net_input), log_probs=True, sample=sample).float()
+            # one stream is never padded (a literal <pad> word in the text is a word here)
+            scores.append(log_probs.gather(-1, target.unsqueeze(-1))[0, :, 0].cpu())
+        model.decoder.carry.reset()
         return scores
 
     def sentence_log2_probs(self, sentences: List[str]) -> List[float]:

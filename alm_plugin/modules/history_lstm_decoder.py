@@ -96,7 +96,7 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
         return None
 
     def forward(self, prev_output_tokens, encoder_out=None, incremental_state=None, **kwargs):
-        features, extra = self.extract_features(prev_output_tokens, encoder_out, incremental_state)
+        features, extra = self.extract_features(prev_output_tokens, encoder_out, incremental_state, **kwargs)
         return self.output_layer(features), extra
 
     def initial_state(self, encoder_out):
