@@ -33,7 +33,8 @@ import math
 import os
 import sys
 
-from ..scoring import CharacterModelScorer, LanguageModelScorer, ScoringError, is_character_model, load_models
+from ..scoring import (CharacterModelScorer, LanguageModelScorer, ScoringError, is_character_model, load_models,
+                       trained_on_streams)
 
 
 def read_lines(files):
@@ -71,8 +72,15 @@ def main(argv=None):
     parser.add_argument("--batch-size", type=int, default=64, help="most sentences per batch")
     parser.add_argument("--batch-tokens", type=int, default=8000, help="most tokens per batch")
     parser.add_argument("--context", choices=["document", "line"],
-                        help="character models only: read the lines as one document, the state and the word "
-                             "cache carrying over (default, as fairseq-eval-lm), or score each line alone")
+                        help="read the lines as one document (the default for character models and models "
+                             "trained on document_language_modeling: their state carries over, as in "
+                             "fairseq-eval-lm --batch-size 1; a neural cache spans the lines) or score each line "
+                             "alone (the default for sentence-level word models)")
+    parser.add_argument("--neural-cache-window", type=int, default=0,
+                        help="word models: mix in a neural cache over the N previous tokens of the document "
+                             "(Grave et al. 2017; 0: none); choose N, theta, lambda with alm-cache-grid")
+    parser.add_argument("--neural-cache-theta", type=float, default=0.3, help="the cache's inverse temperature")
+    parser.add_argument("--neural-cache-lambda", type=float, default=0.1, help="the cache's weight in the mixture")
     parser.add_argument("--cpu", action="store_true", help="score on the CPU even when a GPU is there")
     args = parser.parse_args(argv)
     if args.batch_size < 1 or args.batch_tokens < 1:
@@ -103,6 +111,9 @@ def run(args):
     if len(kinds) > 1:
         raise ScoringError("an ensemble cannot mix word-level and character-level models: score them apart")
     if is_character_model(loaded[0][0]):
+        if args.neural_cache_window:
+            raise ScoringError("--neural-cache-window is for word-level models; the character models have their own "
+                               "word cache (char_cache_lm): drop the option")
         scorer = CharacterModelScorer(paths, args.data, args.cpu, args.batch_tokens, args.batch_size, loaded,
                                       document=args.context != "line")
         encoded = scorer.encode_all(lines)
@@ -112,10 +123,21 @@ def run(args):
             print(f"alm-score: WARNING: words with characters the model never saw are scored as <unk> "
                   f"(counted in 'unk'), {count} in all: {examples}", file=sys.stderr)
     else:
-        if args.context is not None:
-            raise ScoringError("--context applies to the character models, which carry their state from "
-                               "line to line; a word-level model scores every line alone: drop the option")
-        scorer = LanguageModelScorer(paths, args.data, args.cpu, args.batch_tokens, args.batch_size, loaded=loaded)
+        cache = None
+        if args.neural_cache_window:
+            from ..modules.neural_cache import check_options
+            check_options(args.neural_cache_window, args.neural_cache_theta, args.neural_cache_lambda)
+            if args.context == "line":
+                raise ScoringError("--neural-cache-window: the cache spans the lines of a document; drop "
+                                   "--context line")
+            cache = (args.neural_cache_window, args.neural_cache_theta, args.neural_cache_lambda)
+        streams = any(trained_on_streams(task) for _, task in loaded)
+        if streams and args.context == "line":
+            raise ScoringError(f"{args.path} was trained on document_language_modeling, which reads text as one "
+                               "stream: drop --context line")
+        document = args.context == "document" or streams or cache is not None
+        scorer = LanguageModelScorer(paths, args.data, args.cpu, args.batch_tokens, args.batch_size, loaded=loaded,
+                                     document=document, neural_cache=cache)
         encoded = [scorer.encode(line) for line in lines]
     characters = scorer.characters_of if isinstance(scorer, CharacterModelScorer) else None
     scores = scorer.token_log_probs(encoded, progress_bar(len(encoded)))
