@@ -19,8 +19,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from fairseq.dataclass import ChoiceEnum
 from fairseq.models import register_model, register_model_architecture
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from ..modules.lstm_helpers import packed_lstm
 from ..modules.open_vocabulary_decoder import CharacterModelConfig, OpenVocabularyDecoder
 from ..modules.spelling import START_OF_WORD
 from ..modules.word_cache import ContinuousWordCache
@@ -38,13 +38,6 @@ class CharCacheLMConfig(CharacterModelConfig):
     cache_scope: ChoiceEnum(["stream", "sentence"]) = field(default="stream", metadata={
         "help": "stream: the cache spans sentences, as in the paper; sentence: emptied at every "
                 "sentence start"})
-
-
-def packed_lstm(lstm, inputs, lengths, state=None):
-    """Run ``lstm`` over padded ``inputs (N,L,E)`` of the given lengths; padding is skipped."""
-    packed = pack_padded_sequence(inputs, lengths.cpu(), batch_first=True, enforce_sorted=False)
-    outputs, final = lstm(packed, state)
-    return pad_packed_sequence(outputs, batch_first=True, total_length=inputs.size(1))[0], final
 
 
 class HierarchicalCharDecoder(OpenVocabularyDecoder):

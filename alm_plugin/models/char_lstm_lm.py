@@ -8,10 +8,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 from fairseq.models import register_model, register_model_architecture
 
+from ..modules.lstm_helpers import packed_lstm
 from ..modules.open_vocabulary_decoder import CharacterModelConfig, OpenVocabularyDecoder
 from ..modules.spelling import END_OF_WORD, PAD
 from .arch_defaults import set_arch_defaults
-from .char_cache_lm import packed_lstm
 from .open_vocabulary_lm import OpenVocabularyLanguageModel
 
 

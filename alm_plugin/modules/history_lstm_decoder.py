@@ -21,11 +21,9 @@ from fairseq.models import FairseqIncrementalDecoder
 from torch import Tensor
 
 from .dictionary_fingerprint import DictionaryFingerprint
+from .lstm_helpers import UNLIMITED_POSITIONS
 from .source_attention import SourceAttention
 from .stream_carry import StreamCarry
-
-# LSTMs have no position limit; fairseq drops samples longer than max_positions, so say so.
-UNLIMITED_POSITIONS = 1_000_000
 
 
 @dataclass

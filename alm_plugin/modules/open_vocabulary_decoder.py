@@ -14,10 +14,9 @@ from fairseq.dataclass import FairseqDataclass
 from fairseq.models import FairseqDecoder
 
 from .dictionary_fingerprint import DictionaryFingerprint
+from .lstm_helpers import UNLIMITED_POSITIONS
 from .spelling import PAD, Spelling
 from .stream_carry import StreamCarry
-
-UNLIMITED_POSITIONS = 1_000_000
 
 
 @dataclass
