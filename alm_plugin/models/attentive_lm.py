@@ -35,8 +35,7 @@ class AttentiveLMConfig(HistoryAttentionConfig):
                 "released code does (the paper has none)"})
     concat_activation: ChoiceEnum(["tanh", "linear"]) = field(default="tanh", metadata={
         "help": "the concat layer's non-linearity: tanh (Eq. 7, the paper) or linear (none, "
-                "as in the authors' released code; with Adam the bounded tanh output in front "
-                "of the small tied embeddings learns far more slowly at first)"})
+                "as in the authors' released code)"})
 
 
 class AttentiveLMDecoder(HistoryAttentionLSTMDecoder):

@@ -6,7 +6,7 @@ builds through ``cls.complete_config`` and ``cls.record_options``:
 * ``complete_config``: a config saved before an option existed gets the option's dataclass
   default (fairseq merges only a model's own name with its dataclass, not a named
   ``--arch``), or, for an option whose default has changed since, the value such old
-  checkpoints were trained with (``DEFAULTS_BEFORE_THE_OPTION``).
+  checkpoints were trained with (its field's ``default_before_the_option``).
 * ``record_options``: the options that define the function are saved with the parameters
   (a byte buffer). Loading compares them with the model being built, so a
   ``--restore-file``, ``--model-overrides`` or ``fairseq-eval-lm`` run with, say, another
@@ -21,8 +21,9 @@ import torch
 from fairseq.dataclass.utils import merge_with_parent
 from omegaconf import OmegaConf, open_dict
 
-# options whose default changed: the value checkpoints saved before the option existed used
-DEFAULTS_BEFORE_THE_OPTION = {"combination_bias": True}
+# an option whose default changed declares, in its field's metadata under this key, the value
+# checkpoints saved before the option existed were trained with (e.g. --combination-bias)
+DEFAULT_BEFORE_THE_OPTION = "default_before_the_option"
 
 OPTIONS_BUFFER = "architecture_options"
 
@@ -41,14 +42,16 @@ class CheckpointFitMixin:
         names = dataclass.__dataclass_fields__
         if dataclasses.is_dataclass(cfg):  # built in Python: complete by construction
             return cfg
+        before = {name: f.metadata[DEFAULT_BEFORE_THE_OPTION] for name, f in names.items()
+                  if DEFAULT_BEFORE_THE_OPTION in f.metadata}
         if isinstance(cfg, argparse.Namespace):
             for name in names:
                 if not hasattr(cfg, name):
-                    setattr(cfg, name, DEFAULTS_BEFORE_THE_OPTION.get(name, getattr(dataclass, name, None)))
+                    setattr(cfg, name, before.get(name, getattr(dataclass, name, None)))
             return cfg
         with open_dict(cfg):
-            for name, value in DEFAULTS_BEFORE_THE_OPTION.items():
-                if name in names and name not in cfg:
+            for name, value in before.items():
+                if name not in cfg:
                     cfg[name] = value
         return merge_with_parent(dataclass(), cfg, remove_missing=True)
 

@@ -19,6 +19,7 @@ from fairseq.models import FairseqEncoderDecoderModel, register_model, register_
 from fairseq.models.lstm import LSTMEncoder
 from fairseq.tasks.language_modeling import LanguageModelingTask
 
+from ..modules.history_lstm_decoder import combination_bias_field
 from .amsrn import AMSRNConfig, AMSRNDecoder
 from .arch_defaults import set_arch_defaults
 from .attentive_lm import AttentiveLMConfig, AttentiveLMDecoder
@@ -39,12 +40,9 @@ class HistoryTranslationConfig(AttentiveLMConfig, AMSRNConfig):
     encoder_dropout: float = field(default=0.3, metadata={
         "help": "dropout on the encoder's embeddings and outputs"})
     init_range: float = field(default=0.1, metadata={
-        "help": "decoder weights start uniform in [-init_range, init_range], biases at 0. Wider "
-                "than the language models' 0.05: with 0.05 the source attention starts uniform "
-                "and learns slowly (a word-for-word toy task: valid ppl 6.8 vs 1.2 after 150 updates)"})
-    combination_bias: bool = field(default=True, metadata={
-        "help": "give the combination layer its bias (b_c). On for translation, where it was "
-                "measured (Multi30k, Adam); the language models leave it off (see their help)"})
+        "help": "decoder weights start uniform in [-init_range, init_range], biases at 0 (the "
+                "language models: 0.05)"})
+    combination_bias: bool = combination_bias_field(default=True)
 
 
 @register_model("attentive_nmt", dataclass=HistoryTranslationConfig)

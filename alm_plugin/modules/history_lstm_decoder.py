@@ -26,6 +26,17 @@ from .source_attention import SourceAttention
 from .stream_carry import StreamCarry
 
 
+def combination_bias_field(default: bool):
+    """``--combination-bias``, declared once for every model with a combination layer: off for
+    the language models, on for translation (``HistoryTranslationConfig``); a checkpoint saved
+    before the option existed had the bias (``default_before_the_option``, which
+    ``CheckpointFitMixin`` reads). docs/models.md says what each default rests on."""
+    return field(default=default, metadata={
+        "help": "give the layer before the tied softmax its bias (b_c of Eq. 7; AMSRN's b); the "
+                "output bias b of Eq. 8 is kept either way",
+        "default_before_the_option": True})
+
+
 @dataclass
 class RecurrentLMConfig(FairseqDataclass):
     embed_dim: int = field(default=650, metadata={"help": "word embedding size (tied with the output layer)"})
@@ -43,12 +54,7 @@ class HistoryAttentionConfig(RecurrentLMConfig):
     memory_window: int = field(default=0, metadata={
         "help": "attend over at most this many previous states; 0 = the whole sample (with "
                 "--sample-break-mode eos: the sentence, the paper's per-sentence reset)"})
-    combination_bias: bool = field(default=False, metadata={
-        "help": "give the layer before the tied softmax its bias (b_c of Eq. 7; AMSRN's b). Off "
-                "by default: through the tied output it adds E b_c to every logit, a unigram "
-                "shortcut that takes most of each clipped SGD step at the paper's lr 1.0 and "
-                "stalls training near the unigram level (README, PTB table); the output bias b "
-                "of Eq. 8 is kept either way"})
+    combination_bias: bool = combination_bias_field(default=False)
 
 
 class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecoder):
