@@ -1,0 +1,103 @@
+"""The README and docs/ stay true to the tree: links resolve, the layout map is complete.
+
+Fast: reads files only (no fairseq run, no import of the plugin).
+"""
+import os
+import re
+import unicodedata
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+README_MAX_LINES = 300
+
+
+def prose(text: str) -> str:
+    """The page without its fenced code blocks (whose brackets are code, not links)."""
+    return re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+
+
+def anchors(page: Path) -> set:
+    """GitHub's anchors for the page's headings: lower case, punctuation dropped, spaces -> '-'."""
+    found = set()
+    for line in prose(page.read_text(encoding="utf-8")).splitlines():
+        match = re.match(r"#{1,6}\s+(.*)", line)
+        if match:
+            title = unicodedata.normalize("NFC", match.group(1).strip().lower())
+            found.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))
+    return found
+
+
+def links(page: Path):
+    for target in LINK.findall(prose(page.read_text(encoding="utf-8"))):
+        if not re.match(r"[a-z][a-z0-9+.-]*:", target):  # http:, https:, mailto: are not checked
+            yield target
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_resolves(page):
+    broken = []
+    for target in links(page):
+        path, _, anchor = target.partition("#")
+        file = (page.parent / path).resolve() if path else page
+        if not file.exists():
+            broken.append(f"{target} (no {file.relative_to(ROOT) if ROOT in file.parents else file})")
+        elif anchor and file.suffix == ".md" and anchor not in anchors(file):
+            broken.append(f"{target} (no heading #{anchor} in {file.relative_to(ROOT)})")
+    assert not broken, f"{page.relative_to(ROOT)}: broken links: {broken}"
+
+
+def test_readme_is_short():
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").count("\n")
+    assert lines <= README_MAX_LINES, (
+        f"README.md has {lines} lines (at most {README_MAX_LINES}): move the detail to a page under docs/")
+
+
+def listed_paths():
+    """The first word of every line of docs/layout.md's code block: a path in the repository."""
+    text = (ROOT / "docs" / "layout.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```\n(.*?)^```", text, flags=re.S | re.M)
+    assert blocks, "docs/layout.md has no ``` block with the map"
+    return [line.split()[0] for block in blocks for line in block.splitlines() if line.strip()]
+
+
+def test_layout_lists_every_module():
+    listed = set(listed_paths())
+    modules = sorted(str(path.relative_to(ROOT)).replace(os.sep, "/")
+                     for path in (ROOT / "alm_plugin").rglob("*.py")
+                     if path.name != "__init__.py" and "__pycache__" not in path.parts)
+    missing = [module for module in modules if module not in listed]
+    assert not missing, f"docs/layout.md does not list {missing}: add a line saying what each is for"
+
+
+def test_layout_paths_exist():
+    absent = [path for path in listed_paths() if not (ROOT / path).exists()]
+    assert not absent, f"docs/layout.md lists paths that do not exist: {absent}"
+
+
+def test_ptb_table_update_readme_writes_the_benchmarks_page(tmp_path, monkeypatch):
+    """``benchmarks/ptb_table.py --report --update-readme`` fills docs/benchmarks.md's markers
+    (the README no longer has them); everything outside the markers is kept."""
+    import importlib.util
+    import sys
+
+    begin, end = "<!-- ptb-table:begin -->", "<!-- ptb-table:end -->"
+    page = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    assert begin in page and end in page
+    assert begin not in (ROOT / "README.md").read_text(encoding="utf-8")
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("ptb_table_under_test", ROOT / "benchmarks" / "ptb_table.py")
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)
+    spec.loader.exec_module(module)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "benchmarks.md").write_text(page, encoding="utf-8")
+    monkeypatch.setattr(module, "ROOT", str(tmp_path))
+    module.update_readme("| a new table |")
+    written = (tmp_path / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    assert f"{begin}\n| a new table |\n{end}" in written
+    assert written.split(begin)[0] == page.split(begin)[0]
+    assert written.split(end)[1] == page.split(end)[1]
