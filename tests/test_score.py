@@ -80,10 +80,21 @@ def test_a_dictionary_mismatch_and_a_missing_file_are_one_line(model_and_text, t
     code, _, stderr = score("--path", checkpoint, "--data", tmp_path, text)
     assert code != 0 and "Traceback" not in stderr
     assert "dictionary mismatch" in stderr.strip().splitlines()[-1] and "--data" in stderr.strip().splitlines()[-1]
-    code, _, stderr = score("--path", checkpoint, "--context", "document", text)
-    assert code != 0 and "--context applies to the character models" in stderr.strip().splitlines()[-1]
+    code, _, stderr = score("--path", checkpoint, "--context", "line", "--neural-cache-window", "10",
+                            "--neural-cache-lambda", "0.1", text)
+    assert code != 0 and "--context line" in stderr.strip().splitlines()[-1]
     code, _, stderr = score("--path", checkpoint, tmp_path / "nope.txt")
     assert code != 0 and stderr.strip().splitlines()[-1] == f"alm-score: error: input file {tmp_path / 'nope.txt'} does not exist"
+
+
+def test_a_sentence_model_read_as_a_document_without_a_cache_scores_each_line_alone(model_and_text):
+    """--context document only lets a cache span the lines: a sentence model still restarts at each line."""
+    checkpoint, text = model_and_text
+    code, line_out, stderr = score("--path", checkpoint, "--format", "jsonl", text)
+    assert code == 0, stderr
+    code, doc_out, stderr = score("--path", checkpoint, "--format", "jsonl", "--context", "document", text)
+    assert code == 0, stderr
+    assert [r["logprob"] for r in rows(doc_out)] == pytest.approx([r["logprob"] for r in rows(line_out)], abs=1e-3)
 
 
 def test_a_line_longer_than_the_model_context_is_refused(model_and_text):

@@ -86,6 +86,9 @@ class AttentionCrossEntropyCriterion(FairseqCriterion):
             if self.entropy_weight != 0.0:
                 loss = loss + self.entropy_weight * regularizer
             logging_output["attn_entropy"] = regularizer.data
+        gate = net_output[1].get("pointer_gate") if isinstance(net_output[1], dict) else None
+        if gate is not None:  # the Pointer Sentinel's g: how much of p comes from the softmax
+            logging_output["pointer_gate"] = (gate * target.ne(self.padding_idx)).sum().data
         logging_output["loss"] = loss.data
         return loss, sample_size, logging_output
 
@@ -122,6 +125,8 @@ class AttentionCrossEntropyCriterion(FairseqCriterion):
                            ntokens, round=3)
         metrics.log_derived("ppl", lambda m: utils.get_perplexity(m["nll_loss"].avg))
         metrics.log_derived("paper_ppl", lambda m: utils.get_perplexity(m["paper_nll_loss"].avg))
+        if any("pointer_gate" in log for log in logging_outputs):
+            metrics.log_scalar("pointer_gate", total("pointer_gate") / ntokens, ntokens, round=3)
         if any("attn_entropy" in log for log in logging_outputs):
             metrics.log_scalar("attn_entropy", total("attn_entropy") / max(nsentences, 1),
                                nsentences, round=3)

@@ -1,1 +1,1 @@
-from . import amsrn, attentive_lm, char_cache_lm, char_lstm_lm, history_translation, lstm_lm  # noqa: F401
+from . import amsrn, attentive_lm, char_cache_lm, char_lstm_lm, history_translation, lstm_lm, pointer_sentinel_lm  # noqa: F401

@@ -136,7 +136,7 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
         mode = "train" if self.training else "eval"
         carried = self.carry.resume(stream_ids, stream_positions, mode) if streaming else None
         x = self.dropout(self.embed_tokens(tokens))
-        initial_slot = None
+        initial_slot = self.sentinel(tokens.size(0))
         if carried is not None:
             hidden = carried["hidden"]
         elif cache is None:
@@ -147,40 +147,54 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
             hidden = (cache["hidden"].transpose(0, 1).contiguous(), cache["cell"].transpose(0, 1).contiguous())
         states, (h, c) = self.lstm(x, hidden)
         states = self.dropout(states)
-        padding = tokens.eq(self.padding_idx)
-        memory = {}
+        memory, memory_tokens = {}, tokens
         if self.attention is None:  # the plain LSTM: no history, no context
             context, weights = None, None
         elif incremental_state is None:
-            past, past_padding = (None, None) if carried is None else carried["memory"]
-            context, weights = self.attention(states, padding, self.attention_queries(states),
-                                              initial_slot, past, past_padding)
+            past, past_tokens = (None, None) if carried is None else carried["memory"]
+            context, weights = self.attention(states, tokens.eq(self.padding_idx), self.attention_queries(states),
+                                              initial_slot, past, None if past is None else past_tokens.eq(self.padding_idx))
+            if past is not None:
+                memory_tokens = torch.cat([past_tokens, tokens], dim=1)
         else:
             memory = None if cache is None else {"memory": cache["memory"], "keys": cache["keys"]}
             context, weights, memory = self.attention.step(states, memory, self.attention_queries(states),
                                                            initial_slot)
+            # the words of the remembered states, trimmed as the memory is (the pointer's targets)
+            memory_tokens = tokens if cache is None else torch.cat([cache["tokens"], tokens], dim=1)
+            if self.attention.window:
+                memory_tokens = memory_tokens[:, -self.attention.window:]
+            memory["tokens"] = memory_tokens
+            if not self.attention.include_current:
+                memory_tokens = None if cache is None else cache["tokens"]
         if incremental_state is not None:
             # batch first everywhere, so reordering is one index_select on dim 0
             self.set_incremental_state(incremental_state, "history", {
                 "hidden": h.transpose(0, 1), "cell": c.transpose(0, 1), **memory})
         if streaming:
             self.carry.save(stream_ids, stream_positions + tokens.size(1),
-                            {"hidden": (h, c), "memory": self._kept_memory(carried, states, padding)}, mode)
+                            {"hidden": (h, c), "memory": self._kept_memory(carried, states, tokens)}, mode)
         source_context, source_weights = self.attend_source(states, encoder_out)
         features = self.dropout(self.combine(states, context, *source_context))
         # "attn" is what fairseq's generator reads (source attention, --print-alignment);
-        # "features" is what the output layer receives (the neural cache's h_t)
-        return features, {"attn": [source_weights], "history_attn": [weights], "features": features}
+        # "features" is what the output layer receives (the neural cache's h_t);
+        # "memory_tokens" the input word of each memory slot after the initial one
+        return features, {"attn": [source_weights], "history_attn": [weights], "features": features,
+                          "memory_tokens": memory_tokens}
 
-    def _kept_memory(self, carried, states, padding):
-        """The last ``--memory-window`` states (and their pads) for the stream's next chunk."""
+    def sentinel(self, bsz: int) -> Optional[Tensor]:
+        """The state of the memory's initial slot ``(B, d)``; ``None``: zeros (or ``h_0``)."""
+        return None
+
+    def _kept_memory(self, carried, states, tokens):
+        """The last ``--memory-window`` states and their input words for the stream's next chunk."""
         window = getattr(self.attention, "window", 0)
         if self.attention is None or window == 0:
             return None, None
         if carried is not None and carried["memory"][0] is not None:
             states = torch.cat([carried["memory"][0], states], dim=1)
-            padding = torch.cat([carried["memory"][1], padding], dim=1)
-        return states[:, -window:], padding[:, -window:]
+            tokens = torch.cat([carried["memory"][1], tokens], dim=1)
+        return states[:, -window:], tokens[:, -window:]
 
     def output_layer(self, features, **kwargs):
         """Eq. 8: ``softmax(W h'_t + b)`` with ``W`` tied to the input embeddings."""
