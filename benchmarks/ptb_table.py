@@ -85,6 +85,8 @@ ROWS.update({
                        *OURS, *RECIPE]),
     "amsrn-stream": (f"`amsrn` tied, document streams, M = {MEMORY}",
                      ["--arch", "amsrn", "--memory-selection", "tied", "--memory-window", MEMORY, *OURS, *RECIPE]),
+    "ps-lstm-stream": (f"Pointer Sentinel-LSTM (`pointer_sentinel_lm`), document streams, L = {MEMORY}",
+                       ["--arch", "pointer_sentinel_lm", "--pointer-window", MEMORY, *OURS, *RECIPE]),
 })
 PAPER = {"single": "71.7 / 70.1 (2 x 650, 39+ epochs)", "combined": "72.6 / 70.7 (2 x 650)"}
 
@@ -174,8 +176,9 @@ def evaluate(checkpoint, data, threads, name):
                                     "--log-format", "json", threads=threads), split)[-1]
         result[f"{split}_paper_ppl"] = float(validated[f"{split}_paper_ppl"])
         result[f"{split}_validate_ppl"] = float(validated[f"{split}_ppl"])
-        if f"{split}_attn_entropy" in validated:
-            result[f"{split}_attn_entropy"] = float(validated[f"{split}_attn_entropy"])
+        for stat in ("attn_entropy", "pointer_gate"):  # the models that log them
+            if f"{split}_{stat}" in validated:
+                result[f"{split}_{stat}"] = float(validated[f"{split}_{stat}"])
     result.update(evaluate_cache(checkpoint, data, threads, name))
     return result
 
