@@ -131,7 +131,7 @@ def cached_log_probs(cache: NeuralCache, net_output, sample, padding_idx: int) -
     """
     logits, extra = net_output[0], net_output[1]
     target = sample["target"]
-    if logits.shape[:2] != target.shape:
+    if logits.shape[:2] != target.shape or extra["features"].shape[:2] != target.shape:
         raise ValueError("the neural cache scores a whole batch at once: drop --softmax-batch")
     features, padding = extra["features"], target.eq(padding_idx)
     net_input = sample["net_input"]

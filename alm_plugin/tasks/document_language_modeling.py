@@ -105,7 +105,8 @@ class WordStreamTask(FairseqTask):
 
     def collate(self, items):
         item, = items
-        source, target = item["source"], item["target"]
+        # contiguous: fairseq's cross_entropy views the target flat
+        source, target = item["source"].contiguous(), item["target"].contiguous()
         real = target.ne(self.dictionary.pad())
         return {
             "id": torch.full((source.size(0),), item["id"]),

@@ -1,0 +1,255 @@
+"""Document context: the neural cache (Grave et al. 2017) and the state and memory carried
+across the chunks of a stream (document_language_modeling), checked against hand computations."""
+import json
+import math
+import os
+
+import pytest
+import torch
+from fairseq import checkpoint_utils
+from fairseq.data import Dictionary
+
+from alm_plugin.models.pointer_sentinel_lm import PointerSentinelConfig, PointerSentinelDecoder
+from alm_plugin.modules.neural_cache import NeuralCache, attach_neural_cache
+from cli import TRAIN_COMMON, eval_lm_result, json_records, run, run_module
+from conftest import SAMPLE_DATA, random_tokens
+from test_history_models import make_decoder
+
+STREAM_COMMON = [*TRAIN_COMMON[:2], "--task", "document_language_modeling", *TRAIN_COMMON[4:]]
+
+
+def hand_cache(logits, features, targets, window, theta, lam):
+    """Grave et al. Eq. 2-4 for one row of text, one token at a time: ``log p(x_{t+1})`` (T,)."""
+    log_model = torch.log_softmax(logits.double(), -1).gather(1, targets.unsqueeze(1)).squeeze(1)
+    features = features.double()
+    out = []
+    for t in range(len(targets)):
+        p = math.exp(log_model[t])
+        first = max(0, t - window)  # the N previous positions, never t itself
+        if lam > 0 and t > first:
+            weights = torch.softmax(theta * (features[first:t] @ features[t]), 0)
+            cache = float(weights[targets[first:t] == targets[t]].sum())  # the words that followed h_i
+            p = (1 - lam) * p + lam * cache
+        out.append(math.log(p))
+    return torch.tensor(out, dtype=torch.float64)
+
+
+def random_row(length=11, vocab=7, dim=5, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(1, length, vocab, generator=g), torch.randn(1, length, dim, generator=g),
+            torch.randint(0, vocab, (1, length), generator=g))
+
+
+def picked(log_p, targets):
+    return log_p.gather(2, targets.unsqueeze(-1)).squeeze(-1)[0].double()
+
+
+@pytest.mark.parametrize("window", [1, 3, 50])
+def test_cache_equals_the_hand_computation_whole_and_in_chunks(window):
+    logits, features, targets = random_row()
+    padding = torch.zeros_like(targets, dtype=torch.bool)
+    expected = hand_cache(logits[0], features[0], targets[0], window, 0.7, 0.3)
+    whole = NeuralCache(window, 0.7, 0.3).log_probs(logits, features, targets, padding)
+    torch.testing.assert_close(picked(whole, targets), expected, rtol=0, atol=1e-5)
+    cache, row = NeuralCache(window, 0.7, 0.3), torch.zeros(1, dtype=torch.long)
+    pieces = [cache.log_probs(logits[:, s:s + 4], features[:, s:s + 4], targets[:, s:s + 4], padding[:, s:s + 4],
+                              row, torch.full((1,), s)) for s in range(0, 11, 4)]
+    torch.testing.assert_close(picked(torch.cat(pieces, 1), targets), expected, rtol=0, atol=1e-5)
+    assert whole.exp().sum(-1).sub(1).abs().max() < 1e-5  # still a distribution
+
+
+def test_cache_never_holds_the_word_being_predicted_and_lambda_0_is_the_model():
+    logits, features, targets = random_row()
+    padding = torch.zeros_like(targets, dtype=torch.bool)
+    cache = NeuralCache(50, 1.0, 0.5)
+    before = cache.log_probs(logits, features, targets, padding)
+    for t in range(11):
+        changed = targets.clone()
+        changed[0, t] = (targets[0, t] + 1) % 7
+        after = cache.log_probs(logits, features, changed, padding)
+        torch.testing.assert_close(after[:, :t + 1], before[:, :t + 1], rtol=0, atol=0)  # x_{t+1} unseen at t
+    torch.testing.assert_close(before[:, 0], torch.log_softmax(logits[:, 0], -1))  # empty cache: the model
+    for off in (NeuralCache(50, 1.0, 0.0), NeuralCache(0, 1.0, 0.5)):
+        torch.testing.assert_close(off.log_probs(logits, features, targets, padding), torch.log_softmax(logits, -1))
+
+
+def pointer_decoder(dictionary):
+    decoder = PointerSentinelDecoder(PointerSentinelConfig(embed_dim=12, hidden_size=12, num_layers=2,
+                                                           dropout=0.0, pointer_window=6), dictionary)
+    for p in decoder.parameters():
+        torch.nn.init.normal_(p, std=0.5)
+    return decoder.eval()
+
+
+WORD_MODELS = {
+    "alm_lstm": dict(plain_lstm=True),
+    "attentive single": dict(attention_score="single", memory_window=6),
+    "attentive combined + sentinel": dict(attention_score="combined", memory_window=6, attention_sentinel=True),
+    "amsrn tied": dict(memory_selection="tied", memory_window=6),
+    "pointer_sentinel_lm": None,
+}
+
+
+def stream_log_probs(decoder, tokens, chunk, mode="eval"):
+    """Feed ``tokens`` (B, T) as the chunks of B streams; the decoder carries its state."""
+    out = []
+    for start in range(0, tokens.size(1), chunk):
+        piece = tokens[:, start:start + chunk]
+        net = decoder(piece, stream_ids=torch.arange(tokens.size(0)),
+                      stream_positions=torch.full((tokens.size(0),), start))
+        out.append(decoder.get_normalized_probs(net, log_probs=True))
+    return torch.cat(out, 1)
+
+
+@pytest.mark.parametrize("name", list(WORD_MODELS))
+def test_a_stream_read_in_chunks_equals_it_read_whole(dictionary, name):
+    """The state and the last M memory states (and the pointer's words) carry across chunks."""
+    decoder = pointer_decoder(dictionary) if WORD_MODELS[name] is None else make_decoder(dictionary, **WORD_MODELS[name])
+    tokens = random_tokens(dictionary, 3, 20)
+    whole = stream_log_probs(decoder, tokens, 20)
+    for chunk in (1, 7):
+        decoder.carry.reset()
+        torch.testing.assert_close(stream_log_probs(decoder, tokens, chunk), whole, rtol=0, atol=2e-5)
+    decoder.carry.reset()
+    restarted = torch.cat([stream_log_probs(decoder, tokens[:, :7], 7),
+                           decoder.get_normalized_probs(decoder(tokens[:, 7:]), log_probs=True)], 1)
+    assert not torch.allclose(restarted[:, 7:], whole[:, 7:], atol=1e-3)  # carrying does change the result
+
+
+@pytest.mark.parametrize("name", ["attentive single", "alm_lstm"])
+def test_validation_in_mid_epoch_leaves_the_training_streams_alone(dictionary, name):
+    decoder = make_decoder(dictionary, **WORD_MODELS[name])
+    tokens, other = random_tokens(dictionary, 2, 14), random_tokens(dictionary, 2, 14)
+    decoder.train()  # dropout 0: the same numbers, but the training carry
+    expected = stream_log_probs(decoder, tokens, 7)
+    decoder.carry.reset()
+    first = stream_log_probs(decoder, tokens[:, :7], 7)
+    decoder.eval()
+    stream_log_probs(decoder, other, 7)  # validation: its own streams from position 0
+    decoder.train()
+    second = decoder.get_normalized_probs(decoder(tokens[:, 7:], stream_ids=torch.arange(2),
+                                                  stream_positions=torch.full((2,), 7)), log_probs=True)
+    torch.testing.assert_close(torch.cat([first, second], 1), expected, rtol=0, atol=1e-6)
+
+
+def test_a_model_without_features_is_refused_by_the_cache():
+    class Plain(torch.nn.Module):
+        pass
+
+    class Options:
+        neural_cache_window, neural_cache_theta, neural_cache_lambda = 100, 0.3, 0.1
+
+    with pytest.raises(ValueError, match="does not hand its output features to the cache.*Drop the"):
+        attach_neural_cache(Options(), Plain())
+
+
+# ---- end to end: fairseq-train, fairseq-eval-lm and alm-score on the shipped sample ----
+
+CACHE = ["--neural-cache-window", "60", "--neural-cache-theta", "0.4", "--neural-cache-lambda", "0.25"]
+
+
+def load(checkpoint):
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)])
+    return models[0].eval(), task
+
+
+def mean_nll_base2(log_p):
+    return float(-log_p.mean() / math.log(2))
+
+
+@pytest.fixture(scope="module")
+def sentence_model(tmp_path_factory):
+    root = tmp_path_factory.mktemp("sentence_cache")
+    run("train", SAMPLE_DATA, *TRAIN_COMMON, "--arch", "attentive_lm", "--embed-dim", "24", "--hidden-size", "24",
+        "--optimizer", "adam", "--lr", "0.01", "--batch-size", "32", "--max-update", "25", "--save-dir", root,
+        "--no-epoch-checkpoints", "--disable-validation")
+    return root / "checkpoint_last.pt"
+
+
+def test_eval_lm_with_the_cache_equals_the_hand_computation_at_batch_1_and_8(sentence_model, tmp_path):
+    """A sentence model scores each valid sentence from a fresh state; the cache spans them, in corpus order."""
+    model, task = load(sentence_model)
+    task.load_dataset("valid")
+    dataset = task.dataset("valid")
+    logits, features, targets = [], [], []
+    with torch.no_grad():
+        for i in range(len(dataset)):
+            item = dataset[i]
+            out, extra = model(item["source"].unsqueeze(0))
+            logits.append(out[0]), features.append(extra["features"][0]), targets.append(item["target"])
+    logits, features, targets = torch.cat(logits), torch.cat(features), torch.cat(targets)
+    expected = mean_nll_base2(hand_cache(logits, features, targets, 60, 0.4, 0.25))
+    plain = mean_nll_base2(torch.log_softmax(logits.double(), -1).gather(1, targets.unsqueeze(1)))
+    assert expected < plain  # the cache helps on this text, so an ignored flag would show
+    for batch in ("1", "8"):
+        _, output = run("eval_lm", SAMPLE_DATA, "--user-dir", "alm_plugin", "--task", "sentence_language_modeling",
+                        "--path", sentence_model, "--gen-subset", "valid", "--cpu", "--batch-size", batch, *CACHE)
+        assert eval_lm_result(output)[0] == pytest.approx(expected, abs=2e-4)
+    text = tmp_path / "valid.txt"
+    text.write_text("".join(task.dictionary.string(dataset[i]["target"][:-1]) + "\n" for i in range(len(dataset))),
+                    encoding="utf-8")
+    code, stdout, stderr = run_module("alm_plugin.cli.score", "--path", sentence_model, text, "--format", "jsonl",
+                                      *CACHE)
+    assert code == 0, stderr
+    rows = [json.loads(line) for line in stdout.splitlines()]
+    total = sum(r["logprob"] for r in rows)
+    assert sum(r["tokens"] for r in rows) == len(targets)
+    assert -total / len(targets) / math.log(2) == pytest.approx(expected, abs=2e-4)
+
+
+@pytest.fixture(scope="module")
+def stream_model(tmp_path_factory):
+    """alm_lstm and attentive_lm trained on streams (state and memory carried)."""
+    root = tmp_path_factory.mktemp("stream")
+    outputs = {}
+    for arch, extra in (("alm_lstm", []), ("attentive_lm", ["--memory-window", "20"])):
+        _, outputs[arch] = run(
+            "train", SAMPLE_DATA, *STREAM_COMMON, "--arch", arch, *extra, "--embed-dim", "32", "--hidden-size", "32",
+            "--optimizer", "sgd", "--lr", "1.0", "--clip-norm", "5", "--sentence-avg", "--batch-size", "10",
+            "--tokens-per-sample", "35", "--max-update", "40", "--log-interval", "8", "--save-dir", root / arch,
+            "--no-epoch-checkpoints", "--validate-interval-updates", "20")
+    return root, outputs
+
+
+def test_stream_training_lowers_the_loss_on_real_text(stream_model):
+    _, outputs = stream_model
+    for arch, output in outputs.items():
+        losses = [float(r["loss"]) for r in json_records(output, "train_inner")]
+        assert len(losses) >= 5 and losses[-1] < 0.9 * losses[0], (arch, losses)
+
+
+@pytest.mark.parametrize("arch", ["alm_lstm", "attentive_lm"])
+def test_stream_eval_lm_equals_one_pass_over_the_split_with_and_without_the_cache(stream_model, arch):
+    root, _ = stream_model
+    checkpoint = root / arch / "checkpoint_last.pt"
+    model, task = load(checkpoint)
+    words = task.load_words("valid")
+    stream = torch.cat([words.new_tensor([task.dictionary.eos()]), words])
+    with torch.no_grad():  # one forward pass over the whole split: no chunks, nothing carried
+        out, extra = model(stream[:-1].unsqueeze(0))
+    targets = stream[1:]
+    plain = mean_nll_base2(torch.log_softmax(out[0].double(), -1).gather(1, targets.unsqueeze(1)))
+    cached = mean_nll_base2(hand_cache(out[0], extra["features"][0], targets, 60, 0.4, 0.25))
+    common = [SAMPLE_DATA, "--user-dir", "alm_plugin", "--task", "document_language_modeling", "--path", checkpoint,
+              "--gen-subset", "valid", "--cpu", "--batch-size", "1", "--tokens-per-sample", "35"]
+    assert eval_lm_result(run("eval_lm", *common)[1])[0] == pytest.approx(plain, abs=2e-4)
+    assert eval_lm_result(run("eval_lm", *common, *CACHE)[1])[0] == pytest.approx(cached, abs=2e-4)
+
+
+def test_document_context_refusals(stream_model, sentence_model, tmp_path):
+    root, _ = stream_model
+    code, output = run("train", SAMPLE_DATA, *STREAM_COMMON, "--arch", "attentive_lm", "--batch-size", "4",
+                       "--max-update", "1", "--save-dir", tmp_path, check=False)
+    assert code != 0 and "bound it with --memory-window M" in output
+    code, output = run("train", SAMPLE_DATA, *STREAM_COMMON, "--arch", "alm_lstm", "--batch-size", "4",
+                       "--optimizer", "sgd", "--lr", "1", "--max-update", "1", "--save-dir", tmp_path, *CACHE, check=False)
+    assert code != 0 and "Drop --neural-cache-* from fairseq-train" in output
+    code, output = run("eval_lm", SAMPLE_DATA, "--user-dir", "alm_plugin", "--task", "sentence_language_modeling",
+                       "--path", sentence_model, "--gen-subset", "valid", "--cpu", "--batch-size", "8",
+                       "--softmax-batch", "16", *CACHE, check=False)
+    assert code != 0 and "drop --softmax-batch" in output
+    code, output = run("eval_lm", SAMPLE_DATA, "--user-dir", "alm_plugin", "--task", "document_language_modeling",
+                       "--path", root / "alm_lstm" / "checkpoint_last.pt", "--gen-subset", "valid", "--cpu",
+                       "--batch-size", "1", "--neural-cache-lambda", "1.5", "--neural-cache-window", "10",
+                       check=False)
+    assert code != 0 and "must lie in [0, 1]" in output
