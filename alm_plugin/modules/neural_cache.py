@@ -93,12 +93,16 @@ class NeuralCache:
         allowed = allowed.unsqueeze(0) & ~memory_padding.unsqueeze(1)  # (R, T, S)
         scores = self.theta * torch.bmm(features, memory.transpose(1, 2))
         weights = masked_softmax(scores, allowed)
+        slot_words = keys.clamp_min(0).unsqueeze(1).expand(-1, length, -1)  # (R, T, S)
         cache = log_model.new_zeros(log_model.shape)
-        cache.scatter_add_(2, keys.clamp_min(0).unsqueeze(1).expand(-1, length, -1), weights)
+        cache.scatter_add_(2, slot_words, weights)  # p_cache(w) = sum of the weights of w's slots
         # an empty cache (the first token) leaves the model's distribution as it is
         lam = torch.where(allowed.any(-1, keepdim=True), self.lam, 0.0)
-        # log((1 - lam) p_model + lam p_cache), exact where lam is 0 (an empty cache)
-        return torch.logaddexp(torch.log1p(-lam) + log_model, torch.log(lam) + cache.log())
+        mixed = torch.log1p(-lam) + log_model  # every word outside the cache
+        # log((1 - lam) p_model + lam p_cache) exactly, only at the (at most N) words in the cache:
+        # a log over the whole vocabulary would cost more than the model's softmax
+        in_cache = torch.logaddexp(mixed.gather(2, slot_words), torch.log(lam) + cache.gather(2, slot_words).log())
+        return mixed.scatter_(2, slot_words, in_cache)  # a word's slots all carry its one value
 
 
 def attach_neural_cache(cfg, model):

@@ -1,0 +1,151 @@
+#!/usr/bin/env python
+"""Document context: what carrying a memory across chunks and the neural cache cost.
+
+    python benchmarks/stream_speed.py --data data-bin/ptb --threads 1,2 \
+        --json benchmarks/results/cpu/stream_speed.json
+
+**Training step** on ``document_language_modeling`` batches (20 streams x 35 words of the
+train split, in stream order, so every model carries its state and memory from chunk to
+chunk as in ``fairseq-train``): forward, NLL, backward, clip, SGD, for ``alm_lstm`` (the
+baseline), ``attentive_lm`` single and ``amsrn`` tied with M = 100, ``pointer_sentinel_lm``
+with L = 100, and a bare ``nn.LSTM`` LM (nothing carried). Goal: attention >= 0.85x ``alm_lstm``.
+
+**Evaluation**, what ``fairseq-eval-lm --batch-size 1`` does per batch (the task's loader,
+the forward, ``get_normalized_probs`` with the batch, the targets' log probs) on the valid
+split read as one stream, ``alm_lstm`` with and without ``--neural-cache-window 2000``.
+Goal: >= 0.8x (per token the cache is an N x d product, the softmax V x d).
+
+Runs are interleaved and repeated (median); every thread count is measured in the same run.
+The models are untrained: speed does not depend on the weights.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fairseq_runs import ROOT  # noqa: E402
+from train_speed import BareLSTMLanguageModel, measure, print_ratios  # noqa: E402
+
+STREAMS, CHUNK, MEMORY = 20, 35, "100"
+ARCHS = {
+    "alm_lstm": ["--arch", "alm_lstm"],
+    "attentive_lm single M=100": ["--arch", "attentive_lm", "--attention-score", "single", "--memory-window", MEMORY],
+    "amsrn tied M=100": ["--arch", "amsrn", "--memory-selection", "tied", "--memory-window", MEMORY],
+    "pointer_sentinel_lm L=100": ["--arch", "pointer_sentinel_lm", "--pointer-window", MEMORY],
+}
+
+
+def build(data, arch_args, size, batch, extra=()):
+    from fairseq import options, tasks
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(parser, [
+        data, "--user-dir", os.path.join(ROOT, "alm_plugin"), "--task", "document_language_modeling", "--cpu",
+        "--batch-size", str(batch), "--tokens-per-sample", str(CHUNK), *arch_args, "--embed-dim", size,
+        "--hidden-size", size, "--num-layers", "2", "--dropout", "0.2", *extra])
+    task = tasks.setup_task(args)
+    return task, task.build_model(args)
+
+
+def training_runs(args, size):
+    task, _ = build(args.data, ARCHS["alm_lstm"], size, STREAMS)
+    task.load_dataset("train")
+    dataset = task.dataset("train")
+    batches = [task.collate([dataset[i]]) for i in range(args.updates)]
+    models = {name: build(args.data, arch, size, STREAMS)[1] for name, arch in ARCHS.items()}
+    bare = BareLSTMLanguageModel(len(task.dictionary), int(size), 2, 0.2)
+
+    def step_all(forward, module):
+        module.train()
+        optimizer = torch.optim.SGD(module.parameters(), lr=1.0)
+        start = time.perf_counter()
+        for sample in batches:
+            logits = forward(sample)
+            loss = torch.nn.functional.cross_entropy(
+                logits.reshape(-1, logits.size(-1)).float(), sample["target"].reshape(-1),
+                ignore_index=task.dictionary.pad(), reduction="sum") / STREAMS
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(module.parameters(), 5.0)
+            optimizer.step()
+        return sum(s["ntokens"] for s in batches) / (time.perf_counter() - start)
+
+    def ours(model):
+        def forward(sample):
+            net = model(**{k: v for k, v in sample["net_input"].items() if k != "src_lengths"})
+            return model.get_normalized_probs(net, log_probs=True)  # the pointer's output is log p already
+        return lambda: (model.decoder.carry.reset(), step_all(forward, model))[1]
+
+    runs = {"bare nn.LSTM LM (no carry)": lambda: step_all(lambda s: bare(s["net_input"]["src_tokens"]), bare)}
+    runs.update({name: ours(model) for name, model in models.items()})
+    return runs
+
+
+def eval_runs(args, size):
+    runs = {}
+    for name, extra in (("eval, no cache", ()), ("eval, cache N=2000", ("--neural-cache-window", "2000"))):
+        task, model = build(args.data, ARCHS["alm_lstm"], size, 1, extra)
+        task.load_dataset("valid")
+        dataset = task.dataset("valid")
+        samples = [task.collate([dataset[i]]) for i in range(min(len(dataset), args.eval_batches))]
+        model.eval()
+
+        def evaluate(model=model, samples=samples):
+            model.decoder.carry.reset()
+            if model.neural_cache is not None:
+                model.neural_cache.reset()
+            start = time.perf_counter()
+            with torch.no_grad():
+                for sample in samples:
+                    net = model(**{k: v for k, v in sample["net_input"].items() if k != "src_lengths"})
+                    log_p = model.get_normalized_probs(net, log_probs=True, sample=sample)
+                    log_p.gather(2, sample["target"].unsqueeze(-1))
+            return sum(s["ntokens"] for s in samples) / (time.perf_counter() - start)
+        runs[name] = evaluate
+    return runs
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", default=os.path.join(ROOT, "data-bin", "ptb"))
+    parser.add_argument("--size", default="200", help="embedding and hidden size (the PTB table's: 200)")
+    parser.add_argument("--updates", type=int, default=40, help="training steps per run")
+    parser.add_argument("--eval-batches", type=int, default=300, help="35-word chunks scored per eval run")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", default=f"1,{os.cpu_count()}", help="comma-separated thread counts")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    if not os.path.exists(os.path.join(args.data, "dict.txt")):
+        parser.error(f"--data {args.data}: no dict.txt; prepare it with "
+                     "python examples/language_model/prepare_lm_data.py --corpus ptb")
+    result = {"argv": sys.argv[1:], "torch": torch.__version__, "by_threads": {}}
+    for threads in sorted({int(t) for t in args.threads.split(",")}):
+        torch.set_num_threads(threads)
+        figures = {}
+        for kind, runs, baseline in (("train", training_runs(args, args.size), "alm_lstm"),
+                                     ("eval", eval_runs(args, args.size), "eval, no cache")):
+            for run in runs.values():  # warm-up
+                run()
+            speeds = measure(runs, args.repeats)
+            title = (f"{kind} tokens/s, {os.path.basename(os.path.normpath(args.data))}, 2 x {args.size}, "
+                     f"{STREAMS if kind == 'train' else 1} x {CHUNK} chunks, CPU, {threads} threads, "
+                     f"median of {args.repeats}")
+            print_ratios(speeds, baseline, title)
+            medians = {name: statistics.median(v) for name, v in speeds.items()}
+            figures[kind] = {"title": title, "baseline": baseline,
+                             "tokens_per_s": {n: round(v) for n, v in medians.items()},
+                             "ratio": {n: round(v / medians[baseline], 3) for n, v in medians.items()}}
+        result["by_threads"][str(threads)] = figures
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=1)
+        print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()
