@@ -47,6 +47,7 @@ def prepare(corpus, name, sentences=0, open_vocabulary=False):
             sys.exit(f"no {data}: needs ../shared/data/{corpus}, or prepare it with "
                      f"examples/language_model/prepare_lm_data.py --corpus {corpus} --name {name}")
         command = [sys.executable, "examples/language_model/prepare_lm_data.py", "--corpus", corpus, "--name", name,
+                   "--force",  # a split is missing: replace what a failed or older run left
                    *(["--open-vocabulary"] if open_vocabulary else []),
                    *(["--sample-sentences", str(sentences)] if sentences else [])]
         proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)

@@ -3,6 +3,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from fairseq.data import Dictionary, data_utils
 
 from conftest import ROOT, needs_shared_data
@@ -45,3 +46,120 @@ def test_shipped_sample_is_what_the_script_makes(tmp_path):
         made = (tmp_path / "wikitext-2-sample" / name).read_bytes()
         shipped = open(os.path.join(ROOT, "data-bin", "wikitext-2-sample", name), "rb").read()
         assert made == shipped, name
+
+
+# ----------------------------------------------------------------- an existing dataset (issue 26)
+
+GOOD = "The cat sat on the mat .\nA dog ran far away .\n"
+
+
+def prepare(tmp_path, texts, *extra, env=None):
+    """Run the script on raw/{train,valid,test}.txt (``texts``: split -> str or bytes; others GOOD)
+    into tmp_path/bin/d and tmp_path/text/d; returns (exit code, output)."""
+    raw = tmp_path / "raw"
+    raw.mkdir(exist_ok=True)
+    for split in ("train", "valid", "test"):
+        data = texts.get(split, GOOD)
+        (raw / f"{split}.txt").write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
+    proc = subprocess.run([sys.executable, SCRIPT, "--raw-dir", raw, "--name", "d", "--destdir", tmp_path / "bin",
+                           "--text-dir", tmp_path / "text", *extra],
+                          capture_output=True, text=True, cwd=tmp_path, env=env)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def snapshot(*folders):
+    return {str(path): path.read_bytes() for folder in folders for path in sorted(folder.rglob("*"))
+            if path.is_file() and path.name != "preprocess.log"}
+
+
+def last_line(output):
+    return output.strip().splitlines()[-1]
+
+
+def leftovers(tmp_path):
+    """Staging folders the script left beside its destinations."""
+    return [p.name for parent in (tmp_path / "bin", tmp_path / "text") if parent.exists()
+            for p in parent.iterdir() if p.name != "d"]
+
+
+@pytest.mark.parametrize("extra", [[], ["--open-vocabulary"]])
+def test_prepare_refuses_an_existing_dataset_and_leaves_it_whole(tmp_path, extra):
+    assert prepare(tmp_path, {}, *extra)[0] == 0
+    before = snapshot(tmp_path / "bin", tmp_path / "text")
+    assert any(name.endswith("train.bin") for name in before) and any(name.endswith("train.txt") for name in before)
+    code, output = prepare(tmp_path, {"train": "Other words entirely .\n"}, *extra)
+    assert code != 0 and "Traceback" not in output
+    assert "already exist" in last_line(output) and "--force" in last_line(output), output
+    assert str(tmp_path / "bin" / "d") in last_line(output)
+    assert snapshot(tmp_path / "bin", tmp_path / "text") == before
+
+
+def test_prepare_refuses_existing_sentence_files_too(tmp_path):
+    (tmp_path / "text" / "d").mkdir(parents=True)
+    (tmp_path / "text" / "d" / "train.txt").write_text("my own sentences .\n")
+    code, output = prepare(tmp_path, {})
+    assert code != 0 and "already exists" in last_line(output) and str(tmp_path / "text" / "d") in last_line(output)
+    assert (tmp_path / "text" / "d" / "train.txt").read_text() == "my own sentences .\n"
+    assert not (tmp_path / "bin" / "d").exists()
+
+
+def test_prepare_force_replaces_the_dataset(tmp_path):
+    assert prepare(tmp_path, {})[0] == 0
+    code, output = prepare(tmp_path, {"train": "Zebras graze .\n"}, "--force")
+    assert code == 0, output
+    dictionary = Dictionary.load(str(tmp_path / "bin" / "d" / "dict.txt"))
+    assert "Zebras" in dictionary.symbols and "cat" not in dictionary.symbols
+    assert (tmp_path / "text" / "d" / "train.txt").read_text() == "Zebras graze .\n"
+    assert len(data_utils.load_indexed_dataset(str(tmp_path / "bin" / "d" / "train"), dictionary)) == 1
+    assert leftovers(tmp_path) == []
+
+
+def test_prepare_force_keeps_the_old_dataset_when_preprocessing_fails(tmp_path):
+    """fairseq-preprocess writes part of the new dataset and fails: the old one is untouched."""
+    assert prepare(tmp_path, {}, "--open-vocabulary")[0] == 0
+    before = snapshot(tmp_path / "bin", tmp_path / "text")
+    stub = tmp_path / "stub"
+    stub.mkdir()
+    (stub / "fairseq-preprocess").write_text(
+        "#!/bin/sh\nwhile [ \"$1\" != --destdir ]; do shift; done\n"
+        "echo 'half a dictionary' > \"$2/dict.txt\"; : > \"$2/train.bin\"; exit 3\n")
+    (stub / "fairseq-preprocess").chmod(0o755)
+    env = {**os.environ, "PATH": f"{stub}{os.pathsep}{os.environ['PATH']}"}
+    code, output = prepare(tmp_path, {"train": "Zebras graze .\n"}, "--open-vocabulary", "--force", env=env)
+    assert code != 0 and "Traceback" not in output
+    assert "fairseq-preprocess failed (exit code 3" in last_line(output), output
+    assert "existing data is unchanged" in last_line(output)
+    assert snapshot(tmp_path / "bin", tmp_path / "text") == before
+    assert leftovers(tmp_path) == []
+
+
+def test_prepare_force_keeps_the_old_dataset_when_the_text_is_refused(tmp_path):
+    assert prepare(tmp_path, {})[0] == 0
+    before = snapshot(tmp_path / "bin", tmp_path / "text")
+    code, output = prepare(tmp_path, {"valid": ""}, "--force")
+    assert code != 0 and "valid.txt has no sentences" in last_line(output)
+    assert snapshot(tmp_path / "bin", tmp_path / "text") == before
+    assert leftovers(tmp_path) == []
+
+
+# ---------------------------------------------------------- lines as fairseq-preprocess reads them
+
+def test_prepare_ends_lines_at_cr_as_fairseq_preprocess_does(tmp_path):
+    """A CR-only (old Mac) file: two sentences reported and stored, no CR inside a word."""
+    code, output = prepare(tmp_path, {"train": "The cat sat .\rA dog ran .\r",
+                                      "valid": "The cat sat .\r\nA dog ran .\r\n\r\nThe dog sat .\r\n"})
+    assert code == 0, output
+    assert "train: 2 sentences" in output and "valid: 3 sentences" in output
+    dictionary = Dictionary.load(str(tmp_path / "bin" / "d" / "dict.txt"))
+    assert not any("\r" in symbol for symbol in dictionary.symbols)
+    for split, n in (("train", 2), ("valid", 3)):
+        stored = data_utils.load_indexed_dataset(str(tmp_path / "bin" / "d" / split), dictionary)
+        assert len(stored) == n, split
+    assert dictionary.string(stored[2]) == "The dog sat ."
+
+
+def test_prepare_refuses_a_nul_byte_with_its_line(tmp_path):
+    code, output = prepare(tmp_path, {"test": b"The cat sat .\nA d\x00og ran .\n"})
+    assert code != 0 and "Traceback" not in output
+    assert "test.txt:2: a NUL byte at column 4" in last_line(output) and "UTF-8" in last_line(output), output
+    assert not (tmp_path / "bin" / "d").exists() and not (tmp_path / "text" / "d").exists()

@@ -10,7 +10,9 @@
         --name wikitext-2-open                          # for the character-level models
 
 Writes the sentence files to ``examples/language_model/text/<name>/`` and binarises them with
-``fairseq-preprocess --only-source`` into ``data-bin/<name>/``.
+``fairseq-preprocess --only-source`` into ``data-bin/<name>/``. An existing ``<name>`` is refused
+unless ``--force``; then the new data is written beside it and swapped in once complete, so a
+failure leaves the old dataset whole.
 
 Sentences: PTB is already one sentence per line. WikiText-2 has one paragraph per line and
 headings (`` = Title = ``); headings become their own line, blank lines are dropped, and
@@ -21,8 +23,11 @@ already tokenised, so abbreviations such as ``U.S.`` are single tokens). Raw tex
 import argparse
 import collections
 import os
+import re
+import shutil
 import subprocess
 import sys
+import tempfile
 
 SHARED_DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data")
 SPLITS = ("train", "valid", "test")
@@ -48,12 +53,22 @@ def split_sentences(line):
         yield " ".join(sentence)
 
 
+# fairseq-preprocess reads text with Python's universal newlines: a line ends at \r\n, \r or \n
+LINE_BREAK = re.compile(rb"\r\n|\r|\n")
+
+
 def read_sentences(path, paragraphs, tokenizer=None):
-    """The sentences of a UTF-8 file (a byte-order mark is dropped). Raises ``ValueError`` with
-    the file and line for text that is not UTF-8 or holds a word fairseq reserves."""
+    """The sentences of a UTF-8 file (a byte-order mark is dropped), its lines ended as
+    fairseq-preprocess ends them (at CR LF, CR or LF). Raises ``ValueError`` with the
+    file and line for text that is not UTF-8, holds a NUL byte or a word fairseq reserves."""
     with open(path, "rb") as f:
-        raw_lines = f.read().split(b"\n")
+        raw_lines = LINE_BREAK.split(f.read())
     for number, raw in enumerate(raw_lines, 1):
+        nul = raw.find(b"\0")
+        if nul >= 0:
+            raise ValueError(f"{path}:{number}: a NUL byte at column {nul + 1}: this is not "
+                             "plain text (UTF-16, or a binary file?); convert it to UTF-8, e.g. "
+                             "iconv -f utf-16 -t utf-8, or remove the NUL bytes")
         try:
             line = raw.decode("utf-8-sig" if number == 1 else "utf-8").strip()
         except UnicodeDecodeError as error:
@@ -110,6 +125,9 @@ def main():
     parser.add_argument("--text-dir", default=os.path.join(os.path.dirname(__file__), "text"),
                         help="where the one-sentence-per-line text goes")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--force", action="store_true",
+                        help="replace an existing --destdir/NAME and --text-dir/NAME (the new data is "
+                             "written aside and swapped in once complete, so a failure keeps the old)")
     args = parser.parse_args()
 
     if bool(args.corpus) == bool(args.raw_dir):
@@ -137,39 +155,103 @@ def main():
 
     name = args.name or args.corpus or os.path.basename(os.path.normpath(args.raw_dir))
     text_dir = os.path.join(args.text_dir, name)
-    os.makedirs(text_dir, exist_ok=True)
-    for split, path in files.items():
-        limit = args.sample_sentences if split == "train" else max(1, args.sample_sentences // 10)
-        try:
-            sentences = []
-            for sentence in read_sentences(path, paragraphs, tokenizer):
-                if args.sample_sentences and len(sentences) >= limit:
-                    break
-                sentences.append(sentence)
-        except ValueError as error:
-            sys.exit(f"error: {error}")
-        if not sentences:
-            sys.exit(f"error: {path} has no sentences (it is empty or blank): every split needs at "
-                     "least one, or fairseq fails on an empty dataset later")
-        with open(os.path.join(text_dir, f"{split}.txt"), "w", encoding="utf-8") as out:
-            out.writelines(sentence + "\n" for sentence in sentences)
-        print(f"{split}: {len(sentences)} sentences -> {text_dir}/{split}.txt")
+    bin_dir = os.path.join(args.destdir, name)
+    if args.open_vocabulary and args.threshold:
+        parser.error("--open-vocabulary keeps every word: drop --threshold")
+    for path in (bin_dir, text_dir):
+        if os.path.exists(path) and not os.path.isdir(path):
+            sys.exit(f"error: {path} is a file, not a dataset folder: move it away or give another --name")
+    existing = [path for path in (bin_dir, text_dir) if os.path.isdir(path) and os.listdir(path)]
+    if existing and not args.force:
+        sys.exit(f"error: {' and '.join(existing)} already exist{'s' if len(existing) == 1 else ''}: give "
+                 "another --name (or --destdir / --text-dir), or --force to replace "
+                 f"{'it' if len(existing) == 1 else 'them'} (the old data stays whole until the new is complete)")
 
-    command = [
-        "fairseq-preprocess", "--only-source",
-        "--trainpref", os.path.join(text_dir, "train.txt"),
-        "--validpref", os.path.join(text_dir, "valid.txt"),
-        "--testpref", os.path.join(text_dir, "test.txt"),
-        "--destdir", os.path.join(args.destdir, name), "--workers", str(args.workers),
-    ]
-    if args.open_vocabulary:
-        if args.threshold:
-            parser.error("--open-vocabulary keeps every word: drop --threshold")
-        command += ["--srcdict", write_full_dictionary(text_dir)]
-    elif args.threshold:
-        command += ["--thresholdsrc", str(args.threshold)]
-    print(" ".join(command))
-    subprocess.run(command, check=True)
+    # everything is written beside the destinations and swapped in at the end, so a failure (or
+    # an interrupted run) leaves an existing dataset as it was
+    staged = []
+    try:
+        new_text, new_bin = stage(text_dir, staged), stage(bin_dir, staged)
+        for split, path in files.items():
+            limit = args.sample_sentences if split == "train" else max(1, args.sample_sentences // 10)
+            try:
+                sentences = []
+                for sentence in read_sentences(path, paragraphs, tokenizer):
+                    if args.sample_sentences and len(sentences) >= limit:
+                        break
+                    sentences.append(sentence)
+            except ValueError as error:
+                sys.exit(f"error: {error}")
+            if not sentences:
+                sys.exit(f"error: {path} has no sentences (it is empty or blank): every split needs at "
+                         "least one, or fairseq fails on an empty dataset later")
+            with open(os.path.join(new_text, f"{split}.txt"), "w", encoding="utf-8") as out:
+                out.writelines(sentence + "\n" for sentence in sentences)
+            print(f"{split}: {len(sentences)} sentences -> {text_dir}/{split}.txt")
+
+        command = [
+            "fairseq-preprocess", "--only-source",
+            "--trainpref", os.path.join(new_text, "train.txt"),
+            "--validpref", os.path.join(new_text, "valid.txt"),
+            "--testpref", os.path.join(new_text, "test.txt"),
+            "--destdir", new_bin, "--workers", str(args.workers),
+        ]
+        if args.open_vocabulary:
+            command += ["--srcdict", write_full_dictionary(new_text)]
+        elif args.threshold:
+            command += ["--thresholdsrc", str(args.threshold)]
+        print(" ".join(command))
+        kept = " (the existing data is unchanged)" if existing else ""
+        try:
+            code = subprocess.run(command).returncode
+        except OSError as error:
+            sys.exit(f"error: cannot run fairseq-preprocess ({error.strerror}): install fairseq in this "
+                     f"environment{kept}")
+        if code != 0:
+            sys.exit(f"error: fairseq-preprocess failed (exit code {code}; its message is above){kept}")
+        swap_in([(new_text, text_dir), (new_bin, bin_dir)])
+    except OSError as error:
+        sys.exit(f"error: {error.filename or ''}: {error.strerror}"
+                 + (" (the existing data is unchanged)" if existing else ""))
+    finally:
+        for path in staged:
+            shutil.rmtree(path, ignore_errors=True)
+    print(f"{'replaced' if existing else 'wrote'} {bin_dir} and {text_dir}")
+
+
+def stage(destination, staged):
+    """A new empty folder beside ``destination`` (same file system: the swap is a rename),
+    with the permissions ``os.makedirs`` would give it."""
+    parent, base = os.path.split(os.path.normpath(destination))
+    os.makedirs(parent or ".", exist_ok=True)
+    path = tempfile.mkdtemp(prefix=f".{base}.new-", dir=parent or ".")
+    staged.append(path)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, 0o777 & ~umask)
+    return path
+
+
+def swap_in(pairs):
+    """Rename each new folder onto its destination; the old folders are moved aside first and
+    deleted only once every new one is in place (put back if a rename fails)."""
+    moved_aside, moved_in = [], []
+    try:
+        for new, destination in pairs:
+            if os.path.exists(destination):
+                old = f"{os.path.normpath(destination)}.old-{os.getpid()}"
+                os.rename(destination, old)
+                moved_aside.append((old, destination))
+            os.rename(new, destination)
+            moved_in.append(destination)
+    except OSError:
+        for destination in moved_in:
+            shutil.rmtree(destination, ignore_errors=True)
+        for old, destination in moved_aside:
+            os.rename(old, destination)
+        raise
+    for old, _ in moved_aside:
+        shutil.rmtree(old)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ esac
 SAVE=${SAVE_DIR:-checkpoints/ptb_amsrn_row_$ROW}
 DEVICE=$(python3 -c "import torch; print('' if torch.cuda.is_available() else '--cpu')")
 
-[ -f data-bin/ptb/train.bin ] || python3 examples/language_model/prepare_lm_data.py --corpus ptb
+[ -f data-bin/ptb/train.bin ] || python3 examples/language_model/prepare_lm_data.py --corpus ptb --force
 
 fairseq-train data-bin/ptb --user-dir alm_plugin --task sentence_language_modeling "${MODEL[@]}" \
   --criterion attention_cross_entropy --optimizer adam --lr 0.002 --clip-norm 5 --batch-size 32 \

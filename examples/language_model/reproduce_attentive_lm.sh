@@ -24,7 +24,7 @@ EPOCHS=${EPOCHS:-60}
 SAVE=${SAVE_DIR:-checkpoints/${CORPUS}_${ARCH}_${SCORE}}
 DEVICE=$(python3 -c "import torch; print('' if torch.cuda.is_available() else '--cpu')")
 
-[ -f "data-bin/$CORPUS/train.bin" ] || python3 examples/language_model/prepare_lm_data.py --corpus "$CORPUS"
+[ -f "data-bin/$CORPUS/train.bin" ] || python3 examples/language_model/prepare_lm_data.py --corpus "$CORPUS" --force
 
 fairseq-train "data-bin/$CORPUS" --user-dir alm_plugin --task sentence_language_modeling \
   --arch "$ARCH" --attention-score "$SCORE" --criterion attention_cross_entropy \

@@ -25,7 +25,7 @@ SAVE=${SAVE_DIR:-checkpoints/${CORPUS}_${ARCH}}
 DEVICE=$(python3 -c "import torch; print('' if torch.cuda.is_available() else '--cpu')")
 
 [ -f "$DATA/train.bin" ] || python3 examples/language_model/prepare_lm_data.py --corpus "$CORPUS" \
-  --open-vocabulary --name "${CORPUS}-open"
+  --open-vocabulary --name "${CORPUS}-open" --force
 
 fairseq-train "$DATA" --user-dir alm_plugin --task open_vocabulary_language_modeling \
   --arch "$ARCH" --criterion open_vocabulary_cross_entropy --optimizer adam --lr 0.002 \
