@@ -153,11 +153,14 @@ def test_alm_score_spells_words_the_dictionary_lacks_and_can_score_lines_alone(t
     _, _, stderr = run_module("alm_plugin.cli.score", "--path", checkpoint, "--data", corpus[0], stdin=lines[2] + "\n")
     assert "words with characters the model never saw are scored as <unk> (counted in 'unk'), 1 in all" in stderr
     assert "'日本'" in stderr
-    # no input, a literal <pad> word and an empty line: defined results, no traceback
-    rows, summary = alm_score("--path", checkpoint, "--data", corpus[0], "--format", "jsonl", stdin="")
-    assert rows == [] and summary.startswith("alm-score: 0 sentences")
-    rows, _ = alm_score("--path", checkpoint, "--data", corpus[0], "--format", "jsonl", stdin="the <pad> cat\n\n")
-    assert [r["tokens"] for r in rows] == [4, 1] and rows[1]["chars"] == 0 and rows[1]["bpc"] is None
+    # no input and a literal <pad> word: refused in one line; an empty line: its </s>, no bpc
+    code, stdout, stderr = run_module("alm_plugin.cli.score", "--path", checkpoint, "--data", corpus[0], stdin="")
+    assert code != 0 and stdout == "" and "nothing to score" in stderr.strip().splitlines()[-1]
+    code, stdout, stderr = run_module("alm_plugin.cli.score", "--path", checkpoint, "--data", corpus[0],
+                                      stdin="the cat\nthe <pad> cat\n")
+    assert code != 0 and stdout == "" and "stdin:2: the text contains <pad>" in stderr.strip().splitlines()[-1]
+    rows, _ = alm_score("--path", checkpoint, "--data", corpus[0], "--format", "jsonl", stdin="the cat\n\n")
+    assert [r["tokens"] for r in rows] == [3, 1] and rows[1]["chars"] == 0 and rows[1]["bpc"] is None
     assert all(math.isfinite(r["logprob"]) for r in rows)
 
 

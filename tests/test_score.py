@@ -104,3 +104,44 @@ def test_a_line_longer_than_the_model_context_is_refused(model_and_text):
     scorer.max_tokens = 5  # a transformer_lm's --max-target-positions, say
     with pytest.raises(ScoringError, match="sentence 2 has 7 tokens .*more than the model's context of 5"):
         scorer.token_log_probs([scorer.encode("the cat"), scorer.encode("the cat sat on the mat")])
+
+
+# ------------------------------------------------------------- the text as fairseq reads it (issue 26)
+
+def test_lines_end_at_cr_and_a_byte_order_mark_is_dropped(model_and_text, tmp_path):
+    """CR-only and CR LF files score as the LF file: fairseq-preprocess ends lines at all three;
+    a UTF-8 byte-order mark is no part of the first word."""
+    checkpoint, text = model_and_text
+    lines = text.read_text(encoding="utf-8").splitlines()[:5] + ["", "the game"]
+    scored = {}
+    for name, data in (("lf", "\n".join(lines) + "\n"), ("cr", "\r".join(lines) + "\r"),
+                       ("crlf", "\r\n".join(lines)), ("bom", "\ufeff" + "\n".join(lines) + "\n")):
+        (tmp_path / name).write_bytes(data.encode("utf-8"))
+        code, stdout, stderr = score("--path", checkpoint, "--format", "jsonl", tmp_path / name)
+        assert code == 0, stderr
+        scored[name] = rows(stdout)
+    assert len(scored["lf"]) == 7 and scored["lf"][-1]["unk"] == 0
+    assert scored["cr"] == scored["lf"] and scored["crlf"] == scored["lf"] and scored["bom"] == scored["lf"]
+
+
+@pytest.mark.parametrize("stdin", ["", "\ufeff"])
+def test_empty_input_is_refused_not_scored_as_ppl_1(model_and_text, tmp_path, stdin):
+    checkpoint, _ = model_and_text
+    code, stdout, stderr = score("--path", checkpoint, stdin=stdin)
+    assert code != 0 and stdout == "" and "Traceback" not in stderr
+    assert stderr.strip().splitlines()[-1].startswith("alm-score: error: nothing to score: stdin has no lines")
+    (tmp_path / "empty.txt").write_bytes(b"")
+    code, stdout, stderr = score("--path", checkpoint, tmp_path / "empty.txt")
+    assert code != 0 and stdout == "" and "nothing to score" in stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("word", ["</s>", "<pad>", "<s>"])
+def test_control_symbols_in_the_text_are_refused_with_the_line(model_and_text, tmp_path, word):
+    checkpoint, _ = model_and_text
+    (tmp_path / "in.txt").write_text(f"the game\nthe {word} game\n", encoding="utf-8")
+    code, stdout, stderr = score("--path", checkpoint, tmp_path / "in.txt")
+    assert code != 0 and stdout == "" and "Traceback" not in stderr
+    assert f"{tmp_path / 'in.txt'}:2: the text contains {word}, which fairseq would read as" in \
+        stderr.strip().splitlines()[-1]
+    code, _, _ = score("--path", checkpoint, stdin="the <unk> game\n")  # the unknown word is a word
+    assert code == 0

@@ -11,7 +11,9 @@ subword-nmt units (``--bpe-codes``). It is scored whole, from ``</s>`` to its ``
 ``fairseq-eval-lm --task sentence_language_modeling`` scores a binarised line, so the corpus
 perplexity printed at the end equals eval-lm's on the same text binarised with the training
 dictionary. Words outside the dictionary are scored as ``<unk>`` (and counted); an empty
-line scores its ``</s>``.
+line scores its ``</s>``. Lines end at LF, CR LF or CR, as fairseq-preprocess reads them, and
+a UTF-8 byte-order mark is dropped; an input with no lines, or a line with the word ``</s>``,
+``<pad>`` or ``<s>`` (fairseq's control symbols), is refused.
 
 Output (stdout), one row per input line, TSV with a header or JSON lines:
 ``line``, ``logprob`` (natural log of p(sentence </s>); ``--base2`` adds ``log2prob``),
@@ -31,30 +33,61 @@ import json
 import logging
 import math
 import os
+import re
 import sys
 
 from ..scoring import (CharacterModelScorer, LanguageModelScorer, ScoringError, is_character_model, load_models,
                        trained_on_streams)
 
 
+# fairseq-preprocess reads text with Python's universal newlines: a line ends at \r\n, \r or \n
+LINE_BREAK = re.compile(rb"\r\n|\r|\n")
+# words fairseq's dictionary reads as its control symbols (<unk> is a word: the unknown one)
+RESERVED_WORDS = {"<s>", "<pad>", "</s>"}
+
+
 def read_lines(files):
-    """``(source, text)`` for every line of the files, or of stdin without files."""
+    """``[(where, text)]``: every line of the files (or of stdin without files), ``where``
+    being ``FILE:LINE``. Lines end as fairseq-preprocess ends them; a UTF-8 byte-order mark
+    at the start of a file is dropped."""
     sources = files or ["-"]
     for name in sources:
+        if name != "-" and os.path.isdir(name):
+            raise ScoringError(f"input {name} is a directory: give the text file(s) to score")
         if name != "-" and not os.path.isfile(name):
             raise ScoringError(f"input file {name} does not exist")
+    lines = []
     for name in sources:
-        handle = sys.stdin.buffer if name == "-" else open(name, "rb")
+        label = "stdin" if name == "-" else name
         try:
-            for number, raw in enumerate(handle, 1):
-                try:
-                    yield raw.decode("utf-8").rstrip("\r\n")
-                except UnicodeDecodeError:
-                    raise ScoringError(f"{'stdin' if name == '-' else name}:{number}: not UTF-8; convert "
-                                       "the text, e.g. iconv -f latin1 -t utf-8") from None
-        finally:
-            if name != "-":
-                handle.close()
+            if name == "-":
+                data = sys.stdin.buffer.read()
+            else:
+                with open(name, "rb") as handle:
+                    data = handle.read()
+        except OSError as error:
+            raise ScoringError(f"cannot read {label}: {error.strerror}") from None
+        if data.startswith(b"\xef\xbb\xbf"):
+            data = data[3:]
+        raw_lines = LINE_BREAK.split(data)
+        if raw_lines[-1] == b"":  # the break after the last line (or an empty input) ends no line
+            raw_lines.pop()
+        for number, raw in enumerate(raw_lines, 1):
+            try:
+                lines.append((f"{label}:{number}", raw.decode("utf-8")))
+            except UnicodeDecodeError:
+                raise ScoringError(f"{label}:{number}: not UTF-8; convert the text, e.g. iconv -f latin1 "
+                                   "-t utf-8") from None
+    return lines
+
+
+def check_words(where, line):
+    """Refuse a word fairseq would read as one of its control symbols."""
+    reserved = RESERVED_WORDS.intersection(line.split())
+    if reserved:
+        raise ScoringError(f"{where}: the text contains {', '.join(sorted(reserved))}, which fairseq would read as "
+                           "its end-of-sentence / padding symbol, not as a word: remove or replace it "
+                           "(e.g. with &lt;/s&gt;)")
 
 
 def main(argv=None):
@@ -102,11 +135,18 @@ def run(args):
             raise ScoringError(f"the BPE codes file {args.bpe_codes} does not exist")
         forms = TextForms("en" if args.tokenize == "none" else args.tokenize, args.bpe_codes)
     paths = args.path.split(":")
-    loaded = load_models(paths, args.data, args.cpu)
-    lines = list(read_lines(args.files))
+    numbered = read_lines(args.files)
+    if not numbered:
+        raise ScoringError(f"nothing to score: {' and '.join(args.files) or 'stdin'} "
+                           f"{'has' if len(args.files) < 2 else 'have'} no lines (an empty line, which scores "
+                           "its </s>, is a line; an empty input is not)")
+    lines = [text for _, text in numbered]
     if forms is not None:
         source = "tok" if args.tokenize == "none" else "raw"
         lines = [forms.convert(line, source, "bpe" if args.bpe_codes else "tok") for line in lines]
+    for (where, _), line in zip(numbered, lines):  # as the model will read it
+        check_words(where, line)
+    loaded = load_models(paths, args.data, args.cpu)
     kinds = {is_character_model(model) for model, _ in loaded}
     if len(kinds) > 1:
         raise ScoringError("an ensemble cannot mix word-level and character-level models: score them apart")
