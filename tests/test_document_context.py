@@ -199,10 +199,11 @@ def test_eval_lm_with_the_cache_equals_the_hand_computation_at_batch_1_and_8(sen
 
 @pytest.fixture(scope="module")
 def stream_model(tmp_path_factory):
-    """alm_lstm and attentive_lm trained on streams (state and memory carried)."""
+    """alm_lstm, attentive_lm and pointer_sentinel_lm trained on streams (state and memory carried)."""
     root = tmp_path_factory.mktemp("stream")
     outputs = {}
-    for arch, extra in (("alm_lstm", []), ("attentive_lm", ["--memory-window", "20"])):
+    for arch, extra in (("alm_lstm", []), ("attentive_lm", ["--memory-window", "20"]),
+                        ("pointer_sentinel_lm", ["--pointer-window", "20", "--criterion", "attention_cross_entropy"])):
         _, outputs[arch] = run(
             "train", SAMPLE_DATA, *STREAM_COMMON, "--arch", arch, *extra, "--embed-dim", "32", "--hidden-size", "32",
             "--optimizer", "sgd", "--lr", "1.0", "--clip-norm", "5", "--sentence-avg", "--batch-size", "10",
@@ -218,7 +219,49 @@ def test_stream_training_lowers_the_loss_on_real_text(stream_model):
         assert len(losses) >= 5 and losses[-1] < 0.9 * losses[0], (arch, losses)
 
 
-@pytest.mark.parametrize("arch", ["alm_lstm", "attentive_lm"])
+def test_the_pointer_gate_is_logged_and_a_probability(stream_model):
+    _, outputs = stream_model
+    gates = [float(r["pointer_gate"]) for r in json_records(outputs["pointer_sentinel_lm"], "train_inner")]
+    assert gates and all(0 < g <= 1 for g in gates)
+    assert 0 < float(json_records(outputs["pointer_sentinel_lm"], "valid")[-1]["valid_pointer_gate"]) <= 1
+
+
+def test_pointer_distribution_sums_to_one_and_copies_a_remembered_word(dictionary):
+    decoder = pointer_decoder(dictionary).requires_grad_(False)
+    tokens = random_tokens(dictionary, 2, 9)
+    log_p, extra = decoder(tokens)
+    torch.testing.assert_close(log_p.exp().sum(-1), torch.ones(2, 9), rtol=0, atol=1e-5)
+    with torch.no_grad():  # q = 0: the sentinel and the L = 6 slots all weigh 1/7 (Eq. 6-7)
+        decoder.query.weight.fill_(0)
+        decoder.query.bias.fill_(0)
+    log_p, extra = decoder(tokens)
+    t = 7  # the window holds the outputs of positions 2..7 (h_t included)
+    torch.testing.assert_close(extra["pointer_gate"][0, t], torch.tensor(1 / 7))
+    vocab = torch.softmax(decoder.output_layer(extra["features"])[0, t], -1)
+    for word in set(tokens[0].tolist()):
+        copies = int((tokens[0, 2:t + 1] == word).sum())  # the pointer copies the input word of each slot
+        assert log_p[0, t, word].exp() == pytest.approx(float(vocab[word]) / 7 + copies / 7, abs=1e-6)
+
+
+def test_resume_and_hub_of_a_pointer_model(stream_model, tmp_path):
+    import shutil
+    from alm_plugin.models.pointer_sentinel_lm import PointerSentinelLanguageModel
+    root, _ = stream_model
+    shutil.copytree(root / "pointer_sentinel_lm", tmp_path / "r")
+    _, output = run("train", SAMPLE_DATA, *STREAM_COMMON, "--arch", "pointer_sentinel_lm", "--pointer-window", "20",
+                    "--criterion", "attention_cross_entropy", "--embed-dim", "32", "--hidden-size", "32",
+                    "--optimizer", "sgd", "--lr", "1.0", "--clip-norm", "5", "--sentence-avg", "--batch-size", "10",
+                    "--tokens-per-sample", "35", "--max-update", "44", "--save-dir", tmp_path / "r",
+                    "--disable-validation")
+    assert "Loaded checkpoint" in output and "(epoch 1 @ 40 updates)" in output
+    assert json_records(output, "train")[-1]["train_num_updates"] == "44"
+    lm = PointerSentinelLanguageModel.from_pretrained(str(root / "pointer_sentinel_lm"), "checkpoint_last.pt",
+                                                      data_name_or_path=SAMPLE_DATA)
+    scored = lm.eval().score("The game was released in Japan .")
+    assert scored["positional_scores"].shape == (7,) and torch.isfinite(scored["positional_scores"]).all()
+
+
+@pytest.mark.parametrize("arch", ["alm_lstm", "attentive_lm", "pointer_sentinel_lm"])
 def test_stream_eval_lm_equals_one_pass_over_the_split_with_and_without_the_cache(stream_model, arch):
     root, _ = stream_model
     checkpoint = root / arch / "checkpoint_last.pt"

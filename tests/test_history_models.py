@@ -6,6 +6,7 @@ import torch
 from alm_plugin.models.amsrn import AMSRNConfig, AMSRNDecoder
 from alm_plugin.models.attentive_lm import AttentiveLMConfig, AttentiveLMDecoder
 from alm_plugin.models.lstm_lm import LSTMDecoder
+from alm_plugin.models.pointer_sentinel_lm import PointerSentinelConfig, PointerSentinelDecoder
 from alm_plugin.modules.history_lstm_decoder import RecurrentLMConfig
 from alm_plugin.modules.history_attention import INITIAL_SLOT, CausalHistoryAttention, CombinedScore
 from conftest import random_tokens
@@ -22,6 +23,7 @@ VARIANTS = [
     dict(memory_selection="complementary"),
     dict(memory_selection="none"),
     dict(memory_selection="tied", memory_window=3),
+    dict(pointer_window=4),  # pointer_sentinel_lm: a pointer over the last 4 outputs and a sentinel
     dict(plain_lstm=True),  # alm_lstm, the baseline: the same body without attention
 ]
 
@@ -29,6 +31,8 @@ VARIANTS = [
 def make_decoder(dictionary, device="cpu", **overrides):
     if overrides.pop("plain_lstm", False):
         config, decoder_cls, overrides = RecurrentLMConfig, LSTMDecoder, {"embed_dim": 12, **overrides}
+    elif "pointer_window" in overrides:  # the softmax reads h_t itself: embed_dim = hidden_size
+        config, decoder_cls, overrides = PointerSentinelConfig, PointerSentinelDecoder, {"embed_dim": 12, **overrides}
     else:
         config, decoder_cls = ((AMSRNConfig, AMSRNDecoder) if "memory_selection" in overrides
                                else (AttentiveLMConfig, AttentiveLMDecoder))
@@ -79,7 +83,7 @@ def test_incremental_equals_full_forward(dictionary, variant, device):
     torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("variant", [VARIANTS[1], VARIANTS[5], VARIANTS[-1]])
+@pytest.mark.parametrize("variant", [VARIANTS[1], VARIANTS[5], VARIANTS[-2], VARIANTS[-1]])
 def test_reordered_incremental_state_follows_beams(dictionary, variant, device):
     decoder = make_decoder(dictionary, device, **variant)
     tokens = random_tokens(dictionary, 3, 6).to(device)
@@ -93,7 +97,7 @@ def test_reordered_incremental_state_follows_beams(dictionary, variant, device):
     torch.testing.assert_close(out[:, -1], decoder(reordered[:, :5])[0][:, -1], atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("variant", VARIANTS[:3] + VARIANTS[5:9] + VARIANTS[-1:])
+@pytest.mark.parametrize("variant", VARIANTS[:3] + VARIANTS[5:9] + VARIANTS[-2:])
 def test_sentence_scores_the_same_alone_and_in_a_padded_batch(dictionary, variant, device):
     decoder = make_decoder(dictionary, device, **variant)
     short, long = random_tokens(dictionary, 1, 4).to(device), random_tokens(dictionary, 1, 9).to(device)

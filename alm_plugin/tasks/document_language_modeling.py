@@ -28,8 +28,10 @@ from fairseq.data import Dictionary, data_utils, iterators
 from fairseq.dataclass import FairseqDataclass
 from fairseq.distributed import utils as distributed_utils
 from fairseq.tasks import FairseqTask, register_task
+from fairseq.tasks.language_modeling import LanguageModelingTask
 from omegaconf import II
 
+from ..errors import MissingDataError, OptionError
 from ..data.word_streams import WordStreamDataset
 from ..modules.neural_cache import NeuralCacheOptions, attach_neural_cache, refuse_cache_in_training
 
@@ -62,25 +64,25 @@ class WordStreamTask(FairseqTask):
     def setup_task(cls, cfg, **kwargs):
         path = os.path.join(utils.split_paths(cfg.data)[0], "dict.txt")
         if not os.path.isfile(path):
-            raise FileNotFoundError(f"no dict.txt in {os.path.dirname(path)}: binarise the text with "
-                                    "fairseq-preprocess --only-source (see examples/language_model/prepare_lm_data.py)")
+            raise MissingDataError(f"no dict.txt in {os.path.dirname(path)}: binarise the text with "
+                                   "fairseq-preprocess --only-source (see examples/language_model/prepare_lm_data.py)")
         dictionary = Dictionary.load(path)
         logger.info(f"dictionary: {len(dictionary)} types")
         return cls(cfg, dictionary)
 
     def load_words(self, split, epoch=1, combine=False) -> torch.Tensor:
         if self.cfg.tokens_per_sample < 1:
-            raise ValueError(f"--tokens-per-sample {self.cfg.tokens_per_sample}: the words per chunk "
-                             "of each stream must be at least 1 (the paper: 35)")
+            raise OptionError(f"--tokens-per-sample {self.cfg.tokens_per_sample}: the words per chunk "
+                              "of each stream must be at least 1 (the paper: 35)")
         if not self.cfg.batch_size:
-            raise ValueError(
+            raise OptionError(
                 f"{self.__class__.__name__} reads the corpus as --batch-size parallel streams: pass "
                 "--batch-size N (e.g. 20-32 for training; 1 for exact evaluation).")
         paths = utils.split_paths(self.cfg.data)
         split_path = os.path.join(paths[(epoch - 1) % len(paths)], split)
         lines = data_utils.load_indexed_dataset(split_path, self.dictionary, combine=combine)
         if lines is None:
-            raise FileNotFoundError(
+            raise MissingDataError(
                 f"no '{split}' data in {os.path.dirname(split_path)}: binarise it with "
                 "fairseq-preprocess --only-source (see examples/language_model/prepare_lm_data.py)")
         return torch.cat([lines[i] for i in range(len(lines))])
@@ -96,7 +98,11 @@ class WordStreamTask(FairseqTask):
             self.dictionary.eos(), self.cfg.data_parallel_rank, self.cfg.data_parallel_size)
 
     def get_batch_iterator(self, dataset, num_workers=0, epoch=1, data_buffer_size=0,
-                           skip_remainder_batch=False, **unused):
+                           skip_remainder_batch=False, **kwargs):
+        if not isinstance(dataset, WordStreamDataset):  # the hub's sentences: fairseq's batching
+            return super().get_batch_iterator(dataset, num_workers=num_workers, epoch=epoch,
+                                              data_buffer_size=data_buffer_size,
+                                              skip_remainder_batch=skip_remainder_batch, **kwargs)
         # every item is already a whole batch, and the chunks must stay in stream order
         return iterators.EpochBatchIterator(
             dataset=dataset, collate_fn=self.collate, batch_sampler=[[i] for i in range(len(dataset))],
@@ -125,8 +131,8 @@ class WordStreamTask(FairseqTask):
                            shard_id: int = 0, num_workers: int = 1, data_buffer_size: int = 10,
                            **unused):
         if context_window > 0:
-            raise ValueError("--context-window does not apply: the model carries its state from "
-                             "chunk to chunk of each stream; drop the option.")
+            raise OptionError("--context-window does not apply: the model carries its state from "
+                              "chunk to chunk of each stream; drop the option.")
         return self.get_batch_iterator(dataset, num_workers=num_workers,
                                        data_buffer_size=data_buffer_size).next_epoch_itr(shuffle=False)
 
@@ -147,7 +153,7 @@ class DocumentLanguageModelingTask(WordStreamTask):
         model = super().build_model(cfg, from_checkpoint)
         window = getattr(getattr(model, "decoder", None), "attention", None)
         if window is not None and window.window == 0:
-            raise ValueError(
+            raise OptionError(
                 f"--arch {getattr(cfg, '_name', cfg)} attends over its history, which on "
                 "document_language_modeling spans the whole stream: bound it with --memory-window M "
                 "(e.g. 100; the last M states are carried from chunk to chunk).")
@@ -156,3 +162,12 @@ class DocumentLanguageModelingTask(WordStreamTask):
     def train_step(self, *args, **kwargs):
         refuse_cache_in_training(self.cfg)
         return super().train_step(*args, **kwargs)
+
+    # The hub (``from_pretrained``: score, sample) reads each sentence alone, from a fresh state,
+    # as fairseq's language_modeling task batches it; fairseq-eval-lm and alm-score read streams.
+    build_dataset_for_inference = LanguageModelingTask.build_dataset_for_inference
+    inference_step = LanguageModelingTask.inference_step
+
+    @property
+    def args(self):  # what language_modeling's methods read their options (add_bos_token) from
+        return self.cfg
