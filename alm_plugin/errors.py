@@ -1,0 +1,70 @@
+"""A problem with the user's options or files, raised from inside fairseq's own command-line
+tools, ends the process with our one-line message and no traceback.
+
+fairseq's CLIs (``fairseq-train``, ``fairseq-eval-lm``, ``fairseq-validate``, ...) do not catch
+exceptions, and some re-raise them wrapped (``fairseq-train --restore-file``: "Cannot load
+model parameters ..."). Our checks raise a ``UserError``; the hook installed on import prints
+the first ``UserError`` of the exception's chain as ``PROG: error: MESSAGE`` and the process
+exits with status 1. Any other exception keeps its traceback; ``ALM_TRACEBACK=1`` shows the
+traceback of ours too (to debug the plugin itself).
+"""
+import os
+import sys
+
+
+class UserError(Exception):
+    """Marker of an error the user causes and can fix; the message says what and how, in one line."""
+
+
+class OptionError(UserError, ValueError):
+    """An option (command line, config, ``--model-overrides``) that cannot work."""
+
+
+class CheckpointError(UserError, RuntimeError):
+    """A checkpoint that cannot be read."""
+
+
+class MissingDataError(UserError, FileNotFoundError):
+    """A data directory without the dictionary or split asked for."""
+
+
+class UnsupportedError(UserError, NotImplementedError):
+    """A tool asked of a model that does not do it (generating from a character model)."""
+
+
+def user_error_in(error):
+    """The first ``UserError`` in ``error`` and the exceptions it was raised from or during."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, UserError):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def _program():
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return name if name and name not in ("-c", "__main__.py") else "python"
+
+
+def one_line_excepthook(exc_type, exc, tb, previous=None):
+    error = user_error_in(exc)
+    if error is None or os.environ.get("ALM_TRACEBACK", "0") not in ("", "0"):
+        return (previous or sys.__excepthook__)(exc_type, exc, tb)
+    message = " ".join(str(error).split("\n"))
+    sys.stderr.write(f"{_program()}: error: {message}\n")
+    sys.stderr.flush()
+
+
+def install():
+    """Put the hook in front of whatever ``sys.excepthook`` is (once)."""
+    if getattr(sys.excepthook, "alm_one_line", False):
+        return
+    previous = sys.excepthook
+
+    def hook(exc_type, exc, tb):
+        return one_line_excepthook(exc_type, exc, tb, previous)
+
+    hook.alm_one_line = True
+    sys.excepthook = hook
