@@ -31,6 +31,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fairseq_runs import ROOT, fairseq, prepare, records  # noqa: E402
+import ptb_stream_report as stream_report  # noqa: E402
 
 RESULTS = os.path.join(ROOT, "benchmarks", "results", "ptb")
 SIZE, DROPOUT, EPOCHS, ANNEAL = "200", "0.2", 10, 4
@@ -240,11 +241,14 @@ def unlogged(result):
 
 
 def markdown_table(results):
+    results = {n: r for n, r in results.items() if not is_stream(n)}  # the streams: ptb_stream_report
     lines = ["| row | valid ppl | test ppl | test paper_ppl | best epoch | attention entropy (nats) | "
              "params | train min | tokens/s | paper valid / test |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for name, (description, _) in ROWS.items():
         r = results.get(name)
+        if is_stream(name):
+            continue
         if r is None:
             lines.append(f"| {description} | not run yet | | | | | | | | {PAPER.get(name, '')} |")
             continue
@@ -277,8 +281,10 @@ def entropy_choice(results, base):
 
 def statement(results):
     """The plain answer, from the JSON: does any attention row beat the equal LSTM, and by how much?"""
+    results = {n: r for n, r in results.items() if not is_stream(n)}
     lstm = results.get("lstm")
-    head = f"**What it shows ({len(results)} of {len(ROWS)} rows, generated from the JSON).**"
+    sentence_rows = [n for n in ROWS if not is_stream(n)]
+    head = f"**What it shows ({len(results)} of {len(sentence_rows)} rows, generated from the JSON).**"
     if lstm is None:
         return f"{head} The LSTM baseline has not run yet: nothing to compare with."
     base = lstm["test_ppl"]
@@ -334,6 +340,7 @@ def statement(results):
 
 
 def plot(results, path):
+    results = {n: r for n, r in results.items() if not is_stream(n)}
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -397,11 +404,16 @@ def main():
     if args.report:
         results = load_results(args.results_dir)
         table = f"{markdown_table(results)}\n\n{statement(results)}"
-        print(table)
+        streams = {n: ROWS[n][0] for n in ROWS if is_stream(n)}
+        stream_block = (f"{stream_report.table(results, streams)}\n\n{stream_report.statement(results, streams)}"
+                        "\n\n![Test perplexity of the stream rows with and without the cache](ptb_stream.png)")
+        print(f"{table}\n\n{stream_block}")
         if results:
             plot(results, os.path.join(ROOT, "docs", "ptb_valid_ppl.png"))
+            stream_report.plot(results, streams, os.path.join(ROOT, "docs", "ptb_stream.png"))
         if args.update_readme:
             update_readme(table)
+            stream_report.write_block(stream_block, os.path.join(ROOT, "docs", "benchmarks.md"))
         return
     unknown = [name for name in args.rows.split(",") if name not in ROWS]
     if unknown:
