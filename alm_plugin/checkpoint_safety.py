@@ -17,23 +17,31 @@ torch.serialization.add_safe_globals(SAFE_CHECKPOINT_TYPES)
 
 def _explain_unreadable_checkpoints():
     """A truncated or foreign file otherwise surfaces as a raw torch/pickle error from deep in
-    fairseq (fairseq-train --restore-file, fairseq-eval-lm, fairseq-validate, the hub)."""
+    fairseq (fairseq-train --restore-file, fairseq-eval-lm, fairseq-validate, the hub); an
+    override naming no option of one of our models (a misspelt ``--model-overrides`` key)
+    would be dropped without a word."""
     from fairseq import checkpoint_utils
+
+    from .errors import CheckpointError
 
     load = checkpoint_utils.load_checkpoint_to_cpu
     if getattr(load, "explains_errors", False):
         return
 
-    def load_checkpoint_to_cpu(path, *args, **kwargs):
+    def load_checkpoint_to_cpu(path, arg_overrides=None, *args, **kwargs):
         try:
-            return load(path, *args, **kwargs)
+            state = load(path, arg_overrides, *args, **kwargs)
         except FileNotFoundError:
             raise
         except Exception as error:
-            raise RuntimeError(
+            raise CheckpointError(
                 f"{path} could not be read as a fairseq checkpoint ({error.__class__.__name__}: "
-                f"{str(error)[:160]}). Is it a complete checkpoint_*.pt written by fairseq-train (not "
-                "truncated by a full disk or an interrupted copy)?") from None
+                f"{' '.join(str(error).split())[:160]}). Is it a complete checkpoint_*.pt written by "
+                "fairseq-train (not truncated by a full disk or an interrupted copy)?") from None
+        from .models.checkpoint_fit import check_overrides
+
+        check_overrides(state, arg_overrides)
+        return state
 
     load_checkpoint_to_cpu.explains_errors = True
     checkpoint_utils.load_checkpoint_to_cpu = load_checkpoint_to_cpu

@@ -9,6 +9,8 @@ generator's constructor, so it covers every LM (ours and fairseq's) once the plu
 """
 from fairseq.sequence_generator import SequenceGenerator
 
+from .errors import OptionError
+
 
 def check_lm_dictionary(lm_model, target_dictionary) -> None:
     lm_dictionary = getattr(getattr(lm_model, "decoder", None), "dictionary", None)
@@ -19,7 +21,7 @@ def check_lm_dictionary(lm_model, target_dictionary) -> None:
                  min(len(lm_symbols), len(target_symbols)))
     def symbol(symbols):
         return repr(symbols[first]) if first < len(symbols) else "nothing"
-    raise ValueError(
+    raise OptionError(
         f"--lm-path: the language model's dictionary ({len(lm_symbols)} types) is not the "
         f"translation's target dictionary ({len(target_symbols)} types); they first differ at "
         f"index {first} ({symbol(lm_symbols)} vs {symbol(target_symbols)}). Train the language "

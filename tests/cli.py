@@ -15,7 +15,6 @@ import os
 import re
 import subprocess
 import sys
-import traceback
 
 import torch
 from conftest import ROOT
@@ -28,12 +27,13 @@ IN_PROCESS = os.environ.get("ALM_TESTS_SUBPROCESS", "0") != "1"
 def run(tool, *args, check=True):
     """Run a fairseq CLI entry point; returns (returncode, stdout+stderr)."""
     args = [str(a) for a in args]
+    program = f"fairseq-{tool.replace('_', '-')}"  # the console script's name: fairseq-eval-lm
     if IN_PROCESS:
         main = importlib.import_module(f"fairseq_cli.{tool}").cli_main
         _reset_fairseq_globals()
-        code, stdout, stderr = _in_process(main, [f"fairseq-{tool}", *args], log_to_stdout=True)
+        code, stdout, stderr = _in_process(main, [program, *args], log_to_stdout=True)
     else:
-        launch = f"import sys; from fairseq_cli.{tool} import cli_main; sys.argv[0] = 'fairseq-{tool}'; cli_main()"
+        launch = f"import sys; from fairseq_cli.{tool} import cli_main; sys.argv[0] = '{program}'; cli_main()"
         code, stdout, stderr = _in_subprocess(["-c", launch, *args])
     output = stdout + stderr
     if check and code != 0:
@@ -105,8 +105,8 @@ def _in_process(main, argv, stdin=None, log_to_stdout=False):
                 if exit.code is not None and not isinstance(exit.code, int):
                     print(exit.code, file=stderr)
                 code = exit.code if isinstance(exit.code, int) else int(exit.code is not None)
-            except Exception:  # what a process prints before it exits with 1
-                traceback.print_exc(file=stderr)
+            except Exception:  # what a process prints before it exits with 1 (sys.excepthook: the
+                sys.excepthook(*sys.exc_info())  # plugin's one-line refusals, else the traceback)
                 code = 1
     finally:
         sys.argv, sys.stdin, cwd = saved

@@ -135,6 +135,9 @@ def run(args):
             raise ScoringError(f"the BPE codes file {args.bpe_codes} does not exist")
         forms = TextForms("en" if args.tokenize == "none" else args.tokenize, args.bpe_codes)
     paths = args.path.split(":")
+    if "" in paths:
+        raise ScoringError(f"--path {args.path!r} has an empty checkpoint path (a ':' at an end or doubled): "
+                           "give CHECKPOINT, or CK1:CK2 for an ensemble")
     numbered = read_lines(args.files)
     if not numbered:
         raise ScoringError(f"nothing to score: {' and '.join(args.files) or 'stdin'} "
@@ -186,7 +189,31 @@ def run(args):
 
 def report(encoded, scores, unk, characters, args):
     """One row per line on stdout, the corpus summary on stderr; ``characters(tokens)`` gives
-    ``|c|`` for character models (their rows and summary add bits per character)."""
+    ``|c|`` for character models (their rows and summary add bits per character). A failed
+    write (a full disk) is a ``ScoringError``, the rows written so far being all there is."""
+    try:
+        _report(encoded, scores, unk, characters, args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        _discard_stdout()
+        raise ScoringError(f"cannot write the scores to stdout ({error.strerror or error}): free space on its "
+                           "disk, or send the output elsewhere; the output is incomplete") from None
+
+
+def _discard_stdout():
+    """Point stdout at /dev/null, so that the interpreter's last flush of what is still buffered
+    does not fail a second time (with 'Exception ignored' and exit status 120)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # not a file descriptor (an in-process run's StringIO)
+        pass
+
+
+def _report(encoded, scores, unk, characters, args):
     total_logprob, total_tokens, total_unk, total_chars = 0.0, 0, 0, 0
     header = ["line", "logprob", *(["log2prob"] if args.base2 else []), "tokens",
               *(["chars"] if characters else []), "unk", *(["bpc"] if characters else []), "ppl"]

@@ -24,6 +24,8 @@ from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
 from omegaconf import II
 
+from ..errors import OptionError
+
 logger = logging.getLogger(__name__)
 
 
@@ -107,7 +109,7 @@ class AttentionCrossEntropyCriterion(FairseqCriterion):
         if isinstance(weights, list):
             weights = weights[0]
         if weights is None and self.entropy_weight != 0.0:
-            raise ValueError(
+            raise OptionError(
                 f"--attention-entropy-weight {self.entropy_weight} needs a model that returns "
                 "its history attention (attentive_lm, amsrn); this model "
                 f"({model.__class__.__name__}) has none: drop the option or change --arch")

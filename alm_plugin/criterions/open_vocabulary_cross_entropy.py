@@ -14,13 +14,15 @@ from fairseq import metrics, utils
 from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
 
+from ..errors import OptionError
+
 
 @register_criterion("open_vocabulary_cross_entropy", dataclass=FairseqDataclass)
 class OpenVocabularyCrossEntropy(FairseqCriterion):
     def forward(self, model, sample, reduce=True):
         if "nchars" not in sample:
-            raise ValueError("open_vocabulary_cross_entropy needs batches from "
-                             "--task open_vocabulary_language_modeling (they count characters)")
+            raise OptionError("open_vocabulary_cross_entropy needs batches from "
+                              "--task open_vocabulary_language_modeling (they count characters)")
         log_probs, extra = model(**sample["net_input"])
         real = sample["target"].ne(self.padding_idx)
         nll = -(log_probs.squeeze(-1) * real).sum()

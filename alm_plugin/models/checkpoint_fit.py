@@ -12,14 +12,25 @@ builds through ``cls.complete_config`` and ``cls.record_options``:
   ``--restore-file``, ``--model-overrides`` or ``fairseq-eval-lm`` run with, say, another
   ``--concat-activation`` is refused by name instead of scoring junk; such options change no
   parameter shape, so nothing else would notice.
+* ``check_ranges`` (in ``complete_config``): a negative size, a count below 1 or a dropout
+  outside [0, 1] is refused by name before torch fails on it.
+* ``check_overrides`` (called by ``checkpoint_safety``'s loader): an override naming no option
+  of the model nor of fairseq (a misspelt ``--model-overrides`` key, which fairseq drops
+  without a word) is refused by name.
+
+Every refusal is an ``OptionError``: fairseq's CLIs end with its message in one line.
 """
 import argparse
 import dataclasses
+import difflib
+import functools
 import json
 
 import torch
 from fairseq.dataclass.utils import merge_with_parent
-from omegaconf import OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from ..errors import OptionError
 
 # an option whose default changed declares, in its field's metadata under this key, the value
 # checkpoints saved before the option existed were trained with (e.g. --combination-bias)
@@ -33,14 +44,92 @@ def _may_differ(name: str) -> bool:
     return "dropout" in name or name in ("init_range", "_name")
 
 
+# the least value of an integer option (0 means "none" or "the default size" for these);
+# every other integer option of our models is a size or a count: at least 1
+LEAST = {"memory_window": 0, "attention_dim": 0, "cache_attention_dim": 0, "cache_size": 0}
+
+
+def check_ranges(cfg, dataclass):
+    """Refuse a negative size, a count below 1 or a dropout outside [0, 1], by name, before
+    torch fails on it with a traceback (or, for a window, silently does something else)."""
+    for name, field in dataclass.__dataclass_fields__.items():
+        value = getattr(cfg, name, None)
+        if value is None or isinstance(value, bool):
+            continue
+        flag = "--" + name.replace("_", "-")
+        help_text = field.metadata.get("help", "")
+        about = f" ({flag}: {help_text})" if help_text else ""
+        if field.type is int and isinstance(value, int):
+            least = LEAST.get(name, 1)
+            if value < least:
+                raise OptionError(f"{flag} {value} is out of range: it must be at least {least}{about}")
+        elif field.type is float and isinstance(value, (int, float)):
+            if "dropout" in name and not 0 <= value <= 1:
+                raise OptionError(f"{flag} {value} is out of range: a dropout probability lies in [0, 1]")
+            if name == "init_range" and value < 0:
+                raise OptionError(f"{flag} {value} is out of range: it must be at least 0{about}")
+
+
+@functools.lru_cache(maxsize=1)
+def _fairseq_option_names():
+    """Every option name of fairseq's own config sections and of every registered task,
+    criterion, optimizer, scheduler, tokenizer, BPE and scorer: what an override may name
+    besides a model option."""
+    from fairseq.dataclass.configs import FairseqConfig
+    from fairseq.registry import REGISTRIES
+    from fairseq.tasks import TASK_DATACLASS_REGISTRY
+
+    names = {"_name", "arch", "generation_args", "is_vocoder"}  # the hub's keywords
+    classes = list(TASK_DATACLASS_REGISTRY.values())
+    for field in dataclasses.fields(FairseqConfig):
+        names.add(field.name)
+        if dataclasses.is_dataclass(field.type):
+            classes.append(field.type)
+    for registry in REGISTRIES.values():
+        classes += list(registry["dataclass_registry"].values())
+    for dataclass in classes:
+        names.update(dataclass.__dataclass_fields__)
+    return frozenset(names)
+
+
+def check_overrides(state, overrides):
+    """For a checkpoint of one of our models: refuse an override (``--model-overrides``, a
+    ``from_pretrained`` keyword) that names no option of the model nor any of fairseq's, which
+    fairseq drops without a word (a misspelt ``concat_activaton`` would leave the model as it was)."""
+    if not overrides or not state.get("cfg"):
+        return
+    from fairseq.models import ARCH_MODEL_REGISTRY
+
+    cfg = state["cfg"]
+    model_cfg = cfg.get("model")
+    name = getattr(model_cfg, "_name", None) or getattr(model_cfg, "arch", None)
+    model_class = ARCH_MODEL_REGISTRY.get(name)
+    if model_class is None or not model_class.__module__.startswith("alm_plugin."):
+        return
+    options = set(getattr(model_class, "__dataclass").__dataclass_fields__)
+    saved = {key for section in cfg.values() if isinstance(section, DictConfig) for key in section}
+    for key in overrides:
+        if key in options or key in saved or key in cfg or key in _fairseq_option_names():
+            continue
+        close = difflib.get_close_matches(key, sorted(options), n=1)
+        raise OptionError(
+            f"the override '{key}' (--model-overrides or a from_pretrained keyword) is not an option of "
+            f"{name} nor of fairseq, so it would be ignored"
+            + (f": did you mean '{close[0]}'?" if close else "")
+            + f" {name}'s options: {', '.join(sorted(o for o in options if o != '_name'))}.")
+
+
 class CheckpointFitMixin:
     """Put before ``FairseqLanguageModel`` (or the encoder-decoder model) in the bases."""
 
     @classmethod
     def complete_config(cls, cfg):
+        """``cfg`` with every option of the model's config (see the module's docstring), each
+        in range (``check_ranges``)."""
         dataclass = getattr(cls, "__dataclass")
         names = dataclass.__dataclass_fields__
         if dataclasses.is_dataclass(cfg):  # built in Python: complete by construction
+            check_ranges(cfg, dataclass)
             return cfg
         before = {name: f.metadata[DEFAULT_BEFORE_THE_OPTION] for name, f in names.items()
                   if DEFAULT_BEFORE_THE_OPTION in f.metadata}
@@ -48,12 +137,15 @@ class CheckpointFitMixin:
             for name in names:
                 if not hasattr(cfg, name):
                     setattr(cfg, name, before.get(name, getattr(dataclass, name, None)))
+            check_ranges(cfg, dataclass)
             return cfg
         with open_dict(cfg):
             for name, value in before.items():
                 if name not in cfg:
                     cfg[name] = value
-        return merge_with_parent(dataclass(), cfg, remove_missing=True)
+        cfg = merge_with_parent(dataclass(), cfg, remove_missing=True)
+        check_ranges(cfg, dataclass)
+        return cfg
 
     @classmethod
     def record_options(cls, model, cfg):
@@ -81,7 +173,7 @@ class CheckpointFitMixin:
                 if differ:
                     name = differ[0]
                     flag = "--" + name.replace("_", "-")
-                    raise ValueError(
+                    raise OptionError(
                         f"this checkpoint was trained with {flag} {saved[name]}, but the model being "
                         f"built has {flag} {wanted[name]}"
                         + (f" (and {len(differ) - 1} more: {', '.join(differ[1:])})" if len(differ) > 1 else "")
@@ -94,7 +186,7 @@ class CheckpointFitMixin:
             expected, saved_names = set(self.state_dict()), set(state_dict)
             missing, unexpected = sorted(expected - saved_names), sorted(saved_names - expected)
             if missing or unexpected:
-                raise ValueError(
+                raise OptionError(
                     f"this checkpoint does not fit {self.__class__.__name__}: {len(missing)} "
                     f"parameters missing (e.g. {missing[:2]}), {len(unexpected)} unexpected "
                     f"(e.g. {unexpected[:2]}). It was saved by another --arch or with other "

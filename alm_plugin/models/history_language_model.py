@@ -1,6 +1,7 @@
 """The fairseq model wrapper shared by our history-attention language models."""
 from fairseq.models import FairseqLanguageModel
 
+from ..errors import OptionError
 from ..tasks.sentence_language_modeling import warn_if_memory_spans_sentences
 from ..modules.neural_cache import cached_log_probs
 from .checkpoint_fit import CheckpointFitMixin
@@ -18,9 +19,9 @@ class HistoryAttentionLanguageModel(CheckpointFitMixin, FairseqLanguageModel):
     def build_model(cls, cfg, task):
         cfg = cls.complete_config(cfg)
         if hasattr(task, "character_counts"):
-            raise ValueError(f"--arch {cfg._name} is a word-level language model; the task "
-                             f"{task.__class__.__name__} reads words as character streams for "
-                             "char_cache_lm / hclm / char_lstm_lm. Use --task sentence_language_modeling.")
+            raise OptionError(f"--arch {cfg._name} is a word-level language model; the task "
+                              f"{task.__class__.__name__} reads words as character streams for "
+                              "char_cache_lm / hclm / char_lstm_lm. Use --task sentence_language_modeling.")
         if hasattr(cfg, "memory_window"):  # the plain LSTM has no attention to span anything
             warn_if_memory_spans_sentences(task, cfg.memory_window, cls.__name__)
         return cls.record_options(cls(cls.decoder_class(cfg, task.target_dictionary)), cfg)

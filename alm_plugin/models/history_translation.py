@@ -19,6 +19,7 @@ from fairseq.models import FairseqEncoderDecoderModel, register_model, register_
 from fairseq.models.lstm import LSTMEncoder
 from fairseq.tasks.language_modeling import LanguageModelingTask
 
+from ..errors import OptionError
 from ..modules.history_lstm_decoder import combination_bias_field
 from .amsrn import AMSRNConfig, AMSRNDecoder
 from .arch_defaults import set_arch_defaults
@@ -57,8 +58,8 @@ class HistoryTranslationModel(CheckpointFitMixin, FairseqEncoderDecoderModel):
         src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
         if src_dict is None or tgt_dict is None or isinstance(task, LanguageModelingTask) \
                 or hasattr(task, "character_counts"):
-            raise ValueError(f"--arch {cfg._name} is a translation model: train it with "
-                             "--task translation (source and target dictionaries)")
+            raise OptionError(f"--arch {cfg._name} is a translation model: train it with "
+                              "--task translation (source and target dictionaries)")
         encoder = LSTMEncoder(src_dict, embed_dim=cfg.encoder_embed_dim,
                               hidden_size=cfg.encoder_hidden_size, num_layers=cfg.encoder_layers,
                               dropout_in=cfg.encoder_dropout, dropout_out=cfg.encoder_dropout,

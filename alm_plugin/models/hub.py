@@ -2,6 +2,8 @@
 where fairseq's generic one returns NaN or a misleading error."""
 from fairseq import hub_utils
 
+from ..errors import UnsupportedError
+
 
 class LanguageModelHubInterface(hub_utils.GeneratorHubInterface):
     def score(self, sentences, replace_newline_with_eos: bool = False, **kwargs):
@@ -19,7 +21,7 @@ class ScoringOnlyHubInterface(hub_utils.GeneratorHubInterface):
     """The character-level word-stream models have no word softmax: no hub scoring or sampling."""
 
     def _refuse(self, *args, **kwargs):
-        raise NotImplementedError(
+        raise UnsupportedError(
             f"{self.models[0].__class__.__name__} scores text in streams through its task: use "
             "alm-score --path CHECKPOINT (plain text, bits per character), fairseq-eval-lm / "
             "fairseq-validate --task open_vocabulary_language_modeling, or alm-cache-posterior; "

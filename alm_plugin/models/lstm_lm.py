@@ -9,6 +9,7 @@ task, so a comparison with ``attentive_lm`` or ``amsrn`` differs only in the att
 """
 from fairseq.models import register_model, register_model_architecture
 
+from ..errors import OptionError
 from ..modules.history_lstm_decoder import HistoryAttentionLSTMDecoder, RecurrentLMConfig
 from .arch_defaults import set_arch_defaults
 from .history_language_model import HistoryAttentionLanguageModel
@@ -17,8 +18,8 @@ from .history_language_model import HistoryAttentionLanguageModel
 class LSTMDecoder(HistoryAttentionLSTMDecoder):
     def __init__(self, cfg: RecurrentLMConfig, dictionary):
         if cfg.embed_dim != cfg.hidden_size:
-            raise ValueError(f"alm_lstm feeds h_t straight to the softmax tied to the embeddings, so "
-                             f"--embed-dim ({cfg.embed_dim}) must equal --hidden-size ({cfg.hidden_size})")
+            raise OptionError(f"alm_lstm feeds h_t straight to the softmax tied to the embeddings, so "
+                              f"--embed-dim ({cfg.embed_dim}) must equal --hidden-size ({cfg.hidden_size})")
         super().__init__(cfg, dictionary)
         self.reset_parameters()
 

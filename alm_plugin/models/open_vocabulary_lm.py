@@ -1,6 +1,7 @@
 """The fairseq model wrapper shared by the character-level word-stream models."""
 from fairseq.models import FairseqLanguageModel
 
+from ..errors import OptionError
 from .checkpoint_fit import CheckpointFitMixin
 from .hub import ScoringOnlyHubInterface, from_pretrained
 
@@ -12,7 +13,7 @@ class OpenVocabularyLanguageModel(CheckpointFitMixin, FairseqLanguageModel):
     def build_model(cls, cfg, task):
         cfg = cls.complete_config(cfg)
         if not hasattr(task, "character_counts"):
-            raise ValueError(
+            raise OptionError(
                 f"--arch {cfg._name} reads words with their characters in streams: train and "
                 "evaluate it with --task open_vocabulary_language_modeling (not "
                 f"{task.__class__.__name__}).")

@@ -26,6 +26,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from fairseq.models import register_model, register_model_architecture
 
+from ..errors import OptionError
 from ..modules.history_attention import CausalHistoryAttention, DotScore
 from ..modules.history_lstm_decoder import HistoryAttentionLSTMDecoder, RecurrentLMConfig
 from .arch_defaults import set_arch_defaults
@@ -42,11 +43,11 @@ class PointerSentinelConfig(RecurrentLMConfig):
 class PointerSentinelDecoder(HistoryAttentionLSTMDecoder):
     def __init__(self, cfg: PointerSentinelConfig, dictionary):
         if cfg.embed_dim != cfg.hidden_size:
-            raise ValueError(f"pointer_sentinel_lm feeds h_t to the softmax tied to the embeddings, so --embed-dim "
-                             f"({cfg.embed_dim}) must equal --hidden-size ({cfg.hidden_size})")
+            raise OptionError(f"pointer_sentinel_lm feeds h_t to the softmax tied to the embeddings, so --embed-dim "
+                              f"({cfg.embed_dim}) must equal --hidden-size ({cfg.hidden_size})")
         if cfg.pointer_window < 1:
-            raise ValueError(f"--pointer-window {cfg.pointer_window}: the pointer reads the last L >= 1 outputs "
-                             "(paper: 100)")
+            raise OptionError(f"--pointer-window {cfg.pointer_window}: the pointer reads the last L >= 1 outputs "
+                              "(paper: 100)")
         super().__init__(cfg, dictionary)
         self.attention = CausalHistoryAttention(DotScore(), include_current=True, initial_slot=True,
                                                 window=cfg.pointer_window)

@@ -8,6 +8,8 @@ import hashlib
 import torch
 import torch.nn as nn
 
+from ..errors import OptionError
+
 
 def dictionary_fingerprint(dictionary) -> int:
     """A 63-bit hash of the symbol list."""
@@ -25,7 +27,7 @@ class DictionaryFingerprint(nn.Module):
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         saved = state_dict.get(prefix + "dictionary_fingerprint")
         if saved is not None and int(saved) != int(self.dictionary_fingerprint):
-            raise ValueError(
+            raise OptionError(
                 "dictionary mismatch: this checkpoint was trained with another dictionary "
                 f"than the one loaded now ({len(self.dictionary)} types). Point fairseq at the "
                 "data-bin directory (dict.txt) the model was trained on.")

@@ -22,6 +22,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
+from ..errors import OptionError
+
 INITIAL_SLOT = -(2 ** 40)  # the time of the initial slot h_0: before any state, never out of the window
 
 
@@ -115,7 +117,7 @@ class CausalHistoryAttention(nn.Module):
                  window: int = 0, chunk_elements: int = 2 ** 24):
         super().__init__()
         if window < 0:
-            raise ValueError(f"the memory window must be >= 0 (0 = whole sample), got {window}")
+            raise OptionError(f"the memory window must be >= 0 (0 = whole sample), got {window}")
         self.score = score
         self.include_current = include_current
         self.initial_slot = initial_slot

@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from ..errors import OptionError
 from .history_attention import masked_softmax
 from .stream_carry import StreamCarry
 
@@ -39,11 +40,11 @@ class NeuralCacheOptions:
 
 def check_options(window: int, theta: float, lam: float) -> None:
     if window < 0:
-        raise ValueError(f"--neural-cache-window {window}: the cache holds N >= 0 previous tokens (0: none)")
+        raise OptionError(f"--neural-cache-window {window}: the cache holds N >= 0 previous tokens (0: none)")
     if not 0.0 <= lam <= 1.0:
-        raise ValueError(f"--neural-cache-lambda {lam}: a mixture weight must lie in [0, 1]")
+        raise OptionError(f"--neural-cache-lambda {lam}: a mixture weight must lie in [0, 1]")
     if theta < 0:
-        raise ValueError(f"--neural-cache-theta {theta}: the inverse temperature must be >= 0")
+        raise OptionError(f"--neural-cache-theta {theta}: the inverse temperature must be >= 0")
 
 
 def window_mask(held: int, length: int, window: int, device=None) -> Tensor:
@@ -111,9 +112,9 @@ def attach_neural_cache(cfg, model):
     if window == 0:
         return model
     if not hasattr(model, "neural_cache"):
-        raise ValueError(
+        raise OptionError(
             f"--neural-cache-window: {model.__class__.__name__} does not hand its output features to "
-            "the cache; the neural cache works with alm_lstm, attentive_lm and amsrn. Drop the "
+            "the cache; the neural cache works with alm_lstm, attentive_lm, amsrn and pointer_sentinel_lm. Drop the "
             "--neural-cache-* options for this model.")
     model.neural_cache = NeuralCache(window, cfg.neural_cache_theta, cfg.neural_cache_lambda)
     return model
@@ -121,8 +122,8 @@ def attach_neural_cache(cfg, model):
 
 def refuse_cache_in_training(cfg):
     if (getattr(cfg, "neural_cache_window", 0) or 0) > 0:
-        raise ValueError("--neural-cache-window is a test-time option (fairseq-eval-lm, alm-score, "
-                         "alm-cache-grid): nothing is trained. Drop --neural-cache-* from fairseq-train.")
+        raise OptionError("--neural-cache-window is a test-time option (fairseq-eval-lm, alm-score, "
+                          "alm-cache-grid): nothing is trained. Drop --neural-cache-* from fairseq-train.")
 
 
 def cached_log_probs(cache: NeuralCache, net_output, sample, padding_idx: int) -> Tensor:
@@ -136,7 +137,7 @@ def cached_log_probs(cache: NeuralCache, net_output, sample, padding_idx: int) -
     logits, extra = net_output[0], net_output[1]
     target = sample["target"]
     if logits.shape[:2] != target.shape or extra["features"].shape[:2] != target.shape:
-        raise ValueError("the neural cache scores a whole batch at once: drop --softmax-batch")
+        raise OptionError("the neural cache scores a whole batch at once: drop --softmax-batch")
     features, padding = extra["features"], target.eq(padding_idx)
     net_input = sample["net_input"]
     if net_input.get("stream_ids") is not None:
@@ -144,9 +145,9 @@ def cached_log_probs(cache: NeuralCache, net_output, sample, padding_idx: int) -
                                net_input["stream_ids"], net_input["stream_positions"])
     ids = sample["id"]
     if not torch.equal(ids, torch.arange(int(ids[0]), int(ids[0]) + ids.numel(), device=ids.device)):
-        raise ValueError("the neural cache reads the text in corpus order, but this batch holds sentences "
-                         f"{ids[:4].tolist()}...: score with fairseq-eval-lm --task sentence_language_modeling "
-                         "or document_language_modeling, or alm-score")
+        raise OptionError("the neural cache reads the text in corpus order, but this batch holds sentences "
+                          f"{ids[:4].tolist()}...: score with fairseq-eval-lm --task sentence_language_modeling "
+                          "or document_language_modeling, or alm-score")
     real = ~padding
     flat = cache.log_probs(logits[real].unsqueeze(0), features[real].unsqueeze(0), target[real].unsqueeze(0),
                            padding[real].unsqueeze(0), ids.new_zeros(1), ids[:1], ids[-1:] + 1)

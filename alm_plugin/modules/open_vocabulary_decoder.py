@@ -13,6 +13,7 @@ import torch.nn as nn
 from fairseq.dataclass import FairseqDataclass
 from fairseq.models import FairseqDecoder
 
+from ..errors import UnsupportedError
 from .dictionary_fingerprint import DictionaryFingerprint
 from .lstm_helpers import UNLIMITED_POSITIONS
 from .spelling import PAD, Spelling
@@ -51,7 +52,7 @@ class OpenVocabularyDecoder(DictionaryFingerprint, FairseqDecoder):
                 incremental_state=None, **unused):
         """src_tokens (B,T): ``w_{t-1}``; target_tokens (B,T): ``w_t``, the words to score."""
         if incremental_state is not None or target_tokens is None:
-            raise NotImplementedError(
+            raise UnsupportedError(
                 f"{self.__class__.__name__} scores given text (alm-score, fairseq-eval-lm, fairseq-validate, "
                 "alm-cache-posterior); it has no word softmax to generate from. Batches come from "
                 "--task open_vocabulary_language_modeling, which supplies the target words.")

@@ -17,6 +17,7 @@ import logging
 import torch
 from fairseq.tasks import register_task
 
+from ..errors import UnsupportedError
 from ..modules.spelling import character_counts
 from .document_language_modeling import WordStreamConfig, WordStreamTask
 
@@ -45,6 +46,6 @@ class OpenVocabularyLMTask(WordStreamTask):
         return sample
 
     def build_generator(self, *args, **kwargs):
-        raise NotImplementedError(
+        raise UnsupportedError(
             "the character-level word-stream models score text (fairseq-eval-lm, fairseq-validate, "
             "alm-cache-posterior); they do not generate")

@@ -33,6 +33,7 @@ from fairseq.tasks.language_modeling import (
     LanguageModelingTask,
 )
 
+from ..errors import MissingDataError, OptionError
 from ..data import SentenceBlockDataset
 from ..modules.neural_cache import NeuralCacheOptions, attach_neural_cache, refuse_cache_in_training
 
@@ -71,14 +72,16 @@ class SentenceLanguageModelingTask(LanguageModelingTask):
         if not os.path.exists(os.path.join(data, "dict.txt")):
             translation = sorted(os.path.basename(p) for p in glob.glob(os.path.join(data, "dict.*.txt")))
             if translation:
-                raise FileNotFoundError(
+                raise MissingDataError(
                     f"no dict.txt in {data}, a translation data directory ({', '.join(translation)}). "
                     "fairseq-generate --lm-path loads the language model's dictionary from there: copy "
                     f"the target dictionary to {data}/dict.txt (the language model must have been "
                     "trained with it: fairseq-preprocess --only-source --srcdict "
                     f"{data}/dict.<target-lang>.txt).")
-            raise FileNotFoundError(f"no dict.txt in {data}: binarise the text with fairseq-preprocess "
-                                    "--only-source (see examples/language_model/prepare_lm_data.py)")
+            raise MissingDataError(f"no dict.txt in {data}: binarise the text with fairseq-preprocess "
+                                   "--only-source (see examples/language_model/prepare_lm_data.py)")
+        if not kwargs.get("from_checkpoint"):  # a loaded model's task is not cut into samples again
+            check_sample_lengths(args)
         return super().setup_task(args, **kwargs)
 
     def build_model(self, cfg, from_checkpoint=False):
@@ -97,8 +100,8 @@ class SentenceLanguageModelingTask(LanguageModelingTask):
         """With the neural cache, the sentences in corpus order (the cache spans them)."""
         if getattr(self.args, "neural_cache_window", 0):
             if context_window > 0 or num_shards > 1:
-                raise ValueError("--neural-cache-window reads the split in corpus order, in one process: "
-                                 "drop --context-window and score on one GPU (no --distributed-world-size)")
+                raise OptionError("--neural-cache-window reads the split in corpus order, in one process: "
+                                  "drop --context-window and score on one GPU (no --distributed-world-size)")
             dataset = CorpusOrder(dataset)
         return super().eval_lm_dataloader(dataset, *args, context_window=context_window,
                                           num_shards=num_shards, **kwargs)
@@ -109,7 +112,7 @@ class SentenceLanguageModelingTask(LanguageModelingTask):
         dataset = data_utils.load_indexed_dataset(split_path, self.dictionary,
                                                   self.args.dataset_impl, combine=combine)
         if dataset is None:
-            raise FileNotFoundError(
+            raise MissingDataError(
                 f"no '{split}' data in {os.path.dirname(split_path)}: binarise it with "
                 f"fairseq-preprocess --only-source (see examples/language_model/prepare_lm_data.py)")
         dataset = maybe_shorten_dataset(dataset, split, self.args.shorten_data_split_list,
@@ -153,6 +156,20 @@ class SentenceLanguageModelingTask(LanguageModelingTask):
         silently leave up to 7 samples out of every validation and ``fairseq-validate`` run."""
         return super().get_batch_iterator(dataset, max_tokens, max_sentences, max_positions,
                                           ignore_invalid_inputs, 1, **kwargs)
+
+
+def check_sample_lengths(args):
+    """``--tokens-per-sample`` below 1 would silently stop cutting long training sentences (with
+    ``--sample-break-mode eos``) or divide by zero (the other modes); a negative
+    ``--eval-tokens-per-sample`` would silently mean 0 (whole sentences)."""
+    tokens = getattr(args, "tokens_per_sample", None)
+    if tokens is not None and tokens < 1:
+        raise OptionError(f"--tokens-per-sample {tokens}: a training sample holds at least 1 token (the "
+                          "paper: 35; longer sentences are cut into pieces of this many)")
+    eval_tokens = getattr(args, "eval_tokens_per_sample", 0) or 0
+    if eval_tokens < 0:
+        raise OptionError(f"--eval-tokens-per-sample {eval_tokens}: give 0 (whole sentences, the default) "
+                          "or the most tokens per evaluation sample")
 
 
 class CorpusOrder(BaseWrapperDataset):
