@@ -2,8 +2,8 @@
 are never paired silently, the weights grid search finds the better weights."""
 import pytest
 
-from alm_plugin.cli.rescore import (Hypothesis, NBestError, best, group_by_sentence, read_nbest,
-                                    read_references, system_best, tune_weights)
+from alm_plugin.cli.rescore import best, system_best, tune_weights
+from alm_plugin.nbest import Hypothesis, NBestError, group_by_sentence, read_nbest, read_references
 
 FAIRSEQ_OUTPUT = """2026-11-22 10:00:00 | INFO | fairseq_cli.generate | loading model(s)
 S-1\tein hund .

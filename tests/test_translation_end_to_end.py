@@ -12,7 +12,8 @@ import sys
 import pytest
 import torch
 
-from alm_plugin.cli.rescore import LanguageModelScorer, group_by_sentence, read_nbest
+from alm_plugin.nbest import group_by_sentence, read_nbest
+from alm_plugin.scoring import LanguageModelScorer
 from cli import json_records, run
 from conftest import ROOT, needs_shared_data
 

@@ -4,8 +4,9 @@
         [--tune-nbest valid.nbest --tune-ref valid.en] [--ref test.en] \\
         --output-1best test.rescored.en --output-nbest test.rescored.nbest
 
-Input: fairseq-generate output (``S-``/``H-``/``P-`` lines; other lines are ignored) or a
-Moses n-best list (``id ||| hypothesis ||| features ||| score``), recognised by its first line.
+Input (read by ``alm_plugin/nbest.py``): fairseq-generate output (``S-``/``H-``/``P-`` lines;
+other lines are ignored) or a Moses n-best list (``id ||| hypothesis ||| features ||| score``),
+recognised by its first line.
 
 Every hypothesis gets three features:
 
@@ -29,189 +30,18 @@ Text forms (``--hyp-form``, ``--lm-form``; see ``alm_plugin/text_forms.py``): ``
 the LM was trained on; BLEU and the 1-best output use raw text (``--output-form``).
 """
 import argparse
-import collections
 import itertools
 import logging
-import math
 import os
-import re
 import sys
-from dataclasses import dataclass, field
 from typing import Dict, List
 
-
+from ..nbest import (Hypothesis, NBestError, check_writable, group_by_sentence, read_nbest, read_references,
+                     short_list, write_moses, write_whole)
 from ..scoring import LanguageModelScorer, ScoringError
 from ..text_forms import FORMS, TextForms
 
 FEATURES = ("TM", "LM", "Len")
-
-
-class NBestError(ScoringError):
-    """A problem with the user's input files: reported as one line, no traceback."""
-
-
-@dataclass
-class Hypothesis:
-    sentence_id: int
-    text: str
-    line: int
-    features: Dict[str, float] = field(default_factory=dict)
-    extra_features: str = ""  # a Moses list's own features, written back unchanged
-    raw: str = ""             # the hypothesis as raw text, for BLEU
-
-
-# ----------------------------------------------------------------------------- reading
-
-FAIRSEQ_LINE = re.compile(r"^([A-Z])-(\d+)\t")
-
-
-def read_lines(path: str, what: str) -> List[str]:
-    """The lines of a UTF-8 text file, or one clear error."""
-    if not os.path.isfile(path):
-        raise NBestError(f"{what} {path} does not exist (or is not a file)")
-    with open(path, "rb") as f:
-        data = f.read()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = data[: error.start].count(b"\n") + 1
-        raise NBestError(f"{path}:{line}: not UTF-8 (byte 0x{data[error.start]:02x}); convert the "
-                         "file, e.g. iconv -f latin1 -t utf-8") from None
-    return text.split("\n")[:-1] if text.endswith("\n") else text.split("\n")
-
-
-def read_nbest(path: str) -> List[Hypothesis]:
-    lines = read_lines(path, "the n-best list")
-    first = next((line for line in lines if line.strip()), "")
-    if " ||| " in first:
-        hypotheses = read_moses(path, lines)
-    else:
-        hypotheses = read_fairseq(path, lines)
-    if not hypotheses:
-        raise NBestError(f"{path}: no hypotheses found: expected fairseq-generate output "
-                         "(H-<id> lines) or a Moses n-best list (id ||| hypothesis ||| features ||| score)")
-    check_duplicates(path, hypotheses, moses=" ||| " in first)
-    return hypotheses
-
-
-def check_duplicates(path: str, hypotheses: List[Hypothesis], moses: bool) -> None:
-    """The same hypothesis twice for one sentence: beam search never prints that (two outputs
-    concatenated?); a Moses list without 'distinct' may, and is only warned about."""
-    seen, repeats = {}, []
-    for h in hypotheses:
-        key = (h.sentence_id, h.text)
-        if key in seen:
-            repeats.append((seen[key], h.line, h.sentence_id))
-        else:
-            seen[key] = h.line
-    if not repeats:
-        return
-    first, again, sentence = repeats[0]
-    message = (f"{path}:{again}: the hypothesis of line {first} appears again for sentence {sentence} "
-               f"({len(repeats)} repeats in all)")
-    if not moses:
-        raise NBestError(message + ": fairseq-generate never repeats one; were two outputs concatenated?")
-    print(f"alm-rescore: warning: {message}; each is scored (Moses lists without 'distinct' repeat "
-          "strings)", file=sys.stderr)
-
-
-def read_fairseq(path: str, lines: List[str]) -> List[Hypothesis]:
-    """``H-<id>\\t<score>\\t<text>`` then ``P-<id>\\t<scores>`` for each hypothesis."""
-    hypotheses, with_positional = [], set()
-    for number, line in enumerate(lines, 1):
-        match = FAIRSEQ_LINE.match(line)
-        if match is None:
-            if re.match(r"^[HP]-", line):
-                raise NBestError(f"{path}:{number}: an {line[0]}- line must be "
-                                 f"'{line[0]}-<id><TAB>...', got {line[:60]!r}")
-            continue  # log lines, BLEU summary, ...
-        kind, sentence_id = match.group(1), int(match.group(2))
-        fields = line.split("\t")
-        if kind == "H":
-            if len(fields) != 3:
-                raise NBestError(f"{path}:{number}: an H- line has 3 tab-separated fields "
-                                 f"(H-id, score, hypothesis), got {len(fields)}")
-            score = parse_float(fields[1], path, number, "the hypothesis score")
-            hypotheses.append(Hypothesis(sentence_id, fields[2], number, {"TM": score}))
-        elif kind == "P":
-            last = hypotheses[-1] if hypotheses else None
-            if last is None or last.sentence_id != sentence_id or len(hypotheses) in with_positional:
-                raise NBestError(f"{path}:{number}: P-{sentence_id} does not follow its H-{sentence_id} line")
-            scores = [parse_float(v, path, number, "a positional score") for v in fields[1].split()]
-            expected = len(last.text.split()) + 1  # one per token of the hypothesis, and </s>
-            if len(scores) != expected:
-                raise NBestError(f"{path}:{number}: P-{sentence_id} has {len(scores)} scores but its "
-                                 f"hypothesis (line {last.line}) has {expected - 1} tokens + </s>: a "
-                                 "truncated or edited line would give a wrong TM score")
-            last.features["TM"] = sum(scores)
-            with_positional.add(len(hypotheses))
-    if 0 < len(with_positional) < len(hypotheses):
-        raise NBestError(f"{path}: {len(hypotheses) - len(with_positional)} of {len(hypotheses)} H- lines "
-                         "have no P- line: the TM feature would mix sums and per-token averages")
-    return hypotheses
-
-
-def read_moses(path: str, lines: List[str]) -> List[Hypothesis]:
-    """``id ||| hypothesis ||| features ||| total score``."""
-    hypotheses = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        fields = [f.strip() for f in line.split("|||")]
-        if len(fields) != 4:
-            raise NBestError(f"{path}:{number}: a Moses n-best line has 4 fields separated by "
-                             f"'|||' (id ||| hypothesis ||| features ||| score), got {len(fields)}")
-        if not fields[0].isdigit():
-            raise NBestError(f"{path}:{number}: the sentence id must be a number, got {fields[0]!r}")
-        for token in fields[2].split():
-            if not token.endswith("="):
-                parse_float(token, path, number, "a feature value (or a 'Name=' label)")
-        score = parse_float(fields[3], path, number, "the total score")
-        hypotheses.append(Hypothesis(int(fields[0]), fields[1], number, {"TM": score}, fields[2]))
-    return hypotheses
-
-
-def parse_float(text: str, path: str, number: int, what: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise NBestError(f"{path}:{number}: {what} must be a number, got {text!r}") from None
-    if math.isnan(value):
-        raise NBestError(f"{path}:{number}: {what} is NaN")
-    return value
-
-
-def group_by_sentence(hypotheses: List[Hypothesis]) -> Dict[int, List[Hypothesis]]:
-    groups = collections.defaultdict(list)
-    for hypothesis in hypotheses:
-        groups[hypothesis.sentence_id].append(hypothesis)
-    return dict(sorted(groups.items()))
-
-
-def read_references(path: str, groups: Dict[int, List[Hypothesis]], nbest_path: str) -> List[str]:
-    """The reference of sentence ``i`` is line ``i + 1``; every id must have its line and
-    every line its hypotheses, or nothing is paired."""
-    references = read_lines(path, "the reference file")
-    ids = set(groups)
-    missing = sorted(set(range(len(references))) - ids)
-    extra = sorted(i for i in ids if i >= len(references))
-    if missing or extra:
-        problems = []
-        if missing:
-            problems.append(f"{len(missing)} reference lines have no hypotheses (ids {short_list(missing)})")
-        if extra:
-            problems.append(f"{len(extra)} ids have no reference line (ids {short_list(extra)})")
-        raise NBestError(f"{nbest_path} and {path} do not line up: {'; '.join(problems)}. "
-                         f"The n-best has {len(ids)} sentences, the references {len(references)} lines; "
-                         "sentence id i is paired with reference line i+1."
-                         + (" (fairseq-generate drops a last batch whose size is not a multiple of "
-                            "--required-batch-size-multiple, 8 by default: generate with "
-                            "--required-batch-size-multiple 1)" if missing else ""))
-    return references
-
-
-def short_list(values, shown=5):
-    return ", ".join(map(str, values[:shown])) + (", ..." if len(values) > shown else "")
 
 
 # ----------------------------------------------------------------------------- scoring
@@ -290,35 +120,6 @@ def grid(text: str) -> List[float]:
     if not step > 0 or high < low:
         raise argparse.ArgumentTypeError(f"a grid low:high:step needs step > 0 and high >= low, got {text!r}")
     return [round(low + k * step, 6) for k in range(int(round((high - low) / step)) + 1)]
-
-
-# ----------------------------------------------------------------------------- writing
-
-def format_features(hypothesis: Hypothesis) -> str:
-    ours = " ".join(f"{name}= {hypothesis.features[name]:.4f}" for name in FEATURES)
-    return f"{hypothesis.extra_features} {ours}".strip()
-
-
-def write_nbest(path, groups, weights):
-    lines = [f"{i} ||| {h.text} ||| {format_features(h)} ||| {combined(h, weights):.4f}\n"
-             for i, group in groups.items() for h in sorted(group, key=lambda h: -combined(h, weights))]
-    write_whole(path, lines)
-
-
-def check_writable(path: str) -> None:
-    """Before any scoring: an output that cannot be written is found now, not after an hour."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path) or not os.path.isdir(folder) or not os.access(folder, os.W_OK) \
-            or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        raise NBestError(f"cannot write {path}: is its folder there and writable?")
-
-
-def write_whole(path: str, lines: List[str]) -> None:
-    """Write to a temporary file and rename it: never a half-written output."""
-    temporary = f"{path}.partial"
-    with open(temporary, "w", encoding="utf-8") as out:
-        out.writelines(lines)
-    os.replace(temporary, path)
 
 
 def main(argv=None):
@@ -409,7 +210,7 @@ def run(args):
                                         for i in groups])
         print(f"wrote {args.output_1best}")
     if args.output_nbest:
-        write_nbest(args.output_nbest, groups, weights)
+        write_moses(args.output_nbest, groups, lambda h: combined(h, weights), FEATURES)
         print(f"wrote {args.output_nbest}")
 
 
