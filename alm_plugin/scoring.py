@@ -38,7 +38,8 @@ class ScoringError(ValueError):
 
 def load_models(paths: List[str], data: Optional[str], use_cpu: bool, tool: str = "alm-score"):
     """``[(model, task)]`` for each checkpoint, in eval mode, on the GPU when there is one
-    and ``use_cpu`` is false; every problem a ``ScoringError``."""
+    and ``use_cpu`` is false; every problem a ``ScoringError``. Every console script loads
+    its checkpoints here."""
     from fairseq import checkpoint_utils
     from fairseq.models import FairseqLanguageModel
 
@@ -62,7 +63,7 @@ def load_models(paths: List[str], data: Optional[str], use_cpu: bool, tool: str 
         model = models[0]
         if not isinstance(model, FairseqLanguageModel):
             raise ScoringError(f"{path} holds a {model.__class__.__name__}, not a language model: {tool} "
-                               "scores with language models (attentive_lm, amsrn, alm_lstm, char_cache_lm, "
+                               "works with language models (attentive_lm, amsrn, alm_lstm, char_cache_lm, "
                                "fairseq's lstm_lm / transformer_lm)")
         loaded.append((model.eval() if use_cpu or not torch.cuda.is_available() else model.cuda().eval(), task))
     return loaded

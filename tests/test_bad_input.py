@@ -188,6 +188,28 @@ def test_plot_attention_on_a_model_without_history_attention(tmp_path, tiny_lm):
     assert not (tmp_path / "a.png").exists()
 
 
+@pytest.mark.parametrize("module, prog, extra", [
+    ("alm_plugin.cli.score", "alm-score", []),
+    ("alm_plugin.cli.plot_attention", "alm-plot-attention", ["the cat"]),
+    ("alm_plugin.cli.cache_posterior", "alm-cache-posterior", []),
+    ("alm_plugin.cli.cache_grid", "alm-cache-grid", []),
+])
+def test_every_tool_loads_and_refuses_a_checkpoint_alike(tmp_path, tiny_lm, module, prog, extra):
+    corrupt = tmp_path / "corrupt.pt"
+    corrupt.write_bytes(tiny_lm.read_bytes()[:5000])
+    for path, message in ((corrupt, f"{corrupt} could not be read as a fairseq checkpoint"),
+                          (tmp_path / "absent.pt", f"no language model checkpoint at {tmp_path / 'absent.pt'}")):
+        code, stdout, stderr = run_module(module, "--path", path, *extra, stdin="the cat\n")
+        assert code == 1 and "Traceback" not in stderr, stderr
+        assert last_line(stderr).startswith(f"{prog}: error: {message}"), stderr
+
+
+def test_cache_posterior_on_a_word_model_is_one_line(tiny_lm):
+    code, stdout, stderr = run_module("alm_plugin.cli.cache_posterior", "--path", tiny_lm, "--data", SAMPLE_DATA)
+    assert code == 1 and "Traceback" not in stderr and stdout == ""
+    assert last_line(stderr).startswith(f"alm-cache-posterior: error: {tiny_lm} has no word cache"), stderr
+
+
 def test_hub_refuses_an_empty_sentence(tiny_lm):
     from alm_plugin.models.lstm_lm import LSTMLanguageModel
     lm = LSTMLanguageModel.from_pretrained(str(tiny_lm.parent), tiny_lm.name, SAMPLE_DATA)

@@ -161,9 +161,10 @@ def test_hub_interface_scores_and_samples(trained):
 def test_attention_heatmap_command_draws_the_weights(trained, tmp_path):
     from PIL import Image
 
-    from alm_plugin.cli.plot_attention import attention_rows, load, main
+    from alm_plugin.cli.plot_attention import attention_rows, main
+    from alm_plugin.scoring import load_models
     save_dir, _ = trained
-    model, task = load(str(save_dir / "checkpoint_best.pt"), SAMPLE_DATA)
+    (model, task), = load_models([str(save_dir / "checkpoint_best.pt")], SAMPLE_DATA, use_cpu=True)
     inputs, predicted, weights = attention_rows(model, task.source_dictionary, "The game was released .")
     assert inputs[0] == "</s>" and predicted[-1] == "</s>" and weights.shape == (6, 6)
     assert weights[0].sum() == 0 and abs(weights[1:].sum(1) - 1).max() < 1e-5

@@ -11,14 +11,13 @@ best one and the ``fairseq-eval-lm`` flags that reproduce it.
 """
 import argparse
 import json
-import logging
 import math
-import sys
 
 import torch
 
 from ..modules.neural_cache import check_options, target_cache_probs
 from ..scoring import ScoringError, is_character_model, load_models
+from .tool import run_tool
 
 
 def floats(text):
@@ -85,19 +84,15 @@ def main(argv=None):
     parser.add_argument("--json", help="also write the grid and the choice to this file")
     parser.add_argument("--cpu", action="store_true", help="run on the CPU even when a GPU is there")
     args = parser.parse_args(argv)
-    try:
-        for window in args.windows:
-            check_options(int(window), min(args.thetas), min(args.lambdas))
-            check_options(int(window), max(args.thetas), max(args.lambdas))
-            if window != int(window) or window < 1:
-                raise ValueError(f"--windows: a cache size is a whole number of tokens >= 1, got {window}")
-        run(args)
-    except (ScoringError, ValueError, FileNotFoundError) as error:
-        sys.exit(f"alm-cache-grid: error: {error}")
+    run_tool("alm-cache-grid", run, args)
 
 
 def run(args):
-    logging.getLogger().setLevel(logging.WARNING)
+    for window in args.windows:  # before the model loads
+        check_options(int(window), min(args.thetas), min(args.lambdas))
+        check_options(int(window), max(args.thetas), max(args.lambdas))
+        if window != int(window) or window < 1:
+            raise ValueError(f"--windows: a cache size is a whole number of tokens >= 1, got {window}")
     (model, task), = load_models([args.path], args.data, args.cpu, tool="alm-cache-grid")
     if is_character_model(model) or not hasattr(model, "neural_cache"):
         raise ScoringError(f"{args.path} holds a {model.__class__.__name__}: the neural cache works with the "

@@ -14,13 +14,12 @@ perplexity. ``--plot`` draws the posterior of each word of the split's first wor
 """
 import argparse
 import collections
-import logging
 import math
-import os
 
 import torch
 
-from .plot_attention import load
+from ..scoring import ScoringError, load_models
+from .tool import run_tool
 
 
 def score_split(model, task, split):
@@ -54,7 +53,6 @@ def posterior_by_type(words, posteriors, min_count):
 
 
 def plot(path, dictionary, words, posteriors, n):
-    logging.getLogger("matplotlib").setLevel(logging.WARNING)
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -71,7 +69,8 @@ def plot(path, dictionary, words, posteriors, n):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="alm-cache-posterior", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--path", required=True, help="checkpoint of a char_cache_lm model")
     parser.add_argument("--data", help="data-bin directory (default: the one saved in the checkpoint)")
     parser.add_argument("--split", default="test", help="split to analyse (default: test)")
@@ -81,15 +80,14 @@ def main(argv=None):
     parser.add_argument("--plot-words", type=int, default=60, help="how many words to draw")
     parser.add_argument("--cpu", action="store_true", help="stay on the CPU even with a GPU")
     args = parser.parse_args(argv)
-    if not os.path.exists(args.path):
-        parser.error(f"no checkpoint at {args.path}")
+    run_tool("alm-cache-posterior", run, args)
 
-    model, task = load(args.path, args.data)
+
+def run(args):
+    (model, task), = load_models([args.path], args.data, args.cpu, tool="alm-cache-posterior")
     if getattr(model.decoder, "cache", None) is None:
-        raise SystemExit(f"error: {args.path} has no word cache ({model.__class__.__name__}, "
-                         "e.g. --arch hclm or char_lstm_lm): the cache posterior needs a char_cache_lm")
-    if torch.cuda.is_available() and not args.cpu:
-        model.cuda()
+        raise ScoringError(f"{args.path} has no word cache ({model.__class__.__name__}, "
+                           "e.g. --arch hclm or char_lstm_lm): the cache posterior needs a char_cache_lm")
     dictionary = task.target_dictionary
     words, log_probs, posteriors, characters = score_split(model, task, args.split)
 

@@ -9,27 +9,19 @@ reading each input word) on the x axis, the predicted next words on the y axis; 
 the attention distribution used to predict that word.
 """
 import argparse
-import logging
-import os
 
 import torch
 
-
-def load(path, data):
-    import alm_plugin  # noqa: F401  (registers the models)
-    from fairseq import checkpoint_utils
-
-    overrides = {"data": data} if data else None
-    models, _, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=overrides)
-    return models[0].eval(), task
+from ..scoring import ScoringError, load_models
+from .tool import run_tool
 
 
 def check_has_history_attention(model, path):
     from ..models.history_language_model import HistoryAttentionLanguageModel
 
     if not isinstance(model, HistoryAttentionLanguageModel) or model.decoder.attention is None:
-        raise SystemExit(f"error: {path} holds a {model.__class__.__name__}; alm-plot-attention draws the "
-                         "history attention of an attentive_lm or amsrn language model")
+        raise ScoringError(f"{path} holds a {model.__class__.__name__}; alm-plot-attention draws the "
+                           "history attention of an attentive_lm or amsrn language model")
 
 
 def attention_rows(model, dictionary, sentence):
@@ -40,7 +32,7 @@ def attention_rows(model, dictionary, sentence):
         _, extra = model(source[None])
     weights = extra.get("history_attn", [None])[0] if isinstance(extra, dict) else None
     if weights is None:
-        raise SystemExit(f"error: {model.__class__.__name__} has no history attention to draw")
+        raise ScoringError(f"{model.__class__.__name__} has no history attention to draw")
     weights = weights[0]
     inputs = [dictionary[i] for i in source]
     if weights.size(1) == len(inputs) + 1:  # the memory starts with h_0 (AMSRN, sentinel)
@@ -49,22 +41,24 @@ def attention_rows(model, dictionary, sentence):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="alm-plot-attention", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("sentences", nargs="+", help="tokenised sentences, as in the training data")
     parser.add_argument("--path", required=True, help="checkpoint of attentive_lm or amsrn")
     parser.add_argument("--data", help="data-bin directory with the model's dict.txt (default: the one saved in the checkpoint)")
     parser.add_argument("--out", default="attention.png", help="PNG file to write")
     args = parser.parse_args(argv)
-    if not os.path.exists(args.path):
-        parser.error(f"no checkpoint at {args.path}")
+    run_tool("alm-plot-attention", run, args)
 
-    logging.getLogger("matplotlib").setLevel(logging.WARNING)  # fairseq sets the root logger to DEBUG
+
+def run(args):
+    # on the CPU: a few sentences, and the weights are drawn from there
+    (model, task), = load_models([args.path], args.data, use_cpu=True, tool="alm-plot-attention")
+    check_has_history_attention(model, args.path)
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    model, task = load(args.path, args.data)
-    check_has_history_attention(model, args.path)
     panels = [attention_rows(model, task.source_dictionary, s) for s in args.sentences]
     fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 5), squeeze=False)
     for ax, (inputs, predicted, weights) in zip(axes[0], panels):

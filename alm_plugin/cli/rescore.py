@@ -31,15 +31,14 @@ the LM was trained on; BLEU and the 1-best output use raw text (``--output-form`
 """
 import argparse
 import itertools
-import logging
 import os
-import sys
 from typing import Dict, List
 
 from ..nbest import (Hypothesis, NBestError, check_writable, group_by_sentence, read_nbest, read_references,
                      short_list, write_moses, write_whole)
-from ..scoring import LanguageModelScorer, ScoringError
+from ..scoring import LanguageModelScorer
 from ..text_forms import FORMS, TextForms
+from .tool import run_tool
 
 FEATURES = ("TM", "LM", "Len")
 
@@ -148,14 +147,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if bool(args.tune_nbest) != bool(args.tune_ref):
         parser.error("--tune-nbest and --tune-ref go together")
-    try:
-        run(args)
-    except (ScoringError, ValueError) as error:  # ValueError: e.g. an unknown --lang
-        sys.exit(f"alm-rescore: error: {error}")
+    run_tool("alm-rescore", run, args)
 
 
 def run(args):
-    logging.getLogger().setLevel(logging.WARNING)  # fairseq's loading is chatty
     for path in filter(None, (args.output_1best, args.output_nbest)):
         check_writable(path)
     for path, what in ((args.nbest, "the n-best list"), (args.ref, "the reference file"),

@@ -30,7 +30,6 @@ word outside the training dictionary is spelled from its characters, not scored 
 """
 import argparse
 import json
-import logging
 import math
 import os
 import re
@@ -38,6 +37,7 @@ import sys
 
 from ..scoring import (CharacterModelScorer, LanguageModelScorer, ScoringError, is_character_model, load_models,
                        trained_on_streams)
+from .tool import run_tool
 
 
 # fairseq-preprocess reads text with Python's universal newlines: a line ends at \r\n, \r or \n
@@ -118,16 +118,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.batch_size < 1 or args.batch_tokens < 1:
         parser.error("--batch-size and --batch-tokens must be at least 1")
-    try:
-        run(args)
-    except (ScoringError, ValueError) as error:  # ValueError: e.g. an unknown --tokenize language
-        sys.exit(f"alm-score: error: {error}")
-    except BrokenPipeError:  # alm-score ... | head
-        sys.stderr.close()
+    run_tool("alm-score", run, args)
 
 
 def run(args):
-    logging.getLogger().setLevel(logging.WARNING)  # fairseq's loading is chatty
     forms = None
     if args.tokenize != "none" or args.bpe_codes:
         from ..text_forms import TextForms
