@@ -2,6 +2,7 @@
 from fairseq.models import FairseqLanguageModel
 
 from ..errors import OptionError
+from ..tasks.open_vocabulary_language_modeling import reads_characters
 from ..tasks.sentence_language_modeling import warn_if_memory_spans_sentences
 from ..modules.neural_cache import cached_log_probs
 from .checkpoint_fit import CheckpointFitMixin
@@ -18,7 +19,7 @@ class HistoryAttentionLanguageModel(CheckpointFitMixin, FairseqLanguageModel):
     @classmethod
     def build_model(cls, cfg, task):
         cfg = cls.complete_config(cfg)
-        if hasattr(task, "character_counts"):
+        if reads_characters(task):
             raise OptionError(f"--arch {cfg._name} is a word-level language model; the task "
                               f"{task.__class__.__name__} reads words as character streams for "
                               "char_cache_lm / hclm / char_lstm_lm. Use --task sentence_language_modeling.")

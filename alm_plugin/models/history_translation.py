@@ -21,6 +21,7 @@ from fairseq.tasks.language_modeling import LanguageModelingTask
 
 from ..errors import OptionError
 from ..modules.history_lstm_decoder import combination_bias_field
+from ..tasks.open_vocabulary_language_modeling import reads_characters
 from .amsrn import AMSRNConfig, AMSRNDecoder
 from .arch_defaults import set_arch_defaults
 from .attentive_lm import AttentiveLMConfig, AttentiveLMDecoder
@@ -57,7 +58,7 @@ class HistoryTranslationModel(CheckpointFitMixin, FairseqEncoderDecoderModel):
         cfg = cls.complete_config(cfg)
         src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
         if src_dict is None or tgt_dict is None or isinstance(task, LanguageModelingTask) \
-                or hasattr(task, "character_counts"):
+                or reads_characters(task):
             raise OptionError(f"--arch {cfg._name} is a translation model: train it with "
                               "--task translation (source and target dictionaries)")
         encoder = LSTMEncoder(src_dict, embed_dim=cfg.encoder_embed_dim,

@@ -2,6 +2,7 @@
 from fairseq.models import FairseqLanguageModel
 
 from ..errors import OptionError
+from ..tasks.open_vocabulary_language_modeling import reads_characters
 from .checkpoint_fit import CheckpointFitMixin
 from .hub import ScoringOnlyHubInterface, from_pretrained
 
@@ -12,7 +13,7 @@ class OpenVocabularyLanguageModel(CheckpointFitMixin, FairseqLanguageModel):
     @classmethod
     def build_model(cls, cfg, task):
         cfg = cls.complete_config(cfg)
-        if not hasattr(task, "character_counts"):
+        if not reads_characters(task):
             raise OptionError(
                 f"--arch {cfg._name} reads words with their characters in streams: train and "
                 "evaluate it with --task open_vocabulary_language_modeling (not "

@@ -49,3 +49,9 @@ class OpenVocabularyLMTask(WordStreamTask):
         raise UnsupportedError(
             "the character-level word-stream models score text (fairseq-eval-lm, fairseq-validate, "
             "alm-cache-posterior); they do not generate")
+
+
+def reads_characters(task) -> bool:
+    """Whether ``task`` reads words with their characters (this task): what the character
+    models need and what the word-level and translation models refuse."""
+    return isinstance(task, OpenVocabularyLMTask)
