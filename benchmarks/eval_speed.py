@@ -23,8 +23,10 @@ from argparse import Namespace
 
 import torch
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fairseq_runs import ROOT  # noqa: E402
+
+sys.path.insert(0, ROOT)  # the plugin, run from a checkout
 
 MODELS = ["lstm_lm", "attentive_lm single", "attentive_lm combined", "amsrn tied"]
 

@@ -1,6 +1,6 @@
 """The README and docs/ stay true to the tree: links resolve, the layout map is complete.
 
-Fast: reads files only (no fairseq run, no import of the plugin).
+Fast: reads files only (no fairseq run; the root is conftest.py's).
 """
 import os
 import re
@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+import conftest
+
+ROOT = Path(conftest.ROOT)
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 README_MAX_LINES = 300
