@@ -3,6 +3,7 @@ across the chunks of a stream (document_language_modeling), checked against hand
 import json
 import math
 import os
+import re
 
 import pytest
 import torch
@@ -195,6 +196,20 @@ def test_eval_lm_with_the_cache_equals_the_hand_computation_at_batch_1_and_8(sen
     total = sum(r["logprob"] for r in rows)
     assert sum(r["tokens"] for r in rows) == len(targets)
     assert -total / len(targets) / math.log(2) == pytest.approx(expected, abs=2e-4)
+
+
+def test_cache_grid_prints_the_eval_lm_command_that_reproduces_its_choice(sentence_model, tmp_path):
+    """sentence_language_modeling keeps its data path in task.args (its task.cfg is None): the
+    suggested command names that path, not a placeholder, and gives the grid's perplexity."""
+    code, stdout, stderr = run_module("alm_plugin.cli.cache_grid", "--path", sentence_model, "--data", SAMPLE_DATA,
+                                      "--windows", "60", "--thetas", "0.1,0.4", "--lambdas", "0.25",
+                                      "--json", tmp_path / "grid.json", "--cpu")
+    assert code == 0, stderr
+    command = re.search(r"^use: fairseq-eval-lm (.*)$", stdout, re.M).group(1).split()
+    assert command[0] == SAMPLE_DATA and command[command.index("--task") + 1] == "sentence_language_modeling"
+    chosen = json.loads((tmp_path / "grid.json").read_text())
+    _, output = run("eval_lm", *command, "--gen-subset", "valid", "--cpu")
+    assert eval_lm_result(output)[1] == pytest.approx(chosen["ppl_with_cache"], rel=1e-3)
 
 
 @pytest.fixture(scope="module")

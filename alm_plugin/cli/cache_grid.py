@@ -110,14 +110,23 @@ def run(args):
             print(f"{t:g}\t" + "\t".join(f"{results[(w, t, lam_)]:.2f}" for lam_ in args.lambdas))
     flags = f"--neural-cache-window {window} --neural-cache-theta {theta:g} --neural-cache-lambda {lam:g}"
     print(f"\nbest: {best:.2f} ({100 * (best / without - 1):+.1f}%) with {flags}")
-    print(f"use: fairseq-eval-lm {getattr(task.cfg, 'data', 'DATA')} --user-dir alm_plugin --task {_task_name(task)} "
-          f"--path {args.path} {flags}" + (" --batch-size 1" if _task_name(task) == "document_language_modeling" else ""))
+    print(f"use: {eval_lm_command(task, args.path, flags)}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"split": args.gen_subset, "tokens": targets.numel(), "ppl_without_cache": without,
                        "window": window, "theta": theta, "lambda": lam, "ppl_with_cache": best,
                        "grid": [{"window": w, "theta": t, "lambda": l_, "ppl": p}
                                 for (w, t, l_), p in results.items()]}, f, indent=1)
+
+
+def eval_lm_command(task, checkpoint, flags):
+    """The fairseq-eval-lm command that reads the data as the grid did, with the cache ``flags``."""
+    # a dataclass task keeps its data path in task.cfg; sentence_language_modeling, a legacy
+    # fairseq task, in task.args (its task.cfg is None)
+    data = getattr(task.cfg, "data", None) or getattr(getattr(task, "args", None), "data", None) or "DATA"
+    name = _task_name(task)
+    return (f"fairseq-eval-lm {data} --user-dir alm_plugin --task {name} --path {checkpoint} {flags}"
+            + (" --batch-size 1" if name == "document_language_modeling" else ""))
 
 
 def _task_name(task):
