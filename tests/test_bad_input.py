@@ -144,6 +144,27 @@ def test_rescore_refuses_a_grid_that_is_empty_or_never_ends(tmp_path, bad_grid):
     assert code == 2 and "--lm-grid" in last_line(output) and "low:high:step" in last_line(output)
 
 
+@pytest.mark.parametrize("clash", ["--output-1best", "--nbest", "--ref", "--tune-nbest", "--tune-ref"])
+def test_rescore_refuses_an_output_on_an_input_or_on_the_other_output(tmp_path, tiny_lm, clash):
+    files = {"--nbest": NBEST, "--ref": "The cat sat.\nThe dog.\n", "--tune-nbest": NBEST,
+             "--tune-ref": "The cat sat.\nThe dog.\n", "--output-1best": "an earlier 1-best\n"}
+    paths = {option: tmp_path / f"file{i}.txt" for i, option in enumerate(files)}
+    for option, text in files.items():
+        paths[option].write_text(text, encoding="utf-8")
+    before = {path: path.read_bytes() for path in paths.values()}
+    same = os.path.join(tmp_path, ".", paths[clash].name)  # the file under another spelling
+    code, stdout, stderr = run_module("alm_plugin.cli.rescore", "--lm", tiny_lm, "--hyp-form", "tok", "--lm-form",
+                                      "tok", "--cpu", *(str(a) for option in files if option != "--output-1best"
+                                                        for a in (option, paths[option])),
+                                      "--output-1best", paths["--output-1best"], "--output-nbest", same)
+    assert code == 1 and stdout == "", stdout
+    assert last_line(stderr) == (f"alm-rescore: error: --output-nbest {same} is also {clash}: "
+                                 + ("the second output written would replace the first" if clash == "--output-1best"
+                                    else "writing it would destroy the input") + "; give another path"), stderr
+    assert {path: path.read_bytes() for path in paths.values()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths.values())  # no .partial
+
+
 def test_rescore_finds_an_unwritable_output_before_scoring(tmp_path):
     code, output = rescore(tmp_path, NBEST, "--output-1best", tmp_path / "no" / "such" / "dir.txt",
                            lm=tmp_path / "never-loaded.pt")

@@ -34,7 +34,7 @@ import itertools
 import os
 from typing import Dict, List
 
-from ..nbest import (Hypothesis, NBestError, check_writable, group_by_sentence, read_nbest, read_references,
+from ..nbest import (Hypothesis, NBestError, check_outputs, group_by_sentence, read_nbest, read_references,
                      short_list, write_moses, write_whole)
 from ..scoring import LanguageModelScorer
 from ..text_forms import FORMS, TextForms
@@ -151,8 +151,9 @@ def main(argv=None):
 
 
 def run(args):
-    for path in filter(None, (args.output_1best, args.output_nbest)):
-        check_writable(path)
+    check_outputs({"--output-1best": args.output_1best, "--output-nbest": args.output_nbest},
+                  {"--nbest": [args.nbest], "--ref": [args.ref], "--tune-nbest": [args.tune_nbest],
+                   "--tune-ref": [args.tune_ref], "--bpe-codes": [args.bpe_codes], "--lm": args.lm})
     for path, what in ((args.nbest, "the n-best list"), (args.ref, "the reference file"),
                        (args.tune_nbest, "the dev n-best list"), (args.tune_ref, "the dev reference file"),
                        (args.bpe_codes, "the BPE codes file")):
