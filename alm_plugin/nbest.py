@@ -39,10 +39,13 @@ class Hypothesis:
 # ----------------------------------------------------------------------------- reading
 
 FAIRSEQ_LINE = re.compile(r"^([A-Z])-(\d+)\t")
+# a line ends at CR LF, CR or LF, as fairseq-preprocess and alm-score read text: a list that
+# went through Windows would otherwise keep a CR in every hypothesis, and write it out again
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 def read_lines(path: str, what: str) -> List[str]:
-    """The lines of a UTF-8 text file, or one clear error."""
+    """The lines of a UTF-8 text file (a byte-order mark dropped), or one clear error."""
     if not os.path.isfile(path):
         raise NBestError(f"{what} {path} does not exist (or is not a file)")
     with open(path, "rb") as f:
@@ -50,10 +53,11 @@ def read_lines(path: str, what: str) -> List[str]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
-        line = data[: error.start].count(b"\n") + 1
+        line = len(LINE_BREAK.findall(data[: error.start].decode("utf-8"))) + 1
         raise NBestError(f"{path}:{line}: not UTF-8 (byte 0x{data[error.start]:02x}); convert the "
                          "file, e.g. iconv -f latin1 -t utf-8") from None
-    return text.split("\n")[:-1] if text.endswith("\n") else text.split("\n")
+    lines = LINE_BREAK.split(text.removeprefix("\ufeff"))
+    return lines[:-1] if lines[-1] == "" else lines  # the break after the last line ends no line
 
 
 def read_nbest(path: str) -> List[Hypothesis]:

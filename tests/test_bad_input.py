@@ -165,6 +165,19 @@ def test_rescore_refuses_an_output_on_an_input_or_on_the_other_output(tmp_path, 
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths.values())  # no .partial
 
 
+def test_rescore_writes_the_same_outputs_for_a_crlf_nbest(tmp_path, tiny_lm):
+    outputs = {}
+    for name, text in (("lf", NBEST), ("crlf", NBEST.replace("\n", "\r\n"))):
+        best, nbest = tmp_path / f"{name}.1best", tmp_path / f"{name}.nbest"
+        code, output = rescore(tmp_path, text, "--output-form", "tok", "--output-1best", best,
+                               "--output-nbest", nbest, lm=tiny_lm)
+        assert code == 0, output
+        outputs[name] = best.read_bytes(), nbest.read_bytes()
+    assert b"\r" not in b"".join(outputs["crlf"])
+    assert [len(output.decode().splitlines()) for output in outputs["crlf"]] == [2, 3]  # sentences, hypotheses
+    assert outputs["crlf"] == outputs["lf"]
+
+
 def test_rescore_finds_an_unwritable_output_before_scoring(tmp_path):
     code, output = rescore(tmp_path, NBEST, "--output-1best", tmp_path / "no" / "such" / "dir.txt",
                            lm=tmp_path / "never-loaded.pt")

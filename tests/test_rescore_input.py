@@ -46,6 +46,25 @@ def test_reads_moses_nbest(tmp_path):
     assert groups[1][0].text == ""
 
 
+MOSES = "0 ||| a cat ||| TM0= -1 -2 ||| -4.5\n0 ||| cat ||| TM0= -2 -2 ||| -5\n1 ||| a dog ||| TM0= 0 0 ||| -9\n"
+
+
+@pytest.mark.parametrize("text", [FAIRSEQ_OUTPUT, MOSES], ids=["fairseq", "moses"])
+@pytest.mark.parametrize("form", ["crlf", "cr", "bom"])
+def test_lines_end_at_cr_lf_or_cr_and_a_byte_order_mark_is_dropped(tmp_path, text, form):
+    """A list that went through Windows reads as the same list: no CR is left in a hypothesis
+    (it would be written to --output-nbest and --output-1best)."""
+    changed = {"crlf": text.replace("\n", "\r\n"), "cr": text.replace("\n", "\r"), "bom": "\ufeff" + text}[form]
+    expected = read_nbest(write(tmp_path, "lf.txt", text))
+    read = read_nbest(write(tmp_path, "changed.txt", changed))
+    assert [(h.sentence_id, h.text, h.line, h.features) for h in read] == \
+        [(h.sentence_id, h.text, h.line, h.features) for h in expected]
+    references = "a cat.\na dog.\n"
+    changed = {"crlf": references.replace("\n", "\r\n"), "cr": references.replace("\n", "\r"),
+               "bom": "\ufeff" + references}[form]
+    assert read_references(write(tmp_path, "ref.txt", changed), group_by_sentence(read), "nbest") == ["a cat.", "a dog."]
+
+
 @pytest.mark.parametrize("text, message", [
     ("0 ||| a cat ||| TM0= -1 ||| -4.5\n1 ||| a dog ||| -3\n", r"moses.txt:2: a Moses n-best line has 4 fields .* got 3"),
     ("x ||| a cat ||| TM0= -1 ||| -4.5\n", r"moses.txt:1: the sentence id must be a number, got 'x'"),
