@@ -1,9 +1,11 @@
 """alm-rescore's reading of n-best lists and references: every malformed line is named, ids
 are never paired silently, the weights grid search finds the better weights."""
 import pytest
+from fairseq.data import Dictionary
 
-from alm_plugin.cli.rescore import best, system_best, tune_weights
+from alm_plugin.cli.rescore import add_lm_features, best, system_best, tune_weights
 from alm_plugin.nbest import Hypothesis, NBestError, group_by_sentence, read_nbest, read_references
+from alm_plugin.text_forms import TextForms
 
 FAIRSEQ_OUTPUT = """2026-11-22 10:00:00 | INFO | fairseq_cli.generate | loading model(s)
 S-1\tein hund .
@@ -97,6 +99,35 @@ def test_ids_that_do_not_line_up_with_the_references_are_reported(tmp_path):
         read_references(write(tmp_path, "long.en", "a\nb\nc\n"), groups, "gen.txt")
     with pytest.raises(NBestError, match=r"1 ids have no reference line \(ids 1\)"):
         read_references(write(tmp_path, "short.en", "a\n"), groups, "gen.txt")
+
+
+class CountingScorer:
+    """A stand-in LM that scores each token it is given -1 bit and records how many it scored."""
+
+    def __init__(self):
+        self.dictionary = Dictionary()
+        for word in "a dog the cat".split():
+            self.dictionary.add_symbol(word)
+        self.scored = []
+
+    def encode(self, text):
+        return self.dictionary.encode_line(text, add_if_not_exist=False, append_eos=True).long()
+
+    def sentence_log2_probs(self, texts):
+        counts = [len(self.encode(text)) for text in texts]
+        self.scored += counts
+        return [-float(n) for n in counts]
+
+
+def test_the_length_feature_counts_the_tokens_the_lm_scored_with_the_end_of_sentence(tmp_path):
+    groups = group_by_sentence(read_nbest(write(tmp_path, "gen.txt", FAIRSEQ_OUTPUT)))
+    scorer = CountingScorer()
+    with_unk = add_lm_features(groups, scorer, TextForms("en"), "tok", "tok")
+    hypotheses = [h for group in groups.values() for h in group]
+    assert [h.text for h in hypotheses] == ["", "a dog .", "the dog"]
+    assert [h.features["Len"] for h in hypotheses] == [1.0, 4.0, 3.0] == scorer.scored  # </s> counted
+    assert [h.features["LM"] for h in hypotheses] == [-1.0, -4.0, -3.0]
+    assert with_unk == 1  # '.' is not in the LM's dictionary
 
 
 def test_grid_search_finds_the_weight_that_picks_the_better_hypotheses():
