@@ -90,6 +90,17 @@ def statement(results, rows):
             + (f" ({pct(results[best]['test_ppl_cache'], sentence['test_ppl']):+.1f}% against the sentence-level "
                f"LSTM)." if sentence else ".")
             + f" {sum(g <= -10 for g in gains.values())} of {len(cached)} rows gain >= 10% (Grave et al.: 12% on PTB).")
+    wikitext = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "wikitext-2", "cost.json")
+    if os.path.exists(wikitext):
+        import json
+        with open(wikitext) as f:
+            cost = json.load(f)
+        lines.append(f"WikiText-2 (the same two rows, same recipe): not run yet. Measured first, side by side with "
+                     f"PTB: a training step runs at {cost['wikitext2_over_ptb_speed']:.2f}x PTB's tokens/s (the "
+                     f"{cost['vocabulary']['wikitext-2']:,}-word softmax) over {cost['train_tokens']['wikitext-2']:,} "
+                     f"training tokens, about {cost['estimated_minutes_per_epoch_at_the_ptb_rows_pace']} minutes an "
+                     f"epoch at the PTB rows' pace, {cost['estimated_hours_per_row_10_epochs']} hours a row "
+                     "(benchmarks/results/wikitext-2/cost.json).")
     lines.append("The sentence-level rows of the main table have no cache figures: their checkpoints were not "
                  "kept (they trained on an earlier machine); `alm-cache-grid` gives them from a checkpoint.")
     return "\n".join(lines)
