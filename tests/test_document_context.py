@@ -256,6 +256,9 @@ def test_pointer_distribution_sums_to_one_and_copies_a_remembered_word(dictionar
     for word in set(tokens[0].tolist()):
         copies = int((tokens[0, 2:t + 1] == word).sum())  # the pointer copies the input word of each slot
         assert log_p[0, t, word].exp() == pytest.approx(float(vocab[word]) / 7 + copies / 7, abs=1e-6)
+        target = torch.full((2, 9), word)
+        posterior = decoder.copy_posterior(log_p, extra, target)[0, t]  # the pointer's share of p(word)
+        assert float(posterior) == pytest.approx(copies / (float(vocab[word]) + copies), abs=1e-5)
 
 
 def test_resume_and_hub_of_a_pointer_model(stream_model, tmp_path):
@@ -274,6 +277,22 @@ def test_resume_and_hub_of_a_pointer_model(stream_model, tmp_path):
                                                       data_name_or_path=SAMPLE_DATA)
     scored = lm.eval().score("The game was released in Japan .")
     assert scored["positional_scores"].shape == (7,) and torch.isfinite(scored["positional_scores"]).all()
+
+
+def test_cache_posterior_command_shows_the_pointer_gate(stream_model):
+    root, _ = stream_model
+    checkpoint = root / "pointer_sentinel_lm" / "checkpoint_last.pt"
+    code, stdout, stderr = run_module("alm_plugin.cli.cache_posterior", "--path", checkpoint, "--split", "valid",
+                                      "--data", SAMPLE_DATA)
+    assert code == 0, stderr
+    summary = stdout.splitlines()[0]
+    _, ppl = eval_lm_result(run("eval_lm", SAMPLE_DATA, "--user-dir", "alm_plugin", "--task",
+                                "document_language_modeling", "--path", checkpoint, "--gen-subset", "valid", "--cpu",
+                                "--batch-size", "1", "--tokens-per-sample", "35")[1])
+    assert f"word ppl {ppl:.2f}" in summary and "mean sentinel gate" in summary
+    gate = float(summary.split("mean sentinel gate ")[1])
+    posterior = float(summary.split("mean cache posterior ")[1].split()[0])
+    assert 0 < gate <= 1 and 0 <= posterior <= 1 - gate + 1e-3  # the pointer's share is at most 1 - g
 
 
 @pytest.mark.parametrize("arch", ["alm_lstm", "attentive_lm", "pointer_sentinel_lm"])

@@ -2,6 +2,7 @@
 
     alm-cache-posterior --path checkpoints/char_cache/checkpoint_best.pt \\
         --data data-bin/wikitext-2-sample --split test [--plot cache.png]
+    alm-cache-posterior --path checkpoints/pointer/checkpoint_best.pt --split test   # a pointer_sentinel_lm
 
 Scores the held-out split as one stream (exact: nothing is cut) and prints, per word type
 seen at least ``--min-count`` times, the average cache posterior
@@ -11,6 +12,9 @@ seen at least ``--min-count`` times, the average cache posterior
 over its occurrences after the first (a first occurrence cannot be copied), the types most
 and least likely to come from the cache, and the split's bits per character and word
 perplexity. ``--plot`` draws the posterior of each word of the split's first words.
+
+For a Pointer Sentinel-LSTM the posterior is the pointer's share of each word's probability,
+``(p(w) - g p_vocab(w)) / p(w)``, and the mean sentinel gate ``g`` is printed beside it.
 """
 import argparse
 import collections
@@ -23,22 +27,31 @@ from .tool import run_tool
 
 
 def score_split(model, task, split):
-    """Per-word (word id, log p, cache posterior), in corpus order, and |c|."""
+    """Per-word (word id, log p, copy posterior), in corpus order, |c| (0 for a word model) and
+    the mean pointer gate (``None`` for the character cache model)."""
     task.cfg.batch_size = 1
     task.load_dataset(split)
-    words, log_probs, posteriors, characters = [], [], [], 0
+    words, log_probs, posteriors, characters, gates = [], [], [], 0, []
     device = next(model.parameters()).device
     itr = task.get_batch_iterator(task.dataset(split)).next_epoch_itr(shuffle=False)
+    pointer = getattr(model.decoder, "copy_posterior", None)
     with torch.no_grad():
         for sample in itr:
-            real = sample["target"].ne(task.target_dictionary.pad())
-            net_input = {k: v.to(device) for k, v in sample["net_input"].items()}
+            target = sample["target"].to(device)
+            real = target.ne(task.target_dictionary.pad()).cpu()
+            net_input = {k: v.to(device) for k, v in sample["net_input"].items() if k != "src_lengths"}
             scores, extra = model(**net_input)
             words.append(sample["target"][real])
-            log_probs.append(scores.squeeze(-1).cpu()[real])
-            posteriors.append(extra["cache_posterior"].cpu()[real])
-            characters += sample["nchars"]
-    return torch.cat(words), torch.cat(log_probs), torch.cat(posteriors), characters
+            if pointer is None:  # the character model scores the target words themselves
+                log_probs.append(scores.squeeze(-1).cpu()[real])
+                posteriors.append(extra["cache_posterior"].cpu()[real])
+                characters += sample["nchars"]
+            else:
+                log_probs.append(scores.gather(2, target.unsqueeze(-1)).squeeze(-1).cpu()[real])
+                posteriors.append(pointer(scores, extra, target).cpu()[real])
+                gates.append(extra["pointer_gate"].cpu()[real])
+    gate = torch.cat(gates).mean().item() if gates else None
+    return torch.cat(words), torch.cat(log_probs), torch.cat(posteriors), characters, gate
 
 
 def posterior_by_type(words, posteriors, min_count):
@@ -85,16 +98,19 @@ def main(argv=None):
 
 def run(args):
     (model, task), = load_models([args.path], args.data, args.cpu, tool="alm-cache-posterior")
-    if getattr(model.decoder, "cache", None) is None:
+    if getattr(model.decoder, "cache", None) is None and not hasattr(model.decoder, "copy_posterior"):
         raise ScoringError(f"{args.path} has no word cache ({model.__class__.__name__}, "
-                           "e.g. --arch hclm or char_lstm_lm): the cache posterior needs a char_cache_lm")
+                           "e.g. --arch hclm or char_lstm_lm): the cache posterior needs a char_cache_lm "
+                           "or a pointer_sentinel_lm")
     dictionary = task.target_dictionary
-    words, log_probs, posteriors, characters = score_split(model, task, args.split)
+    words, log_probs, posteriors, characters, gate = score_split(model, task, args.split)
 
     nll = -log_probs.double().sum().item()
-    print(f"{args.split}: {words.numel()} words, {characters} characters | "
-          f"bpc {nll / characters / math.log(2):.4f} | word ppl {math.exp(nll / words.numel()):.2f} | "
-          f"mean cache posterior {posteriors.mean().item():.3f}")
+    per_character = (f"{characters} characters | bpc {nll / characters / math.log(2):.4f} | " if characters
+                     else "")
+    print(f"{args.split}: {words.numel()} words, {per_character}word ppl {math.exp(nll / words.numel()):.2f} | "
+          f"mean cache posterior {posteriors.mean().item():.3f}"
+          + (f" | mean sentinel gate {gate:.3f}" if gate is not None else ""))
     means, counts = posterior_by_type(words, posteriors, args.min_count)
     rows = max(0, min(args.top, len(means) // 2))
     # ties (many types sit at 1.0 or 0.0) go to the more frequent type

@@ -78,6 +78,14 @@ class PointerSentinelDecoder(HistoryAttentionLSTMDecoder):
         return mixed.clamp_min(torch.finfo(mixed.dtype).tiny).log(), extra
 
 
+    def copy_posterior(self, log_probs, extra, target):
+        """``p(pointer | x_{t+1}) = (p(w) - g p_vocab(w)) / p(w)`` at the target words (B, T): how
+        much of each word's probability the pointer gave (``alm-cache-posterior``)."""
+        vocab = F.log_softmax(self.output_layer(extra["features"]).float(), dim=-1)
+        from_vocab = extra["pointer_gate"].float().log() + vocab.gather(2, target.unsqueeze(-1)).squeeze(-1)
+        return (1 - (from_vocab - log_probs.gather(2, target.unsqueeze(-1)).squeeze(-1)).exp()).clamp(0, 1)
+
+
 @register_model("pointer_sentinel_lm", dataclass=PointerSentinelConfig)
 class PointerSentinelLanguageModel(HistoryAttentionLanguageModel):
     """Pointer Sentinel-LSTM language model (Merity et al. 2017)."""
