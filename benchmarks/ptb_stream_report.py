@@ -133,16 +133,3 @@ def plot(results, rows, path):
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-
-
-def write_block(text, docs_path):
-    """Fill the ``ptb-stream`` markers of docs/benchmarks.md."""
-    begin, end = "<!-- ptb-stream:begin -->", "<!-- ptb-stream:end -->"
-    with open(docs_path) as f:
-        page = f.read()
-    if begin not in page or end not in page:
-        raise SystemExit(f"{os.path.relpath(docs_path)} has no {begin} ... {end} block to fill")
-    head, rest = page.split(begin, 1)
-    _, tail = rest.split(end, 1)
-    with open(docs_path, "w") as f:
-        f.write(f"{head}{begin}\n{text}\n{end}{tail}")

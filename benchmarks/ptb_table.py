@@ -31,7 +31,6 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fairseq_runs import ROOT, fairseq, prepare, records  # noqa: E402
-import ptb_stream_report as stream_report  # noqa: E402
 
 RESULTS = os.path.join(ROOT, "benchmarks", "results", "ptb")
 SIZE, DROPOUT, EPOCHS, ANNEAL = "200", "0.2", 10, 4
@@ -215,173 +214,6 @@ def load_results(results_dir=RESULTS):
     return found
 
 
-def best_epoch(result):
-    """The epoch checkpoint_best.pt closed (older JSON: the epoch of the lowest valid ppl)."""
-    if "best_epoch" in result:
-        return result["best_epoch"]
-    logged = [(p, e) for e, p in enumerate(result["valid_ppl_per_epoch"], 1) if p is not None]
-    return min(logged)[1] if logged else "?"
-
-
-def epoch_ranges(epochs):
-    """``[1, 2, 3, 6]`` -> ``"1-3, 6"``."""
-    spans = []
-    for e in epochs:
-        if spans and e == spans[-1][1] + 1:
-            spans[-1][1] = e
-        else:
-            spans.append([e, e])
-    return ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in spans)
-
-
-def unlogged(result):
-    """A note for a row resumed after a kill that lost its first epochs' records."""
-    missing = result.get("epochs_without_records")
-    return f" (valid of epoch{'s' if len(missing) > 1 else ''} {epoch_ranges(missing)} not logged)" if missing else ""
-
-
-def markdown_table(results):
-    results = {n: r for n, r in results.items() if not is_stream(n)}  # the streams: ptb_stream_report
-    lines = ["| row | valid ppl | test ppl | test paper_ppl | best epoch | attention entropy (nats) | "
-             "params | train min | tokens/s | paper valid / test |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for name, (description, _) in ROWS.items():
-        r = results.get(name)
-        if is_stream(name):
-            continue
-        if r is None:
-            lines.append(f"| {description} | not run yet | | | | | | | | {PAPER.get(name, '')} |")
-            continue
-        best = best_epoch(r)
-        entropy = f"{r['test_attn_entropy']:.2f}" if "test_attn_entropy" in r else "–"
-        speed = f"{r['train_tokens_per_s']:,}" if r["train_tokens_per_s"] else "–"  # no epoch logged: unknown
-        lines.append(f"| {description} | {r['valid_ppl']:.1f} | **{r['test_ppl']:.1f}** | "
-                     f"{r['test_paper_ppl']:.1f} | {best}/{r['epochs']}{unlogged(r)} | {entropy} | "
-                     f"{r['params'] / 1e6:.2f}M | {r['train_minutes']:.0f} | {speed} | "
-                     f"{PAPER.get(name, '')} |")
-    return "\n".join(lines)
-
-
-def entropy_choice(results, base):
-    """AMSRN's entropy weight lambda picked on valid among the rows that ran (lambda 0 is `amsrn`)."""
-    rows = [n for n in ROWS if n in results and (n == "amsrn" or n.startswith("amsrn-entropy-"))]
-    if len(rows) < 2:
-        return []
-    weight = {n: "0" if n == "amsrn" else n.rsplit("-", 1)[1] for n in rows}
-    chosen = min(rows, key=lambda n: results[n]["valid_ppl"])
-    return ["AMSRN's entropy regularizer: " + "; ".join(
-        f"lambda {weight[n]}: valid {results[n]['valid_ppl']:.1f}, test {results[n]['test_ppl']:.1f}, mean "
-        f"attention entropy {results[n]['valid_attn_entropy']:.2f} nats" for n in rows)
-        + f". Valid picks lambda {weight[chosen]}: test {results[chosen]['test_ppl']:.1f} "
-          f"({100 * (results[chosen]['test_ppl'] / base - 1):+.1f}% against the LSTM)."
-        + "".join(f" At lambda {weight[n]} the attention has collapsed (entropy {results[n]['valid_attn_entropy']:.2f}: "
-                  "every step puts all its weight on one earlier state)."
-                  for n in rows if results[n]["valid_attn_entropy"] < 0.1)]
-
-
-def statement(results):
-    """The plain answer, from the JSON: does any attention row beat the equal LSTM, and by how much?"""
-    results = {n: r for n, r in results.items() if not is_stream(n)}
-    lstm = results.get("lstm")
-    sentence_rows = [n for n in ROWS if not is_stream(n)]
-    head = f"**What it shows ({len(results)} of {len(sentence_rows)} rows, generated from the JSON).**"
-    if lstm is None:
-        return f"{head} The LSTM baseline has not run yet: nothing to compare with."
-    base = lstm["test_ppl"]
-    ours = [n for n in ROWS if n in results and n != "lstm" and not n.startswith("fairseq")]
-    change = {n: 100 * (results[n]["test_ppl"] / base - 1) for n in ours}
-    lines = [head, f"Test perplexity against the equal LSTM's {base:.1f}: " + "; ".join(
-        f"{ROWS[n][0]} {results[n]['test_ppl']:.1f} ({change[n]:+.1f}%)" for n in ours) + "."]
-    better = [n for n in ours if change[n] < -1.0]
-    if better:
-        best = min(better, key=change.get)
-        lines.append(f"Attention helps here: {ROWS[best][0]} is {-change[best]:.1f}% below the LSTM.")
-    elif ours:
-        best, worst = min(ours, key=change.get), max(ours, key=change.get)
-        lines.append(f"**No attention row beats the equal LSTM** at this size and budget (closest: "
-                     f"{ROWS[best][0]}, {change[best]:+.1f}%; furthest: {ROWS[worst][0]}, {change[worst]:+.1f}%). "
-                     "One seed per row: differences of a few tenths of a percent are no evidence either way.")
-        first = {n: results[n]["valid_ppl_per_epoch"][0] for n in ours}
-        first = {n: p for n, p in first.items() if p is not None}
-        lstm_first = lstm["valid_ppl_per_epoch"][0]
-        if first and lstm_first is not None:
-            lines.append(f"The attention rows start slower (valid after epoch 1: {min(first.values()):.0f} to "
-                         f"{max(first.values()):.0f}, the LSTM {lstm_first:.0f}); "
-                         f"their final valid is {min(results[n]['valid_ppl'] for n in ours):.1f} to "
-                         f"{max(results[n]['valid_ppl'] for n in ours):.1f}, the LSTM's {lstm['valid_ppl']:.1f}.")
-    if "single" in results and "single-bc" in results:
-        with_bc, without = results["single-bc"], results["single"]
-        lines.append(f"The bias b_c of Eq. 7 as printed costs the single model {with_bc['test_ppl']:.1f} against "
-                     f"{without['test_ppl']:.1f} ({100 * (with_bc['test_ppl'] / without['test_ppl'] - 1):+.1f}%; "
-                     f"valid {with_bc['valid_ppl']:.1f} against {without['valid_ppl']:.1f}): through the tied "
-                     "output it is a unigram shortcut that takes the clipped SGD steps, which is why "
-                     "`--combination-bias` is off by default.")
-    lines += entropy_choice(results, base)
-    for name in ("fairseq-lstm_lm", "fairseq-transformer_lm"):
-        if name in results:
-            lines.append(f"{ROWS[name][0]}: test {results[name]['test_ppl']:.1f} "
-                         f"({100 * (results[name]['test_ppl'] / base - 1):+.1f}% against our LSTM).")
-    if "fairseq-transformer_lm" in results:
-        transformer = results["fairseq-transformer_lm"]["test_ppl"]
-        recurrent = {n: results[n]["test_ppl"] for n in ["lstm", *ours]}
-        ahead = sum(p < transformer for p in recurrent.values())
-        lines.append(f"Against the transformer a user would pick today: {ahead} of {len(recurrent)} of our "
-                     f"rows reach a lower test perplexity than its {transformer:.1f}, at this one size and budget "
-                     "(2 layers of 200, 10 epochs of 42k sentences; not a verdict on larger settings).")
-    last = [n for n, r in results.items() if best_epoch(r) == r["epochs"]]
-    if last:
-        lines.append(f"{len(last)} of {len(results)} rows had their best epoch last: still improving when the "
-                     f"{EPOCHS}-epoch budget stopped them, so this compares the models at an equal budget, not "
-                     "at convergence (the paper trains 2 x 650 for 39+ epochs).")
-    minutes = [r["train_minutes"] for r in results.values()]
-    lines.append(f"Rows trained with one thread each, two side by side with other work: {min(minutes):.0f} to "
-                 f"{max(minutes):.0f} minutes a row (not the 2-core budget).")
-    return "\n".join(lines)
-
-
-def plot(results, path):
-    results = {n: r for n, r in results.items() if not is_stream(n)}
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import matplotlib.ticker
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for name, r in results.items():
-        logged = [(e, p) for e, p in enumerate(r["valid_ppl_per_epoch"], 1) if p is not None]
-        if not logged:
-            continue
-        ax.plot(*zip(*logged), marker="o", markersize=3, label=ROWS[name][0].replace("`", ""),
-                linestyle="--" if name.startswith("fairseq") else "-")
-    ax.set_yscale("log")
-    values = [p for r in results.values() for p in r["valid_ppl_per_epoch"] if p is not None] or [100]
-    ax.set_yticks([t for t in (100, 110, 120, 130, 150, 175, 200, 250, 300, 400, 600, 1000)
-                   if min(values) * 0.9 <= t <= max(values) * 1.1])
-    ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
-    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("valid perplexity (log scale; sentences cut at 35)")
-    ax.set_title(f"Full PTB, 2 x {SIZE}, SGD lr 1 (halved after epoch {ANNEAL}), --sentence-avg")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-
-
-def update_readme(table):
-    """Write the table and the statement between the markers of docs/benchmarks.md (the
-    benchmark tables moved there from the README; the flag kept its name)."""
-    path = os.path.join(ROOT, "docs", "benchmarks.md")
-    with open(path) as f:
-        text = f.read()
-    begin, end = "<!-- ptb-table:begin -->", "<!-- ptb-table:end -->"  # the table and the statement
-    if begin not in text or end not in text:
-        sys.exit(f"docs/benchmarks.md has no {begin} ... {end} block to fill")
-    head, rest = text.split(begin, 1)
-    _, tail = rest.split(end, 1)
-    with open(path, "w") as f:
-        f.write(f"{head}{begin}\n{table}\n{end}{tail}")
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", default=",".join(ROWS), help=f"comma-separated, from: {', '.join(ROWS)}")
@@ -402,18 +234,8 @@ def main():
             print(f"{name:24s} {description}\n{'':24s} {' '.join(row_args)}")
         return
     if args.report:
-        results = load_results(args.results_dir)
-        table = f"{markdown_table(results)}\n\n{statement(results)}"
-        streams = {n: ROWS[n][0] for n in ROWS if is_stream(n)}
-        stream_block = (f"{stream_report.table(results, streams)}\n\n{stream_report.statement(results, streams)}"
-                        "\n\n![Test perplexity of the stream rows with and without the cache](ptb_stream.png)")
-        print(f"{table}\n\n{stream_block}")
-        if results:
-            plot(results, os.path.join(ROOT, "docs", "ptb_valid_ppl.png"))
-            stream_report.plot(results, streams, os.path.join(ROOT, "docs", "ptb_stream.png"))
-        if args.update_readme:
-            update_readme(table)
-            stream_report.write_block(stream_block, os.path.join(ROOT, "docs", "benchmarks.md"))
+        import ptb_report  # the tables, statements and pictures (it imports this module's rows)
+        ptb_report.report(args.results_dir, args.update_readme)
         return
     unknown = [name for name in args.rows.split(",") if name not in ROWS]
     if unknown:

@@ -83,23 +83,23 @@ def test_layout_paths_exist():
 def test_ptb_table_update_readme_writes_the_benchmarks_page(tmp_path, monkeypatch):
     """``benchmarks/ptb_table.py --report --update-readme`` fills docs/benchmarks.md's markers
     (the README no longer has them); everything outside the markers is kept."""
-    import importlib.util
-    import sys
+    import importlib
 
-    begin, end = "<!-- ptb-table:begin -->", "<!-- ptb-table:end -->"
     page = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
-    assert begin in page and end in page
-    assert begin not in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert begin_end("ptb-table")[0] not in (ROOT / "README.md").read_text(encoding="utf-8")
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("ptb_table_under_test", ROOT / "benchmarks" / "ptb_table.py")
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, module)
-    spec.loader.exec_module(module)
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "benchmarks.md").write_text(page, encoding="utf-8")
-    monkeypatch.setattr(module, "ROOT", str(tmp_path))
-    module.update_readme("| a new table |")
-    written = (tmp_path / "docs" / "benchmarks.md").read_text(encoding="utf-8")
-    assert f"{begin}\n| a new table |\n{end}" in written
-    assert written.split(begin)[0] == page.split(begin)[0]
-    assert written.split(end)[1] == page.split(end)[1]
+    report = importlib.import_module("ptb_report")
+    copy = tmp_path / "benchmarks.md"
+    for marker in ("ptb-table", "ptb-stream"):
+        copy.write_text(page, encoding="utf-8")
+        begin, end = begin_end(marker)
+        assert begin in page and end in page
+        report.fill_markers(str(copy), marker, f"| a new {marker} table |")
+        written = copy.read_text(encoding="utf-8")
+        assert f"{begin}\n| a new {marker} table |\n{end}" in written
+        assert written.split(begin)[0] == page.split(begin)[0]
+        assert written.split(end)[1] == page.split(end)[1]
+
+
+def begin_end(marker):
+    return f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
