@@ -154,6 +154,9 @@ def run_row(name, data, save_root, threads, results_dir=RESULTS, epochs=EPOCHS):
               "valid_ppl_per_epoch": per_epoch(valid, "valid_ppl"),
               "train_ppl_per_epoch": per_epoch(trained, "train_ppl"),
               "gnorm_per_epoch": per_epoch(trained, "train_gnorm"),
+              # a pointer's gate and an attention's entropy, epoch by epoch: a collapse shows here
+              **{f"{stat}_per_epoch": per_epoch(valid, f"valid_{stat}") for stat in ("attn_entropy", "pointer_gate")
+                 if any(f"valid_{stat}" in v for v in valid.values())},
               "params": int(re.search(r"num\. shared model params: ([\d,]+)", train).group(1).replace(",", ""))}
     result.update(evaluate(os.path.join(save, "checkpoint_best.pt"), data, threads, name))
     os.makedirs(results_dir, exist_ok=True)
