@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Sequence
 
-from .scoring import ScoringError
+from .scoring import ScoringError, check_writable
 
 
 class NBestError(ScoringError):
@@ -225,7 +225,7 @@ def check_outputs(outputs: Dict[str, str], inputs: Dict[str, Sequence[str]]) -> 
                 raise NBestError(f"{option} {path} is also {other}: "
                                  + ("the second output written would replace the first" if other in outputs
                                     else "writing it would destroy the input") + "; give another path")
-        check_writable(path)
+        check_writable(path, option)
         taken.append((option, path))
 
 
@@ -234,14 +234,6 @@ def same_file(a: str, b: str) -> bool:
     if os.path.exists(a) and os.path.exists(b):
         return os.path.samefile(a, b)
     return os.path.realpath(a) == os.path.realpath(b)
-
-
-def check_writable(path: str) -> None:
-    """Before any scoring: an output that cannot be written is found now, not after an hour."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path) or not os.path.isdir(folder) or not os.access(folder, os.W_OK) \
-            or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        raise NBestError(f"cannot write {path}: is its folder there and writable?")
 
 
 def write_whole(path: str, lines: List[str]) -> None:

@@ -69,6 +69,19 @@ def load_models(paths: List[str], data: Optional[str], use_cpu: bool, tool: str 
     return loaded
 
 
+def check_writable(path: Optional[str], option: str) -> None:
+    """Before any model loads: an output that cannot be written is found now, not after the run."""
+    if path is None:
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise ScoringError(f"{option} {path} is a directory: give a file name")
+    if not os.path.isdir(folder):
+        raise ScoringError(f"{option} {path}: the folder {folder} does not exist; create it or give another path")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise ScoringError(f"{option} {path} cannot be written (permissions); give another path")
+
+
 def is_character_model(model) -> bool:
     from .models.open_vocabulary_lm import OpenVocabularyLanguageModel
 

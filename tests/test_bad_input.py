@@ -181,7 +181,21 @@ def test_rescore_writes_the_same_outputs_for_a_crlf_nbest(tmp_path, tiny_lm):
 def test_rescore_finds_an_unwritable_output_before_scoring(tmp_path):
     code, output = rescore(tmp_path, NBEST, "--output-1best", tmp_path / "no" / "such" / "dir.txt",
                            lm=tmp_path / "never-loaded.pt")
-    assert code != 0 and "cannot write" in last_line(output)
+    assert code != 0 and "--output-1best" in last_line(output) and "does not exist; create it" in last_line(output)
+
+
+@pytest.mark.parametrize("module, prog, option, extra", [
+    ("alm_plugin.cli.plot_attention", "alm-plot-attention", "--out", ["the cat"]),
+    ("alm_plugin.cli.cache_posterior", "alm-cache-posterior", "--plot", []),
+    ("alm_plugin.cli.cache_grid", "alm-cache-grid", "--json", []),
+])
+def test_every_tool_refuses_an_output_in_a_missing_folder_before_loading(tmp_path, module, prog, option, extra):
+    """The checkpoint is never read (it does not exist): the output is checked first, not after the run."""
+    out = tmp_path / "no" / "such" / "folder" / "out.png"
+    code, stdout, stderr = run_module(module, "--path", tmp_path / "never-loaded.pt", option, out, *extra)
+    assert code == 1 and "Traceback" not in stderr, stderr
+    assert last_line(stderr) == (f"{prog}: error: {option} {out}: the folder {out.parent} does not exist; "
+                                 "create it or give another path"), stderr
 
 
 # ----------------------------------------------------------------------------- wrong pairs

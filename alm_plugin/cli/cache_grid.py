@@ -16,7 +16,7 @@ import math
 import torch
 
 from ..modules.neural_cache import check_options, target_cache_probs
-from ..scoring import ScoringError, is_character_model, load_models
+from ..scoring import ScoringError, check_writable, is_character_model, load_models
 from .tool import run_tool
 
 
@@ -88,6 +88,7 @@ def main(argv=None):
 
 
 def run(args):
+    check_writable(args.json, "--json")
     for window in args.windows:  # before the model loads
         check_options(int(window), min(args.thetas), min(args.lambdas))
         check_options(int(window), max(args.thetas), max(args.lambdas))
