@@ -53,6 +53,10 @@ def load_models(paths: List[str], data: Optional[str], use_cpu: bool, tool: str 
         try:
             models, _, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=overrides)
         except FileNotFoundError as error:
+            task = saved_task_name(path)
+            if task not in LANGUAGE_MODEL_TASKS:  # a translation model asks for dict.de.txt: say what it is
+                raise ScoringError(f"{path} holds a model of the {task} task, not a language model: {tool} works "
+                                   f"with language models (trained with --task {' / '.join(LANGUAGE_MODEL_TASKS)})") from None
             raise ScoringError(f"{path}: could not load its dictionary ({error}); pass {data_option}, "
                                "the data-bin directory with the dict.txt the LM was trained on") from None
         except ValueError as error:  # our models' own checks: dictionary, architecture, options
@@ -80,6 +84,20 @@ def check_writable(path: Optional[str], option: str) -> None:
         raise ScoringError(f"{option} {path}: the folder {folder} does not exist; create it or give another path")
     if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
         raise ScoringError(f"{option} {path} cannot be written (permissions); give another path")
+
+
+LANGUAGE_MODEL_TASKS = ("language_modeling", "sentence_language_modeling", "document_language_modeling",
+                        "open_vocabulary_language_modeling")
+
+
+def saved_task_name(path: str) -> str:
+    """The ``--task`` a checkpoint was trained with (read only to explain a failed load)."""
+    from fairseq import checkpoint_utils
+
+    state = checkpoint_utils.load_checkpoint_to_cpu(path)
+    if state.get("cfg") is not None and state["cfg"].get("task") is not None:
+        return state["cfg"]["task"].get("_name") or getattr(state["cfg"]["task"], "task", "unknown")
+    return getattr(state.get("args"), "task", "unknown")
 
 
 def is_character_model(model) -> bool:

@@ -14,7 +14,7 @@ import torch
 
 from alm_plugin.nbest import group_by_sentence, read_nbest
 from alm_plugin.scoring import LanguageModelScorer
-from cli import json_records, run
+from cli import json_records, run, run_module
 from conftest import ROOT, needs_shared_data
 
 LEXICON = {"der": "the", "hund": "dog", "katze": "cat", "sieht": "sees", "ein": "a", "kleiner": "small",
@@ -171,7 +171,27 @@ def test_shallow_fusion_with_lm_path_and_its_dictionary_check(corpus, nmt, lm, t
 
     os.remove(source_side / "dict.txt")
     code, output = run(*generate, "--lm-path", lm / "checkpoint_best.pt", check=False)
-    assert code != 0 and "fairseq-generate --lm-path loads the language model's dictionary from there" in output
+    assert code != 0 and "For fairseq-generate --lm-path, which loads the language model's dictionary from there" in output
+
+
+def test_alm_score_names_a_translation_checkpoint_and_a_translation_data_directory(corpus, nmt, lm, tmp_path):
+    """Before: a translation checkpoint was 'could not load its dictionary (... dict.de.txt)', and a
+    translation data-bin for an LM spoke only of fairseq-generate --lm-path."""
+    checkpoint, _ = nmt
+    for data in ([], ["--data", corpus / "lm"]):
+        code, _, stderr = run_module("alm_plugin.cli.score", "--path", checkpoint, *data, stdin="the dog\n")
+        # without --data its dictionary cannot load (dict.de.txt/dict.en.txt); with it, the model is built
+        last = stderr.strip().splitlines()[-1]
+        assert code == 1 and last.startswith(f"alm-score: error: {checkpoint} holds a ") and \
+            "not a language model: alm-score works with language models" in last, stderr
+    translation_data = tmp_path / "nmt-only"
+    shutil.copytree(corpus / "nmt", translation_data)
+    os.remove(translation_data / "dict.txt")
+    code, _, stderr = run_module("alm_plugin.cli.score", "--path", lm / "checkpoint_best.pt", "--data",
+                                 translation_data, stdin="the dog\n")
+    assert code == 1 and "Traceback" not in stderr
+    assert f"it is a translation data directory (dict.de.txt, dict.en.txt), and a language model reads its " \
+           "dictionary from dict.txt: give the data-bin the language model was trained on" in stderr, stderr
 
 
 @needs_shared_data("multi30k", "train.de")

@@ -73,10 +73,11 @@ class SentenceLanguageModelingTask(LanguageModelingTask):
             translation = sorted(os.path.basename(p) for p in glob.glob(os.path.join(data, "dict.*.txt")))
             if translation:
                 raise MissingDataError(
-                    f"no dict.txt in {data}, a translation data directory ({', '.join(translation)}). "
-                    "fairseq-generate --lm-path loads the language model's dictionary from there: copy "
-                    f"the target dictionary to {data}/dict.txt (the language model must have been "
-                    "trained with it: fairseq-preprocess --only-source --srcdict "
+                    f"no dict.txt in {data}: it is a translation data directory ({', '.join(translation)}), "
+                    "and a language model reads its dictionary from dict.txt: give the data-bin the language "
+                    "model was trained on. For fairseq-generate --lm-path, which loads the language model's "
+                    f"dictionary from there: copy the target dictionary to {data}/dict.txt (the language "
+                    "model must have been trained with it: fairseq-preprocess --only-source --srcdict "
                     f"{data}/dict.<target-lang>.txt).")
             raise MissingDataError(f"no dict.txt in {data}: binarise the text with fairseq-preprocess "
                                    "--only-source (see examples/language_model/prepare_lm_data.py)")
