@@ -25,6 +25,7 @@ import copy
 import logging
 import math
 import os
+import re
 from typing import List, Optional
 
 import torch
@@ -98,6 +99,32 @@ def saved_task_name(path: str) -> str:
     if state.get("cfg") is not None and state["cfg"].get("task") is not None:
         return state["cfg"]["task"].get("_name") or getattr(state["cfg"]["task"], "task", "unknown")
     return getattr(state.get("args"), "task", "unknown")
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    """torch's failed allocations: ``RuntimeError`` (CPU: "can't allocate memory"; CUDA: "out of
+    memory") or Python's ``MemoryError``."""
+    return isinstance(error, MemoryError) or (
+        isinstance(error, RuntimeError) and ("can't allocate memory" in str(error) or "out of memory" in str(error)))
+
+
+def out_of_memory(error: BaseException, encoded: List[torch.Tensor], batch: List[int], vocabulary: int,
+                  batch_tokens: int) -> "ScoringError":
+    """Why a batch did not fit, and what to do, naming its longest sentence. A word-level model
+    scores a sentence whole (its state and history start at the sentence), so it is not cut
+    into pieces here: that would score another text."""
+    longest = max(batch, key=lambda i: len(encoded[i]))
+    length = len(encoded[longest])
+    asked = re.search(r"allocate (\d+) bytes", str(error))
+    asked = f", {int(asked.group(1)) / 1e9:.1f} GB in one piece" if asked else ""
+    need = (f"a sentence is scored whole: its {length:,} x {vocabulary:,} output probabilities and, with history "
+            f"attention, {length:,} x {length:,} attention weights at once")
+    if len(batch) == 1:
+        return ScoringError(f"out of memory scoring sentence {longest + 1} ({length:,} tokens, </s> included{asked}): "
+                            f"{need}; split the line into sentences")
+    return ScoringError(f"out of memory scoring a batch of {len(batch)} sentences (the longest, sentence "
+                        f"{longest + 1}, has {length:,} tokens{asked}): {need}; lower --batch-tokens "
+                        f"(now {batch_tokens}), or split the long line")
 
 
 def is_character_model(model) -> bool:
@@ -195,10 +222,22 @@ class LanguageModelScorer:
                 raise ScoringError(f"sentence {i + 1} has {len(sentence)} tokens (</s> included), more than "
                                    f"the model's context of {self.max_tokens}: split it")
         if self.document:
-            return self._score_document(encoded, progress)
+            try:
+                return self._score_document(encoded, progress)
+            except (RuntimeError, MemoryError) as error:
+                if not is_out_of_memory(error):
+                    raise
+                longest = max(range(len(encoded)), key=lambda i: len(encoded[i]))  # the likely culprit
+                raise out_of_memory(error, encoded, [longest], len(self.dictionary), self.batch_tokens) from None
         scores = [None] * len(encoded)
         for batch in length_batches(encoded, self.batch_tokens, self.max_sentences):
-            for i, values in zip(batch, self._score_batch([encoded[i] for i in batch])):
+            try:
+                batch_scores = self._score_batch([encoded[i] for i in batch])
+            except (RuntimeError, MemoryError) as error:
+                if not is_out_of_memory(error):
+                    raise
+                raise out_of_memory(error, encoded, batch, len(self.dictionary), self.batch_tokens) from None
+            for i, values in zip(batch, batch_scores):
                 scores[i] = values
             if progress is not None:
                 progress(len(batch))

@@ -258,6 +258,32 @@ def test_cache_posterior_on_a_word_model_is_one_line(tiny_lm):
     assert last_line(stderr).startswith(f"alm-cache-posterior: error: {tiny_lm} has no word cache"), stderr
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux's /proc to cap the memory")
+def test_a_line_too_long_for_the_memory_is_named_with_the_way_out(tmp_path, tiny_lm):
+    """Before: a 30k-token line under a memory cap ended in torch's allocator traceback. A
+    sentence-level model scores a line whole, so the message says why and to split it."""
+    (tmp_path / "long.txt").write_text(" ".join(["the"] * 30000) + "\n")
+    # the cap: what the process holds once everything is imported, plus 512 MB; the line's
+    # 30,001 x 6,208 output probabilities alone are 745 MB
+    launch = ("import resource, sys, torch, fairseq, alm_plugin.cli.score as score; "
+              "held = int(next(l for l in open('/proc/self/status') if l.startswith('VmSize')).split()[1]) * 1024; "
+              "resource.setrlimit(resource.RLIMIT_AS, (held + 2 ** 29, held + 2 ** 29)); "
+              "sys.argv[0] = 'alm-score'; sys.exit(score.main(sys.argv[1:]))")
+    proc = subprocess.run([sys.executable, "-c", launch, "--path", str(tiny_lm), "--data", SAMPLE_DATA, "--cpu",
+                           str(tmp_path / "long.txt")], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr and proc.stdout == "", proc.stderr[-3000:]
+    assert last_line(proc.stderr).startswith("alm-score: error: out of memory scoring sentence 1 (30,001 tokens, "
+                                             "</s> included"), proc.stderr[-3000:]
+    assert last_line(proc.stderr).endswith("split the line into sentences")
+    # several sentences in the batch: the way out is a smaller batch
+    from alm_plugin.scoring import out_of_memory
+    message = str(out_of_memory(RuntimeError("can't allocate memory: you tried to allocate 2000000000 bytes"),
+                                [torch.zeros(5), torch.zeros(9)], [0, 1], 100, 8000))
+    assert "a batch of 2 sentences (the longest, sentence 2, has 9 tokens, 2.0 GB in one piece)" in message
+    assert message.endswith("lower --batch-tokens (now 8000), or split the long line")
+
+
 def test_hub_refuses_an_empty_sentence(tiny_lm):
     from alm_plugin.models.lstm_lm import LSTMLanguageModel
     lm = LSTMLanguageModel.from_pretrained(str(tiny_lm.parent), tiny_lm.name, SAMPLE_DATA)
