@@ -122,9 +122,34 @@ def statement(results, rows):
                      f"training tokens, about {cost['estimated_minutes_per_epoch_at_the_ptb_rows_pace']} minutes an "
                      f"epoch at the PTB rows' pace, {cost['estimated_hours_per_row_10_epochs']} hours a row "
                      "(benchmarks/results/wikitext-2/cost.json).")
+    lines.extend(speed_note())
     lines.append("The sentence-level rows of the main table have no cache figures: their checkpoints were not "
                  "kept (they trained on an earlier machine); `alm-cache-grid` gives them from a checkpoint.")
     return "\n".join(lines)
+
+
+def speed_note():
+    """What carrying a memory and the cache cost, from benchmarks/stream_speed.py's JSON: every
+    thread count of one run."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "cpu", "stream_speed.json")
+    if not os.path.exists(path):
+        return []
+    import json
+    with open(path) as f:
+        by_threads = json.load(f)["by_threads"]
+    counts = sorted(by_threads, key=int)
+    ratio = lambda part, name: " / ".join(f"{by_threads[t][part]['ratio'][name]:.2f}" for t in counts)
+    train = [n for n in by_threads[counts[0]]["train"]["ratio"] if n != by_threads[counts[0]]["train"]["baseline"]]
+    cached = [n for n in by_threads[counts[0]]["eval"]["ratio"] if n != by_threads[counts[0]]["eval"]["baseline"]]
+    attention = [n for n in train if n.startswith(("attentive_lm", "amsrn"))]
+    met = all(by_threads[t]["train"]["ratio"][n] >= 0.85 for t in counts for n in attention)
+    fast = all(by_threads[t]["eval"]["ratio"][n] >= 0.8 for t in counts for n in cached)
+    return [f"Speed ({' / '.join(counts)} threads, one run of benchmarks/stream_speed.py, median of 3; "
+            "benchmarks/results/cpu/stream_speed.json): the stream training step against `alm_lstm`: "
+            + "; ".join(f"{n} {ratio('train', n)}" for n in train)
+            + f" (goal for attention >= 0.85: {'met' if met else 'not met'}). Evaluation (`--batch-size 1`): "
+            + "; ".join(f"{n} {ratio('eval', n)} of the speed without it" for n in cached)
+            + f" (goal >= 0.8: {'met' if fast else 'not met'})."]
 
 
 def plot(results, rows, path):
