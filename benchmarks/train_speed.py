@@ -92,14 +92,15 @@ def our_model(arch, dictionary, size, layers, dropout, **options):
     return lambda tokens: model(tokens)[0], model
 
 
-def model_speeds(args):
-    """tokens/s of one training step per model, on the same batches, interleaved."""
+def model_speeds(args, threads):
+    """tokens/s of one training step per model, on the same batches, interleaved, with
+    ``threads`` CPU threads; returns the figures (``speed_result``)."""
     import time
 
     import alm_plugin  # noqa: F401
     from fairseq.data import Dictionary, data_utils
 
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(threads)
     device = torch.device(args.device)
     dictionary = Dictionary.load(os.path.join(args.data, "dict.txt"))
     sentences = data_utils.load_indexed_dataset(os.path.join(args.data, "train"), dictionary)
@@ -152,10 +153,10 @@ def model_speeds(args):
         measure_once()
     baseline = "bare nn.LSTM LM" + (f" {args.precisions[0]}" if len(args.precisions) > 1 else "")
     title = (f"training step tokens/s, {os.path.basename(os.path.normpath(args.data))}, {layers} x {size}, "
-             f"batch 32 x 35, {args.updates} steps, {device_name(device, args.threads)}, median of {args.repeats}")
+             f"batch 32 x 35, {args.updates} steps, {device_name(device, threads)}, median of {args.repeats}")
     speeds = measure(runs, args.repeats)
     print_ratios(speeds, baseline, title)
-    write_json(args, speeds, baseline, title, device)
+    return speed_result(args, speeds, baseline, title, device, threads)
 
 
 def measure(runs, repeats):
@@ -188,23 +189,39 @@ def same_precision(baseline, name):
     return f"{model} {suffix}" if precision in PRECISION_FLAGS and suffix in PRECISION_FLAGS else baseline
 
 
-def write_json(args, speeds, baseline, title, device):
+def speed_result(args, speeds, baseline, title, device, threads):
     """Every run, the medians and the ratios to the baseline, with what produced them."""
-    if not args.json:
-        return
     medians = {name: statistics.median(values) for name, values in speeds.items()}
-    result = {"title": title, "mode": args.mode, "device": device_name(device, args.threads),
-              "torch": torch.__version__, "argv": sys.argv[1:], "baseline": baseline,
-              "tokens_per_s": {name: round(v) for name, v in medians.items()},
-              "ratio": {name: round(v / medians[baseline], 3) for name, v in medians.items()},
-              # with several precisions: each row against the baseline model at its own precision
-              "ratio_same_precision": {name: round(v / medians[same_precision(baseline, name)], 3)
-                                       for name, v in medians.items()},
-              "runs": {name: [round(v) for v in values] for name, values in speeds.items()}}
-    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    with open(args.json, "w") as f:
+    return {"title": title, "mode": args.mode, "device": device_name(device, threads),
+            "torch": torch.__version__, "argv": sys.argv[1:], "baseline": baseline,
+            "tokens_per_s": {name: round(v) for name, v in medians.items()},
+            "ratio": {name: round(v / medians[baseline], 3) for name, v in medians.items()},
+            # with several precisions: each row against the baseline model at its own precision
+            "ratio_same_precision": {name: round(v / medians[same_precision(baseline, name)], 3)
+                                     for name, v in medians.items()},
+            "runs": {name: [round(v) for v in values] for name, values in speeds.items()}}
+
+
+def write_json(path, result):
+    if not path:
+        return
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
         json.dump(result, f, indent=1)
-    print(f"wrote {args.json}")
+    print(f"wrote {path}")
+
+
+def markdown(result):
+    """The docs' table: tokens/s and the ratio to the baseline at each thread count of one run."""
+    by_threads = result.get("by_threads") or {result["device"]: result}
+    counts = list(by_threads)
+    first = by_threads[counts[0]]
+    head = " | ".join(f"tokens/s, {by_threads[c]['device']} | vs {first['baseline']}" for c in counts)
+    lines = [f"| model | {head} |", "|---" * (1 + 2 * len(counts)) + "|"]
+    for name in first["tokens_per_s"]:
+        lines.append(f"| {name} | " + " | ".join(f"{by_threads[c]['tokens_per_s'][name]:,} | "
+                                                 f"{by_threads[c]['ratio'][name]:.2f}" for c in counts) + " |")
+    return "\n".join(lines) + f"\n\n({first['title'].rsplit(', CPU', 1)[0]}; `{' '.join(['python benchmarks/train_speed.py', *first['argv']])}`)"
 
 
 def main():
@@ -217,7 +234,10 @@ def main():
     parser.add_argument("--dropout", default="0.5")
     parser.add_argument("--updates", type=int, default=60, help="training updates per run")
     parser.add_argument("--repeats", type=int, default=2, help="interleaved runs per model")
-    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--threads", default=str(os.cpu_count()),
+                        help="CPU threads; --mode model takes several, comma-separated, measured in one run")
+    parser.add_argument("--update-docs", action="store_true",
+                        help="with --mode model --json: write the table into docs/benchmarks.md (train-speed markers)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", choices=["cpu", "cuda"],
                         help="where to train (default: the GPU when there is one)")
     parser.add_argument("--precision", default="fp32",
@@ -230,8 +250,19 @@ def main():
         parser.error(f"--precision {args.precision}: fp32, bf16 or fp16, and only fp32 on the CPU")
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: this machine has no GPU that torch can see")
+    threads = [int(t) for t in args.threads.split(",")]
     if args.mode == "model":
-        return model_speeds(args)
+        results = {str(t): model_speeds(args, t) for t in threads}
+        result = results[str(threads[0])] if len(threads) == 1 else {
+            "title": "training step, every thread count in one run", "argv": sys.argv[1:], "by_threads": results}
+        write_json(args.json, result)
+        if args.update_docs:
+            from ptb_report import fill_markers
+            fill_markers(os.path.join(ROOT, "docs", "benchmarks.md"), "train-speed", markdown(result))
+        return
+    if len(threads) > 1:
+        parser.error("--mode fairseq runs one thread count (--threads N)")
+    args.threads = threads[0]
 
     models = model_args(args.size, args.layers, args.dropout)
     runs = {f"{name} {precision}" if len(args.precisions) > 1 else name:
@@ -243,7 +274,7 @@ def main():
              f"median of {args.repeats}")
     speeds = measure(runs, args.repeats)
     print_ratios(speeds, baseline, title)
-    write_json(args, speeds, baseline, title, torch.device(args.device))
+    write_json(args.json, speed_result(args, speeds, baseline, title, torch.device(args.device), args.threads))
 
 
 if __name__ == "__main__":
