@@ -57,6 +57,15 @@ def test_cache_equals_the_hand_computation_whole_and_in_chunks(window):
                               row, torch.full((1,), s)) for s in range(0, 11, 4)]
     torch.testing.assert_close(picked(torch.cat(pieces, 1), targets), expected, rtol=0, atol=1e-5)
     assert whole.exp().sum(-1).sub(1).abs().max() < 1e-5  # still a distribution
+    # two rows (streams) at once: each keeps its own cache, whatever words the other holds
+    other = random_row(seed=1)
+    both = NeuralCache(window, 0.7, 0.3).log_probs(*(torch.cat([a, b]) for a, b in zip((logits, features, targets),
+                                                                                     other)),
+                                                   torch.zeros(2, 11, dtype=torch.bool))
+    for row, (row_logits, row_features, row_targets) in enumerate([(logits, features, targets), other]):
+        torch.testing.assert_close(picked(both[row:row + 1], row_targets),
+                                   hand_cache(row_logits[0], row_features[0], row_targets[0], window, 0.7, 0.3),
+                                   rtol=0, atol=1e-5)
 
 
 def test_cache_never_holds_the_word_being_predicted_and_lambda_0_is_the_model():

@@ -94,16 +94,19 @@ class NeuralCache:
         allowed = allowed.unsqueeze(0) & ~memory_padding.unsqueeze(1)  # (R, T, S)
         scores = self.theta * torch.bmm(features, memory.transpose(1, 2))
         weights = masked_softmax(scores, allowed)
-        slot_words = keys.clamp_min(0).unsqueeze(1).expand(-1, length, -1)  # (R, T, S)
-        cache = log_model.new_zeros(log_model.shape)
-        cache.scatter_add_(2, slot_words, weights)  # p_cache(w) = sum of the weights of w's slots
+        # p_cache(w) = the sum of the weights of w's slots, over the cache's distinct words U
+        # (a few hundred in 2,000 words of text), not over the vocabulary
+        words, slot_word = torch.unique(keys.clamp_min(0), return_inverse=True)  # (U,), (R, S)
+        cache = weights.new_zeros(*weights.shape[:2], words.numel())
+        cache.scatter_add_(2, slot_word.unsqueeze(1).expand(-1, length, -1), weights)  # (R, T, U)
         # an empty cache (the first token) leaves the model's distribution as it is
         lam = torch.where(allowed.any(-1, keepdim=True), self.lam, 0.0)
-        mixed = torch.log1p(-lam) + log_model  # every word outside the cache
-        # log((1 - lam) p_model + lam p_cache) exactly, only at the (at most N) words in the cache:
-        # a log over the whole vocabulary would cost more than the model's softmax
-        in_cache = torch.logaddexp(mixed.gather(2, slot_words), torch.log(lam) + cache.gather(2, slot_words).log())
-        return mixed.scatter_(2, slot_words, in_cache)  # a word's slots all carry its one value
+        mixed = log_model + torch.log1p(-lam)  # every word outside the cache
+        # log((1 - lam) p_model + lam p_cache) exactly, only at the words in the cache: a log
+        # over the whole vocabulary would cost more than the model's softmax
+        at_words = words.view(1, 1, -1).expand(*weights.shape[:2], -1)
+        in_cache = torch.logaddexp(mixed.gather(2, at_words), torch.log(lam) + cache.log())
+        return mixed.scatter_(2, at_words, in_cache)  # a word absent from a row's cache: + log 0
 
 
 def attach_neural_cache(cfg, model):
