@@ -144,7 +144,8 @@ def speed_note():
     attention = [n for n in train if n.startswith(("attentive_lm", "amsrn"))]
     met = all(by_threads[t]["train"]["ratio"][n] >= 0.85 for t in counts for n in attention)
     fast = all(by_threads[t]["eval"]["ratio"][n] >= 0.8 for t in counts for n in cached)
-    return [f"Speed ({' / '.join(counts)} threads, one run of benchmarks/stream_speed.py, median of 3; "
+    repeats = by_threads[counts[0]]["train"]["title"].rsplit(", ", 1)[-1]  # "median of N"
+    return [f"Speed ({' / '.join(counts)} threads, one run of benchmarks/stream_speed.py, {repeats}; "
             "benchmarks/results/cpu/stream_speed.json): the stream training step against `alm_lstm`: "
             + "; ".join(f"{n} {ratio('train', n)}" for n in train)
             + f" (goal for attention >= 0.85: {'met' if met else 'not met'}). Evaluation (`--batch-size 1`): "
