@@ -302,6 +302,7 @@ def test_cache_posterior_command_shows_the_pointer_gate(stream_model):
     gate = float(summary.split("mean sentinel gate ")[1])
     posterior = float(summary.split("mean cache posterior ")[1].split()[0])
     assert 0 < gate <= 1 and 0 <= posterior <= 1 - gate + 1e-3  # the pointer's share is at most 1 - g
+    assert stdout.splitlines()[2].split() == ["copied", "by", "the", "pointer", "from", "the", "softmax"]
 
 
 @pytest.mark.parametrize("arch", ["alm_lstm", "attentive_lm", "pointer_sentinel_lm"])

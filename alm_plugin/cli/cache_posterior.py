@@ -117,7 +117,10 @@ def run(args):
     # ties (many types sit at 1.0 or 0.0) go to the more frequent type
     copied = sorted(means, key=lambda w: (-means[w], -counts[w], dictionary[w]))[:rows]
     spelled = sorted(means, key=lambda w: (means[w], -counts[w], dictionary[w]))[:rows]
-    print(f"\n{'copied from the cache':<32}{'spelled by the LM':<32}")
+    # the character model copies from its word cache or spells; the pointer copies or uses its softmax
+    sources = ("copied from the cache", "spelled by the LM") if gate is None else ("copied by the pointer",
+                                                                                 "from the softmax")
+    print(f"\n{sources[0]:<32}{sources[1]:<32}")
     print(f"{'word':<16}{'p(z|w)':>8}{'n':>6}  {'':<2}{'word':<16}{'p(z|w)':>8}{'n':>6}")
     for high, low in zip(copied, spelled):
         print(f"{dictionary[high]:<16}{means[high]:>8.3f}{counts[high] + 1:>6}  {'':<2}"
