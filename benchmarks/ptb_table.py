@@ -244,9 +244,11 @@ def main():
     if unknown:
         sys.exit(f"unknown rows {unknown}; choose from {', '.join(ROWS)}")
     if not os.path.exists(os.path.join(args.data, "train.bin")):
-        if os.path.dirname(os.path.abspath(args.data)) != os.path.join(ROOT, "data-bin"):
-            sys.exit(f"no {args.data}: binarise PTB there with examples/language_model/prepare_lm_data.py")
-        prepare("ptb", os.path.basename(os.path.abspath(args.data)))
+        corpus = os.path.basename(os.path.abspath(args.data))  # data-bin/ptb or data-bin/wikitext-2
+        if os.path.dirname(os.path.abspath(args.data)) != os.path.join(ROOT, "data-bin") or \
+                corpus not in ("ptb", "wikitext-2"):
+            sys.exit(f"no {args.data}: binarise the corpus there with examples/language_model/prepare_lm_data.py")
+        prepare(corpus, corpus)
     if args.evaluate_only:
         for name in args.rows.split(","):
             path = os.path.join(args.results_dir, f"{name}.json")
