@@ -17,6 +17,8 @@ from alm_plugin.models.char_cache_lm import CharCacheLanguageModel, CharCacheLMC
 from alm_plugin.models.char_lstm_lm import CharLSTMDecoder, CharLSTMLanguageModel, CharLSTMLMConfig
 from alm_plugin.models.amsrn import AMSRNConfig, AMSRNLanguageModel, AMSRNDecoder
 from alm_plugin.models.attentive_lm import AttentiveLanguageModel, AttentiveLMConfig, AttentiveLMDecoder
+from alm_plugin.models.pointer_sentinel_lm import (PointerSentinelConfig, PointerSentinelDecoder,
+                                                   PointerSentinelLanguageModel)
 
 VARIANTS = [
     ("attentive_lm single", AttentiveLanguageModel, AttentiveLMDecoder, AttentiveLMConfig, dict(attention_score="single")),
@@ -24,6 +26,14 @@ VARIANTS = [
      dict(attention_score="combined", attention_sentinel=True)),
     *[(f"amsrn {s}", AMSRNLanguageModel, AMSRNDecoder, AMSRNConfig, dict(memory_selection=s))
       for s in ("independent", "tied", "complementary", "none")],
+    # the adaptive softmax: tails 12-13 and 14-15 get no target on rank 0 in the first step, so
+    # their untied parameters would get no gradient there if they left the graph
+    ("attentive_lm adaptive (tied)", AttentiveLanguageModel, AttentiveLMDecoder, AttentiveLMConfig,
+     dict(adaptive_softmax_cutoff="8,14")),
+    ("amsrn adaptive untied", AMSRNLanguageModel, AMSRNDecoder, AMSRNConfig,
+     dict(adaptive_softmax_cutoff="12,14,16", adaptive_softmax_untied=True, adaptive_softmax_dropout=0.0)),
+    ("pointer_sentinel_lm adaptive", PointerSentinelLanguageModel, PointerSentinelDecoder, PointerSentinelConfig,
+     dict(adaptive_softmax_cutoff="12,14,16", pointer_window=5)),
 ]
 # character models: batches are consecutive chunks of 4 streams, so step 2 resumes step 1's
 # carried state (context LSTM, cache) per stream, on each rank for its own streams

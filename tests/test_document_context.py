@@ -36,8 +36,10 @@ def hand_cache(logits, features, targets, window, theta, lam):
 
 
 def random_row(length=11, vocab=7, dim=5, seed=0):
+    """A model's log probabilities (normalised logits: log_softmax leaves them as they are),
+    features and targets of one row of text."""
     g = torch.Generator().manual_seed(seed)
-    return (torch.randn(1, length, vocab, generator=g), torch.randn(1, length, dim, generator=g),
+    return (torch.randn(1, length, vocab, generator=g).log_softmax(-1), torch.randn(1, length, dim, generator=g),
             torch.randint(0, vocab, (1, length), generator=g))
 
 
@@ -253,12 +255,13 @@ def test_the_pointer_gate_is_logged_and_a_probability(stream_model):
 def test_pointer_distribution_sums_to_one_and_copies_a_remembered_word(dictionary):
     decoder = pointer_decoder(dictionary).requires_grad_(False)
     tokens = random_tokens(dictionary, 2, 9)
-    log_p, extra = decoder(tokens)
+    log_p = decoder.get_normalized_probs(decoder(tokens), log_probs=True)
     torch.testing.assert_close(log_p.exp().sum(-1), torch.ones(2, 9), rtol=0, atol=1e-5)
     with torch.no_grad():  # q = 0: the sentinel and the L = 6 slots all weigh 1/7 (Eq. 6-7)
         decoder.query.weight.fill_(0)
         decoder.query.bias.fill_(0)
-    log_p, extra = decoder(tokens)
+    net_output = decoder(tokens)
+    log_p, extra = decoder.get_normalized_probs(net_output, log_probs=True), net_output[1]
     t = 7  # the window holds the outputs of positions 2..7 (h_t included)
     torch.testing.assert_close(extra["pointer_gate"][0, t], torch.tensor(1 / 7))
     vocab = torch.softmax(decoder.output_layer(extra["features"])[0, t], -1)
@@ -266,7 +269,7 @@ def test_pointer_distribution_sums_to_one_and_copies_a_remembered_word(dictionar
         copies = int((tokens[0, 2:t + 1] == word).sum())  # the pointer copies the input word of each slot
         assert log_p[0, t, word].exp() == pytest.approx(float(vocab[word]) / 7 + copies / 7, abs=1e-6)
         target = torch.full((2, 9), word)
-        posterior = decoder.copy_posterior(log_p, extra, target)[0, t]  # the pointer's share of p(word)
+        posterior = decoder.copy_posterior(log_p.gather(2, target.unsqueeze(-1)).squeeze(-1), extra, target)[0, t]  # the pointer's share of p(word)
         assert float(posterior) == pytest.approx(copies / (float(vocab[word]) + copies), abs=1e-5)
 
 
@@ -313,7 +316,8 @@ def test_stream_eval_lm_equals_one_pass_over_the_split_with_and_without_the_cach
     words = task.load_words("valid")
     stream = torch.cat([words.new_tensor([task.dictionary.eos()]), words])
     with torch.no_grad():  # one forward pass over the whole split: no chunks, nothing carried
-        out, extra = model(stream[:-1].unsqueeze(0))
+        net_output = model(stream[:-1].unsqueeze(0))
+        out, extra = model.get_normalized_probs(net_output, log_probs=True), net_output[1]
     targets = stream[1:]
     plain = mean_nll_base2(torch.log_softmax(out[0].double(), -1).gather(1, targets.unsqueeze(1)))
     cached = mean_nll_base2(hand_cache(out[0], extra["features"][0], targets, 60, 0.4, 0.25))

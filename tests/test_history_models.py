@@ -23,6 +23,11 @@ VARIANTS = [
     dict(memory_selection="complementary"),
     dict(memory_selection="none"),
     dict(memory_selection="tied", memory_window=3),
+    # the adaptive softmax (head: ids 0-5; tails 6-9, 10-14), tied and untied, on every decoder kind
+    dict(attention_score="single", adaptive_softmax_cutoff="6,10"),
+    dict(memory_selection="tied", adaptive_softmax_cutoff="6,10", adaptive_softmax_untied=True),
+    dict(plain_lstm=True, adaptive_softmax_cutoff="6,10"),
+    dict(pointer_window=4, adaptive_softmax_cutoff="6,10"),
     dict(pointer_window=4),  # pointer_sentinel_lm: a pointer over the last 4 outputs and a sentinel
     dict(plain_lstm=True),  # alm_lstm, the baseline: the same body without attention
 ]
@@ -64,11 +69,12 @@ def test_no_peeking_at_future_tokens(dictionary, variant, device):
 def test_incremental_equals_full_forward(dictionary, variant, device):
     decoder = make_decoder(dictionary, device, **variant)
     tokens = random_tokens(dictionary, 3, 10).to(device)
-    full, full_extra = decoder(tokens)
+    full_output = decoder(tokens)
+    full, full_extra = decoder.get_normalized_probs(full_output, log_probs=True), full_output[1]
     state, steps = {}, []
     for t in range(tokens.size(1)):
         out, extra = decoder(tokens[:, : t + 1], incremental_state=state)
-        steps.append(out)
+        steps.append(decoder.get_normalized_probs((out, extra), log_probs=True))
         if decoder.attention is None:
             assert extra["history_attn"] == [None] and full_extra["history_attn"] == [None]
             continue
@@ -93,8 +99,8 @@ def test_reordered_incremental_state_follows_beams(dictionary, variant, device):
     order = torch.tensor([2, 0, 0], device=device)
     decoder.reorder_incremental_state(state, order)
     reordered = tokens[order]
-    out, _ = decoder(reordered[:, :5], incremental_state=state)
-    torch.testing.assert_close(out[:, -1], decoder(reordered[:, :5])[0][:, -1], atol=1e-5, rtol=1e-5)
+    step = decoder.get_normalized_probs(decoder(reordered[:, :5], incremental_state=state), log_probs=True)
+    torch.testing.assert_close(step[:, -1], log_probs(decoder, reordered[:, :5])[:, -1], atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("variant", VARIANTS[:3] + VARIANTS[5:9] + VARIANTS[-2:])

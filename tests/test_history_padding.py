@@ -123,11 +123,12 @@ def test_a_padded_batch_scores_as_each_sentence_alone(name, dictionary):
     sentences = [random_tokens(dictionary, 1, n, generator)[0] for n in (9, 4, 6)]
     batch = collate_tokens(sentences, dictionary.pad(), left_pad=False)
     with torch.no_grad():
-        logits, extra = decoder(batch)
+        net_output = decoder(batch)
+        logits, extra = decoder.get_normalized_probs(net_output, log_probs=True), net_output[1]
         weights = extra["history_attn"][0]
         pads = batch.eq(dictionary.pad())
         initial = weights.size(-1) == batch.size(1) + 1
         assert torch.count_nonzero(pad_slots(weights, pads, initial)) == 0
         for row, sentence in enumerate(sentences):
-            alone, _ = decoder(sentence[None])
+            alone = decoder.get_normalized_probs(decoder(sentence[None]), log_probs=True)
             torch.testing.assert_close(logits[row, : len(sentence)], alone[0], rtol=1e-5, atol=1e-5)

@@ -47,8 +47,9 @@ def score_split(model, task, split):
                 posteriors.append(extra["cache_posterior"].cpu()[real])
                 characters += sample["nchars"]
             else:
-                log_probs.append(scores.gather(2, target.unsqueeze(-1)).squeeze(-1).cpu()[real])
-                posteriors.append(pointer(scores, extra, target).cpu()[real])
+                at_target = model.decoder.target_log_probs((scores, extra), target)  # log p(w), Eq. 3
+                log_probs.append(at_target.cpu()[real])
+                posteriors.append(pointer(at_target, extra, target).cpu()[real])
                 gates.append(extra["pointer_gate"].cpu()[real])
     gate = torch.cat(gates).mean().item() if gates else None
     return torch.cat(words), torch.cat(log_probs), torch.cat(posteriors), characters, gate

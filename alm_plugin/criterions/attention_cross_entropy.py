@@ -18,7 +18,6 @@ import math
 from dataclasses import dataclass, field
 
 import torch
-import torch.nn.functional as F
 from fairseq import metrics, utils
 from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
@@ -48,8 +47,20 @@ def attention_entropy(weights: torch.Tensor) -> torch.Tensor:
     return -(weights * weights.clamp_min(torch.finfo(weights.dtype).tiny).log()).sum(-1)
 
 
+def target_log_probs(model, net_output, target):
+    """``log p(target)`` (B, T): from our decoders' ``target_log_probs`` (the adaptive softmax
+    and the pointer never form the whole distribution for it), else from the distribution."""
+    decoder = getattr(model, "decoder", None)
+    if hasattr(decoder, "target_log_probs"):
+        return decoder.target_log_probs(net_output, target)
+    log_probs = model.get_normalized_probs(net_output, log_probs=True)
+    return log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+
+
 @register_criterion("attention_cross_entropy", dataclass=AttentionCrossEntropyConfig)
 class AttentionCrossEntropyCriterion(FairseqCriterion):
+    reads_target_log_probs = True  # trains an adaptive softmax without forming the distribution
+
     def __init__(self, task, attention_entropy_weight=0.0, sentence_avg=False, best_checkpoint_metric="nll_loss"):
         super().__init__(task)
         if attention_entropy_weight != 0.0 and best_checkpoint_metric == "loss":
@@ -62,10 +73,8 @@ class AttentionCrossEntropyCriterion(FairseqCriterion):
 
     def forward(self, model, sample, reduce=True):
         net_output = model(**sample["net_input"])
-        lprobs = model.get_normalized_probs(net_output, log_probs=True)
         target = model.get_targets(sample, net_output)
-        nll = F.nll_loss(lprobs.transpose(1, 2), target, ignore_index=self.padding_idx,
-                         reduction="none")  # (B, T)
+        nll = -target_log_probs(model, net_output, target).masked_fill(target.eq(self.padding_idx), 0.0)  # (B, T)
         nll_loss = nll.sum()
         first_word_nll = nll[self._first_words(sample, target)].sum()
 

@@ -32,7 +32,7 @@ class HistoryAttentionLanguageModel(CheckpointFitMixin, FairseqLanguageModel):
         cache mixture of ``modules/neural_cache.py``."""
         if self.neural_cache is None or self.training or sample is None:
             return super().get_normalized_probs(net_output, log_probs, sample)
-        mixed = cached_log_probs(self.neural_cache, net_output, sample, self.decoder.padding_idx)
+        mixed = cached_log_probs(self.neural_cache, self.decoder, net_output, sample, self.decoder.padding_idx)
         return mixed if log_probs else mixed.exp()
 
     @classmethod

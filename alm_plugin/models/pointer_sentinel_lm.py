@@ -15,15 +15,15 @@ copy the word just read); its probabilities and ``g`` sum to 1, so ``p`` is a di
 over the vocabulary. The window is the history attention's memory (``CausalHistoryAttention``
 with ``include_current`` and the sentinel as its always-readable first slot); on
 ``document_language_modeling`` the last L outputs and their words carry from chunk to chunk,
-as the paper's window spans its BPTT segments. The decoder returns ``log p`` in place of
-logits (``log_softmax`` leaves it as it is), so every fairseq tool and the neural cache read
-it as any LM's output.
+as the paper's window spans its BPTT segments. The decoder returns the output layer's scores
+as every word model does; the mixture is formed by ``log_probs`` (the whole distribution, what
+``get_normalized_probs`` hands every fairseq tool and the neural cache) and, in training, by
+``target_log_probs`` at the target alone.
 """
 from dataclasses import dataclass, field
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 from fairseq.models import register_model, register_model_architecture
 
 from ..errors import OptionError
@@ -66,24 +66,44 @@ class PointerSentinelDecoder(HistoryAttentionLSTMDecoder):
         return states
 
     def forward(self, prev_output_tokens, encoder_out=None, incremental_state=None, **kwargs):
-        features, extra = self.extract_features(prev_output_tokens, encoder_out, incremental_state, **kwargs)
+        scores, extra = super().forward(prev_output_tokens, encoder_out, incremental_state, **kwargs)
+        extra["pointer_gate"] = extra["history_attn"][0][..., 0]  # g: the sentinel's weight (B, T)
+        return scores, extra
+
+    def _pointer(self, net_output):
+        """``(g (B, T, 1), a (B, T, S), words (B, S))``: the gate, the pointer's weights and the
+        input word of each remembered output."""
+        scores, extra = net_output[0], net_output[1]
         weights = extra["history_attn"][0]  # (B, T, 1 + slots): the sentinel first
-        gate, pointer = weights[..., :1], weights[..., 1:]
-        words = extra["memory_tokens"]  # (B, slots): the input word of each remembered output
+        if scores.shape[:2] != weights.shape[:2]:
+            raise OptionError("the Pointer Sentinel-LSTM mixes its pointer into the whole batch at once: "
+                              "drop --softmax-batch")
+        return weights[..., :1].float(), weights[..., 1:].float(), extra["memory_tokens"]
+
+    def log_probs(self, net_output):
+        """Eq. 3 over the whole vocabulary: ``log(g p_vocab + copied)``, summing to 1
+        (g + sum_i a_i = 1); eval-lm, beam search and the neural cache read this."""
+        gate, pointer, words = self._pointer(net_output)
         copied = pointer.new_zeros(*pointer.shape[:2], len(self.dictionary))
-        copied.scatter_add_(2, words.unsqueeze(1).expand(-1, pointer.size(1), -1), pointer.float())
-        vocab = F.softmax(self.output_layer(features).float(), dim=-1)
-        mixed = gate.float() * vocab + copied  # Eq. 3: sums to 1 (g + sum_i a_i = 1)
-        extra["pointer_gate"] = gate.squeeze(-1)
-        return mixed.clamp_min(torch.finfo(mixed.dtype).tiny).log(), extra
+        copied = copied.scatter_add(2, words.unsqueeze(1).expand(-1, pointer.size(1), -1), pointer)
+        mixed = gate * super().log_probs(net_output).exp() + copied
+        return mixed.clamp_min(torch.finfo(mixed.dtype).tiny).log()
 
+    def target_log_probs(self, net_output, target):
+        """Eq. 3 at the target alone, what training needs: ``g p_vocab(y) + sum_{i: x_i = y} a_i``,
+        no vocabulary-sized scatter (and with the adaptive softmax no distribution at all)."""
+        gate, pointer, words = self._pointer(net_output)
+        copied = (pointer * words.unsqueeze(1).eq(target.unsqueeze(-1))).sum(-1)  # (B, T)
+        mixed = gate.squeeze(-1) * super().target_log_probs(net_output, target).exp() + copied
+        return mixed.clamp_min(torch.finfo(mixed.dtype).tiny).log()
 
-    def copy_posterior(self, log_probs, extra, target):
-        """``p(pointer | x_{t+1}) = (p(w) - g p_vocab(w)) / p(w)`` at the target words (B, T): how
-        much of each word's probability the pointer gave (``alm-cache-posterior``)."""
-        vocab = F.log_softmax(self.output_layer(extra["features"]).float(), dim=-1)
-        from_vocab = extra["pointer_gate"].float().log() + vocab.gather(2, target.unsqueeze(-1)).squeeze(-1)
-        return (1 - (from_vocab - log_probs.gather(2, target.unsqueeze(-1)).squeeze(-1)).exp()).clamp(0, 1)
+    def copy_posterior(self, target_log_probs, extra, target):
+        """``p(pointer | x_{t+1}) = (p(w) - g p_vocab(w)) / p(w)`` at the target words (B, T), given
+        their ``log p(w)`` (B, T): how much of each word's probability the pointer gave
+        (``alm-cache-posterior``)."""
+        vocab = HistoryAttentionLSTMDecoder.target_log_probs(self, (self.output_layer(extra["features"]),), target)
+        from_vocab = extra["pointer_gate"].float().log() + vocab
+        return (1 - (from_vocab - target_log_probs).exp()).clamp(0, 1)
 
 
 @register_model("pointer_sentinel_lm", dataclass=PointerSentinelConfig)

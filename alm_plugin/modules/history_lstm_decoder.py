@@ -2,6 +2,7 @@
 
     embed -> LSTM (one call over the whole sequence) -> causal history attention
           -> combine(h_t, c_t [, z_t]) -> softmax tied to the input embeddings
+                                          (full, or adaptive: ``adaptive_softmax.py``)
 
 Subclasses choose the attention (score, memory layout) and the combination layer; this
 class owns the embedding, the recurrence, dropout, initialisation, incremental state and
@@ -16,10 +17,10 @@ from typing import Optional
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from fairseq.dataclass import FairseqDataclass
 from fairseq.models import FairseqIncrementalDecoder
 from torch import Tensor
 
+from .adaptive_softmax import AdaptiveSoftmaxConfig, build_adaptive_softmax
 from .dictionary_fingerprint import DictionaryFingerprint
 from .lstm_helpers import UNLIMITED_POSITIONS
 from .source_attention import SourceAttention
@@ -38,7 +39,7 @@ def combination_bias_field(default: bool):
 
 
 @dataclass
-class RecurrentLMConfig(FairseqDataclass):
+class RecurrentLMConfig(AdaptiveSoftmaxConfig):
     embed_dim: int = field(default=650, metadata={"help": "word embedding size (tied with the output layer)"})
     hidden_size: int = field(default=650, metadata={"help": "LSTM hidden size"})
     num_layers: int = field(default=2, metadata={"help": "number of stacked LSTM layers"})
@@ -73,6 +74,8 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
                             dropout=cfg.dropout if cfg.num_layers > 1 else 0.0)
         self.dropout = nn.Dropout(cfg.dropout)
         self.output_bias = nn.Parameter(torch.zeros(len(dictionary)))
+        # named as fairseq's decoders name theirs, but read only by the methods below
+        self.adaptive_softmax = build_adaptive_softmax(cfg, dictionary, cfg.embed_dim)
         self.source_dim = source_dim
         self.attention = None
         self.memory_starts_with_h0 = False  # AMSRN: the first slot is the initial state h_0
@@ -197,8 +200,34 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
         return states[:, -window:], tokens[:, -window:]
 
     def output_layer(self, features, **kwargs):
-        """Eq. 8: ``softmax(W h'_t + b)`` with ``W`` tied to the input embeddings."""
+        """Eq. 8: the logits ``W h'_t + b`` with ``W`` tied to the input embeddings; with the
+        adaptive softmax the features themselves (fairseq's convention): the distribution is
+        formed by ``log_probs``, the target's probability alone by ``target_log_probs``."""
+        if self.adaptive_softmax is not None:
+            return features
         return F.linear(features, self.embed_tokens.weight, self.output_bias)
+
+    def log_probs(self, net_output) -> Tensor:
+        """``log p`` (B, T, V) in float32 over the whole vocabulary: it sums to 1 with either
+        output layer, and can be back-propagated."""
+        scores = net_output[0]
+        if self.adaptive_softmax is None:
+            return F.log_softmax(scores.float(), dim=-1)
+        return self.adaptive_softmax.log_probs(scores, self.embed_tokens.weight, self.output_bias)
+
+    def target_log_probs(self, net_output, target: Tensor) -> Tensor:
+        """``log p(target)`` (B, T) in float32, what training needs: the adaptive softmax never
+        forms the (B, T, V) distribution for it."""
+        scores = net_output[0]
+        if self.adaptive_softmax is None:
+            return F.log_softmax(scores.float(), dim=-1).gather(-1, target.unsqueeze(-1)).squeeze(-1)
+        return self.adaptive_softmax.target_log_probs(scores, target, self.embed_tokens.weight, self.output_bias)
+
+    def get_normalized_probs(self, net_output, log_probs, sample=None):
+        """The whole distribution, with or without a sample (fairseq's adaptive softmax leaves
+        the tails of the rows whose target lies elsewhere at log p = 0 when given one)."""
+        scores = self.log_probs(net_output)
+        return scores if log_probs else scores.exp()
 
     def reorder_incremental_state(self, incremental_state, new_order):
         cache = self.get_incremental_state(incremental_state, "history")

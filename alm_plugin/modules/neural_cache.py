@@ -17,7 +17,6 @@ else starts with an empty cache.
 from dataclasses import dataclass, field
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from ..errors import OptionError
@@ -57,7 +56,7 @@ def window_mask(held: int, length: int, window: int, device=None) -> Tensor:
 
 
 class NeuralCache:
-    """Turns a batch's logits and features into cache-mixed log probabilities, row by row."""
+    """Turns a batch's model log probabilities and features into cache-mixed ones, row by row."""
 
     def __init__(self, window: int, theta: float, lam: float):
         check_options(window, theta, lam)
@@ -67,13 +66,12 @@ class NeuralCache:
     def reset(self):
         self.carry.reset()
 
-    def log_probs(self, logits: Tensor, features: Tensor, targets: Tensor, padding: Tensor,
+    def log_probs(self, log_model: Tensor, features: Tensor, targets: Tensor, padding: Tensor,
                   rows=None, positions=None, next_positions=None) -> Tensor:
-        """``logits`` (R, T, V), ``features`` (R, T, d), ``targets`` (R, T) and ``padding``
+        """``log_model`` (R, T, V) the model's log probabilities, ``features`` (R, T, d), ``targets`` (R, T) and ``padding``
         (R, T) of R rows read left to right; ``rows``/``positions`` tag the batch for
         ``StreamCarry`` (``None``: nothing carried in or out; the next batch continues this one
         if it starts at ``next_positions``, default ``positions + T``). Returns ``log p`` (R, T, V)."""
-        log_model = F.log_softmax(logits.float(), dim=-1)
         past = self.carry.resume(rows, positions, "eval")
         features, targets = features.float(), targets.clone()
         if past is None:
@@ -90,7 +88,7 @@ class NeuralCache:
             return log_model
 
         length, held = features.size(1), past[0].size(1)
-        allowed = window_mask(held, length, self.window, logits.device)
+        allowed = window_mask(held, length, self.window, log_model.device)
         allowed = allowed.unsqueeze(0) & ~memory_padding.unsqueeze(1)  # (R, T, S)
         scores = self.theta * torch.bmm(features, memory.transpose(1, 2))
         weights = masked_softmax(scores, allowed)
@@ -129,22 +127,23 @@ def refuse_cache_in_training(cfg):
                           "alm-cache-grid): nothing is trained. Drop --neural-cache-* from fairseq-train.")
 
 
-def cached_log_probs(cache: NeuralCache, net_output, sample, padding_idx: int) -> Tensor:
-    """``log p`` (B, T, V) of a batch with the cache mixed in.
+def cached_log_probs(cache: NeuralCache, decoder, net_output, sample, padding_idx: int) -> Tensor:
+    """``log p`` (B, T, V) of a batch with the cache mixed into ``decoder.log_probs`` (the
+    model's whole distribution, whatever its output layer).
 
     A document-task batch (``stream_ids`` in its input) has one cache per stream. Otherwise
     the batch must hold consecutive sentences (ids ``k, k+1, ...``, as the sentence task's
     in-order loader gives them when a cache is on): their real tokens are one row of text
     in corpus order, and the next batch continues it if it starts at the next id.
     """
-    logits, extra = net_output[0], net_output[1]
-    target = sample["target"]
-    if logits.shape[:2] != target.shape or extra["features"].shape[:2] != target.shape:
+    extra, target = net_output[1], sample["target"]
+    if net_output[0].shape[:2] != target.shape or extra["features"].shape[:2] != target.shape:
         raise OptionError("the neural cache scores a whole batch at once: drop --softmax-batch")
+    log_model = decoder.log_probs(net_output)
     features, padding = extra["features"], target.eq(padding_idx)
     net_input = sample["net_input"]
     if net_input.get("stream_ids") is not None:
-        return cache.log_probs(logits, features, target, padding,
+        return cache.log_probs(log_model, features, target, padding,
                                net_input["stream_ids"], net_input["stream_positions"])
     ids = sample["id"]
     if not torch.equal(ids, torch.arange(int(ids[0]), int(ids[0]) + ids.numel(), device=ids.device)):
@@ -152,11 +151,10 @@ def cached_log_probs(cache: NeuralCache, net_output, sample, padding_idx: int) -
                           f"{ids[:4].tolist()}...: score with fairseq-eval-lm --task sentence_language_modeling "
                           "or document_language_modeling, or alm-score")
     real = ~padding
-    flat = cache.log_probs(logits[real].unsqueeze(0), features[real].unsqueeze(0), target[real].unsqueeze(0),
+    flat = cache.log_probs(log_model[real].unsqueeze(0), features[real].unsqueeze(0), target[real].unsqueeze(0),
                            padding[real].unsqueeze(0), ids.new_zeros(1), ids[:1], ids[-1:] + 1)
-    log_probs = F.log_softmax(logits.float(), dim=-1)  # padded slots: anything finite
-    log_probs[real] = flat[0]
-    return log_probs
+    log_model[real] = flat[0]  # padded slots keep the model's (finite) scores
+    return log_model
 
 
 def target_cache_probs(features: Tensor, targets: Tensor, window: int, thetas, chunk: int = 1024):

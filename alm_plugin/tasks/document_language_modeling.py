@@ -33,6 +33,7 @@ from omegaconf import II
 
 from ..errors import MissingDataError, OptionError
 from ..data.word_streams import WordStreamDataset
+from ..modules.adaptive_softmax import check_criterion, uses_adaptive_softmax
 from ..modules.neural_cache import NeuralCacheOptions, attach_neural_cache, refuse_cache_in_training
 
 logger = logging.getLogger(__name__)
@@ -151,6 +152,7 @@ class DocumentLanguageModelingTask(WordStreamTask):
 
     def build_model(self, cfg, from_checkpoint=False):
         model = super().build_model(cfg, from_checkpoint)
+        self.trains_adaptive_softmax = uses_adaptive_softmax(model)
         window = getattr(getattr(model, "decoder", None), "attention", None)
         if window is not None and window.window == 0:
             raise OptionError(
@@ -158,6 +160,10 @@ class DocumentLanguageModelingTask(WordStreamTask):
                 "document_language_modeling spans the whole stream: bound it with --memory-window M "
                 "(e.g. 100; the last M states are carried from chunk to chunk).")
         return attach_neural_cache(self.cfg, model)
+
+    def build_criterion(self, cfg, *args, **kwargs):
+        check_criterion(cfg, getattr(self, "trains_adaptive_softmax", False))
+        return super().build_criterion(cfg, *args, **kwargs)
 
     def train_step(self, *args, **kwargs):
         refuse_cache_in_training(self.cfg)

@@ -35,6 +35,7 @@ from fairseq.tasks.language_modeling import (
 
 from ..errors import MissingDataError, OptionError
 from ..data import SentenceBlockDataset
+from ..modules.adaptive_softmax import check_criterion, uses_adaptive_softmax
 from ..modules.neural_cache import NeuralCacheOptions, attach_neural_cache, refuse_cache_in_training
 
 logger = logging.getLogger(__name__)
@@ -89,9 +90,14 @@ class SentenceLanguageModelingTask(LanguageModelingTask):
         """Note the model's position limit: whole sentences are scored only up to it
         (fairseq's ``lstm_lm`` / ``transformer_lm`` take at most their --max-target-positions)."""
         model = super().build_model(cfg, from_checkpoint)
+        self.trains_adaptive_softmax = uses_adaptive_softmax(model)
         limit = model.max_positions()
         self.model_position_limit = limit if isinstance(limit, int) and limit < 100_000 else 0
         return attach_neural_cache(self.args, model)
+
+    def build_criterion(self, cfg, *args, **kwargs):
+        check_criterion(cfg, getattr(self, "trains_adaptive_softmax", False))
+        return super().build_criterion(cfg, *args, **kwargs)
 
     def train_step(self, *args, **kwargs):
         refuse_cache_in_training(self.args)

@@ -1,0 +1,220 @@
+"""The adaptive softmax (Grave, Joulin, Cisse, Grangier & Jegou 2017), tied to the input
+embeddings: the output layer of every word model when ``--adaptive-softmax-cutoff`` is given.
+
+With the dictionary sorted by frequency and cutoffs ``c_0 < c_1 < ... < c_{K-1} < V``, the
+head scores the ``c_0`` most frequent words and one logit per tail cluster ``k`` (words
+``c_{k-1} .. c_k - 1``, the last running to ``V``):
+
+    head(h)   = [E_{0:c_0} h + b_{0:c_0} ; U h + u]                   (c_0 + K logits)
+    p(w)      = softmax(head(h))[w]                                    w in the head
+    p(w)      = softmax(head(h))[c_0 + k] * softmax(tail_k(h))[w]      w in tail cluster k
+    tail_k(h) = E_k h + b_k                                            (tied, the default)
+    tail_k(h) = W_k (P_k h) + b_k,  P_k: d -> d / factor^k             (--adaptive-softmax-untied)
+
+Tied, the tails read ``h`` at full width against the embedding rows of their words (as
+awd-lstm-lm's ``SplitCrossEntropyLoss`` does), so the model keeps one word vector per word
+and no parameter is unused in a step; only ``U, u`` (one row per cluster) are new. Untied
+tails are fairseq's (``fairseq.modules.AdaptiveSoftmax``'s head and tail modules, whose
+parameters we reuse); the output bias ``b`` is the decoder's in both cases.
+
+Why not fairseq's ``AdaptiveSoftmax`` methods: ``get_log_prob(h, target)`` fills a tail only
+for the rows whose target lies there (log p = 0 elsewhere) and writes in place (no backward:
+dynamic evaluation needs one); ``adaptive_loss`` gives ``ignore_index=pad`` to the shifted
+tail targets, dropping the within-cluster term of the word ``c_k + pad``; it cannot tie its
+tails to a plain embedding. Here ``log_probs`` forms the whole distribution (summing to 1,
+differentiable) and ``target_log_probs`` the target's log probability alone, each tail
+computed only for the rows whose target lies in it; both in float32.
+"""
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from fairseq.dataclass import FairseqDataclass
+from torch import Tensor
+
+from ..errors import OptionError
+
+UNTIED_FACTOR, UNTIED_DROPOUT = 4.0, 0.0
+
+
+@dataclass
+class AdaptiveSoftmaxConfig(FairseqDataclass):
+    adaptive_softmax_cutoff: Optional[str] = field(default=None, metadata={
+        "help": "use the adaptive softmax: comma-separated word ids where the head ends and each tail "
+                "cluster ends, e.g. 2000,10000 (the last cluster runs to the end of the dictionary, which "
+                "must be sorted by frequency, as fairseq-preprocess writes it); not given: the full softmax"})
+    adaptive_softmax_untied: bool = field(default=False, metadata={
+        "help": "give the adaptive softmax's tails their own projections and word vectors (fairseq's "
+                "AdaptiveSoftmax) instead of the tied embedding rows at full width"})
+    adaptive_softmax_factor: Optional[float] = field(default=None, metadata={
+        "help": "untied tails only: tail k projects h to d / factor^k dimensions (default 4)"})
+    adaptive_softmax_dropout: Optional[float] = field(default=None, metadata={
+        "help": "untied tails only: dropout between a tail's projection and its words (default 0)"})
+
+
+def parse_cutoff(text) -> Optional[List[int]]:
+    """``"2000,10000"`` (or a list) -> ``[2000, 10000]``; ``None``/empty -> ``None``."""
+    if text is None or text == "" or text == []:
+        return None
+    if isinstance(text, (list, tuple)):
+        values = list(text)
+    else:
+        try:
+            values = [int(v) for v in str(text).strip("[]() ").split(",") if v.strip()]
+        except ValueError:
+            raise OptionError(f"--adaptive-softmax-cutoff {text}: expected comma-separated word ids, "
+                              "e.g. 2000,10000") from None
+    return [int(v) for v in values] or None
+
+
+def check_options(cfg, vocab_size: int) -> Optional[List[int]]:
+    """The cutoffs of ``cfg`` checked against the dictionary size, and the options that need
+    them or untied tails; returns the cutoffs (``None``: the full softmax)."""
+    cutoff = parse_cutoff(getattr(cfg, "adaptive_softmax_cutoff", None))
+    untied = bool(getattr(cfg, "adaptive_softmax_untied", False))
+    factor = getattr(cfg, "adaptive_softmax_factor", None)
+    dropout = getattr(cfg, "adaptive_softmax_dropout", None)
+    if cutoff is None:
+        given = [flag for flag, value in (("--adaptive-softmax-untied", untied or None),
+                                          ("--adaptive-softmax-factor", factor),
+                                          ("--adaptive-softmax-dropout", dropout)) if value is not None]
+        if given:
+            raise OptionError(f"{given[0]} shapes the adaptive softmax, which only --adaptive-softmax-cutoff "
+                              "switches on: add the cutoffs (e.g. --adaptive-softmax-cutoff 2000,10000) or drop it")
+        return None
+    if not untied and (factor is not None or dropout is not None):
+        flag = "--adaptive-softmax-factor" if factor is not None else "--adaptive-softmax-dropout"
+        raise OptionError(f"{flag} shapes the untied tails' projections, and the tied tails (the default) have "
+                          "none: they read h at full width against the embedding rows. Add "
+                          f"--adaptive-softmax-untied or drop {flag}")
+    if factor is not None and not factor > 0:
+        raise OptionError(f"--adaptive-softmax-factor {factor}: the tails' sizes are d / factor^k, factor must be > 0")
+    if dropout is not None and not 0.0 <= dropout <= 1.0:
+        raise OptionError(f"--adaptive-softmax-dropout {dropout} is out of range: a dropout probability lies in [0, 1]")
+    if any(b <= a for a, b in zip(cutoff, cutoff[1:])) or cutoff[0] < 1:
+        raise OptionError(f"--adaptive-softmax-cutoff {','.join(map(str, cutoff))}: the cutoffs must be positive "
+                          "and strictly increasing (head end, then each tail cluster's end), e.g. 2000,10000")
+    if cutoff[-1] >= vocab_size:
+        raise OptionError(f"--adaptive-softmax-cutoff {','.join(map(str, cutoff))}: every cutoff must lie below the "
+                          f"dictionary's size ({vocab_size} with its special symbols and padding); the last "
+                          "cluster runs to the end by itself")
+    return cutoff
+
+
+def check_sorted_by_frequency(dictionary) -> None:
+    """The head must hold the most frequent words: refuse a dictionary whose counts rise after
+    the special symbols (fairseq's zero-count ``madeupword`` padding at the end excepted)."""
+    counts, symbols = dictionary.count, dictionary.symbols
+    start = getattr(dictionary, "nspecial", 4)
+    previous = None
+    for index in range(start, len(counts)):
+        if counts[index] == 0 and symbols[index].startswith("madeupword"):
+            continue
+        if previous is not None and counts[index] > counts[previous]:
+            raise OptionError(
+                f"the adaptive softmax needs the dictionary sorted by frequency (its head holds the most "
+                f"frequent words), but it lists '{symbols[previous]}' (count {counts[previous]}) before "
+                f"'{symbols[index]}' (count {counts[index]}): rebuild it with fairseq-preprocess without "
+                "--srcdict (it sorts by count), or drop --adaptive-softmax-cutoff")
+        previous = index
+
+
+class AdaptiveSoftmax(nn.Module):
+    """``log_probs(h, E, b)`` (..., V) and ``target_log_probs(h, target, E, b)`` (...); ``E``
+    and ``b`` are the decoder's tied embedding weight and output bias (passed in, so the
+    embedding is owned and saved once, by the decoder)."""
+
+    def __init__(self, dictionary, input_dim: int, cutoff: List[int], untied: bool = False,
+                 factor: Optional[float] = None, dropout: Optional[float] = None):
+        super().__init__()
+        check_sorted_by_frequency(dictionary)
+        self.vocab_size = len(dictionary)
+        self.cutoff = list(cutoff)
+        self.bands = list(zip(self.cutoff, self.cutoff[1:] + [self.vocab_size]))  # each tail's [lo, hi)
+        self.register_buffer("boundaries", torch.tensor(self.cutoff), persistent=False)
+        if untied:
+            from fairseq.modules import AdaptiveSoftmax as FairseqAdaptiveSoftmax
+
+            fairseq_layer = FairseqAdaptiveSoftmax(self.vocab_size, input_dim, self.cutoff,
+                                                   UNTIED_DROPOUT if dropout is None else dropout,
+                                                   UNTIED_FACTOR if factor is None else factor)
+            self.head, self.tails = fairseq_layer.head, fairseq_layer.tail  # (d -> c_0 + K), [d -> |band|]
+            self.clusters = None
+        else:
+            self.head, self.tails = None, None
+            self.clusters = nn.Linear(input_dim, len(self.bands))  # U h + u: one logit per tail
+
+    def head_log_probs(self, h: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
+        """``log softmax(head(h))`` (N, c_0 + K) in float32."""
+        head_words = self.cutoff[0]
+        if self.head is not None:
+            logits = self.head(h)
+            logits = torch.cat([logits[:, :head_words] + bias[:head_words], logits[:, head_words:]], dim=-1)
+        else:
+            logits = torch.cat([F.linear(h, weight[:head_words], bias[:head_words]), self.clusters(h)], dim=-1)
+        return F.log_softmax(logits.float(), dim=-1)
+
+    def tail_log_probs(self, k: int, h: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
+        """``log softmax(tail_k(h))`` (n, |band k|) in float32, within cluster ``k``."""
+        lo, hi = self.bands[k]
+        logits = F.linear(h, weight[lo:hi]) if self.tails is None else self.tails[k](h)
+        return F.log_softmax((logits + bias[lo:hi]).float(), dim=-1)
+
+    def log_probs(self, features: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
+        """The whole distribution ``log p`` (..., V): the head's words, then each cluster's
+        log probability plus its words' log probabilities within it."""
+        h = features.reshape(-1, features.size(-1))
+        head = self.head_log_probs(h, weight, bias)
+        parts = [head[:, : self.cutoff[0]]]
+        for k in range(len(self.bands)):
+            parts.append(head[:, self.cutoff[0] + k: self.cutoff[0] + k + 1] + self.tail_log_probs(k, h, weight, bias))
+        return torch.cat(parts, dim=-1).view(*features.shape[:-1], self.vocab_size)
+
+    def target_log_probs(self, features: Tensor, target: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
+        """``log p(target)`` (...) without forming the distribution: tail ``k`` runs only on
+        the rows whose target lies in it (on none, it still joins the graph: no parameter is
+        unused in a step, as DDP's default backend requires)."""
+        h = features.reshape(-1, features.size(-1))
+        flat = target.reshape(-1)
+        cluster = torch.bucketize(flat, self.boundaries, right=True)  # 0: the head; k + 1: tail k
+        head = self.head_log_probs(h, weight, bias)
+        head_index = torch.where(cluster.eq(0), flat, self.cutoff[0] + cluster - 1)
+        scores = head.gather(1, head_index.unsqueeze(1)).squeeze(1)
+        for k, (lo, _) in enumerate(self.bands):
+            rows = cluster.eq(k + 1).nonzero().squeeze(1)
+            within = self.tail_log_probs(k, h.index_select(0, rows), weight, bias)
+            scores = scores.index_add(0, rows, within.gather(1, (flat[rows] - lo).unsqueeze(1)).squeeze(1))
+        return scores.view(target.shape)
+
+    def forward(self, *args, **kwargs):
+        raise OptionError("this model's adaptive softmax is trained by --criterion attention_cross_entropy "
+                          "(fairseq's adaptive_loss drops a word's within-cluster term and cannot read tied tails)")
+
+
+def uses_adaptive_softmax(model) -> bool:
+    return getattr(getattr(model, "decoder", None), "adaptive_softmax", None) is not None
+
+
+def check_criterion(criterion_cfg, adaptive: bool) -> None:
+    """Only a criterion that asks the decoder for ``target_log_probs`` trains an adaptive
+    softmax at its speed; fairseq's would form the whole distribution at every step
+    (``cross_entropy``) or read fairseq's own module (``adaptive_loss``): refused by name,
+    before the criterion is built (``adaptive_loss`` would first fail on the DDP backend)."""
+    from fairseq.criterions import CRITERION_REGISTRY
+
+    name = getattr(criterion_cfg, "_name", None) or getattr(criterion_cfg, "criterion", None)
+    if adaptive and not getattr(CRITERION_REGISTRY.get(name), "reads_target_log_probs", False):
+        raise OptionError(f"--criterion {name} cannot train a model with --adaptive-softmax-cutoff at the adaptive "
+                          "softmax's speed (it forms the whole distribution, or expects fairseq's own "
+                          "AdaptiveSoftmax): use --criterion attention_cross_entropy")
+
+
+def build_adaptive_softmax(cfg, dictionary, input_dim: int) -> Optional[AdaptiveSoftmax]:
+    """The output layer ``cfg`` asks for: ``None`` for the full softmax."""
+    cutoff = check_options(cfg, len(dictionary))
+    if cutoff is None:
+        return None
+    return AdaptiveSoftmax(dictionary, input_dim, cutoff, bool(getattr(cfg, "adaptive_softmax_untied", False)),
+                           getattr(cfg, "adaptive_softmax_factor", None), getattr(cfg, "adaptive_softmax_dropout", None))
