@@ -9,7 +9,8 @@ setup(
     packages=find_packages(include=["alm_plugin", "alm_plugin.*"]),
     python_requires=">=3.9",
     # fairseq is installed as `fairseq-fixed` (import name `fairseq`): the official 0.12.2
-    # does not import on Python 3.11. See .ci/install for the exact, CPU-only recipe.
+    # does not import on Python 3.11. scripts/install.sh is the exact recipe (CPU wheel of torch,
+    # fairseq-fixed built without build isolation, numpy<2); .ci/run calls it.
     install_requires=[
         "fairseq-fixed>=0.12.3",
         "torch>=2.0",

@@ -2,6 +2,12 @@
 
 Use it with ``--user-dir alm_plugin``; importing the package registers everything.
 """
-from . import checkpoint_safety, criterions, errors, models, shallow_fusion, tasks  # noqa: F401
+import logging
+
+# fairseq's text_to_speech task says "Please install tensorboardX" (INFO) when fairseq.tasks is
+# imported: chatter above every tool's output, about a package nothing here uses
+logging.getLogger("fairseq.tasks.text_to_speech").setLevel(logging.WARNING)
+
+from . import checkpoint_safety, criterions, errors, models, shallow_fusion, tasks  # noqa: E402,F401
 
 errors.install()  # our refusals end fairseq's CLIs in one line, without a traceback

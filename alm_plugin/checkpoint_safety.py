@@ -15,6 +15,29 @@ SAFE_CHECKPOINT_TYPES = [argparse.Namespace]
 torch.serialization.add_safe_globals(SAFE_CHECKPOINT_TYPES)
 
 
+TEST_TIME_OPTIONS = ("neural_cache_theta", "neural_cache_lambda")
+
+
+def forget_saved_test_time_options(state, overrides):
+    """A checkpoint saved before the cache's theta and lambda defaulted to "not given" holds 0.3
+    and 0.1 in its task config (training refuses the cache, so never with a window): dropped here,
+    as not given, so that a tool building the task from the checkpoint reads only its own options
+    (else ``--neural-cache-theta does nothing without --neural-cache-window`` on every load)."""
+    from omegaconf import open_dict
+
+    task = (state.get("cfg") or {}).get("task")
+    if task is not None and not task.get("neural_cache_window"):
+        with open_dict(task):
+            for name in TEST_TIME_OPTIONS:
+                if name in task and name not in overrides:
+                    task[name] = None
+    args = state.get("args")
+    if args is not None and not getattr(args, "neural_cache_window", 0):
+        for name in TEST_TIME_OPTIONS:
+            if hasattr(args, name) and name not in overrides:
+                setattr(args, name, None)
+
+
 def _explain_unreadable_checkpoints():
     """A truncated or foreign file otherwise surfaces as a raw torch/pickle error from deep in
     fairseq (fairseq-train --restore-file, fairseq-eval-lm, fairseq-validate, the hub); an
@@ -41,6 +64,7 @@ def _explain_unreadable_checkpoints():
         from .models.checkpoint_fit import check_overrides
 
         check_overrides(state, arg_overrides)
+        forget_saved_test_time_options(state, arg_overrides or {})
         return state
 
     load_checkpoint_to_cpu.explains_errors = True

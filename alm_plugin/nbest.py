@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Sequence
 
-from .scoring import ScoringError, check_writable
+from .scoring import ScoringError, check_outputs  # noqa: F401  (alm-rescore imports it from here)
 
 
 class NBestError(ScoringError):
@@ -210,30 +210,6 @@ def write_moses(path: str, groups: Dict[int, List[Hypothesis]], score: Callable[
     lines = [f"{i} ||| {h.text} ||| {format_features(h, names)} ||| {score(h):.4f}\n"
              for i, group in groups.items() for h in sorted(group, key=lambda h: -score(h))]
     write_whole(path, lines)
-
-
-def check_outputs(outputs: Dict[str, str], inputs: Dict[str, Sequence[str]]) -> None:
-    """Before anything is read or written: each output (``{option: path}``, None for one not
-    asked for) can be written, is no input (``{option: paths}``: it would be overwritten with
-    what was read from it) and no other output (the first written would be lost)."""
-    taken = [(option, path) for option, paths in inputs.items() for path in paths or () if path]
-    for option, path in outputs.items():
-        if path is None:
-            continue
-        for other, other_path in taken:
-            if same_file(path, other_path):
-                raise NBestError(f"{option} {path} is also {other}: "
-                                 + ("the second output written would replace the first" if other in outputs
-                                    else "writing it would destroy the input") + "; give another path")
-        check_writable(path, option)
-        taken.append((option, path))
-
-
-def same_file(a: str, b: str) -> bool:
-    """One file under two names (a link, ./x and x): by inode where both exist."""
-    if os.path.exists(a) and os.path.exists(b):
-        return os.path.samefile(a, b)
-    return os.path.realpath(a) == os.path.realpath(b)
 
 
 def write_whole(path: str, lines: List[str]) -> None:

@@ -22,11 +22,12 @@ spelled from its characters rather than scored as ``<unk>``.
 An ensemble averages the models' per-token probabilities, as fairseq ensembles models.
 """
 import copy
+import glob
 import logging
 import math
 import os
 import re
-from typing import List, Optional
+from typing import Dict, List, Optional, Sequence
 
 import torch
 
@@ -85,6 +86,36 @@ def check_writable(path: Optional[str], option: str) -> None:
         raise ScoringError(f"{option} {path}: the folder {folder} does not exist; create it or give another path")
     if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
         raise ScoringError(f"{option} {path} cannot be written (permissions); give another path")
+
+
+def check_outputs(outputs: Dict[str, Optional[str]], inputs: Dict[str, Sequence[Optional[str]]]) -> None:
+    """Every tool's outputs, before anything is read or written: each output (``{option: path}``,
+    None for one not asked for) is no input (``{option: paths}``: the checkpoint, an input text;
+    it would be overwritten with what was read from it), no file of a data directory (a folder
+    holding a fairseq ``dict*.txt``: the data the model reads), no other output (the first written
+    would be lost), and can be written."""
+    taken = [(option, path) for option, paths in inputs.items() for path in paths or () if path]
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        for other, other_path in taken:
+            if same_file(path, other_path):
+                raise ScoringError(f"{option} {path} is also {other}: "
+                                   + ("the second output written would replace the first" if other in outputs
+                                      else "writing it would destroy the input") + "; give another path")
+        folder = os.path.dirname(os.path.abspath(path))
+        if os.path.isfile(path) and glob.glob(os.path.join(glob.escape(folder), "dict*.txt")):
+            raise ScoringError(f"{option} {path} is a file of the data directory {folder} (it holds a fairseq "
+                               "dictionary): writing it would destroy the data; give another path")
+        check_writable(path, option)
+        taken.append((option, path))
+
+
+def same_file(a: str, b: str) -> bool:
+    """One file under two names (a link, ./x and x): by inode where both exist."""
+    if os.path.exists(a) and os.path.exists(b):
+        return os.path.samefile(a, b)
+    return os.path.realpath(a) == os.path.realpath(b)
 
 
 LANGUAGE_MODEL_TASKS = ("language_modeling", "sentence_language_modeling", "document_language_modeling",

@@ -8,6 +8,7 @@ their markers (the flag kept its name from when the tables were in the README).
 import os
 import sys
 
+import output_layer_report
 import ptb_stream_report as stream_report
 from ptb_table import ANNEAL, EPOCHS, OUTPUT_LAYER_ROWS, PAPER, RESULTS, ROOT, ROWS, SIZE, is_stream, load_results
 
@@ -191,3 +192,4 @@ def report(results_dir=RESULTS, update_docs=False):
         page = os.path.join(ROOT, "docs", "benchmarks.md")
         fill_markers(page, "ptb-table", table)
         fill_markers(page, "ptb-stream", stream_block)
+        fill_markers(page, "adaptive-softmax", output_layer_report.block(ROOT, results))

@@ -6,7 +6,8 @@
 
 **Training step** on ``document_language_modeling`` batches (20 streams x 35 words of the
 train split, in stream order, so every model carries its state and memory from chunk to
-chunk as in ``fairseq-train``): forward, NLL, backward, clip, SGD, for ``alm_lstm`` (the
+chunk as in ``fairseq-train``): forward, NLL (``attention_cross_entropy``, what fairseq-train
+runs: the target's log probability alone), backward, clip, SGD, for ``alm_lstm`` (the
 baseline), ``attentive_lm`` single and ``amsrn`` tied with M = 100, ``pointer_sentinel_lm``
 with L = 100, and a bare ``nn.LSTM`` LM (nothing carried). Goal: attention >= 0.85x ``alm_lstm``.
 
@@ -52,6 +53,8 @@ def build(data, arch_args, size, batch, extra=()):
 
 
 def training_runs(args, size):
+    from alm_plugin.criterions.attention_cross_entropy import AttentionCrossEntropyCriterion
+
     task, _ = build(args.data, ARCHS["alm_lstm"], size, STREAMS)
     task.load_dataset("train")
     dataset = task.dataset("train")
@@ -64,23 +67,25 @@ def training_runs(args, size):
         optimizer = torch.optim.SGD(module.parameters(), lr=1.0)
         start = time.perf_counter()
         for sample in batches:
-            logits = forward(sample)
-            loss = torch.nn.functional.cross_entropy(
-                logits.reshape(-1, logits.size(-1)).float(), sample["target"].reshape(-1),
-                ignore_index=task.dictionary.pad(), reduction="sum") / STREAMS
+            loss = forward(sample) / STREAMS
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(module.parameters(), 5.0)
             optimizer.step()
         return sum(s["ntokens"] for s in batches) / (time.perf_counter() - start)
 
-    def ours(model):
-        def forward(sample):
-            net = model(**{k: v for k, v in sample["net_input"].items() if k != "src_lengths"})
-            return model.get_normalized_probs(net, log_probs=True)  # the pointer's output is log p already
-        return lambda: (model.decoder.carry.reset(), step_all(forward, model))[1]
+    criterion = AttentionCrossEntropyCriterion(task, sentence_avg=True)
 
-    runs = {"bare nn.LSTM LM (no carry)": lambda: step_all(lambda s: bare(s["net_input"]["src_tokens"]), bare)}
+    def ours(model):
+        return lambda: (model.decoder.carry.reset(), step_all(lambda sample: criterion(model, sample)[0], model))[1]
+
+    def bare_loss(sample):
+        logits = bare(sample["net_input"]["src_tokens"])
+        return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)).float(),
+                                                 sample["target"].reshape(-1), ignore_index=task.dictionary.pad(),
+                                                 reduction="sum")
+
+    runs = {"bare nn.LSTM LM (no carry)": lambda: step_all(bare_loss, bare)}
     runs.update({name: ours(model) for name, model in models.items()})
     return runs
 

@@ -132,8 +132,10 @@ def model_log_p(model, d, word):
     (dict(adaptive_softmax_cutoff="16,8"), "must be positive and strictly increasing"),
     (dict(adaptive_softmax_cutoff="8,8"), "must be positive and strictly increasing"),
     (dict(adaptive_softmax_cutoff="8,x"), "expected comma-separated word ids"),
-    (dict(adaptive_softmax_factor=2.0), "--adaptive-softmax-factor shapes the untied tails"),
-    (dict(adaptive_softmax_cutoff=None, adaptive_softmax_untied=True), "only --adaptive-softmax-cutoff switches on"),
+    (dict(adaptive_softmax_factor=2.0), "--adaptive-softmax-factor does nothing without --adaptive-softmax-untied"),
+    (dict(adaptive_softmax_untied=True, adaptive_softmax_factor=0.0), "--adaptive-softmax-factor 0.0 is out of range"),
+    (dict(adaptive_softmax_cutoff=None, adaptive_softmax_untied=True),
+     "--adaptive-softmax-untied does nothing without --adaptive-softmax-cutoff"),
 ])
 def test_bad_cutoffs_and_combinations_are_refused_by_name(sorted_dictionary, options, message):
     with pytest.raises(OptionError, match=message.replace("(", r"\(")):
@@ -197,3 +199,26 @@ def test_fairseq_train_refuses_in_one_line_and_writes_nothing(tmp_path, options,
                        "--max-update", "1", "--save-dir", tmp_path, check=False)
     assert code != 0 and refused(output, "fairseq-train", message)
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("name", ["alm_lstm", "pointer_sentinel_lm"])
+def test_a_bfloat16_model_forms_its_distribution_in_float32(sorted_dictionary, name):
+    model = build(name, sorted_dictionary).to(torch.bfloat16)
+    tokens = torch.randint(4, len(sorted_dictionary), (2, 6))
+    log_p = model.get_normalized_probs(model(tokens), log_probs=True)
+    assert log_p.dtype == torch.float32
+    torch.testing.assert_close(log_p.exp().sum(-1), torch.ones(2, 6), rtol=0, atol=1e-5)
+
+
+def test_sampling_at_another_temperature_is_refused_where_fairseq_would_divide_the_features(sorted_dictionary):
+    """fairseq's generator divides the decoder's first output by --temperature: the features of an
+    adaptive model, the pointer's vocabulary logits before the mixture."""
+    from argparse import Namespace
+    from alm_plugin.modules.adaptive_softmax import check_temperature
+    full = build("alm_lstm", sorted_dictionary, adaptive_softmax_cutoff=None)
+    check_temperature([full], Namespace(temperature=0.7))  # logits: dividing them is what temperature means
+    for model in (build("alm_lstm", sorted_dictionary), build("pointer_sentinel_lm", sorted_dictionary,
+                                                                adaptive_softmax_cutoff=None)):
+        check_temperature([model], Namespace(temperature=1.0))
+        with pytest.raises(OptionError, match="sample at --temperature 1"):
+            check_temperature([model], Namespace(temperature=0.7))

@@ -111,3 +111,22 @@ def test_model_build_model_with_a_dataclass_config(model_name, data_dir):
     recorded = model.saved_options(model.state_dict())
     assert recorded["hidden_size"] == 16
     assert dataclasses.is_dataclass(config)
+
+
+@pytest.mark.parametrize("model_name", ["alm_lstm", "attentive_lm", "amsrn", "pointer_sentinel_lm", "attentive_nmt"])
+def test_the_adaptive_softmax_builds_through_both_paths(model_name, data_dir):
+    """--adaptive-softmax-cutoff on every word model and the translation decoders, from the command
+    line (a Namespace) and from a dataclass config: the distribution has every word and sums to 1."""
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(parser, [data_dir, "--user-dir", "alm_plugin", "--arch", model_name,
+                                                *task_args(model_name, data_dir), "--embed-dim", "16",
+                                                "--hidden-size", "16", "--adaptive-softmax-cutoff", "6,10"])
+    task = tasks.setup_task(args)
+    config = MODEL_DATACLASS_REGISTRY[model_name](embed_dim=16, hidden_size=16, adaptive_softmax_cutoff="6,10")
+    for model in (task.build_model(args), ARCH_MODEL_REGISTRY[model_name].build_model(config, task)):
+        assert model.decoder.adaptive_softmax.cutoff == [6, 10]
+        check_scores(model, task)
+        tokens = torch.randint(4, len(task.target_dictionary), (2, 5))
+        output = model(tokens, torch.tensor([5, 5]), tokens) if model_name == "attentive_nmt" else model(tokens)
+        total = model.get_normalized_probs(output, log_probs=False).sum(-1)
+        torch.testing.assert_close(total, torch.ones(2, 5), rtol=0, atol=1e-5)

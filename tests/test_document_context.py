@@ -343,4 +343,4 @@ def test_document_context_refusals(stream_model, sentence_model, tmp_path):
                        "--path", root / "alm_lstm" / "checkpoint_last.pt", "--gen-subset", "valid", "--cpu",
                        "--batch-size", "1", "--neural-cache-lambda", "1.5", "--neural-cache-window", "10",
                        check=False)
-    assert code != 0 and "must lie in [0, 1]" in output
+    assert code != 0 and "--neural-cache-lambda 1.5 is out of range: it must be below 1" in output

@@ -15,8 +15,8 @@ import math
 
 import torch
 
-from ..modules.neural_cache import check_options, target_cache_probs
-from ..scoring import ScoringError, check_writable, is_character_model, load_models
+from ..modules.neural_cache import CACHE_MODELS, check_values, target_cache_probs
+from ..scoring import ScoringError, check_outputs, is_character_model, load_models
 from .tool import run_tool
 
 
@@ -87,20 +87,35 @@ def main(argv=None):
     run_tool("alm-cache-grid", run, args)
 
 
+def check_grid(windows, thetas, lambdas):
+    """The grid as a whole, before the model loads: every value as --neural-cache-* takes it, and
+    something to try on each axis (lambda 0, the model alone, is always measured)."""
+    for flag, values in (("--windows", windows), ("--thetas", thetas), ("--lambdas", [v for v in lambdas if v])):
+        if not values:
+            raise ScoringError(f"{flag}: give at least one value" + (" above 0 (0, the model alone, is always measured)"
+                                                                    if flag == "--lambdas" else "") + ", e.g. "
+                               + {"--windows": "100,500,2000", "--thetas": "0.1,0.3,1", "--lambdas": "0.1,0.2"}[flag])
+    flags = ("--windows", "--thetas", "--lambdas")
+    for window in windows:
+        check_values(window, None, None, flags)
+        if window < 1:
+            raise ScoringError(f"--windows: a cache size is a whole number of tokens >= 1, got {window:g}")
+    for theta in thetas:
+        check_values(0, theta, None, flags)
+    for lam in lambdas:
+        check_values(0, None, lam, flags)
+
+
 def run(args):
-    check_writable(args.json, "--json")
-    for window in args.windows:  # before the model loads
-        check_options(int(window), min(args.thetas), min(args.lambdas))
-        check_options(int(window), max(args.thetas), max(args.lambdas))
-        if window != int(window) or window < 1:
-            raise ValueError(f"--windows: a cache size is a whole number of tokens >= 1, got {window}")
+    check_outputs({"--json": args.json}, {"--path": [args.path]})
+    check_grid(args.windows, args.thetas, args.lambdas)  # before the model loads
     (model, task), = load_models([args.path], args.data, args.cpu, tool="alm-cache-grid")
     if is_character_model(model) or not hasattr(model, "neural_cache"):
         raise ScoringError(f"{args.path} holds a {model.__class__.__name__}: the neural cache works with the "
-                           "word-level alm_lstm, attentive_lm and amsrn")
+                           f"word-level {CACHE_MODELS}")
     features, targets, scores = split_in_corpus_order(model, task, args.gen_subset)
     windows = [int(w) for w in args.windows]
-    results = grid(features, targets, scores, windows, args.thetas, [0.0, *args.lambdas])
+    results = grid(features, targets, scores, windows, args.thetas, [0.0, *[lam for lam in args.lambdas if lam]])
     without = results[(windows[0], args.thetas[0], 0.0)]
     (window, theta, lam), best = min(((k, v) for k, v in results.items() if k[2] > 0), key=lambda kv: kv[1])
     print(f"{args.gen_subset}: {targets.numel()} tokens; perplexity without the cache {without:.2f}")
@@ -111,7 +126,7 @@ def run(args):
             print(f"{t:g}\t" + "\t".join(f"{results[(w, t, lam_)]:.2f}" for lam_ in args.lambdas))
     flags = f"--neural-cache-window {window} --neural-cache-theta {theta:g} --neural-cache-lambda {lam:g}"
     print(f"\nbest: {best:.2f} ({100 * (best / without - 1):+.1f}%) with {flags}")
-    print(f"use: {eval_lm_command(task, args.path, flags)}")
+    print(f"use: {eval_lm_command(task, args.path, flags, args.gen_subset)}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"split": args.gen_subset, "tokens": targets.numel(), "ppl_without_cache": without,
@@ -120,14 +135,31 @@ def run(args):
                                 for (w, t, l_), p in results.items()]}, f, indent=1)
 
 
-def eval_lm_command(task, checkpoint, flags):
-    """The fairseq-eval-lm command that reads the data as the grid did, with the cache ``flags``."""
-    # a dataclass task keeps its data path in task.cfg; sentence_language_modeling, a legacy
+# the task options that decide how a split is cut into samples: the command carries those the
+# checkpoint's task set to another value than eval-lm's default, so it reads the split as the grid did
+READING_OPTIONS = ("sample_break_mode", "tokens_per_sample", "eval_tokens_per_sample", "add_bos_token")
+
+
+def eval_lm_command(task, checkpoint, flags, split="valid"):
+    """The fairseq-eval-lm command that reads ``split`` as the grid did, with the cache ``flags``."""
+    from fairseq.tasks import TASK_DATACLASS_REGISTRY
+
+    # a dataclass task keeps its options in task.cfg; sentence_language_modeling, a legacy
     # fairseq task, in task.args (its task.cfg is None)
-    data = getattr(task.cfg, "data", None) or getattr(getattr(task, "args", None), "data", None) or "DATA"
+    options = task.cfg if task.cfg is not None else task.args
+    data = getattr(options, "data", None) or "DATA"
     name = _task_name(task)
-    return (f"fairseq-eval-lm {data} --user-dir alm_plugin --task {name} --path {checkpoint} {flags}"
-            + (" --batch-size 1" if name == "document_language_modeling" else ""))
+    defaults = TASK_DATACLASS_REGISTRY[name]() if name in TASK_DATACLASS_REGISTRY else None
+    reading = []
+    for option in READING_OPTIONS:
+        value = getattr(options, option, None)
+        if value is None or defaults is None or value == getattr(defaults, option, None):
+            continue
+        flag = "--" + option.replace("_", "-")
+        reading.append(flag if value is True else f"{flag} {value}")
+    return " ".join([f"fairseq-eval-lm {data} --user-dir alm_plugin --task {name} --path {checkpoint}",
+                     f"--gen-subset {split}", *reading, flags]
+                    + (["--batch-size 1"] if name == "document_language_modeling" else []))
 
 
 def _task_name(task):

@@ -22,7 +22,7 @@ import math
 
 import torch
 
-from ..scoring import ScoringError, check_writable, load_models
+from ..scoring import ScoringError, check_outputs, load_models
 from .tool import run_tool
 
 
@@ -98,7 +98,7 @@ def main(argv=None):
 
 
 def run(args):
-    check_writable(args.plot, "--plot")
+    check_outputs({"--plot": args.plot}, {"--path": [args.path]})
     (model, task), = load_models([args.path], args.data, args.cpu, tool="alm-cache-posterior")
     if getattr(model.decoder, "cache", None) is None and not hasattr(model.decoder, "copy_posterior"):
         raise ScoringError(f"{args.path} has no word cache ({model.__class__.__name__}, "

@@ -12,7 +12,7 @@ import argparse
 
 import torch
 
-from ..scoring import ScoringError, check_writable, load_models
+from ..scoring import ScoringError, check_outputs, load_models
 from .tool import run_tool
 
 
@@ -52,7 +52,7 @@ def main(argv=None):
 
 
 def run(args):
-    check_writable(args.out, "--out")
+    check_outputs({"--out": args.out}, {"--path": [args.path]})
     # on the CPU: a few sentences, and the weights are drawn from there
     (model, task), = load_models([args.path], args.data, use_cpu=True, tool="alm-plot-attention")
     check_has_history_attention(model, args.path)

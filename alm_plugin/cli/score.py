@@ -112,8 +112,9 @@ def main(argv=None):
     parser.add_argument("--neural-cache-window", type=int, default=0,
                         help="word models: mix in a neural cache over the N previous tokens of the document "
                              "(Grave et al. 2017; 0: none); choose N, theta, lambda with alm-cache-grid")
-    parser.add_argument("--neural-cache-theta", type=float, default=0.3, help="the cache's inverse temperature")
-    parser.add_argument("--neural-cache-lambda", type=float, default=0.1, help="the cache's weight in the mixture")
+    parser.add_argument("--neural-cache-theta", type=float, help="the cache's inverse temperature (default 0.3)")
+    parser.add_argument("--neural-cache-lambda", type=float,
+                        help="the cache's weight in the mixture, in [0, 1) (default 0.1)")
     parser.add_argument("--cpu", action="store_true", help="score on the CPU even when a GPU is there")
     args = parser.parse_args(argv)
     if args.batch_size < 1 or args.batch_tokens < 1:
@@ -132,6 +133,8 @@ def run(args):
     if "" in paths:
         raise ScoringError(f"--path {args.path!r} has an empty checkpoint path (a ':' at an end or doubled): "
                            "give CHECKPOINT, or CK1:CK2 for an ensemble")
+    from ..modules.neural_cache import check_options
+    cache = check_options(args.neural_cache_window, args.neural_cache_theta, args.neural_cache_lambda)
     numbered = read_lines(args.files)
     if not numbered:
         raise ScoringError(f"nothing to score: {' and '.join(args.files) or 'stdin'} "
@@ -148,7 +151,7 @@ def run(args):
     if len(kinds) > 1:
         raise ScoringError("an ensemble cannot mix word-level and character-level models: score them apart")
     if is_character_model(loaded[0][0]):
-        if args.neural_cache_window:
+        if cache is not None:
             raise ScoringError("--neural-cache-window is for word-level models; the character models have their own "
                                "word cache (char_cache_lm): drop the option")
         scorer = CharacterModelScorer(paths, args.data, args.cpu, args.batch_tokens, args.batch_size, loaded,
@@ -160,14 +163,8 @@ def run(args):
             print(f"alm-score: WARNING: words with characters the model never saw are scored as <unk> "
                   f"(counted in 'unk'), {count} in all: {examples}", file=sys.stderr)
     else:
-        cache = None
-        if args.neural_cache_window:
-            from ..modules.neural_cache import check_options
-            check_options(args.neural_cache_window, args.neural_cache_theta, args.neural_cache_lambda)
-            if args.context == "line":
-                raise ScoringError("--neural-cache-window: the cache spans the lines of a document; drop "
-                                   "--context line")
-            cache = (args.neural_cache_window, args.neural_cache_theta, args.neural_cache_lambda)
+        if cache is not None and args.context == "line":
+            raise ScoringError("--neural-cache-window: the cache spans the lines of a document; drop --context line")
         streams = any(trained_on_streams(task) for _, task in loaded)
         if streams and args.context == "line":
             raise ScoringError(f"{args.path} was trained on document_language_modeling, which reads text as one "

@@ -78,7 +78,10 @@ class PointerSentinelDecoder(HistoryAttentionLSTMDecoder):
         if scores.shape[:2] != weights.shape[:2]:
             raise OptionError("the Pointer Sentinel-LSTM mixes its pointer into the whole batch at once: "
                               "drop --softmax-batch")
-        return weights[..., :1].float(), weights[..., 1:].float(), extra["memory_tokens"]
+        if weights.dtype != torch.float32:  # half-precision weights sum to 1 only to ~1e-3
+            weights = weights.float()
+            weights = weights / weights.sum(-1, keepdim=True).clamp_min(torch.finfo(weights.dtype).tiny)
+        return weights[..., :1], weights[..., 1:], extra["memory_tokens"]
 
     def log_probs(self, net_output):
         """Eq. 3 over the whole vocabulary: ``log(g p_vocab + copied)``, summing to 1

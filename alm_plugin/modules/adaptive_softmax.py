@@ -35,6 +35,7 @@ from fairseq.dataclass import FairseqDataclass
 from torch import Tensor
 
 from ..errors import OptionError
+from ..option_checks import needs, number
 
 UNTIED_FACTOR, UNTIED_DROPOUT = 4.0, 0.0
 
@@ -76,23 +77,18 @@ def check_options(cfg, vocab_size: int) -> Optional[List[int]]:
     untied = bool(getattr(cfg, "adaptive_softmax_untied", False))
     factor = getattr(cfg, "adaptive_softmax_factor", None)
     dropout = getattr(cfg, "adaptive_softmax_dropout", None)
+    for flag, given in (("--adaptive-softmax-untied", untied), ("--adaptive-softmax-factor", factor is not None),
+                        ("--adaptive-softmax-dropout", dropout is not None)):
+        needs(flag, given, "--adaptive-softmax-cutoff", cutoff is not None, " (e.g. 2000,10000: the head's end, then "
+              "each tail cluster's)")
+    for flag, given in (("--adaptive-softmax-factor", factor is not None),
+                        ("--adaptive-softmax-dropout", dropout is not None)):
+        needs(flag, given, "--adaptive-softmax-untied", untied, " (it shapes the untied tails' projections; the tied "
+              "tails, the default, have none: they read h at full width against the embedding rows)")
+    number("--adaptive-softmax-factor", factor, above=0, why="tail k projects h to d / factor^k dimensions")
+    number("--adaptive-softmax-dropout", dropout, least=0, at_most=1, why="a dropout probability lies in [0, 1]")
     if cutoff is None:
-        given = [flag for flag, value in (("--adaptive-softmax-untied", untied or None),
-                                          ("--adaptive-softmax-factor", factor),
-                                          ("--adaptive-softmax-dropout", dropout)) if value is not None]
-        if given:
-            raise OptionError(f"{given[0]} shapes the adaptive softmax, which only --adaptive-softmax-cutoff "
-                              "switches on: add the cutoffs (e.g. --adaptive-softmax-cutoff 2000,10000) or drop it")
         return None
-    if not untied and (factor is not None or dropout is not None):
-        flag = "--adaptive-softmax-factor" if factor is not None else "--adaptive-softmax-dropout"
-        raise OptionError(f"{flag} shapes the untied tails' projections, and the tied tails (the default) have "
-                          "none: they read h at full width against the embedding rows. Add "
-                          f"--adaptive-softmax-untied or drop {flag}")
-    if factor is not None and not factor > 0:
-        raise OptionError(f"--adaptive-softmax-factor {factor}: the tails' sizes are d / factor^k, factor must be > 0")
-    if dropout is not None and not 0.0 <= dropout <= 1.0:
-        raise OptionError(f"--adaptive-softmax-dropout {dropout} is out of range: a dropout probability lies in [0, 1]")
     if any(b <= a for a, b in zip(cutoff, cutoff[1:])) or cutoff[0] < 1:
         raise OptionError(f"--adaptive-softmax-cutoff {','.join(map(str, cutoff))}: the cutoffs must be positive "
                           "and strictly increasing (head end, then each tail cluster's end), e.g. 2000,10000")
@@ -209,6 +205,22 @@ def check_criterion(criterion_cfg, adaptive: bool) -> None:
         raise OptionError(f"--criterion {name} cannot train a model with --adaptive-softmax-cutoff at the adaptive "
                           "softmax's speed (it forms the whole distribution, or expects fairseq's own "
                           "AdaptiveSoftmax): use --criterion attention_cross_entropy")
+
+
+def check_temperature(models, args) -> None:
+    """fairseq's generator divides the decoder's first output by ``--temperature``: logits for the
+    full softmax, but the features for the adaptive softmax (fairseq's own included) and the
+    pointer's vocabulary logits before its mixture, so any other temperature than 1 would sample
+    from a distribution nobody asked for."""
+    temperature = getattr(args, "temperature", 1.0)
+    if temperature == 1.0:
+        return
+    for model in models:
+        decoder = getattr(model, "decoder", None)
+        if uses_adaptive_softmax(model) or hasattr(decoder, "copy_posterior"):
+            raise OptionError(f"--temperature {temperature}: fairseq divides the decoder's first output by it, "
+                              f"which for {model.__class__.__name__} (adaptive softmax or pointer) is not the "
+                              "logits of its distribution: sample at --temperature 1")
 
 
 def build_adaptive_softmax(cfg, dictionary, input_dim: int) -> Optional[AdaptiveSoftmax]:

@@ -14,14 +14,21 @@ document task. ``StreamCarry`` hands the previous batch's memory on only to a ba
 continues it (the next sentence ids, or the next positions of the same streams); anything
 else starts with an empty cache.
 """
+import math
 from dataclasses import dataclass, field
+from typing import Optional
 
 import torch
 from torch import Tensor
 
 from ..errors import OptionError
+from ..option_checks import needs, number
 from .history_attention import masked_softmax
 from .stream_carry import StreamCarry
+
+
+THETA, LAMBDA = 0.3, 0.1  # what --neural-cache-window alone uses
+CACHE_MODELS = "alm_lstm, attentive_lm, amsrn and pointer_sentinel_lm"  # the word models that hand it features
 
 
 @dataclass
@@ -31,19 +38,45 @@ class NeuralCacheOptions:
     neural_cache_window: int = field(default=0, metadata={
         "help": "test time only: mix in a neural cache (Grave et al. 2017) over the features of the "
                 "N previous tokens, read in corpus order across sentence ends (0: no cache)"})
-    neural_cache_theta: float = field(default=0.3, metadata={
-        "help": "the cache's inverse temperature: softmax(theta h_t . h_i)"})
-    neural_cache_lambda: float = field(default=0.1, metadata={
-        "help": "weight of the cache in p = (1 - lambda) p_model + lambda p_cache (0 = the model alone)"})
+    neural_cache_theta: Optional[float] = field(default=None, metadata={
+        "help": f"the cache's inverse temperature: softmax(theta h_t . h_i) (default {THETA}; needs the window)"})
+    neural_cache_lambda: Optional[float] = field(default=None, metadata={
+        "help": f"weight of the cache in p = (1 - lambda) p_model + lambda p_cache, in [0, 1) (default "
+                f"{LAMBDA}; needs the window)"})
 
 
-def check_options(window: int, theta: float, lam: float) -> None:
-    if window < 0:
-        raise OptionError(f"--neural-cache-window {window}: the cache holds N >= 0 previous tokens (0: none)")
-    if not 0.0 <= lam <= 1.0:
-        raise OptionError(f"--neural-cache-lambda {lam}: a mixture weight must lie in [0, 1]")
-    if theta < 0:
-        raise OptionError(f"--neural-cache-theta {theta}: the inverse temperature must be >= 0")
+FLAGS = ("--neural-cache-window", "--neural-cache-theta", "--neural-cache-lambda")
+
+
+def check_values(window, theta, lam, flags=FLAGS) -> None:
+    """Each value alone: a whole window >= 0, a finite theta >= 0, a finite lambda in [0, 1)
+    (``flags``: the options' names in the tool that reads them)."""
+    if isinstance(window, float) and math.isfinite(window) and window != int(window):
+        raise OptionError(f"{flags[0]} {window:g}: a cache holds a whole number of tokens")
+    number(flags[0], window, least=0, why="the cache holds N >= 0 previous tokens (0: none)")
+    number(flags[1], theta, least=0, why="the cache's inverse temperature")
+    number(flags[2], lam, least=0, below=1,
+           why="a mixture weight below 1 (at 1 every word the recent text does not hold gets probability 0: an "
+               "infinite perplexity, of which fairseq-eval-lm would report only the finite part)")
+
+
+def check_options(window, theta, lam):
+    """The cache's options as a whole: ``(window, theta, lambda)`` with the defaults filled in,
+    or ``None`` for no cache. Refused: a window below 0 or not whole, theta or lambda not finite,
+    theta < 0, lambda outside [0, 1) (at 1 a word the recent text does not hold gets probability
+    0), theta or lambda without a window (they would do nothing)."""
+    window = 0 if window is None else window
+    check_values(window, theta, lam)
+    for flag, value in (("--neural-cache-theta", theta), ("--neural-cache-lambda", lam)):
+        needs(flag, value is not None, "--neural-cache-window N", window > 0, " (the cache's size, e.g. 500)")
+    if window == 0:
+        return None
+    return int(window), THETA if theta is None else float(theta), LAMBDA if lam is None else float(lam)
+
+
+def cache_scores(theta: float, dots: Tensor) -> Tensor:
+    """``theta h_t . h_i``, kept finite: a large accepted theta makes the softmax one-hot, not NaN."""
+    return torch.nan_to_num(theta * dots, posinf=torch.finfo(dots.dtype).max, neginf=torch.finfo(dots.dtype).min)
 
 
 def window_mask(held: int, length: int, window: int, device=None) -> Tensor:
@@ -58,8 +91,8 @@ def window_mask(held: int, length: int, window: int, device=None) -> Tensor:
 class NeuralCache:
     """Turns a batch's model log probabilities and features into cache-mixed ones, row by row."""
 
-    def __init__(self, window: int, theta: float, lam: float):
-        check_options(window, theta, lam)
+    def __init__(self, window: int, theta: float = THETA, lam: float = LAMBDA):
+        check_values(window, theta, lam)
         self.window, self.theta, self.lam = window, theta, lam
         self.carry = StreamCarry()
 
@@ -90,7 +123,7 @@ class NeuralCache:
         length, held = features.size(1), past[0].size(1)
         allowed = window_mask(held, length, self.window, log_model.device)
         allowed = allowed.unsqueeze(0) & ~memory_padding.unsqueeze(1)  # (R, T, S)
-        scores = self.theta * torch.bmm(features, memory.transpose(1, 2))
+        scores = cache_scores(self.theta, torch.bmm(features, memory.transpose(1, 2)))
         weights = masked_softmax(scores, allowed)
         # p_cache(w) = the sum of the weights of w's slots, over the cache's distinct words U
         # (a few hundred in 2,000 words of text), not over the vocabulary
@@ -109,15 +142,15 @@ class NeuralCache:
 
 def attach_neural_cache(cfg, model):
     """Give ``model`` the cache the task's ``--neural-cache-*`` options ask for (if any)."""
-    window = getattr(cfg, "neural_cache_window", 0) or 0
-    if window == 0:
+    settings = check_options(getattr(cfg, "neural_cache_window", 0), getattr(cfg, "neural_cache_theta", None),
+                             getattr(cfg, "neural_cache_lambda", None))
+    if settings is None:
         return model
     if not hasattr(model, "neural_cache"):
         raise OptionError(
             f"--neural-cache-window: {model.__class__.__name__} does not hand its output features to "
-            "the cache; the neural cache works with alm_lstm, attentive_lm, amsrn and pointer_sentinel_lm. Drop the "
-            "--neural-cache-* options for this model.")
-    model.neural_cache = NeuralCache(window, cfg.neural_cache_theta, cfg.neural_cache_lambda)
+            f"the cache; the neural cache works with {CACHE_MODELS}. Drop the --neural-cache-* options for this model.")
+    model.neural_cache = NeuralCache(*settings)
     return model
 
 
@@ -143,8 +176,8 @@ def cached_log_probs(cache: NeuralCache, decoder, net_output, sample, padding_id
     features, padding = extra["features"], target.eq(padding_idx)
     net_input = sample["net_input"]
     if net_input.get("stream_ids") is not None:
-        return cache.log_probs(log_model, features, target, padding,
-                               net_input["stream_ids"], net_input["stream_positions"])
+        return check_finite(cache.log_probs(log_model, features, target, padding, net_input["stream_ids"],
+                                            net_input["stream_positions"]), target, padding)
     ids = sample["id"]
     if not torch.equal(ids, torch.arange(int(ids[0]), int(ids[0]) + ids.numel(), device=ids.device)):
         raise OptionError("the neural cache reads the text in corpus order, but this batch holds sentences "
@@ -154,7 +187,18 @@ def cached_log_probs(cache: NeuralCache, decoder, net_output, sample, padding_id
     flat = cache.log_probs(log_model[real].unsqueeze(0), features[real].unsqueeze(0), target[real].unsqueeze(0),
                            padding[real].unsqueeze(0), ids.new_zeros(1), ids[:1], ids[-1:] + 1)
     log_model[real] = flat[0]  # padded slots keep the model's (finite) scores
-    return log_model
+    return check_finite(log_model, target, padding)
+
+
+def check_finite(log_probs: Tensor, target: Tensor, padding: Tensor) -> Tensor:
+    """Every real target keeps a finite log probability, or the run stops: fairseq-eval-lm would
+    skip the tokens scored -inf and print the perplexity of the rest."""
+    at_target = log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    if not torch.isfinite(at_target[~padding]).all():
+        raise OptionError("the neural cache gave a word a non-finite log probability: lower "
+                          "--neural-cache-lambda (below 1) or --neural-cache-theta; the perplexity of the other "
+                          "words alone would flatter the model")
+    return log_probs
 
 
 def target_cache_probs(features: Tensor, targets: Tensor, window: int, thetas, chunk: int = 1024):
@@ -173,6 +217,6 @@ def target_cache_probs(features: Tensor, targets: Tensor, window: int, thetas, c
         same = targets[first:end].unsqueeze(0) == targets[start:end].unsqueeze(1)
         filled[start:end] = allowed.any(-1)
         for k, theta in enumerate(thetas):
-            weights = masked_softmax(theta * dots, allowed)
+            weights = masked_softmax(cache_scores(theta, dots), allowed)
             probs[k, start:end] = (weights * same).sum(-1)
     return probs, filled

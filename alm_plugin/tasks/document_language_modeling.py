@@ -33,8 +33,8 @@ from omegaconf import II
 
 from ..errors import MissingDataError, OptionError
 from ..data.word_streams import WordStreamDataset
-from ..modules.adaptive_softmax import check_criterion, uses_adaptive_softmax
-from ..modules.neural_cache import NeuralCacheOptions, attach_neural_cache, refuse_cache_in_training
+from ..modules.adaptive_softmax import check_criterion, check_temperature, uses_adaptive_softmax
+from ..modules.neural_cache import CACHE_MODELS, NeuralCacheOptions, attach_neural_cache, refuse_cache_in_training
 
 logger = logging.getLogger(__name__)
 
@@ -152,6 +152,11 @@ class DocumentLanguageModelingTask(WordStreamTask):
 
     def build_model(self, cfg, from_checkpoint=False):
         model = super().build_model(cfg, from_checkpoint)
+        if not hasattr(getattr(model, "decoder", None), "carry"):
+            raise OptionError(
+                f"--task document_language_modeling hands the model chunks of streams whose state it carries from "
+                f"one to the next, which {model.__class__.__name__} cannot: use one of our word models "
+                f"({CACHE_MODELS}), or fairseq's --task language_modeling for fairseq's own models")
         self.trains_adaptive_softmax = uses_adaptive_softmax(model)
         window = getattr(getattr(model, "decoder", None), "attention", None)
         if window is not None and window.window == 0:
@@ -160,6 +165,10 @@ class DocumentLanguageModelingTask(WordStreamTask):
                 "document_language_modeling spans the whole stream: bound it with --memory-window M "
                 "(e.g. 100; the last M states are carried from chunk to chunk).")
         return attach_neural_cache(self.cfg, model)
+
+    def build_generator(self, models, args, *rest, **kwargs):
+        check_temperature(models, args)
+        return super().build_generator(models, args, *rest, **kwargs)
 
     def build_criterion(self, cfg, *args, **kwargs):
         check_criterion(cfg, getattr(self, "trains_adaptive_softmax", False))

@@ -35,7 +35,7 @@ from fairseq.tasks.language_modeling import (
 
 from ..errors import MissingDataError, OptionError
 from ..data import SentenceBlockDataset
-from ..modules.adaptive_softmax import check_criterion, uses_adaptive_softmax
+from ..modules.adaptive_softmax import check_criterion, check_temperature, uses_adaptive_softmax
 from ..modules.neural_cache import NeuralCacheOptions, attach_neural_cache, refuse_cache_in_training
 
 logger = logging.getLogger(__name__)
@@ -94,6 +94,10 @@ class SentenceLanguageModelingTask(LanguageModelingTask):
         limit = model.max_positions()
         self.model_position_limit = limit if isinstance(limit, int) and limit < 100_000 else 0
         return attach_neural_cache(self.args, model)
+
+    def build_generator(self, models, args, *rest, **kwargs):
+        check_temperature(models, args)
+        return super().build_generator(models, args, *rest, **kwargs)
 
     def build_criterion(self, cfg, *args, **kwargs):
         check_criterion(cfg, getattr(self, "trains_adaptive_softmax", False))
@@ -160,7 +164,13 @@ class SentenceLanguageModelingTask(LanguageModelingTask):
                            ignore_invalid_inputs=False, required_batch_size_multiple=1, **kwargs):
         """Batches of any size. fairseq-fixed's ``batch_by_size`` drops a last batch whose size
         is not a multiple of ``--required-batch-size-multiple`` (default 8), which would
-        silently leave up to 7 samples out of every validation and ``fairseq-validate`` run."""
+        silently leave up to 7 samples out of every validation and ``fairseq-validate`` run.
+        A ``--max-tokens`` below the longest sample is refused by name (fairseq: a bare assertion)."""
+        longest = int(max(dataset.sizes)) if len(dataset.sizes) else 0
+        if max_tokens is not None and longest > max_tokens:
+            raise OptionError(f"--max-tokens {max_tokens} is below the longest sample of this split ({longest} "
+                              "tokens; sentences are scored whole): raise --max-tokens to at least "
+                              f"{longest}, or batch by --batch-size")
         return super().get_batch_iterator(dataset, max_tokens, max_sentences, max_positions,
                                           ignore_invalid_inputs, 1, **kwargs)
 

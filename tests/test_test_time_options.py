@@ -1,0 +1,118 @@
+"""The test-time options (issue 34): no token dropped, no flattering perplexity, no tool writing over
+its inputs, a printed command that reproduces its figure, one-line refusals."""
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from cli import TRAIN_COMMON, eval_lm_result, run, run_module
+from conftest import ROOT, SAMPLE_DATA
+from test_refusals import refused
+
+TINY = ["--arch", "alm_lstm", "--embed-dim", "16", "--hidden-size", "16", "--num-layers", "1",
+        "--criterion", "attention_cross_entropy", "--optimizer", "adam", "--lr", "0.01", "--batch-size", "16",
+        "--no-epoch-checkpoints", "--disable-validation"]
+EVAL = ["--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--cpu", "--gen-subset", "valid",
+        "--batch-size", "16"]
+
+
+@pytest.fixture(scope="module")
+def blocks_model(tmp_path_factory):
+    """A sentence-task model trained on blocks across sentences (--sample-break-mode none): the grid
+    reads valid that way, and so must the command it prints."""
+    save = tmp_path_factory.mktemp("blocks")
+    run("train", SAMPLE_DATA, *TRAIN_COMMON, *TINY, "--sample-break-mode", "none", "--tokens-per-sample", "20",
+        "--max-update", "15", "--save-dir", save)
+    return save / "checkpoint_last.pt"
+
+
+def test_the_grids_command_reproduces_its_figure_on_its_split(blocks_model, tmp_path):
+    code, out, err = run_module("alm_plugin.cli.cache_grid", "--path", blocks_model, "--windows", "50",
+                                "--thetas", "0.3", "--lambdas", "0.2", "--cpu", "--json", tmp_path / "grid.json")
+    assert code == 0, err
+    best = float(re.search(r"best: ([\d.]+)", out).group(1))
+    command = shlex.split(re.search(r"^use: (.*)$", out, re.M).group(1))
+    assert command[0] == "fairseq-eval-lm" and "--gen-subset" in command and "--sample-break-mode" in command
+    _, output = run("eval_lm", *command[1:], "--cpu")
+    assert eval_lm_result(output)[1] == pytest.approx(best, rel=2e-3)  # before: 345.02 against 338.93
+
+
+def test_eval_lm_never_drops_a_token_at_the_extremes_the_options_accept(blocks_model):
+    _, output = run("eval_lm", SAMPLE_DATA, "--path", blocks_model, *EVAL, "--neural-cache-window", "1",
+                    "--neural-cache-theta", "1e30", "--neural-cache-lambda", "0.999999")
+    assert "skipping tokens" not in output
+    loss, ppl = eval_lm_result(output)
+    assert ppl > 1000  # the cache at lambda ~1 over one token is a terrible model: it must say so
+
+
+@pytest.mark.parametrize("options, message", [
+    # before: 70.83 printed for a split whose real perplexity is infinite ("skipping tokens with inf scores")
+    (["--neural-cache-window", "50", "--neural-cache-lambda", "1"], "--neural-cache-lambda 1.0 is out of range: it "
+                                                                    "must be below 1"),
+    (["--neural-cache-window", "50", "--neural-cache-theta", "nan"], "--neural-cache-theta nan: give a finite number"),
+    (["--neural-cache-window", "50", "--neural-cache-theta", "inf"], "--neural-cache-theta inf: give a finite number"),
+    # before: silently nothing
+    (["--neural-cache-theta", "0.5"], "--neural-cache-theta does nothing without --neural-cache-window N"),
+    (["--neural-cache-lambda", "0.2"], "--neural-cache-lambda does nothing without --neural-cache-window N"),
+    # before: fairseq's bare AssertionError
+    (["--max-tokens", "5", "--batch-size", "100"], "--max-tokens 5 is below the longest sample of this split"),
+])
+def test_eval_lm_refuses_options_that_would_change_the_figure_unnoticed(blocks_model, options, message):
+    code, output = run("eval_lm", SAMPLE_DATA, "--path", blocks_model, *EVAL, *options, check=False)
+    assert code != 0 and refused(output, "fairseq-eval-lm", message)
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--windows", ","], "--windows: give at least one value"),            # before: IndexError
+    (["--windows", "inf"], "--windows inf: give a finite number"),          # before: OverflowError
+    (["--lambdas", "0"], "--lambdas: give at least one value above 0"),     # before: min() of an empty sequence
+    (["--lambdas", "0.1,1"], "--lambdas 1.0 is out of range: it must be below 1"),  # before: "best: inf", exit 0
+])
+def test_cache_grid_refuses_a_grid_it_cannot_run(blocks_model, options, message):
+    code, out, err = run_module("alm_plugin.cli.cache_grid", "--path", blocks_model, "--cpu", *options)
+    assert code != 0 and refused(out + err, "alm-cache-grid", message)
+
+
+def outputs_onto_inputs(checkpoint, data):
+    """(module, arguments, option) of each tool with a file output, pointed at the checkpoint and at
+    the data's dict.txt."""
+    sentence = ["The game was released ."]
+    for target in (checkpoint, data / "dict.txt"):
+        yield "alm_plugin.cli.cache_grid", ["--path", checkpoint, "--data", data, "--json", target], "--json"
+        yield "alm_plugin.cli.plot_attention", [*sentence, "--path", checkpoint, "--data", data, "--out", target], "--out"
+        yield "alm_plugin.cli.cache_posterior", ["--path", checkpoint, "--data", data, "--plot", target], "--plot"
+
+
+def test_no_tool_writes_over_its_checkpoint_or_its_data(blocks_model, tmp_path):
+    """Before: alm-cache-grid --json onto its --path replaced a 34 MB checkpoint with 359 bytes of JSON."""
+    data = tmp_path / "data"
+    shutil.copytree(SAMPLE_DATA, data)
+    checkpoint = tmp_path / "model.pt"
+    shutil.copy(blocks_model, checkpoint)
+    before = {path: path.read_bytes() for path in (checkpoint, data / "dict.txt")}
+    for module, args, option in outputs_onto_inputs(checkpoint, data):
+        code, out, err = run_module(module, *args)
+        tool = "alm-" + module.rsplit(".", 1)[1].replace("_", "-")
+        assert code != 0 and refused(out + err, tool, option), (module, args)
+        assert "would destroy" in (out + err)
+    assert {path: path.read_bytes() for path in before} == before
+
+
+def test_document_task_refuses_a_model_that_cannot_carry_its_state(tmp_path):
+    """Before: fairseq's lstm_lm died in a TypeError ('stream_ids')."""
+    code, output = run("train", SAMPLE_DATA, "--user-dir", "alm_plugin", "--task", "document_language_modeling",
+                       "--cpu", "--arch", "lstm_lm", "--decoder-embed-dim", "16", "--decoder-hidden-size", "16",
+                       "--decoder-out-embed-dim", "16", "--optimizer", "adam", "--lr", "0.01", "--batch-size", "4",
+                       "--max-update", "1", "--save-dir", tmp_path, check=False)
+    assert code != 0 and refused(output, "fairseq-train", "LSTMLanguageModel cannot: use one of our word models "
+                                                          "(alm_lstm, attentive_lm, amsrn and pointer_sentinel_lm)")
+
+
+def test_importing_the_plugin_prints_no_chatter():
+    """Before: 'Please install tensorboardX' above alm-score's output."""
+    proc = subprocess.run([sys.executable, "-c", "import alm_plugin.cli.score"], cwd=ROOT, capture_output=True,
+                          text=True)
+    assert proc.returncode == 0 and proc.stdout == "" and "tensorboardX" not in proc.stderr, proc.stderr
