@@ -210,8 +210,11 @@ def trained_on_streams(task) -> bool:
 class LanguageModelScorer:
     def __init__(self, paths: List[str], data: Optional[str], use_cpu: bool, batch_tokens: int = 4000,
                  max_sentences: Optional[int] = None, tool: str = "alm-score", loaded=None,
-                 document: bool = False, neural_cache=None):
-        from .modules.neural_cache import NeuralCache
+                 document: bool = False, neural_cache=None, dynamic_eval=None):
+        """``neural_cache``: ``(N, theta, lambda)``; ``dynamic_eval``: the ``--dynamic-eval-*`` options
+        (an argparse namespace or config), which also read the lines in order as one text."""
+        from .modules.dynamic_evaluation import DynamicEvaluator, check_options as dynamic_options
+        from .modules.neural_cache import CACHE_MODELS, NeuralCache
 
         loaded = loaded or load_models(paths, data, use_cpu, tool)
         for path, (model, _) in zip(paths, loaded):
@@ -225,21 +228,31 @@ class LanguageModelScorer:
         self.batch_tokens, self.max_sentences = batch_tokens, max_sentences
         self.device = next(self.models[0].parameters()).device
         self.max_tokens = min(m.max_positions() or math.inf for m in self.models)
-        self.document = document or neural_cache is not None
+        settings = [dynamic_options(dynamic_eval, segments_are_sentences=not trained_on_streams(task))
+                    for _, task in loaded] if dynamic_eval is not None else [None]
+        self.dynamic = settings[0]
+        self.document = document or neural_cache is not None or self.dynamic is not None
         # per model: the chunk length of a model trained on streams (its state carries), else None
         self.chunks = [task.cfg.tokens_per_sample if trained_on_streams(task) else None for _, task in loaded]
         if any(self.chunks) and not self.document:
             raise ScoringError(f"{paths[self.chunks.index(next(c for c in self.chunks if c))]} was trained on "
                                "document_language_modeling, which reads text as one stream: score it with "
                                "--context document")
-        for path, model in zip(paths, self.models):
-            if neural_cache is not None:
-                if not hasattr(model, "neural_cache"):
-                    raise ScoringError(f"{path} holds a {model.__class__.__name__}: the neural cache works with "
-                                       "alm_lstm, attentive_lm and amsrn")
-                model.neural_cache = NeuralCache(*neural_cache)
-            elif hasattr(model, "neural_cache"):
-                model.neural_cache = None
+        if self.dynamic is not None:
+            if len(self.models) > 1:
+                raise ScoringError("dynamic evaluation adapts one model to the text: score an ensemble without it")
+            # a stream model's segments are --dynamic-eval-segment tokens of the one stream
+            self.chunks = [self.dynamic.segment if chunk else None for chunk in self.chunks]
+        for path, (model, task) in zip(paths, loaded):
+            for option, wanted in (("neural_cache", neural_cache), ("dynamic_eval", self.dynamic)):
+                if wanted is not None and not hasattr(model, option):
+                    raise ScoringError(f"{path} holds a {model.__class__.__name__}: the neural cache and dynamic "
+                                       f"evaluation work with {CACHE_MODELS}")
+            if hasattr(model, "neural_cache"):
+                model.neural_cache = None if neural_cache is None else NeuralCache(*neural_cache)
+            if hasattr(model, "dynamic_eval"):
+                model.dynamic_eval = None if self.dynamic is None else DynamicEvaluator(
+                    model, self.dynamic, getattr(task, "dynamic_eval_training_batches", None))
 
     def encode(self, text: str) -> torch.Tensor:
         return self.dictionary.encode_line(text, add_if_not_exist=False, append_eos=True).long()
@@ -280,6 +293,8 @@ class LanguageModelScorer:
         for model, chunk in zip(self.models, self.chunks):
             if model.neural_cache is not None:
                 model.neural_cache.reset()
+            if getattr(model, "dynamic_eval", None) is not None:
+                model.dynamic_eval.reset()  # every text is scored from the trained weights
             scores = self._stream(model, encoded, chunk) if chunk else self._in_order(model, encoded)
             per_model.append(torch.cat(scores))
         if progress is not None:
@@ -292,7 +307,9 @@ class LanguageModelScorer:
         scores, start = [], 0
         while start < len(encoded):
             end, longest = start + 1, len(encoded[start])
-            while (end < len(encoded) and (self.max_sentences is None or end - start < self.max_sentences)
+            # dynamic evaluation adapts after each line: one at a time
+            while (end < len(encoded) and self.dynamic is None
+                   and (self.max_sentences is None or end - start < self.max_sentences)
                    and (end - start + 1) * max(longest, len(encoded[end])) <= self.batch_tokens):
                 longest = max(longest, len(encoded[end]))
                 end += 1

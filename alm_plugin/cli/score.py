@@ -115,6 +115,12 @@ def main(argv=None):
     parser.add_argument("--neural-cache-theta", type=float, help="the cache's inverse temperature (default 0.3)")
     parser.add_argument("--neural-cache-lambda", type=float,
                         help="the cache's weight in the mixture, in [0, 1) (default 0.1)")
+    from ..modules.dynamic_evaluation import DynamicEvalOptions
+    for name, option in DynamicEvalOptions.__dataclass_fields__.items():  # the options fairseq-eval-lm has
+        kind = {"dynamic_eval_lr": float, "dynamic_eval_decay": float, "dynamic_eval_eps": float,
+                "dynamic_eval_rule": str}.get(name, int)
+        parser.add_argument("--" + name.replace("_", "-"), type=kind, default=option.default,
+                            help=option.metadata["help"] + " (the lines are read in order as one text)")
     parser.add_argument("--cpu", action="store_true", help="score on the CPU even when a GPU is there")
     args = parser.parse_args(argv)
     if args.batch_size < 1 or args.batch_tokens < 1:
@@ -135,6 +141,8 @@ def run(args):
                            "give CHECKPOINT, or CK1:CK2 for an ensemble")
     from ..modules.neural_cache import check_options
     cache = check_options(args.neural_cache_window, args.neural_cache_theta, args.neural_cache_lambda)
+    from ..modules.dynamic_evaluation import check_options as dynamic_options
+    dynamic_options(args, segments_are_sentences=False)  # before the model loads; the segment is checked after
     numbered = read_lines(args.files)
     if not numbered:
         raise ScoringError(f"nothing to score: {' and '.join(args.files) or 'stdin'} "
@@ -151,6 +159,9 @@ def run(args):
     if len(kinds) > 1:
         raise ScoringError("an ensemble cannot mix word-level and character-level models: score them apart")
     if is_character_model(loaded[0][0]):
+        if args.dynamic_eval_lr:
+            raise ScoringError("--dynamic-eval-lr adapts the word-level models; the character models are scored as "
+                               "trained: drop the --dynamic-eval-* options")
         if cache is not None:
             raise ScoringError("--neural-cache-window is for word-level models; the character models have their own "
                                "word cache (char_cache_lm): drop the option")
@@ -165,13 +176,17 @@ def run(args):
     else:
         if cache is not None and args.context == "line":
             raise ScoringError("--neural-cache-window: the cache spans the lines of a document; drop --context line")
+        if args.dynamic_eval_lr and args.context == "line":
+            raise ScoringError("--dynamic-eval-lr: the model adapts to the lines it has read, in order: drop "
+                               "--context line")
         streams = any(trained_on_streams(task) for _, task in loaded)
         if streams and args.context == "line":
             raise ScoringError(f"{args.path} was trained on document_language_modeling, which reads text as one "
                                "stream: drop --context line")
         document = args.context == "document" or streams or cache is not None
         scorer = LanguageModelScorer(paths, args.data, args.cpu, args.batch_tokens, args.batch_size, loaded=loaded,
-                                     document=document, neural_cache=cache)
+                                     document=document, neural_cache=cache,
+                                     dynamic_eval=args if args.dynamic_eval_lr else None)
         encoded = [scorer.encode(line) for line in lines]
     characters = scorer.characters_of if isinstance(scorer, CharacterModelScorer) else None
     scores = scorer.token_log_probs(encoded, progress_bar(len(encoded)))

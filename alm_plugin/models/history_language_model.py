@@ -1,4 +1,6 @@
 """The fairseq model wrapper shared by our history-attention language models."""
+import contextlib
+
 from fairseq.models import FairseqLanguageModel
 
 from ..errors import OptionError
@@ -15,6 +17,16 @@ class HistoryAttentionLanguageModel(CheckpointFitMixin, FairseqLanguageModel):
 
     decoder_class = None
     neural_cache = None  # set by the LM tasks' --neural-cache-* options (test time only)
+    dynamic_eval = None  # a DynamicEvaluator, set by the LM tasks' --dynamic-eval-* options (test time only)
+
+    def forward(self, src_tokens, **kwargs):
+        """With dynamic evaluation (eval mode) the scoring pass keeps its graph: the step after the
+        segment is scored is taken at the weights that scored it, from this same forward."""
+        if self.dynamic_eval is None or self.training:
+            return super().forward(src_tokens, **kwargs)
+        self.dynamic_eval.start()
+        with self.dynamic_eval.recording():
+            return super().forward(src_tokens, **kwargs)
 
     @classmethod
     def build_model(cls, cfg, task):
@@ -28,12 +40,28 @@ class HistoryAttentionLanguageModel(CheckpointFitMixin, FairseqLanguageModel):
         return cls.record_options(cls(cls.decoder_class(cfg, task.target_dictionary)), cfg)
 
     def get_normalized_probs(self, net_output, log_probs, sample=None):
-        """The model's distribution, or with a neural cache (in eval mode, given the batch) the
-        cache mixture of ``modules/neural_cache.py``."""
-        if self.neural_cache is None or self.training or sample is None:
+        """The model's distribution; in eval mode, given the batch, with the neural cache mixed in
+        (``modules/neural_cache.py``) and, with dynamic evaluation, followed by the step on the
+        segment (``modules/dynamic_evaluation.py``): the scores returned are those before it."""
+        adapting = self.dynamic_eval is not None and not self.training and sample is not None
+        if (self.neural_cache is None and not adapting) or self.training or sample is None:
             return super().get_normalized_probs(net_output, log_probs, sample)
-        mixed = cached_log_probs(self.neural_cache, self.decoder, net_output, sample, self.decoder.padding_idx)
-        return mixed if log_probs else mixed.exp()
+        target = sample["target"]
+        if net_output[0].shape[:2] != target.shape:
+            raise OptionError("the neural cache and dynamic evaluation score a whole batch at once: drop --softmax-batch")
+        with self.dynamic_eval.recording() if adapting else contextlib.nullcontext():
+            log_model = self.decoder.log_probs(net_output)  # with its graph when adapting
+        scores = log_model.detach()
+        if self.neural_cache is not None:
+            scores = cached_log_probs(self.neural_cache, scores, net_output, sample, self.decoder.padding_idx)
+        if adapting:
+            if target.size(0) != 1:
+                raise OptionError("dynamic evaluation reads the text one segment at a time: this batch holds "
+                                  f"{target.size(0)}; score with fairseq-eval-lm or alm-score")
+            real = target.ne(self.decoder.padding_idx)
+            with self.dynamic_eval.recording():
+                self.dynamic_eval.step(-log_model.gather(-1, target.unsqueeze(-1)).squeeze(-1)[real].mean())
+        return scores if log_probs else scores.exp()
 
     @classmethod
     def from_pretrained(cls, model_name_or_path, checkpoint_file="model.pt", data_name_or_path=".", **kwargs):

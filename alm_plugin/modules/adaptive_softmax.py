@@ -142,30 +142,39 @@ class AdaptiveSoftmax(nn.Module):
             self.head, self.tails = None, None
             self.clusters = nn.Linear(input_dim, len(self.bands))  # U h + u: one logit per tail
 
-    def head_log_probs(self, h: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
+    def split(self, weight: Tensor, bias: Tensor):
+        """The tied word rows and biases of the head and of each tail: one ``split`` (its backward
+        writes the embedding's gradient once, where a slice per band would fill a V x d zero tensor each)."""
+        sizes = [self.cutoff[0]] + [hi - lo for lo, hi in self.bands]
+        return weight.split(sizes), bias.split(sizes)
+
+    def head_log_probs(self, h: Tensor, weights, biases) -> Tensor:
         """``log softmax(head(h))`` (N, c_0 + K) in float32."""
-        head_words = self.cutoff[0]
         if self.head is not None:
             logits = self.head(h)
-            logits = torch.cat([logits[:, :head_words] + bias[:head_words], logits[:, head_words:]], dim=-1)
-        else:
-            logits = torch.cat([F.linear(h, weight[:head_words], bias[:head_words]), self.clusters(h)], dim=-1)
+            logits = torch.cat([logits[:, :self.cutoff[0]] + biases[0], logits[:, self.cutoff[0]:]], dim=-1)
+        else:  # one product for the head's words and the cluster logits
+            logits = F.linear(h, torch.cat([weights[0], self.clusters.weight]),
+                              torch.cat([biases[0], self.clusters.bias]))
         return F.log_softmax(logits.float(), dim=-1)
 
-    def tail_log_probs(self, k: int, h: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
+    def tail_log_probs(self, k: int, h: Tensor, weights, biases) -> Tensor:
         """``log softmax(tail_k(h))`` (n, |band k|) in float32, within cluster ``k``."""
-        lo, hi = self.bands[k]
-        logits = F.linear(h, weight[lo:hi]) if self.tails is None else self.tails[k](h)
-        return F.log_softmax((logits + bias[lo:hi]).float(), dim=-1)
+        if self.tails is None:
+            logits = F.linear(h, weights[k + 1], biases[k + 1])
+        else:
+            logits = self.tails[k](h) + biases[k + 1]
+        return F.log_softmax(logits.float(), dim=-1)
 
     def log_probs(self, features: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
         """The whole distribution ``log p`` (..., V): the head's words, then each cluster's
         log probability plus its words' log probabilities within it."""
         h = features.reshape(-1, features.size(-1))
-        head = self.head_log_probs(h, weight, bias)
+        weights, biases = self.split(weight, bias)
+        head = self.head_log_probs(h, weights, biases)
         parts = [head[:, : self.cutoff[0]]]
         for k in range(len(self.bands)):
-            parts.append(head[:, self.cutoff[0] + k: self.cutoff[0] + k + 1] + self.tail_log_probs(k, h, weight, bias))
+            parts.append(head[:, self.cutoff[0] + k: self.cutoff[0] + k + 1] + self.tail_log_probs(k, h, weights, biases))
         return torch.cat(parts, dim=-1).view(*features.shape[:-1], self.vocab_size)
 
     def target_log_probs(self, features: Tensor, target: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
@@ -175,12 +184,13 @@ class AdaptiveSoftmax(nn.Module):
         h = features.reshape(-1, features.size(-1))
         flat = target.reshape(-1)
         cluster = torch.bucketize(flat, self.boundaries, right=True)  # 0: the head; k + 1: tail k
-        head = self.head_log_probs(h, weight, bias)
+        weights, biases = self.split(weight, bias)
+        head = self.head_log_probs(h, weights, biases)
         head_index = torch.where(cluster.eq(0), flat, self.cutoff[0] + cluster - 1)
         scores = head.gather(1, head_index.unsqueeze(1)).squeeze(1)
         for k, (lo, _) in enumerate(self.bands):
             rows = cluster.eq(k + 1).nonzero().squeeze(1)
-            within = self.tail_log_probs(k, h.index_select(0, rows), weight, bias)
+            within = self.tail_log_probs(k, h.index_select(0, rows), weights, biases)
             scores = scores.index_add(0, rows, within.gather(1, (flat[rows] - lo).unsqueeze(1)).squeeze(1))
         return scores.view(target.shape)
 

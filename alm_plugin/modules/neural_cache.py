@@ -160,9 +160,9 @@ def refuse_cache_in_training(cfg):
                           "alm-cache-grid): nothing is trained. Drop --neural-cache-* from fairseq-train.")
 
 
-def cached_log_probs(cache: NeuralCache, decoder, net_output, sample, padding_idx: int) -> Tensor:
-    """``log p`` (B, T, V) of a batch with the cache mixed into ``decoder.log_probs`` (the
-    model's whole distribution, whatever its output layer).
+def cached_log_probs(cache: NeuralCache, log_model: Tensor, net_output, sample, padding_idx: int) -> Tensor:
+    """``log p`` (B, T, V) of a batch with the cache mixed into ``log_model``, the model's whole
+    distribution (``decoder.log_probs``, whatever its output layer).
 
     A document-task batch (``stream_ids`` in its input) has one cache per stream. Otherwise
     the batch must hold consecutive sentences (ids ``k, k+1, ...``, as the sentence task's
@@ -170,10 +170,10 @@ def cached_log_probs(cache: NeuralCache, decoder, net_output, sample, padding_id
     in corpus order, and the next batch continues it if it starts at the next id.
     """
     extra, target = net_output[1], sample["target"]
-    if net_output[0].shape[:2] != target.shape or extra["features"].shape[:2] != target.shape:
+    if extra["features"].shape[:2] != target.shape:
         raise OptionError("the neural cache scores a whole batch at once: drop --softmax-batch")
-    log_model = decoder.log_probs(net_output)
-    features, padding = extra["features"], target.eq(padding_idx)
+    log_model = log_model.clone()
+    features, padding = extra["features"].detach(), target.eq(padding_idx)
     net_input = sample["net_input"]
     if net_input.get("stream_ids") is not None:
         return check_finite(cache.log_probs(log_model, features, target, padding, net_input["stream_ids"],

@@ -34,6 +34,8 @@ from omegaconf import II
 from ..errors import MissingDataError, OptionError
 from ..data.word_streams import WordStreamDataset
 from ..modules.adaptive_softmax import check_criterion, check_temperature, uses_adaptive_softmax
+from ..modules.dynamic_evaluation import (DynamicEvalOptions, attach_dynamic_eval, check_options as dynamic_options,
+                                         refuse_dynamic_eval_in_training)
 from ..modules.neural_cache import CACHE_MODELS, NeuralCacheOptions, attach_neural_cache, refuse_cache_in_training
 
 logger = logging.getLogger(__name__)
@@ -50,7 +52,7 @@ class WordStreamConfig(FairseqDataclass):
 
 
 @dataclass
-class DocumentLanguageModelingConfig(WordStreamConfig, NeuralCacheOptions):
+class DocumentLanguageModelingConfig(WordStreamConfig, NeuralCacheOptions, DynamicEvalOptions):
     pass
 
 
@@ -94,8 +96,9 @@ class WordStreamTask(FairseqTask):
             initialised = torch.distributed.is_initialized()
             self.cfg.data_parallel_rank = distributed_utils.get_data_parallel_rank() if initialised else 0
             self.cfg.data_parallel_size = distributed_utils.get_data_parallel_world_size() if initialised else 1
+        streams, chunk = self.reading(split)
         self.datasets[split] = WordStreamDataset(
-            words, self.cfg.batch_size, self.cfg.tokens_per_sample, self.dictionary.pad(),
+            words, streams, chunk, self.dictionary.pad(),
             self.dictionary.eos(), self.cfg.data_parallel_rank, self.cfg.data_parallel_size)
 
     def get_batch_iterator(self, dataset, num_workers=0, epoch=1, data_buffer_size=0,
@@ -127,6 +130,10 @@ class WordStreamTask(FairseqTask):
             "nsentences": source.size(0),
             "ntokens": int(real.sum()),
         }
+
+    def reading(self, split):
+        """``(streams, tokens per chunk)`` of ``split``: ``--batch-size`` x ``--tokens-per-sample``."""
+        return self.cfg.batch_size, self.cfg.tokens_per_sample
 
     def eval_lm_dataloader(self, dataset, context_window: int = 0, num_shards: int = 1,
                            shard_id: int = 0, num_workers: int = 1, data_buffer_size: int = 10,
@@ -164,7 +171,22 @@ class DocumentLanguageModelingTask(WordStreamTask):
                 f"--arch {getattr(cfg, '_name', cfg)} attends over its history, which on "
                 "document_language_modeling spans the whole stream: bound it with --memory-window M "
                 "(e.g. 100; the last M states are carried from chunk to chunk).")
-        return attach_neural_cache(self.cfg, model)
+        model = attach_neural_cache(self.cfg, model)
+        return attach_dynamic_eval(self.cfg, model, self.dynamic_eval_training_batches, segments_are_sentences=False)
+
+    def reading(self, split):
+        """With dynamic evaluation an evaluation split is one stream of segments (whatever --batch-size):
+        one step after each segment, the figure independent of the batching."""
+        settings = None if split.startswith("train") else dynamic_options(self.cfg, segments_are_sentences=False)
+        return (1, settings.segment) if settings is not None else super().reading(split)
+
+    def dynamic_eval_training_batches(self, count):
+        """``count`` batches of the training split as 20 streams of segments, state carried: where rms
+        dynamic evaluation measures each weight's gradient (MS)."""
+        settings = dynamic_options(self.cfg, segments_are_sentences=False)
+        words = self.load_words("train")
+        dataset = WordStreamDataset(words, 20, settings.segment, self.dictionary.pad(), self.dictionary.eos())
+        return (self.collate([dataset[i]]) for i in range(min(count, len(dataset))))
 
     def build_generator(self, models, args, *rest, **kwargs):
         check_temperature(models, args)
@@ -176,6 +198,7 @@ class DocumentLanguageModelingTask(WordStreamTask):
 
     def train_step(self, *args, **kwargs):
         refuse_cache_in_training(self.cfg)
+        refuse_dynamic_eval_in_training(self.cfg)
         return super().train_step(*args, **kwargs)
 
     # The hub (``from_pretrained``: score, sample) reads each sentence alone, from a fresh state,

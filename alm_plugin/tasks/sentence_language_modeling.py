@@ -18,6 +18,7 @@ The other break modes (``none``, ``complete``, ``complete_doc``) behave as in fa
 them a model's ``--memory-window`` lets the memory span sentence boundaries.
 """
 import glob
+import itertools
 import logging
 import os
 from dataclasses import dataclass, field
@@ -36,13 +37,14 @@ from fairseq.tasks.language_modeling import (
 from ..errors import MissingDataError, OptionError
 from ..data import SentenceBlockDataset
 from ..modules.adaptive_softmax import check_criterion, check_temperature, uses_adaptive_softmax
+from ..modules.dynamic_evaluation import DynamicEvalOptions, attach_dynamic_eval, refuse_dynamic_eval_in_training
 from ..modules.neural_cache import NeuralCacheOptions, attach_neural_cache, refuse_cache_in_training
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class SentenceLanguageModelingConfig(LanguageModelingConfig, NeuralCacheOptions):
+class SentenceLanguageModelingConfig(LanguageModelingConfig, NeuralCacheOptions, DynamicEvalOptions):
     sample_break_mode: SAMPLE_BREAK_MODE_CHOICES = field(
         default="eos",
         metadata={"help": 'eos (default): one sentence per sample, longer sentences cut into '
@@ -93,7 +95,15 @@ class SentenceLanguageModelingTask(LanguageModelingTask):
         self.trains_adaptive_softmax = uses_adaptive_softmax(model)
         limit = model.max_positions()
         self.model_position_limit = limit if isinstance(limit, int) and limit < 100_000 else 0
-        return attach_neural_cache(self.args, model)
+        model = attach_neural_cache(self.args, model)
+        return attach_dynamic_eval(self.args, model, self.dynamic_eval_training_batches, segments_are_sentences=True)
+
+    def dynamic_eval_training_batches(self, count):
+        """``count`` batches of 32 training sentences, in corpus order: where rms dynamic evaluation
+        measures each weight's gradient (MS)."""
+        self.load_dataset("train")
+        itr = self.get_batch_iterator(CorpusOrder(self.dataset("train")), max_sentences=32, max_tokens=32 * 400)
+        return itertools.islice(itr.next_epoch_itr(shuffle=False), count)
 
     def build_generator(self, models, args, *rest, **kwargs):
         check_temperature(models, args)
@@ -105,15 +115,20 @@ class SentenceLanguageModelingTask(LanguageModelingTask):
 
     def train_step(self, *args, **kwargs):
         refuse_cache_in_training(self.args)
+        refuse_dynamic_eval_in_training(self.args)
         return super().train_step(*args, **kwargs)
 
     def eval_lm_dataloader(self, dataset, *args, context_window=0, num_shards=1, **kwargs):
-        """With the neural cache, the sentences in corpus order (the cache spans them)."""
-        if getattr(self.args, "neural_cache_window", 0):
+        """With the neural cache or dynamic evaluation, the sentences in corpus order (the cache spans
+        them; dynamic evaluation adapts after each), one sentence per batch for dynamic evaluation."""
+        dynamic = (getattr(self.args, "dynamic_eval_lr", 0) or 0) > 0
+        if getattr(self.args, "neural_cache_window", 0) or dynamic:
             if context_window > 0 or num_shards > 1:
-                raise OptionError("--neural-cache-window reads the split in corpus order, in one process: "
-                                  "drop --context-window and score on one GPU (no --distributed-world-size)")
+                raise OptionError("--neural-cache-window and --dynamic-eval-lr read the split in corpus order, in "
+                                  "one process: drop --context-window and score on one GPU (no --distributed-world-size)")
             dataset = CorpusOrder(dataset)
+        if dynamic:
+            kwargs["batch_size"] = 1  # the figure does not depend on the batching: one segment at a time
         return super().eval_lm_dataloader(dataset, *args, context_window=context_window,
                                           num_shards=num_shards, **kwargs)
 

@@ -1,0 +1,201 @@
+"""Dynamic evaluation (Krause, Kahembwe, Murray & Renals 2018): the model keeps learning from the
+text it scores.
+
+The text is read in corpus order as one sequence of segments (``sentence_language_modeling``: one
+sample, a sentence, each from a fresh state as the model was trained; ``document_language_modeling``:
+``--dynamic-eval-segment`` tokens of the one stream, the LSTM state carried across them, detached).
+Each segment is scored with the current weights, then one step on its mean NLL (its targets,
+``</s>`` included), both terms at the weights that scored it:
+
+    sgd:  theta <- theta - lr * grad + decay * (theta_0 - theta)
+    rms:  theta <- theta - lr * grad / (MS + eps) + decay * decrate * (theta_0 - theta)
+          MS      = sqrt(mean over training segments of grad^2)             per weight, once
+          decrate = MS / mean over parameter tensors of mean(MS), capped at 1 / decay
+
+over every trainable parameter (the tied embedding and the biases included); the decay is not
+scaled by lr. ``theta_0`` (the trained weights) is kept in memory: the checkpoint file is never
+written, and every pass starts from it (``reset``). Dropout stays off (the model is in eval mode);
+on a GPU the forward and backward run without cuDNN, whose LSTM refuses a backward pass in eval
+mode. The neural cache, if on, mixes into the adapted model's distribution; the step's loss is the
+model's own NLL (the cache is not trained).
+"""
+import contextlib
+import logging
+import math
+from dataclasses import dataclass, field
+from typing import Optional
+
+import torch
+from fairseq import utils
+
+from ..errors import OptionError
+from ..option_checks import needs, number
+
+logger = logging.getLogger(__name__)
+
+RULES = ("sgd", "rms")
+DECAY, RMS_EPS, SEGMENT, STATS_BATCHES = 0.0, 2e-5, 20, 100
+
+
+@dataclass
+class DynamicEvalOptions:
+    """Mixed into the word-level LM tasks' configs: the options of ``fairseq-eval-lm`` (and ``alm-score``)."""
+
+    dynamic_eval_lr: float = field(default=0.0, metadata={
+        "help": "test time only: > 0 switches on dynamic evaluation (Krause et al. 2018): after each segment is "
+                "scored, one step of this size on its mean NLL; 0: off"})
+    dynamic_eval_decay: Optional[float] = field(default=None, metadata={
+        "help": f"pull towards the trained weights, decay * (theta_0 - theta), in [0, 1] (default {DECAY})"})
+    dynamic_eval_rule: Optional[str] = field(default=None, metadata={
+        "help": "sgd (default): the step lr * grad; rms: lr * grad / (MS + eps), MS the root mean square of each "
+                "weight's gradient over training segments, and the decay scaled per weight (Krause's best)"})
+    dynamic_eval_eps: Optional[float] = field(default=None, metadata={
+        "help": f"rms: added to MS (default {RMS_EPS})"})
+    dynamic_eval_segment: Optional[int] = field(default=None, metadata={
+        "help": f"document_language_modeling: tokens per segment of the stream, one step after each (default "
+                f"{SEGMENT}: a step costs a backward pass; Krause et al. used 5 for LSTMs). On "
+                "sentence_language_modeling a segment is one sentence"})
+    dynamic_eval_stats_batches: Optional[int] = field(default=None, metadata={
+        "help": f"rms: training batches read for MS (default {STATS_BATCHES}; about a training epoch's "
+                "forward/backward at most)"})
+
+
+@dataclass(frozen=True)
+class DynamicEvalSettings:
+    lr: float
+    decay: float
+    rule: str
+    eps: float
+    segment: int
+    stats_batches: int
+
+
+def check_options(cfg, segments_are_sentences: bool) -> Optional[DynamicEvalSettings]:
+    """The options as a whole, with the defaults filled in; ``None`` when dynamic evaluation is off."""
+    lr = getattr(cfg, "dynamic_eval_lr", 0.0) or 0.0
+    decay, rule = getattr(cfg, "dynamic_eval_decay", None), getattr(cfg, "dynamic_eval_rule", None)
+    eps, segment = getattr(cfg, "dynamic_eval_eps", None), getattr(cfg, "dynamic_eval_segment", None)
+    stats = getattr(cfg, "dynamic_eval_stats_batches", None)
+    number("--dynamic-eval-lr", lr, least=0, why="the step size (0: off)")
+    for flag, value in (("--dynamic-eval-decay", decay), ("--dynamic-eval-rule", rule), ("--dynamic-eval-eps", eps),
+                        ("--dynamic-eval-segment", segment), ("--dynamic-eval-stats-batches", stats)):
+        needs(flag, value is not None, "--dynamic-eval-lr", lr > 0, " (> 0: the step size, e.g. 0.01)")
+    number("--dynamic-eval-decay", decay, least=0, at_most=1, why="the share of the way back to the trained weights")
+    if rule is not None and rule not in RULES:
+        raise OptionError(f"--dynamic-eval-rule {rule}: choose sgd or rms")
+    for flag, value in (("--dynamic-eval-eps", eps), ("--dynamic-eval-stats-batches", stats)):
+        needs(flag, value is not None, "--dynamic-eval-rule rms", rule == "rms")
+    number("--dynamic-eval-eps", eps, above=0, why="it keeps the rms step finite where MS is 0")
+    number("--dynamic-eval-stats-batches", stats, least=1, why="MS is a mean over training batches")
+    number("--dynamic-eval-segment", segment, least=1, why="a segment holds at least one token")
+    if segment is not None and segments_are_sentences:
+        raise OptionError("--dynamic-eval-segment: on sentence_language_modeling a segment is one sentence, read "
+                          "whole from a fresh state as the model was trained: drop the option")
+    if lr == 0:
+        return None
+    return DynamicEvalSettings(float(lr), DECAY if decay is None else float(decay), rule or "sgd",
+                               RMS_EPS if eps is None else float(eps), SEGMENT if segment is None else int(segment),
+                               STATS_BATCHES if stats is None else int(stats))
+
+
+class DynamicEvaluator:
+    """Adapts ``model``'s parameters segment after segment (see the module's docstring). The trained
+    weights are taken when the first segment is scored (after the checkpoint has been loaded)."""
+
+    def __init__(self, model, settings: DynamicEvalSettings, training_batches=None):
+        self.model, self.settings = model, settings
+        self.training_batches = training_batches  # rms: a callable giving the training batches for MS
+        self.parameters = [p for p in model.parameters() if p.requires_grad]
+        self.initial = None
+        self.segments = 0
+
+    @contextlib.contextmanager
+    def recording(self):
+        """Build the graph of a scoring forward pass (fairseq scores under ``no_grad``)."""
+        cudnn = torch.backends.cudnn.flags(enabled=False) if torch.cuda.is_available() else contextlib.nullcontext()
+        with torch.enable_grad(), cudnn:
+            yield
+
+    def start(self):
+        if self.initial is None:
+            self.initial = [p.detach().clone() for p in self.parameters]
+            if self.settings.rule == "rms":
+                self.ms = self.gradient_rms()
+                mean = torch.stack([ms.mean() for ms in self.ms]).mean()
+                cap = math.inf if self.settings.decay == 0 else 1 / self.settings.decay
+                self.decrate = [(ms / mean).clamp(max=cap) for ms in self.ms]
+
+    def reset(self):
+        """Back to the trained weights (a new pass over a text)."""
+        if self.initial is not None:
+            with torch.no_grad():
+                for p, p0 in zip(self.parameters, self.initial):
+                    p.copy_(p0)
+        self.segments = 0
+
+    def gradient_rms(self):
+        """``MS``: the root mean square of each weight's gradient of the mean NLL over training batches."""
+        if self.training_batches is None:
+            raise OptionError("--dynamic-eval-rule rms needs the training split's gradients (MS), which this tool "
+                              "cannot read: use --dynamic-eval-rule sgd, or fairseq-eval-lm with the training data")
+        sums, count = [torch.zeros_like(p) for p in self.parameters], 0
+        for sample in self.training_batches(self.settings.stats_batches):
+            if self.parameters[0].is_cuda:
+                sample = utils.move_to_cuda(sample)
+            with self.recording():
+                net_output = self.model(**{k: v for k, v in sample["net_input"].items() if k != "src_lengths"})
+                loss = mean_nll(self.model, net_output, sample["target"])
+            grads = torch.autograd.grad(loss, self.parameters, allow_unused=True)
+            for total, grad in zip(sums, grads):
+                if grad is not None:
+                    total.add_(grad.detach() ** 2)
+            count += 1
+        if count == 0:
+            raise OptionError("--dynamic-eval-rule rms: the training split has no batch to measure MS on")
+        carry = getattr(self.model.decoder, "carry", None)
+        if carry is not None:  # the evaluation starts its stream afresh
+            carry.reset()
+        logger.info(f"dynamic evaluation: MS from {count} training batches")
+        return [(total / count).sqrt() for total in sums]
+
+    def step(self, loss: torch.Tensor):
+        """One step on the scored segment's mean NLL ``loss`` (its graph at the weights that scored it)."""
+        self.segments += 1
+        if not torch.isfinite(loss):
+            raise OptionError(f"dynamic evaluation: the NLL of segment {self.segments} is {float(loss)}: the adapted "
+                              "weights diverged; lower --dynamic-eval-lr (no figure is given for a partial text)")
+        grads = torch.autograd.grad(loss, self.parameters, allow_unused=True)
+        s = self.settings
+        with torch.no_grad():
+            for k, (p, grad, p0) in enumerate(zip(self.parameters, grads, self.initial)):
+                pull = (p0 - p) * (s.decay if s.rule == "sgd" else s.decay * self.decrate[k])
+                if grad is not None:
+                    p.sub_(s.lr * (grad if s.rule == "sgd" else grad / (self.ms[k] + s.eps)))
+                p.add_(pull)
+
+
+def mean_nll(model, net_output, target) -> torch.Tensor:
+    """The mean NLL of the real targets (``</s>`` included), from the model's own distribution."""
+    real = target.ne(model.decoder.padding_idx)
+    return -model.decoder.target_log_probs(net_output, target)[real].mean()
+
+
+def attach_dynamic_eval(cfg, model, training_batches, segments_are_sentences: bool):
+    """Give ``model`` the evaluator the task's ``--dynamic-eval-*`` options ask for (if any);
+    ``training_batches(n)``: the task's training batches, for rms."""
+    from .neural_cache import CACHE_MODELS
+
+    settings = check_options(cfg, segments_are_sentences)
+    if settings is None:
+        return model
+    if not hasattr(model, "dynamic_eval"):
+        raise OptionError(f"--dynamic-eval-lr: dynamic evaluation adapts the word-level {CACHE_MODELS}, not "
+                          f"{model.__class__.__name__}: drop the --dynamic-eval-* options for this model")
+    model.dynamic_eval = DynamicEvaluator(model, settings, training_batches)
+    return model
+
+
+def refuse_dynamic_eval_in_training(cfg):
+    if (getattr(cfg, "dynamic_eval_lr", 0) or 0) > 0:
+        raise OptionError("--dynamic-eval-lr is a test-time option (fairseq-eval-lm, alm-score, alm-cache-grid): "
+                          "drop --dynamic-eval-* from fairseq-train")

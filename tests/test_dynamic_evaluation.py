@@ -1,0 +1,201 @@
+"""Dynamic evaluation (``--dynamic-eval-*``): fairseq-eval-lm equals a hand computation of the rules
+(SGD and RMS) whatever the batching, lr 0 is the static model, the checkpoint is never written,
+alm-score equals eval-lm, every word model adapts, bad options are refused in one line."""
+import math
+import os
+import shutil
+
+import pytest
+import torch
+from fairseq import checkpoint_utils
+from fairseq.data import Dictionary, data_utils
+
+from alm_plugin.errors import OptionError
+from alm_plugin.modules.dynamic_evaluation import DynamicEvalSettings, DynamicEvaluator
+from cli import TRAIN_COMMON, eval_lm_result, run, run_module
+from conftest import SAMPLE_DATA
+from test_refusals import refused
+
+TINY = ["--embed-dim", "24", "--hidden-size", "24", "--num-layers", "1", "--criterion", "attention_cross_entropy",
+        "--optimizer", "adam", "--lr", "0.01", "--batch-size", "32", "--no-epoch-checkpoints", "--disable-validation",
+        "--max-update", "30"]
+EVAL = ["--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--cpu", "--gen-subset", "valid"]
+SENTENCES = 60  # the valid split's first sentences: a small text for the hand computation
+
+
+@pytest.fixture(scope="module")
+def small_data(tmp_path_factory):
+    """The sample with a valid split of its first 60 sentences (the hand computation reads them one by one)."""
+    root = tmp_path_factory.mktemp("dyn_data")
+    for name in os.listdir(SAMPLE_DATA):
+        if not name.startswith("valid"):
+            shutil.copy(os.path.join(SAMPLE_DATA, name), root / name)
+    d = Dictionary.load(os.path.join(SAMPLE_DATA, "dict.txt"))
+    lines = data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "valid"), d)
+    text = root / "valid.txt"
+    text.write_text("".join(d.string(lines[i]) + "\n" for i in range(SENTENCES)), encoding="utf-8")
+    run("preprocess", "--only-source", "--srcdict", root / "dict.txt", "--validpref", text, "--destdir", root,
+        "--workers", "1")
+    return root, text
+
+
+@pytest.fixture(scope="module")
+def sentence_model(tmp_path_factory, small_data):
+    save = tmp_path_factory.mktemp("dyn_model")
+    run("train", small_data[0], *TRAIN_COMMON, "--arch", "alm_lstm", *TINY, "--save-dir", save)
+    return save / "checkpoint_last.pt"
+
+
+def hand_dynamic(checkpoint, data, lr, decay, rule="sgd", eps=2e-5, stats_batches=None):
+    """Sum of -ln p over the valid sentences, each scored whole from a fresh state with the current
+    weights, then one step of the rule on its mean NLL (Krause et al. 2018, written out here)."""
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)], arg_overrides={"data": str(data)})
+    model = models[0].eval()
+    params = [p for p in model.parameters() if p.requires_grad]
+    initial = [p.detach().clone() for p in params]
+    if rule == "rms":  # MS over the task's first training batches (32 sentences each, in corpus order)
+        squares, count = [torch.zeros_like(p) for p in params], 0
+        for sample in task.dynamic_eval_training_batches(stats_batches):
+            out = model(sample["net_input"]["src_tokens"])
+            lp = model.get_normalized_probs(out, log_probs=True).gather(-1, sample["target"].unsqueeze(-1)).squeeze(-1)
+            loss = -lp[sample["target"].ne(task.dictionary.pad())].mean()
+            for total, g in zip(squares, torch.autograd.grad(loss, params)):
+                total += g ** 2
+            count += 1
+        ms = [(total / count).sqrt() for total in squares]
+        mean = sum(m.mean() for m in ms) / len(ms)
+        decrate = [(m / mean).clamp(max=1 / decay) for m in ms]
+    task.load_dataset("valid")
+    valid = task.dataset("valid")
+    total, tokens = 0.0, 0
+    for i in range(len(valid)):
+        sentence = valid[i]["target"]
+        source = torch.cat([sentence.new([task.dictionary.eos()]), sentence[:-1]])
+        lp = model.get_normalized_probs(model(source[None]), log_probs=True)[0]
+        nll = -lp.gather(1, sentence[:, None]).squeeze(1)
+        total, tokens = total + float(nll.double().sum()), tokens + len(sentence)
+        grads = torch.autograd.grad(nll.mean(), params)
+        with torch.no_grad():
+            for k, (p, g, p0) in enumerate(zip(params, grads, initial)):
+                if rule == "sgd":
+                    p.copy_(p - lr * g + decay * (p0 - p))
+                else:
+                    p.copy_(p - lr * g / (ms[k] + eps) + decay * decrate[k] * (p0 - p))
+    return total, tokens
+
+
+@pytest.mark.parametrize("rule, options", [("sgd", []), ("rms", ["--dynamic-eval-eps", "2e-5",
+                                                                  "--dynamic-eval-stats-batches", "3"])])
+def test_eval_lm_equals_the_hand_computation_at_any_batch_size(small_data, sentence_model, rule, options):
+    data, _ = small_data
+    # rms: a weight whose gradient the few training batches never saw has MS = 0, and the step
+    # lr * grad / eps there: lr of the order of eps (Krause et al.: 2e-5 and 2e-5)
+    lr, decay = ("0.3", "0.02") if rule == "sgd" else ("1e-5", "0.02")
+    before = sentence_model.read_bytes()
+    nll, count = hand_dynamic(sentence_model, data, float(lr), float(decay), rule,
+                              stats_batches=3 if rule == "rms" else None)
+    _, static = eval_lm_result(run("eval_lm", data, "--path", sentence_model, *EVAL, "--batch-size", "8")[1])
+    for batch in ("1", "8"):
+        _, output = run("eval_lm", data, "--path", sentence_model, *EVAL, "--batch-size", batch,
+                        "--dynamic-eval-lr", lr, "--dynamic-eval-decay", decay, "--dynamic-eval-rule", rule, *options)
+        loss_base2, ppl = eval_lm_result(output)
+        assert f"Evaluated {count:,} tokens" in output
+        assert loss_base2 == pytest.approx(nll / count / math.log(2), abs=2e-4), batch
+    assert ppl < (0.97 if rule == "sgd" else 1.0) * static  # it adapts, for the better, on real text
+    assert sentence_model.read_bytes() == before  # the checkpoint is never written
+
+
+def test_alm_score_equals_eval_lm(small_data, sentence_model):
+    data, text = small_data
+    options = ["--dynamic-eval-lr", "0.3", "--dynamic-eval-decay", "0.02"]
+    _, eval_ppl = eval_lm_result(run("eval_lm", data, "--path", sentence_model, *EVAL, *options)[1])
+    code, stdout, stderr = run_module("alm_plugin.cli.score", "--path", sentence_model, "--data", data, text, *options)
+    assert code == 0, stderr
+    assert stderr.strip().splitlines()[-1].endswith(f"ppl {eval_ppl:.2f}")
+    # and a second text in the same process starts from the trained weights again
+    code, again, _ = run_module("alm_plugin.cli.score", "--path", sentence_model, "--data", data, text, *options)
+    assert again == stdout
+
+
+def segment_log_probs(model, segments, target_of):
+    out = []
+    for k, (source, target) in enumerate(segments):
+        sample = {"target": target, "id": torch.tensor([k]), "net_input": {"src_tokens": source}}
+        out.append(model.get_normalized_probs(model(source), log_probs=True, sample=sample))
+    return out
+
+
+@pytest.mark.parametrize("arch, options", [("alm_lstm", {}), ("attentive_lm", {"adaptive_softmax_cutoff": "8,16"}),
+                                           ("amsrn", {}), ("pointer_sentinel_lm", {"adaptive_softmax_cutoff": "8,16"}),
+                                           ("pointer_sentinel_lm", {})])
+def test_every_word_model_adapts_and_lr_0_is_the_static_model(arch, options):
+    from test_adaptive_softmax import MODELS, build
+    d = Dictionary()
+    for i in range(30):
+        d.add_symbol(f"w{i}", n=100 - i)
+    d.finalize(padding_factor=8)
+    generator = torch.Generator().manual_seed(0)
+    segments = []
+    for _ in range(4):
+        tokens = torch.randint(4, len(d), (1, 7), generator=generator)
+        segments.append((torch.cat([torch.full((1, 1), d.eos()), tokens[:, :-1]], 1), tokens))
+    model = build(arch, d, **{"adaptive_softmax_cutoff": None, **options})
+    trained = [p.detach().clone() for p in model.parameters()]
+    static = [model.get_normalized_probs(model(s), log_probs=True) for s, _ in segments]
+    for lr, same in ((0.0, True), (0.5, False)):
+        model.dynamic_eval = DynamicEvaluator(model, DynamicEvalSettings(lr, 0.1, "sgd", 2e-5, 20, 1))
+        with torch.no_grad():  # as fairseq's scorer calls it
+            adapted = segment_log_probs(model, segments, None)
+        torch.testing.assert_close(adapted[0], static[0])  # the first segment: the trained weights
+        assert torch.allclose(adapted[-1], static[-1], atol=1e-6) == same
+        model.dynamic_eval.reset()
+    for p, q in zip(model.parameters(), trained):
+        torch.testing.assert_close(p, q)  # reset: the trained weights again
+
+
+@pytest.fixture(scope="module")
+def stream_model(tmp_path_factory, small_data):
+    save = tmp_path_factory.mktemp("dyn_stream")
+    run("train", small_data[0], "--user-dir", "alm_plugin", "--task", "document_language_modeling", "--cpu",
+        "--arch", "alm_lstm", *TINY[:-4], "--batch-size", "10", "--tokens-per-sample", "35", "--max-update", "20",
+        "--save-dir", save, "--no-progress-bar")
+    return save / "checkpoint_last.pt"
+
+
+def test_a_stream_is_read_in_segments_whatever_the_batching(small_data, stream_model):
+    data, _ = small_data
+    common = [data, "--path", stream_model, "--user-dir", "alm_plugin", "--task", "document_language_modeling",
+              "--cpu", "--gen-subset", "valid", "--dynamic-eval-lr", "0.3", "--dynamic-eval-segment", "10"]
+    _, static = eval_lm_result(run("eval_lm", data, "--path", stream_model, "--user-dir", "alm_plugin", "--task",
+                                   "document_language_modeling", "--cpu", "--gen-subset", "valid",
+                                   "--batch-size", "1")[1])
+    figures = {eval_lm_result(run("eval_lm", *common, "--batch-size", b, "--tokens-per-sample", t)[1])
+               for b, t in (("1", "35"), ("4", "35"), ("1", "7"))}
+    assert len(figures) == 1 and figures.pop()[1] < static
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--dynamic-eval-lr", "-0.1"], "--dynamic-eval-lr -0.1 is out of range: it must be at least 0"),
+    (["--dynamic-eval-lr", "nan"], "--dynamic-eval-lr nan: give a finite number"),
+    (["--dynamic-eval-lr", "0.1", "--dynamic-eval-decay", "1.5"], "--dynamic-eval-decay 1.5 is out of range"),
+    (["--dynamic-eval-decay", "0.1"], "--dynamic-eval-decay does nothing without --dynamic-eval-lr"),
+    (["--dynamic-eval-lr", "0.1", "--dynamic-eval-eps", "1e-3"], "--dynamic-eval-eps does nothing without "
+                                                                 "--dynamic-eval-rule rms"),
+    (["--dynamic-eval-lr", "0.1", "--dynamic-eval-segment", "5"], "on sentence_language_modeling a segment is one "
+                                                                  "sentence"),
+    (["--dynamic-eval-lr", "1e30"], "dynamic evaluation: the NLL of segment"),
+])
+def test_bad_options_are_refused_in_one_line(small_data, sentence_model, options, message):
+    code, output = run("eval_lm", small_data[0], "--path", sentence_model, *EVAL, *options, check=False)
+    assert code != 0 and refused(output, "fairseq-eval-lm", message)
+
+
+def test_rms_without_a_training_split_and_training_with_the_options_are_refused(small_data, sentence_model, tmp_path):
+    data = tmp_path / "data"
+    shutil.copytree(small_data[0], data, ignore=shutil.ignore_patterns("train.*"))
+    code, output = run("eval_lm", data, "--path", sentence_model, *EVAL, "--dynamic-eval-lr", "0.01",
+                       "--dynamic-eval-rule", "rms", check=False)
+    assert code != 0 and refused(output, "fairseq-eval-lm", "no 'train' data in")
+    code, output = run("train", small_data[0], *TRAIN_COMMON, "--arch", "alm_lstm", *TINY, "--dynamic-eval-lr",
+                       "0.1", "--save-dir", tmp_path / "t", check=False)
+    assert code != 0 and refused(output, "fairseq-train", "--dynamic-eval-lr is a test-time option")
