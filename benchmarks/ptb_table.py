@@ -193,24 +193,43 @@ def evaluate(checkpoint, data, threads, name):
     return result
 
 
+# dynamic evaluation (SGD, stream rows: segments of 20 tokens), its lr and decay chosen on valid
+# beside the cache's settings, by the same alm-cache-grid run
+DYNAMIC_LRS, DYNAMIC_DECAYS = "0.3,1,3", "0"  # training stepped lr 1 on 35-word sums
+
+
 def evaluate_cache(checkpoint, data, threads, name):
-    """The neural cache on top: the grid on valid, then fairseq-eval-lm with the chosen flags."""
+    """The test-time options on top: the grid on valid (alm-cache-grid: the neural cache, and for the
+    stream rows dynamic evaluation and both together), then fairseq-eval-lm with the chosen flags. The
+    valid figures with dynamic evaluation are the grid's (it reads valid exactly as eval-lm does)."""
     grid_json = os.path.join(os.path.dirname(checkpoint), "cache_grid.json")
     env = {**os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
+    dynamic = ["--dynamic-lrs", DYNAMIC_LRS, "--dynamic-decays", DYNAMIC_DECAYS] if is_stream(name) else []
     proc = subprocess.run([sys.executable, "-m", "alm_plugin.cli.cache_grid", "--path", checkpoint, "--data", data,
-                           "--cpu", "--json", grid_json], cwd=ROOT, capture_output=True, text=True, env=env)
+                           "--cpu", "--json", grid_json, *dynamic], cwd=ROOT, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         sys.exit(f"alm-cache-grid failed ({proc.returncode}):\n{(proc.stdout + proc.stderr)[-3000:]}")
     with open(grid_json) as f:
         chosen = json.load(f)
-    flags = ["--neural-cache-window", str(chosen["window"]), "--neural-cache-theta", str(chosen["theta"]),
-             "--neural-cache-lambda", str(chosen["lambda"])]
+    cache_flags = lambda c: ["--neural-cache-window", str(c["window"]), "--neural-cache-theta", str(c["theta"]),
+                             "--neural-cache-lambda", str(c["lambda"])]
+    dynamic_flags = lambda c: ["--dynamic-eval-lr", str(c["lr"]), "--dynamic-eval-decay", str(c["decay"]),
+                               "--dynamic-eval-segment", str(c["segment"])]
     result = {"cache": {"window": chosen["window"], "theta": chosen["theta"], "lambda": chosen["lambda"],
                         "chosen_on": "valid", "grid_valid_ppl": round(chosen["ppl_with_cache"], 2)}}
     for split in ("valid", "test"):
         evaluated = fairseq("eval_lm", data, *task_args(name, False), "--path", checkpoint, "--gen-subset", split,
-                            *flags, threads=threads)
+                            *cache_flags(chosen), threads=threads)
         result[f"{split}_ppl_cache"] = float(re.search(r"Perplexity: ([\d.]+)", evaluated).group(1))
+    for kind, suffix, flags in (("dynamic", "dynamic", dynamic_flags),
+                                ("both", "cache_dynamic", lambda c: [*dynamic_flags(c), *cache_flags(c)])):
+        if kind not in chosen:
+            continue
+        result[kind] = {**chosen[kind], "chosen_on": "valid"}
+        result[f"valid_ppl_{suffix}"] = round(chosen[kind]["ppl"], 2)
+        evaluated = fairseq("eval_lm", data, *task_args(name, False), "--path", checkpoint, "--gen-subset", "test",
+                            *flags(chosen[kind]), threads=threads)
+        result[f"test_ppl_{suffix}"] = float(re.search(r"Perplexity: ([\d.]+)", evaluated).group(1))
     return result
 
 

@@ -1,13 +1,18 @@
-"""Choose the neural cache's window, theta and lambda on a validation split by a grid.
+"""Choose the test-time options on a validation split by a grid: the neural cache's window, theta
+and lambda, dynamic evaluation's lr and decay, and both together.
 
     alm-cache-grid --path checkpoints/ptb/checkpoint_best.pt --data data-bin/ptb
     alm-cache-grid --path lm.pt --windows 100,500,2000 --thetas 0.1,0.3,1 --lambdas 0.1,0.2 --json grid.json
+    alm-cache-grid --path lm.pt --dynamic-lrs 0.03,0.1,0.3 --dynamic-decays 0,0.01    # + dynamic evaluation
 
 The split is read as ``fairseq-eval-lm`` reads it with the cache: in corpus order (a
 sentence-level model scores each sentence from a fresh state; a model trained on
 ``document_language_modeling`` reads the split as one stream, ``--batch-size 1``). The model
-runs once; every grid point reuses its features. Prints the perplexity of each point, the
-best one and the ``fairseq-eval-lm`` flags that reproduce it.
+runs once for the cache alone; every cache point reuses its features. With ``--dynamic-lrs``
+the split is read once more for each (lr, decay), adapting as ``fairseq-eval-lm --dynamic-eval-*``
+does, and the cache grid is run on the adapted model's features too. Prints the perplexity of each
+point, the best of each kind, a ``best: PPL`` line and the ``fairseq-eval-lm`` command that
+reproduces it.
 """
 import argparse
 import json
@@ -15,6 +20,7 @@ import math
 
 import torch
 
+from ..errors import OptionError
 from ..modules.neural_cache import CACHE_MODELS, check_values, target_cache_probs
 from ..scoring import ScoringError, check_outputs, is_character_model, load_models
 from .tool import run_tool
@@ -28,30 +34,43 @@ def floats(text):
 
 
 @torch.no_grad()
-def split_in_corpus_order(model, task, split, batch_size=64):
+def split_in_corpus_order(model, task, split, batch_size=64, segment=None):
     """``(features (N, d), targets (N,), log p_model(target) (N,))`` of every token of
-    ``split`` in corpus order, as fairseq-eval-lm scores it with the cache."""
+    ``split`` in corpus order, as fairseq-eval-lm scores it with the cache; with the model's
+    ``dynamic_eval`` on, one segment per batch (a sentence, or ``segment`` tokens of the stream),
+    adapting after each, from the trained weights."""
     from ..tasks.document_language_modeling import WordStreamTask
     from ..tasks.sentence_language_modeling import CorpusOrder
 
     model.neural_cache = None
+    adapting = getattr(model, "dynamic_eval", None) is not None
+    if adapting:
+        model.dynamic_eval.reset()
     if isinstance(task, WordStreamTask):
         task.cfg.batch_size = 1  # one stream: the split as one document
+        chunk = task.cfg.tokens_per_sample
+        if adapting:
+            task.cfg.tokens_per_sample = segment
         task.load_dataset(split)
+        task.cfg.tokens_per_sample = chunk
+        model.decoder.carry.reset()
         batches = task.get_batch_iterator(task.dataset(split)).next_epoch_itr(shuffle=False)
     else:
         task.load_dataset(split)
-        batches = task.get_batch_iterator(CorpusOrder(task.dataset(split)), max_sentences=batch_size,
-                                          max_tokens=batch_size * 200).next_epoch_itr(shuffle=False)
+        size = 1 if adapting else batch_size
+        batches = task.get_batch_iterator(CorpusOrder(task.dataset(split)), max_sentences=size,
+                                          max_tokens=max(size * 200, int(max(task.dataset(split).sizes)))
+                                          ).next_epoch_itr(shuffle=False)
     device = next(model.parameters()).device
     features, targets, scores = [], [], []
     for sample in batches:
         net_input = {k: v.to(device) if torch.is_tensor(v) else v for k, v in sample["net_input"].items()}
         target = sample["target"].to(device)
         logits, extra = model(**net_input)
-        log_probs = model.get_normalized_probs((logits, extra), log_probs=True)
+        sample = {"target": target, "id": sample["id"], "net_input": net_input}
+        log_probs = model.get_normalized_probs((logits, extra), log_probs=True, sample=sample)
         real = target.ne(task.target_dictionary.pad())
-        features.append(extra["features"][real].float())
+        features.append(extra["features"][real].detach().float())
         targets.append(target[real])
         scores.append(log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)[real].float())
     return torch.cat(features), torch.cat(targets), torch.cat(scores)
@@ -81,6 +100,12 @@ def main(argv=None):
                         help="inverse temperatures to try")
     parser.add_argument("--lambdas", type=floats, default=[0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6],
                         help="cache weights to try")
+    parser.add_argument("--dynamic-lrs", type=floats, default=[],
+                        help="dynamic evaluation: the step sizes to try (none: the cache alone)")
+    parser.add_argument("--dynamic-decays", type=floats, default=[0.0], help="dynamic evaluation: the decays to try")
+    parser.add_argument("--dynamic-rule", choices=["sgd", "rms"], default="sgd", help="dynamic evaluation's rule")
+    parser.add_argument("--dynamic-segment", type=int, default=None,
+                        help="a stream model's segment in tokens (default 20; a sentence model: one sentence)")
     parser.add_argument("--json", help="also write the grid and the choice to this file")
     parser.add_argument("--cpu", action="store_true", help="run on the CPU even when a GPU is there")
     args = parser.parse_args(argv)
@@ -109,30 +134,95 @@ def check_grid(windows, thetas, lambdas):
 def run(args):
     check_outputs({"--json": args.json}, {"--path": [args.path]})
     check_grid(args.windows, args.thetas, args.lambdas)  # before the model loads
+    from ..modules.dynamic_evaluation import check_options as dynamic_options
+    for lr in args.dynamic_lrs:
+        for decay in args.dynamic_decays:
+            dynamic_options(argparse.Namespace(dynamic_eval_lr=lr, dynamic_eval_decay=decay), False)
     (model, task), = load_models([args.path], args.data, args.cpu, tool="alm-cache-grid")
     if is_character_model(model) or not hasattr(model, "neural_cache"):
         raise ScoringError(f"{args.path} holds a {model.__class__.__name__}: the neural cache works with the "
                            f"word-level {CACHE_MODELS}")
-    features, targets, scores = split_in_corpus_order(model, task, args.gen_subset)
+    from ..modules.dynamic_evaluation import DynamicEvaluator
+    from ..scoring import trained_on_streams
+
+    streams = trained_on_streams(task)
+    settings = {}
+    for lr in args.dynamic_lrs:  # every point checked before the first pass
+        for decay in args.dynamic_decays:
+            settings[(lr, decay)] = dynamic_options(argparse.Namespace(
+                dynamic_eval_lr=lr, dynamic_eval_decay=decay, dynamic_eval_rule=args.dynamic_rule,
+                dynamic_eval_segment=args.dynamic_segment if streams else None), segments_are_sentences=not streams)
+            if settings[(lr, decay)] is None:
+                raise ScoringError("--dynamic-lrs: give step sizes above 0 (the static model is always measured)")
     windows = [int(w) for w in args.windows]
-    results = grid(features, targets, scores, windows, args.thetas, [0.0, *[lam for lam in args.lambdas if lam]])
-    without = results[(windows[0], args.thetas[0], 0.0)]
-    (window, theta, lam), best = min(((k, v) for k, v in results.items() if k[2] > 0), key=lambda kv: kv[1])
-    print(f"{args.gen_subset}: {targets.numel()} tokens; perplexity without the cache {without:.2f}")
-    for w in windows:
-        print(f"\nwindow {w}: perplexity by theta (rows) and lambda (columns)")
-        print("theta\\lambda\t" + "\t".join(f"{lam_:g}" for lam_ in args.lambdas))
-        for t in args.thetas:
-            print(f"{t:g}\t" + "\t".join(f"{results[(w, t, lam_)]:.2f}" for lam_ in args.lambdas))
-    flags = f"--neural-cache-window {window} --neural-cache-theta {theta:g} --neural-cache-lambda {lam:g}"
-    print(f"\nbest: {best:.2f} ({100 * (best / without - 1):+.1f}%) with {flags}")
-    print(f"use: {eval_lm_command(task, args.path, flags, args.gen_subset)}")
+    lambdas = [0.0, *[lam for lam in args.lambdas if lam]]
+    passes = {None: split_in_corpus_order(model, task, args.gen_subset)}
+    for point, setting in settings.items():
+        model.dynamic_eval = DynamicEvaluator(model, setting, getattr(task, "dynamic_eval_training_batches", None))
+        try:
+            passes[point] = split_in_corpus_order(model, task, args.gen_subset, segment=setting.segment)
+        except OptionError as diverged:  # a point whose weights diverge is reported, not chosen
+            print(f"dynamic evaluation lr {point[0]:g} decay {point[1]:g}: {diverged}")
+        model.dynamic_eval.reset()
+        model.dynamic_eval = None
+    results = {point: grid(*tensors, windows, args.thetas, lambdas) for point, tensors in passes.items()}
+    settings = {point: setting for point, setting in settings.items() if point in passes}
+    tokens = passes[None][1].numel()
+    without = results[None][(windows[0], args.thetas[0], 0.0)]
+    print(f"{args.gen_subset}: {tokens} tokens; perplexity without the cache {without:.2f}")
+    for point, table in results.items():
+        title = "" if point is None else f", dynamic evaluation lr {point[0]:g} decay {point[1]:g}"
+        if point is not None:
+            print(f"\ndynamic evaluation lr {point[0]:g} decay {point[1]:g} ({args.dynamic_rule}): perplexity "
+                  f"{table[(windows[0], args.thetas[0], 0.0)]:.2f} without the cache")
+        for w in windows:
+            print(f"\nwindow {w}{title}: perplexity by theta (rows) and lambda (columns)")
+            print("theta\\lambda\t" + "\t".join(f"{lam_:g}" for lam_ in lambdas[1:]))
+            for t in args.thetas:
+                print(f"{t:g}\t" + "\t".join(f"{table[(w, t, lam_)]:.2f}" for lam_ in lambdas[1:]))
+
+    def flags(point, key):
+        parts = []
+        if point is not None:
+            parts.append(f"--dynamic-eval-lr {point[0]:g} --dynamic-eval-decay {point[1]:g}"
+                         + (f" --dynamic-eval-rule {args.dynamic_rule}" if args.dynamic_rule != "sgd" else "")
+                         + (f" --dynamic-eval-segment {settings[point].segment}" if streams else ""))
+        if key is not None and key[2] > 0:
+            parts.append(f"--neural-cache-window {key[0]} --neural-cache-theta {key[1]:g} --neural-cache-lambda {key[2]:g}")
+        return " ".join(parts)
+
+    def best_of(points, cached):
+        candidates = [(ppl, point, key) for point in points for key, ppl in results[point].items()
+                      if (key[2] > 0) == cached]
+        return min(candidates, key=lambda c: c[0])
+
+    kinds = {"cache": best_of([None], True)}
+    if settings:
+        kinds["dynamic"] = best_of(list(settings), False)
+        kinds["both"] = best_of(list(settings), True)
+    for kind, (ppl, point, key) in kinds.items():
+        print(f"\n{kind}: {ppl:.2f} ({100 * (ppl / without - 1):+.1f}%) with {flags(point, key)}")
+    ppl, point, key = min(kinds.values(), key=lambda c: c[0])
+    print(f"\nbest: {ppl:.2f} ({100 * (ppl / without - 1):+.1f}%) with {flags(point, key)}")
+    print(f"use: {eval_lm_command(task, args.path, flags(point, key), args.gen_subset)}")
     if args.json:
+        cache_ppl, _, (window, theta, lam) = kinds["cache"]
+        record = {"split": args.gen_subset, "tokens": tokens, "ppl_without_cache": without,
+                  "window": window, "theta": theta, "lambda": lam, "ppl_with_cache": cache_ppl,
+                  "grid": [{"window": w, "theta": t, "lambda": l_, "ppl": p}
+                           for (w, t, l_), p in results[None].items()]}
+        for kind in ("dynamic", "both"):
+            if kind in kinds:
+                kind_ppl, (lr, decay), key = kinds[kind]
+                record[kind] = {"lr": lr, "decay": decay, "rule": args.dynamic_rule, "ppl": kind_ppl,
+                                "segment": settings[(lr, decay)].segment if streams else "sentence",
+                                **({"window": key[0], "theta": key[1], "lambda": key[2]} if kind == "both" else {})}
+        if settings:
+            record["dynamic_grid"] = [{"lr": lr, "decay": decay, "ppl": results[(lr, decay)][(windows[0], args.thetas[0],
+                                                                                           0.0)]}
+                                      for lr, decay in settings]
         with open(args.json, "w") as f:
-            json.dump({"split": args.gen_subset, "tokens": targets.numel(), "ppl_without_cache": without,
-                       "window": window, "theta": theta, "lambda": lam, "ppl_with_cache": best,
-                       "grid": [{"window": w, "theta": t, "lambda": l_, "ppl": p}
-                                for (w, t, l_), p in results.items()]}, f, indent=1)
+            json.dump(record, f, indent=1)
 
 
 # the task options that decide how a split is cut into samples: the command carries those the
