@@ -61,9 +61,9 @@ def quality(results):
     verdict = "within" if change <= QUALITY_GOAL else "outside"
     lines += ["", f"On full PTB, same recipe and budget (10 epochs, 20 streams x 35 words, one thread), the tied "
                   f"adaptive softmax changes the stream LSTM's test perplexity by {change:+.1f}% ({full['test_ppl']:.1f} "
-                  f"-> {adaptive['test_ppl']:.1f}): {verdict} the {QUALITY_GOAL:.0f}% goal. The full-softmax row was "
-                  f"trained at commit {full['commit']}, the adaptive one at {adaptive['commit']} (its tokens/s beside "
-                  "other work on the machine; the speed table above is the side-by-side measurement)."]
+                  f"-> {adaptive['test_ppl']:.1f}): {verdict} the {QUALITY_GOAL:.0f}% goal. Rows recorded at commits "
+                  f"{full['commit']} and {adaptive['commit']}; their tokens/s were measured beside other work on the "
+                  "machine (the speed table above is the side-by-side measurement)."]
     return "\n".join(lines)
 
 

@@ -183,7 +183,8 @@ def report(results_dir=RESULTS, update_docs=False):
     table = f"{markdown_table(results)}\n\n{statement(results)}"
     streams = {n: ROWS[n][0] for n in ROWS if is_stream(n) and n not in OUTPUT_LAYER_ROWS}
     stream_block = (f"{stream_report.table(results, streams)}\n\n{stream_report.statement(results, streams)}"
-                    "\n\n![Test perplexity of the stream rows with and without the cache](ptb_stream.png)")
+                    "\n\n![Test perplexity of the stream rows with and without the cache](ptb_stream.png)"
+                    f"\n\n{stream_report.dynamic_block(results, streams)}")
     print(f"{table}\n\n{stream_block}")
     if results:
         plot(results, os.path.join(ROOT, "docs", "ptb_valid_ppl.png"))

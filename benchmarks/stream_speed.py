@@ -14,7 +14,9 @@ with L = 100, and a bare ``nn.LSTM`` LM (nothing carried). Goal: attention >= 0.
 **Evaluation**, what ``fairseq-eval-lm --batch-size 1`` does per batch (the task's loader,
 the forward, ``get_normalized_probs`` with the batch, the targets' log probs) on the valid
 split read as one stream, ``alm_lstm`` with and without ``--neural-cache-window 2000``.
-Goal: >= 0.8x (per token the cache is an N x d product, the softmax V x d).
+Goal: >= 0.8x (per token the cache is an N x d product, the softmax V x d). With dynamic evaluation
+(SGD, segments of 20 tokens: a forward with its graph, a backward and a step per segment):
+goal >= 0.35x.
 
 Runs are interleaved and repeated (median); every thread count is measured in the same run.
 The models are untrained: speed does not depend on the weights.
@@ -92,7 +94,9 @@ def training_runs(args, size):
 
 def eval_runs(args, size):
     runs = {}
-    for name, extra in (("eval, no cache", ()), ("eval, cache N=2000", ("--neural-cache-window", "2000"))):
+    for name, extra in (("eval, no cache", ()), ("eval, cache N=2000", ("--neural-cache-window", "2000")),
+                        ("eval, dynamic SGD, segments of 20", ("--dynamic-eval-lr", "0.1", "--dynamic-eval-segment",
+                                                               "20"))):
         task, model = build(args.data, ARCHS["alm_lstm"], size, 1, extra)
         task.load_dataset("valid")
         dataset = task.dataset("valid")
@@ -103,6 +107,8 @@ def eval_runs(args, size):
             model.decoder.carry.reset()
             if model.neural_cache is not None:
                 model.neural_cache.reset()
+            if model.dynamic_eval is not None:
+                model.dynamic_eval.reset()
             start = time.perf_counter()
             with torch.no_grad():
                 for sample in samples:
@@ -122,6 +128,7 @@ def main():
     parser.add_argument("--eval-batches", type=int, default=300, help="35-word chunks scored per eval run")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", default=f"1,{os.cpu_count()}", help="comma-separated thread counts")
+    parser.add_argument("--kinds", default="train,eval", help="what to time: train, eval or both")
     parser.add_argument("--json")
     args = parser.parse_args()
     if not os.path.exists(os.path.join(args.data, "dict.txt")):
@@ -131,8 +138,9 @@ def main():
     for threads in sorted({int(t) for t in args.threads.split(",")}):
         torch.set_num_threads(threads)
         figures = {}
-        for kind, runs, baseline in (("train", training_runs(args, args.size), "alm_lstm"),
-                                     ("eval", eval_runs(args, args.size), "eval, no cache")):
+        kinds = args.kinds.split(",")
+        for kind, runs, baseline in ((("train", training_runs(args, args.size), "alm_lstm"),) if "train" in kinds else ()) + (
+                (("eval", eval_runs(args, args.size), "eval, no cache"),) if "eval" in kinds else ()):
             for run in runs.values():  # warm-up
                 run()
             speeds = measure(runs, args.repeats)

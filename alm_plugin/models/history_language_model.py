@@ -59,8 +59,9 @@ class HistoryAttentionLanguageModel(CheckpointFitMixin, FairseqLanguageModel):
                 raise OptionError("dynamic evaluation reads the text one segment at a time: this batch holds "
                                   f"{target.size(0)}; score with fairseq-eval-lm or alm-score")
             real = target.ne(self.decoder.padding_idx)
-            with self.dynamic_eval.recording():
-                self.dynamic_eval.step(-log_model.gather(-1, target.unsqueeze(-1)).squeeze(-1)[real].mean())
+            if real.any():  # a segment of padding alone (a stream's end) takes no step
+                with self.dynamic_eval.recording():
+                    self.dynamic_eval.step(-log_model.gather(-1, target.unsqueeze(-1)).squeeze(-1)[real].mean())
         return scores if log_probs else scores.exp()
 
     @classmethod

@@ -124,6 +124,8 @@ class DynamicEvaluator:
                 mean = torch.stack([ms.mean() for ms in self.ms]).mean()
                 cap = math.inf if self.settings.decay == 0 else 1 / self.settings.decay
                 self.decrate = [(ms / mean).clamp(max=cap) for ms in self.ms]
+                self.rates = [self.settings.decay * rate for rate in self.decrate]
+                self.denominators = [ms + self.settings.eps for ms in self.ms]
 
     def reset(self):
         """Back to the trained weights (a new pass over a text)."""
@@ -165,13 +167,20 @@ class DynamicEvaluator:
             raise OptionError(f"dynamic evaluation: the NLL of segment {self.segments} is {float(loss)}: the adapted "
                               "weights diverged; lower --dynamic-eval-lr (no figure is given for a partial text)")
         grads = torch.autograd.grad(loss, self.parameters, allow_unused=True)
+        grads = [torch.zeros_like(p) if g is None else g for p, g in zip(self.parameters, grads)]
         s = self.settings
+        # in place over all tensors at once (the elementwise ops, not the passes, are the cost here);
+        # the pull is taken at the weights that scored the segment, before the gradient step
         with torch.no_grad():
-            for k, (p, grad, p0) in enumerate(zip(self.parameters, grads, self.initial)):
-                pull = (p0 - p) * (s.decay if s.rule == "sgd" else s.decay * self.decrate[k])
-                if grad is not None:
-                    p.sub_(s.lr * (grad if s.rule == "sgd" else grad / (self.ms[k] + s.eps)))
-                p.add_(pull)
+            if s.rule == "sgd":
+                if s.decay:
+                    torch._foreach_lerp_(self.parameters, self.initial, s.decay)  # + decay (theta_0 - theta)
+                torch._foreach_add_(self.parameters, grads, alpha=-s.lr)
+            else:
+                pulls = torch._foreach_sub(self.initial, self.parameters)
+                torch._foreach_mul_(pulls, self.rates)  # decay * decrate, per weight
+                torch._foreach_addcdiv_(self.parameters, grads, self.denominators, value=-s.lr)
+                torch._foreach_add_(self.parameters, pulls)
 
 
 def mean_nll(model, net_output, target) -> torch.Tensor:
