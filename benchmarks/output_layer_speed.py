@@ -20,9 +20,7 @@ Runs are interleaved and repeated (median); every thread count in the same run; 
 untrained (speed does not depend on the weights).
 """
 import argparse
-import json
 import os
-import statistics
 import sys
 import time
 
@@ -30,8 +28,8 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fairseq_runs import ROOT  # noqa: E402
-from stream_speed import build  # noqa: E402
-from train_speed import measure, print_ratios  # noqa: E402
+from stream_speed import build, scoring_speed  # noqa: E402
+from train_speed import measure_by_threads, write_json  # noqa: E402
 
 STREAMS = 20
 PTB, WT2 = os.path.join(ROOT, "data-bin", "ptb"), os.path.join(ROOT, "data-bin", "wikitext-2")
@@ -86,18 +84,7 @@ def eval_runs(args):
         task.load_dataset("valid")
         dataset = task.dataset("valid")
         samples = [task.collate([dataset[i]]) for i in range(min(len(dataset), args.eval_batches))]
-
-        def evaluate(model=model, samples=samples):
-            model.eval()
-            model.decoder.carry.reset()
-            start = time.perf_counter()
-            with torch.no_grad():
-                for sample in samples:
-                    net = model(**{k: v for k, v in sample["net_input"].items() if k != "src_lengths"})
-                    log_p = model.get_normalized_probs(net, log_probs=True, sample=sample)
-                    log_p.gather(2, sample["target"].unsqueeze(-1))
-            return sum(s["ntokens"] for s in samples) / (time.perf_counter() - start)
-        runs[name] = evaluate
+        runs[name] = lambda model=model, samples=samples: scoring_speed(model, samples)
     return runs
 
 
@@ -113,28 +100,13 @@ def main():
     for data, corpus in ((PTB, "ptb"), (WT2, "wikitext-2")):
         if not os.path.exists(os.path.join(data, "dict.txt")):
             parser.error(f"no {data}: prepare it with python examples/language_model/prepare_lm_data.py --corpus {corpus}")
-    result = {"argv": sys.argv[1:], "torch": torch.__version__, "by_threads": {}}
-    for threads in sorted({int(t) for t in args.threads.split(",")}):
-        torch.set_num_threads(threads)
-        figures = {}
-        for kind, runs, baseline in (("train", training_runs(args), BASELINE),
-                                     ("eval", eval_runs(args), "WT2 eval, full softmax")):
-            for run in runs.values():  # warm-up
-                run()
-            speeds = measure(runs, args.repeats)
-            title = (f"{kind} tokens/s, 2 x {args.size}, {STREAMS if kind == 'train' else 1} x 35 chunks, CPU, "
-                     f"{threads} threads, median of {args.repeats}")
-            print_ratios(speeds, baseline, title)
-            medians = {name: statistics.median(v) for name, v in speeds.items()}
-            figures[kind] = {"title": title, "baseline": baseline,
-                             "tokens_per_s": {n: round(v) for n, v in medians.items()},
-                             "ratio": {n: round(v / medians[baseline], 3) for n, v in medians.items()}}
-        result["by_threads"][str(threads)] = figures
+    result = {"argv": sys.argv[1:], "torch": torch.__version__, "by_threads": measure_by_threads(
+        args.threads, lambda: [("train", training_runs(args), BASELINE),
+                               ("eval", eval_runs(args), "WT2 eval, full softmax")], args.repeats,
+        lambda kind, threads: f"{kind} tokens/s, 2 x {args.size}, {STREAMS if kind == 'train' else 1} x 35 chunks, "
+                              f"CPU, {threads} threads, median of {args.repeats}")}
     if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1)
-        print(f"wrote {args.json}")
+        write_json(args.json, result)
 
 
 if __name__ == "__main__":

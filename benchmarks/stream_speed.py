@@ -22,9 +22,7 @@ Runs are interleaved and repeated (median); every thread count is measured in th
 The models are untrained: speed does not depend on the weights.
 """
 import argparse
-import json
 import os
-import statistics
 import sys
 import time
 
@@ -32,7 +30,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fairseq_runs import ROOT  # noqa: E402
-from train_speed import BareLSTMLanguageModel, measure, print_ratios  # noqa: E402
+from train_speed import BareLSTMLanguageModel, measure_by_threads, write_json  # noqa: E402
 
 STREAMS, CHUNK, MEMORY = 20, 35, "100"
 ARCHS = {
@@ -101,23 +99,27 @@ def eval_runs(args, size):
         task.load_dataset("valid")
         dataset = task.dataset("valid")
         samples = [task.collate([dataset[i]]) for i in range(min(len(dataset), args.eval_batches))]
-        model.eval()
-
-        def evaluate(model=model, samples=samples):
-            model.decoder.carry.reset()
-            if model.neural_cache is not None:
-                model.neural_cache.reset()
-            if model.dynamic_eval is not None:
-                model.dynamic_eval.reset()
-            start = time.perf_counter()
-            with torch.no_grad():
-                for sample in samples:
-                    net = model(**{k: v for k, v in sample["net_input"].items() if k != "src_lengths"})
-                    log_p = model.get_normalized_probs(net, log_probs=True, sample=sample)
-                    log_p.gather(2, sample["target"].unsqueeze(-1))
-            return sum(s["ntokens"] for s in samples) / (time.perf_counter() - start)
-        runs[name] = evaluate
+        runs[name] = lambda model=model, samples=samples: scoring_speed(model, samples)
     return runs
+
+
+def scoring_speed(model, samples):
+    """Tokens/s of what ``fairseq-eval-lm`` does per batch: the forward, ``get_normalized_probs`` with
+    the batch (the whole distribution; the cache mixed in, dynamic evaluation's step), the targets'
+    log probs; the stream, the cache and the adapted weights start afresh."""
+    model.eval()
+    model.decoder.carry.reset()
+    if model.neural_cache is not None:
+        model.neural_cache.reset()
+    if model.dynamic_eval is not None:
+        model.dynamic_eval.reset()
+    start = time.perf_counter()
+    with torch.no_grad():
+        for sample in samples:
+            net = model(**{k: v for k, v in sample["net_input"].items() if k != "src_lengths"})
+            log_p = model.get_normalized_probs(net, log_probs=True, sample=sample)
+            log_p.gather(2, sample["target"].unsqueeze(-1))
+    return sum(s["ntokens"] for s in samples) / (time.perf_counter() - start)
 
 
 def main():
@@ -134,30 +136,15 @@ def main():
     if not os.path.exists(os.path.join(args.data, "dict.txt")):
         parser.error(f"--data {args.data}: no dict.txt; prepare it with "
                      "python examples/language_model/prepare_lm_data.py --corpus ptb")
-    result = {"argv": sys.argv[1:], "torch": torch.__version__, "by_threads": {}}
-    for threads in sorted({int(t) for t in args.threads.split(",")}):
-        torch.set_num_threads(threads)
-        figures = {}
-        kinds = args.kinds.split(",")
-        for kind, runs, baseline in ((("train", training_runs(args, args.size), "alm_lstm"),) if "train" in kinds else ()) + (
-                (("eval", eval_runs(args, args.size), "eval, no cache"),) if "eval" in kinds else ()):
-            for run in runs.values():  # warm-up
-                run()
-            speeds = measure(runs, args.repeats)
-            title = (f"{kind} tokens/s, {os.path.basename(os.path.normpath(args.data))}, 2 x {args.size}, "
-                     f"{STREAMS if kind == 'train' else 1} x {CHUNK} chunks, CPU, {threads} threads, "
-                     f"median of {args.repeats}")
-            print_ratios(speeds, baseline, title)
-            medians = {name: statistics.median(v) for name, v in speeds.items()}
-            figures[kind] = {"title": title, "baseline": baseline,
-                             "tokens_per_s": {n: round(v) for n, v in medians.items()},
-                             "ratio": {n: round(v / medians[baseline], 3) for n, v in medians.items()}}
-        result["by_threads"][str(threads)] = figures
+    kinds = args.kinds.split(",")
+    result = {"argv": sys.argv[1:], "torch": torch.__version__, "by_threads": measure_by_threads(
+        args.threads, lambda: ([("train", training_runs(args, args.size), "alm_lstm")] if "train" in kinds else [])
+        + ([("eval", eval_runs(args, args.size), "eval, no cache")] if "eval" in kinds else []), args.repeats,
+        lambda kind, threads: f"{kind} tokens/s, {os.path.basename(os.path.normpath(args.data))}, 2 x {args.size}, "
+                              f"{STREAMS if kind == 'train' else 1} x {CHUNK} chunks, CPU, {threads} threads, "
+                              f"median of {args.repeats}")}
     if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1)
-        print(f"wrote {args.json}")
+        write_json(args.json, result)
 
 
 if __name__ == "__main__":

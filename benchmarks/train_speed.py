@@ -178,6 +178,35 @@ def print_ratios(speeds, baseline_name, title):
         print(f"{name:24s} {median:9.0f} {median / baseline:24.2f}")
 
 
+def measure_by_threads(threads_text, make_kinds, repeats, describe):
+    """Every thread count in one run: for each, ``make_kinds()`` gives ``[(kind, runs, baseline)]``,
+    each run is warmed up once, then measured interleaved (``measure``); returns
+    ``{threads: {kind: {title, baseline, tokens_per_s, ratio}}}`` (``describe(kind, threads)``: the title)."""
+    by_threads = {}
+    for threads in sorted({int(t) for t in str(threads_text).split(",")}):
+        torch.set_num_threads(threads)
+        figures = {}
+        for kind, runs, baseline in make_kinds():
+            for run in runs.values():  # warm-up
+                run()
+            speeds = measure(runs, repeats)
+            title = describe(kind, threads)
+            print_ratios(speeds, baseline, title)
+            medians = {name: statistics.median(v) for name, v in speeds.items()}
+            figures[kind] = {"title": title, "baseline": baseline,
+                             "tokens_per_s": {n: round(v) for n, v in medians.items()},
+                             "ratio": {n: round(v / medians[baseline], 3) for n, v in medians.items()}}
+        by_threads[str(threads)] = figures
+    return by_threads
+
+
+def write_json(path, result):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(result, f, indent=1)
+    print(f"wrote {path}")
+
+
 def device_name(device, threads):
     return torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU, {threads} threads"
 

@@ -33,10 +33,9 @@ from omegaconf import II
 
 from ..errors import MissingDataError, OptionError
 from ..data.word_streams import WordStreamDataset
-from ..modules.adaptive_softmax import check_criterion, check_temperature, uses_adaptive_softmax
-from ..modules.dynamic_evaluation import (DynamicEvalOptions, attach_dynamic_eval, check_options as dynamic_options,
-                                         refuse_dynamic_eval_in_training)
-from ..modules.neural_cache import CACHE_MODELS, NeuralCacheOptions, attach_neural_cache, refuse_cache_in_training
+from ..modules.dynamic_evaluation import DynamicEvalOptions, check_options as dynamic_options
+from ..modules.neural_cache import CACHE_MODELS, NeuralCacheOptions
+from .word_lm_options import WordLMOptionsMixin
 
 logger = logging.getLogger(__name__)
 
@@ -154,8 +153,10 @@ class WordStreamTask(FairseqTask):
 
 
 @register_task("document_language_modeling", dataclass=DocumentLanguageModelingConfig)
-class DocumentLanguageModelingTask(WordStreamTask):
+class DocumentLanguageModelingTask(WordLMOptionsMixin, WordStreamTask):
     """Word-level LMs on streams, their state and attention memory carried across chunks."""
+
+    segments_are_sentences = False
 
     def build_model(self, cfg, from_checkpoint=False):
         model = super().build_model(cfg, from_checkpoint)
@@ -164,15 +165,13 @@ class DocumentLanguageModelingTask(WordStreamTask):
                 f"--task document_language_modeling hands the model chunks of streams whose state it carries from "
                 f"one to the next, which {model.__class__.__name__} cannot: use one of our word models "
                 f"({CACHE_MODELS}), or fairseq's --task language_modeling for fairseq's own models")
-        self.trains_adaptive_softmax = uses_adaptive_softmax(model)
         window = getattr(getattr(model, "decoder", None), "attention", None)
         if window is not None and window.window == 0:
             raise OptionError(
                 f"--arch {getattr(cfg, '_name', cfg)} attends over its history, which on "
                 "document_language_modeling spans the whole stream: bound it with --memory-window M "
                 "(e.g. 100; the last M states are carried from chunk to chunk).")
-        model = attach_neural_cache(self.cfg, model)
-        return attach_dynamic_eval(self.cfg, model, self.dynamic_eval_training_batches, segments_are_sentences=False)
+        return self.attach_test_time_options(model)
 
     def reading(self, split):
         """With dynamic evaluation an evaluation split is one stream of segments (whatever --batch-size):
@@ -187,19 +186,6 @@ class DocumentLanguageModelingTask(WordStreamTask):
         words = self.load_words("train")
         dataset = WordStreamDataset(words, 20, settings.segment, self.dictionary.pad(), self.dictionary.eos())
         return (self.collate([dataset[i]]) for i in range(min(count, len(dataset))))
-
-    def build_generator(self, models, args, *rest, **kwargs):
-        check_temperature(models, args)
-        return super().build_generator(models, args, *rest, **kwargs)
-
-    def build_criterion(self, cfg, *args, **kwargs):
-        check_criterion(cfg, getattr(self, "trains_adaptive_softmax", False))
-        return super().build_criterion(cfg, *args, **kwargs)
-
-    def train_step(self, *args, **kwargs):
-        refuse_cache_in_training(self.cfg)
-        refuse_dynamic_eval_in_training(self.cfg)
-        return super().train_step(*args, **kwargs)
 
     # The hub (``from_pretrained``: score, sample) reads each sentence alone, from a fresh state,
     # as fairseq's language_modeling task batches it; fairseq-eval-lm and alm-score read streams.

@@ -36,9 +36,9 @@ from fairseq.tasks.language_modeling import (
 
 from ..errors import MissingDataError, OptionError
 from ..data import SentenceBlockDataset
-from ..modules.adaptive_softmax import check_criterion, check_temperature, uses_adaptive_softmax
-from ..modules.dynamic_evaluation import DynamicEvalOptions, attach_dynamic_eval, refuse_dynamic_eval_in_training
-from ..modules.neural_cache import NeuralCacheOptions, attach_neural_cache, refuse_cache_in_training
+from ..modules.dynamic_evaluation import DynamicEvalOptions
+from ..modules.neural_cache import NeuralCacheOptions
+from .word_lm_options import WordLMOptionsMixin
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ class SentenceLanguageModelingConfig(LanguageModelingConfig, NeuralCacheOptions,
 
 
 @register_task("sentence_language_modeling", dataclass=SentenceLanguageModelingConfig)
-class SentenceLanguageModelingTask(LanguageModelingTask):
+class SentenceLanguageModelingTask(WordLMOptionsMixin, LanguageModelingTask):
     """fairseq ``language_modeling`` with one (piece of a) sentence per sample."""
 
     @classmethod
@@ -92,11 +92,9 @@ class SentenceLanguageModelingTask(LanguageModelingTask):
         """Note the model's position limit: whole sentences are scored only up to it
         (fairseq's ``lstm_lm`` / ``transformer_lm`` take at most their --max-target-positions)."""
         model = super().build_model(cfg, from_checkpoint)
-        self.trains_adaptive_softmax = uses_adaptive_softmax(model)
         limit = model.max_positions()
         self.model_position_limit = limit if isinstance(limit, int) and limit < 100_000 else 0
-        model = attach_neural_cache(self.args, model)
-        return attach_dynamic_eval(self.args, model, self.dynamic_eval_training_batches, segments_are_sentences=True)
+        return self.attach_test_time_options(model)
 
     def dynamic_eval_training_batches(self, count):
         """``count`` batches of 32 training sentences, in corpus order: where rms dynamic evaluation
@@ -104,19 +102,6 @@ class SentenceLanguageModelingTask(LanguageModelingTask):
         self.load_dataset("train")
         itr = self.get_batch_iterator(CorpusOrder(self.dataset("train")), max_sentences=32, max_tokens=32 * 400)
         return itertools.islice(itr.next_epoch_itr(shuffle=False), count)
-
-    def build_generator(self, models, args, *rest, **kwargs):
-        check_temperature(models, args)
-        return super().build_generator(models, args, *rest, **kwargs)
-
-    def build_criterion(self, cfg, *args, **kwargs):
-        check_criterion(cfg, getattr(self, "trains_adaptive_softmax", False))
-        return super().build_criterion(cfg, *args, **kwargs)
-
-    def train_step(self, *args, **kwargs):
-        refuse_cache_in_training(self.args)
-        refuse_dynamic_eval_in_training(self.args)
-        return super().train_step(*args, **kwargs)
 
     def eval_lm_dataloader(self, dataset, *args, context_window=0, num_shards=1, **kwargs):
         """With the neural cache or dynamic evaluation, the sentences in corpus order (the cache spans

@@ -1,0 +1,31 @@
+"""What both word-level LM tasks do with the model-side and test-time options, once: the output
+layer's criterion and sampling checks, the neural cache and dynamic evaluation attached at build
+time and refused in training."""
+from ..modules.adaptive_softmax import check_criterion, check_temperature, uses_adaptive_softmax
+from ..modules.dynamic_evaluation import attach_dynamic_eval, refuse_dynamic_eval_in_training
+from ..modules.neural_cache import attach_neural_cache, refuse_cache_in_training
+
+
+class WordLMOptionsMixin:
+    """Put before the fairseq task class; the task reads its options from ``self.args`` and gives
+    ``dynamic_eval_training_batches(n)`` (rms dynamic evaluation's statistics)."""
+
+    segments_are_sentences = True  # dynamic evaluation's segment: a sentence, or N tokens of a stream
+
+    def attach_test_time_options(self, model):
+        self.trains_adaptive_softmax = uses_adaptive_softmax(model)
+        model = attach_neural_cache(self.args, model)
+        return attach_dynamic_eval(self.args, model, self.dynamic_eval_training_batches, self.segments_are_sentences)
+
+    def build_generator(self, models, args, *rest, **kwargs):
+        check_temperature(models, args)
+        return super().build_generator(models, args, *rest, **kwargs)
+
+    def build_criterion(self, cfg, *args, **kwargs):
+        check_criterion(cfg, getattr(self, "trains_adaptive_softmax", False))
+        return super().build_criterion(cfg, *args, **kwargs)
+
+    def train_step(self, *args, **kwargs):
+        refuse_cache_in_training(self.args)
+        refuse_dynamic_eval_in_training(self.args)
+        return super().train_step(*args, **kwargs)
