@@ -75,8 +75,8 @@ def block(root, results):
             speed = json.load(f)
         command = "python benchmarks/output_layer_speed.py " + " ".join(speed["argv"])
         parts += ["Training step (forward, `attention_cross_entropy`, backward, clip, SGD), `alm_lstm` 2 x 200, "
-                  "20 streams x 35 words:", speed_table(speed, "train"), "",
-                  "Evaluation, WikiText-2 valid as one stream:", speed_table(speed, "eval"), "",
+                  "20 streams x 35 words:", "", speed_table(speed, "train"), "",
+                  "Evaluation, WikiText-2 valid as one stream:", "", speed_table(speed, "eval"), "",
                   speed_statement(speed), "", f"(`{command}`)"]
     else:
         parts.append("The speed benchmark has not run yet (`python benchmarks/output_layer_speed.py`).")
