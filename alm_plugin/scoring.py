@@ -228,9 +228,8 @@ class LanguageModelScorer:
         self.batch_tokens, self.max_sentences = batch_tokens, max_sentences
         self.device = next(self.models[0].parameters()).device
         self.max_tokens = min(m.max_positions() or math.inf for m in self.models)
-        settings = [dynamic_options(dynamic_eval, segments_are_sentences=not trained_on_streams(task))
-                    for _, task in loaded] if dynamic_eval is not None else [None]
-        self.dynamic = settings[0]
+        self.dynamic = None if dynamic_eval is None else dynamic_options(
+            dynamic_eval, segments_are_sentences=not trained_on_streams(loaded[0][1]))
         self.document = document or neural_cache is not None or self.dynamic is not None
         # per model: the chunk length of a model trained on streams (its state carries), else None
         self.chunks = [task.cfg.tokens_per_sample if trained_on_streams(task) else None for _, task in loaded]

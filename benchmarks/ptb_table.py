@@ -189,7 +189,7 @@ def evaluate(checkpoint, data, threads, name):
         for stat in ("attn_entropy", "pointer_gate"):  # the models that log them
             if f"{split}_{stat}" in validated:
                 result[f"{split}_{stat}"] = float(validated[f"{split}_{stat}"])
-    result.update(evaluate_cache(checkpoint, data, threads, name))
+    result.update(evaluate_test_time(checkpoint, data, threads, name))
     return result
 
 
@@ -198,7 +198,7 @@ def evaluate(checkpoint, data, threads, name):
 DYNAMIC_LRS, DYNAMIC_DECAYS = "0.3,1,3", "0"  # training stepped lr 1 on 35-word sums
 
 
-def evaluate_cache(checkpoint, data, threads, name):
+def evaluate_test_time(checkpoint, data, threads, name):
     """The test-time options on top: the grid on valid (alm-cache-grid: the neural cache, and for the
     stream rows dynamic evaluation and both together), then fairseq-eval-lm with the chosen flags. The
     valid figures with dynamic evaluation are the grid's (it reads valid exactly as eval-lm does)."""

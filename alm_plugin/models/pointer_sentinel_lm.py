@@ -104,7 +104,7 @@ class PointerSentinelDecoder(HistoryAttentionLSTMDecoder):
         """``p(pointer | x_{t+1}) = (p(w) - g p_vocab(w)) / p(w)`` at the target words (B, T), given
         their ``log p(w)`` (B, T): how much of each word's probability the pointer gave
         (``alm-cache-posterior``)."""
-        vocab = HistoryAttentionLSTMDecoder.target_log_probs(self, (self.output_layer(extra["features"]),), target)
+        vocab = super().target_log_probs((self.output_layer(extra["features"]),), target)  # log p_vocab(w)
         from_vocab = extra["pointer_gate"].float().log() + vocab
         return (1 - (from_vocab - target_log_probs).exp()).clamp(0, 1)
 
