@@ -10,6 +10,8 @@ import torch
 from fairseq import checkpoint_utils
 from fairseq.data import Dictionary
 
+from alm_plugin.errors import OptionError
+from alm_plugin.models.attentive_lm import AttentiveLanguageModel
 from alm_plugin.models.pointer_sentinel_lm import PointerSentinelConfig, PointerSentinelDecoder
 from alm_plugin.modules.neural_cache import NeuralCache, attach_neural_cache
 from cli import TRAIN_COMMON, eval_lm_result, json_records, run, run_module
@@ -271,6 +273,40 @@ def test_pointer_distribution_sums_to_one_and_copies_a_remembered_word(dictionar
         target = torch.full((2, 9), word)
         posterior = decoder.copy_posterior(log_p.gather(2, target.unsqueeze(-1)).squeeze(-1), extra, target)[0, t]  # the pointer's share of p(word)
         assert float(posterior) == pytest.approx(copies / (float(vocab[word]) + copies), abs=1e-5)
+
+
+@pytest.mark.parametrize("scope", ["found", "all"])
+def test_pointer_loss_is_merity_extra_term_by_hand(dictionary, scope):
+    """``--pointer-loss``: the criterion adds -log(g + sum_{i: x_i = y} a_i) at the targets in the
+    window ('found') or at every target ('all'), beside the NLL, which it leaves as it was."""
+    from alm_plugin.criterions.attention_cross_entropy import AttentionCrossEntropyCriterion
+    from alm_plugin.models.pointer_sentinel_lm import PointerSentinelLanguageModel
+    from test_task_and_criterion import FakeTask
+    model = PointerSentinelLanguageModel(pointer_decoder(dictionary))
+    with torch.no_grad():  # q = 0: the sentinel and the n slots in the window all weigh 1 / (n + 1)
+        model.decoder.query.weight.fill_(0)
+        model.decoder.query.bias.fill_(0)
+    tokens = torch.tensor([[4, 5, 4, 6, 7, 4, 8, 9, 5, 10], [6, 6, 7, 8, 9, 10, 11, 12, 13, 6]])
+    target = torch.cat([tokens[:, 1:], torch.full((2, 1), dictionary.eos())], 1)
+    sample = {"net_input": {"src_tokens": tokens, "src_lengths": torch.tensor([10, 10])}, "target": target,
+              "ntokens": 20, "id": torch.arange(2)}
+    expected, applied = 0.0, 0
+    for b in range(2):
+        for t in range(10):
+            window = tokens[b, max(0, t - 5):t + 1].tolist()  # L = 6, h_t included
+            copies = window.count(int(target[b, t]))
+            if scope == "all" or copies:
+                expected -= math.log((1 + copies) / (len(window) + 1))
+                applied += 1
+    assert 0 < applied < 20 or scope == "all"
+    plain_loss, _, plain = AttentionCrossEntropyCriterion(FakeTask(dictionary))(model, sample)
+    loss, _, logged = AttentionCrossEntropyCriterion(FakeTask(dictionary), pointer_loss=scope)(model, sample)
+    assert float(logged["pointer_loss"]) == pytest.approx(expected, rel=1e-5)
+    assert float(loss - plain_loss) == pytest.approx(expected, rel=1e-5)
+    assert float(logged["nll_loss"]) == pytest.approx(float(plain["nll_loss"]), rel=1e-6)
+    with pytest.raises(OptionError, match="--pointer-loss found trains the Pointer Sentinel-LSTM's gate"):
+        AttentionCrossEntropyCriterion(FakeTask(dictionary), pointer_loss="found")(
+            AttentiveLanguageModel(make_decoder(dictionary, plain_lstm=True)), sample)
 
 
 def test_resume_and_hub_of_a_pointer_model(stream_model, tmp_path):

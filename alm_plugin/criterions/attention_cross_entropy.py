@@ -12,6 +12,10 @@
   ``L + lambda * R`` with ``R = sum_s 1/|s| sum_{t in s} H(alpha_t)``, the entropy of each
   step's attention over the model's history, averaged over each sample's real tokens.
   ``lambda > 0`` sharpens the attention, ``lambda < 0`` smooths it.
+* ``--pointer-loss found|all`` (Pointer Sentinel-LSTM, Merity et al. 2017, Sec. 2.4): add
+  ``-log(g + sum_{i in I(y, x)} a_i)`` per target, ``I(y, x)`` the window positions holding the
+  target; ``found`` where the target is in the window, ``all`` at every target (``-log g``
+  where it is absent), as the paper's formula reads.
 """
 import logging
 import math
@@ -20,7 +24,7 @@ from dataclasses import dataclass, field
 import torch
 from fairseq import metrics, utils
 from fairseq.criterions import FairseqCriterion, register_criterion
-from fairseq.dataclass import FairseqDataclass
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from omegaconf import II
 
 from ..errors import OptionError
@@ -33,6 +37,11 @@ class AttentionCrossEntropyConfig(FairseqDataclass):
     attention_entropy_weight: float = field(default=0.0, metadata={
         "help": "lambda: add lambda * (per-sample mean entropy of the history attention) to "
                 "the loss; > 0 sharpens, < 0 smooths; needs a model with history attention"})
+    pointer_loss: ChoiceEnum(["off", "found", "all"]) = field(default="off", metadata={
+        "help": "pointer_sentinel_lm: add Merity et al.'s -log(g + sum of the pointer's weights on the target) to "
+                "the loss; 'found': at the targets in the pointer's window (it takes the weight off wrong "
+                "positions), 'all': at every target, as the paper's formula reads (-log g where the target is "
+                "absent, which pushes the gate to the softmax); 'off': the NLL alone"})
     sentence_avg: bool = II("optimization.sentence_avg")
     best_checkpoint_metric: str = II("checkpoint.best_checkpoint_metric")
 
@@ -61,14 +70,18 @@ def target_log_probs(model, net_output, target):
 class AttentionCrossEntropyCriterion(FairseqCriterion):
     reads_target_log_probs = True  # trains an adaptive softmax without forming the distribution
 
-    def __init__(self, task, attention_entropy_weight=0.0, sentence_avg=False, best_checkpoint_metric="nll_loss"):
+    def __init__(self, task, attention_entropy_weight=0.0, pointer_loss="off", sentence_avg=False,
+                 best_checkpoint_metric="nll_loss"):
         super().__init__(task)
-        if attention_entropy_weight != 0.0 and best_checkpoint_metric == "loss":
+        extra = [f"--attention-entropy-weight {attention_entropy_weight}"] * (attention_entropy_weight != 0.0) + \
+            [f"--pointer-loss {pointer_loss}"] * (pointer_loss != "off")
+        if extra and best_checkpoint_metric == "loss":
             logger.warning(
-                f"--attention-entropy-weight {attention_entropy_weight}: the logged 'loss' includes "
-                "lambda * R, so checkpoint_best.pt and --patience follow it, not the perplexity. Add "
-                "--best-checkpoint-metric nll_loss to select the model by its NLL.")
+                f"{' and '.join(extra)}: the logged 'loss' includes the extra term, so checkpoint_best.pt and "
+                "--patience follow it, not the perplexity. Add --best-checkpoint-metric nll_loss to select the "
+                "model by its NLL.")
         self.entropy_weight = attention_entropy_weight
+        self.pointer_loss = str(pointer_loss)
         self.sentence_avg = sentence_avg
 
     def forward(self, model, sample, reduce=True):
@@ -97,11 +110,26 @@ class AttentionCrossEntropyCriterion(FairseqCriterion):
             if self.entropy_weight != 0.0:
                 loss = loss + self.entropy_weight * regularizer
             logging_output["attn_entropy"] = regularizer.data
+        if self.pointer_loss != "off":
+            loss = loss + self._sentinel_loss(model, net_output, target, logging_output)
         gate = net_output[1].get("pointer_gate") if isinstance(net_output[1], dict) else None
         if gate is not None:  # the Pointer Sentinel's g: how much of p comes from the softmax
             logging_output["pointer_gate"] = (gate * target.ne(self.padding_idx)).sum().data
         logging_output["loss"] = loss.data
         return loss, sample_size, logging_output
+
+    def _sentinel_loss(self, model, net_output, target, logging_output):
+        """The Pointer Sentinel's extra term, summed over the targets ``--pointer-loss`` names."""
+        decoder = getattr(model, "decoder", None)
+        if not hasattr(decoder, "sentinel_loss"):
+            raise OptionError(f"--pointer-loss {self.pointer_loss} trains the Pointer Sentinel-LSTM's gate; this model "
+                              f"({model.__class__.__name__}) has no pointer: drop the option or use "
+                              "--arch pointer_sentinel_lm")
+        term, found = decoder.sentinel_loss(net_output, target)
+        applied = target.ne(self.padding_idx) & (found if self.pointer_loss == "found" else True)
+        term = term.masked_fill(~applied, 0.0).sum()
+        logging_output["pointer_loss"] = term.data
+        return term
 
     def _first_words(self, sample, target):
         """Targets predicted from a sentence boundary: the decoder's input there is ``</s>``
@@ -136,6 +164,8 @@ class AttentionCrossEntropyCriterion(FairseqCriterion):
                            ntokens, round=3)
         metrics.log_derived("ppl", lambda m: utils.get_perplexity(m["nll_loss"].avg))
         metrics.log_derived("paper_ppl", lambda m: utils.get_perplexity(m["paper_nll_loss"].avg))
+        if any("pointer_loss" in log for log in logging_outputs):  # per token, in bits like the NLL
+            metrics.log_scalar("pointer_loss", total("pointer_loss") / ntokens / math.log(2), ntokens, round=3)
         if any("pointer_gate" in log for log in logging_outputs):
             metrics.log_scalar("pointer_gate", total("pointer_gate") / ntokens, ntokens, round=3)
         if any("attn_entropy" in log for log in logging_outputs):

@@ -100,6 +100,17 @@ class PointerSentinelDecoder(HistoryAttentionLSTMDecoder):
         mixed = gate.squeeze(-1) * super().target_log_probs(net_output, target).exp() + copied
         return mixed.clamp_min(torch.finfo(mixed.dtype).tiny).log()
 
+    def sentinel_loss(self, net_output, target):
+        """Merity et al.'s extra term (their Sec. 2.4) per target (B, T): ``-log(g + sum_{i in I(y, x)} a_i)``,
+        ``I(y, x)`` the window positions whose word is the target. Where the target is absent it is
+        ``-log g`` (the mass belongs to the softmax); ``found`` says where it is present."""
+        gate, pointer, words = self._pointer(net_output)
+        hits = words.unsqueeze(1).eq(target.unsqueeze(-1))  # (B, T, S)
+        kept = gate.squeeze(-1) + (pointer * hits).sum(-1)
+        # the memory also holds slots outside each step's window (causal mask, last L): weight exactly 0
+        found = (hits & pointer.gt(0)).any(-1)
+        return -kept.clamp_min(torch.finfo(kept.dtype).tiny).log(), found
+
     def copy_posterior(self, target_log_probs, extra, target):
         """``p(pointer | x_{t+1}) = (p(w) - g p_vocab(w)) / p(w)`` at the target words (B, T), given
         their ``log p(w)`` (B, T): how much of each word's probability the pointer gave
