@@ -11,7 +11,6 @@ fairseq reports words/s; characters/s is that times the split's characters per w
 as bpc counts it). The target: the cache costs well under 2x (ratio above 0.5).
 """
 import argparse
-import json
 import os
 import re
 import shutil
@@ -22,6 +21,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fairseq_runs import ROOT, fairseq, records  # noqa: E402
+from timing import measure, write_json  # noqa: E402
 
 sys.path.insert(0, ROOT)
 
@@ -87,14 +87,13 @@ def main():
 
     per_word = {s: characters_per_word(args.data, s) for s in ("train", "valid")}
     models = model_args(args.size, args.embed)
-    results = {name: [] for name in models}
-    for repeat in range(args.repeats):
-        for name, margs in models.items():
-            save_dir = os.path.join(args.save_dir, name.split()[0])
-            train, evaluate = speeds(args.data, *margs, args.updates, save_dir, args.threads, args.device)
-            results[name].append((train * per_word["train"], evaluate * per_word["valid"]))
-            print(f"  run {repeat + 1}: {name:22s} train {results[name][-1][0]:8.0f} chars/s   "
-                  f"eval-lm {results[name][-1][1]:8.0f} chars/s", flush=True)
+    def run(name, margs):
+        train, evaluate = speeds(args.data, *margs, args.updates, os.path.join(args.save_dir, name.split()[0]),
+                                 args.threads, args.device)
+        return train * per_word["train"], evaluate * per_word["valid"]
+
+    results = measure({name: (lambda n=name, m=margs: run(n, m)) for name, margs in models.items()}, args.repeats,
+                      show=lambda v: f"train {v[0]:8.0f} chars/s   eval-lm {v[1]:8.0f} chars/s")
     medians = {name: [statistics.median(v[i] for v in values) for i in range(2)]
                for name, values in results.items()}
     hclm, word_lstm = medians["hclm"], medians["lstm_lm (word level)"]
@@ -107,15 +106,11 @@ def main():
     for name, (train, evaluate) in medians.items():
         print(f"{name:22s} {train:13.0f} {train / hclm[0]:8.2f} {train / word_lstm[0]:10.2f} "
               f"{evaluate:13.0f} {evaluate / hclm[1]:8.2f} {evaluate / word_lstm[1]:10.2f}")
-    if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump({"title": title, "device": where, "torch": torch.__version__, "argv": sys.argv[1:],
-                       "train_chars_per_s": {n: round(v[0]) for n, v in medians.items()},
-                       "eval_chars_per_s": {n: round(v[1]) for n, v in medians.items()},
-                       "train_vs_hclm": {n: round(v[0] / hclm[0], 3) for n, v in medians.items()},
-                       "eval_vs_hclm": {n: round(v[1] / hclm[1], 3) for n, v in medians.items()}}, f, indent=1)
-        print(f"wrote {args.json}")
+    write_json(args.json, {"title": title, "device": where, "torch": torch.__version__, "argv": sys.argv[1:],
+                           "train_chars_per_s": {n: round(v[0]) for n, v in medians.items()},
+                           "eval_chars_per_s": {n: round(v[1]) for n, v in medians.items()},
+                           "train_vs_hclm": {n: round(v[0] / hclm[0], 3) for n, v in medians.items()},
+                           "eval_vs_hclm": {n: round(v[1] / hclm[1], 3) for n, v in medians.items()}})
 
 
 if __name__ == "__main__":

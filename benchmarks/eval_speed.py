@@ -18,13 +18,13 @@ import json
 import os
 import subprocess
 import sys
-import time
 from argparse import Namespace
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fairseq_runs import ROOT  # noqa: E402
+from timing import tokens_per_second  # noqa: E402
 
 sys.path.insert(0, ROOT)  # the plugin, run from a checkout
 
@@ -71,9 +71,13 @@ def eval_lm_speed(task, model, split):
     dataset = task.dataset(split)
     itr = task.eval_lm_dataloader(dataset=dataset, batch_size=8, max_positions=100000, context_window=0,
                                   num_workers=0)
-    start = time.perf_counter()
-    result = eval_lm(models=[model], source_dictionary=task.source_dictionary, batch_iterator=itr)
-    return int(dataset.sizes.sum()) / (time.perf_counter() - start), result["perplexity"]
+    result = {}
+
+    def score(batches):
+        result.update(eval_lm(models=[model], source_dictionary=task.source_dictionary, batch_iterator=batches))
+
+    speed = tokens_per_second(score, [itr], lambda _: int(dataset.sizes.sum()))
+    return speed, result["perplexity"]
 
 
 def generation_speed(model, steps, bsz=8):
@@ -84,14 +88,13 @@ def generation_speed(model, steps, bsz=8):
     with torch.no_grad():
         for mode in ("incremental", "full prefix"):
             seq, state = tokens.clone(), {}
-            start = time.perf_counter()
-            for _ in range(steps):  # generation is sequential by nature
-                if mode == "incremental":
-                    logits = model(seq, incremental_state=state)[0][:, -1]
-                else:
-                    logits = model(seq)[0][:, -1]
+
+            def step(_):  # generation is sequential by nature
+                nonlocal seq
+                logits = (model(seq, incremental_state=state) if mode == "incremental" else model(seq))[0][:, -1]
                 seq = torch.cat([seq, logits.argmax(-1, keepdim=True)], 1)
-            timings[mode] = bsz * steps / (time.perf_counter() - start)
+
+            timings[mode] = tokens_per_second(step, range(steps), lambda _: bsz)
     return timings
 
 

@@ -22,14 +22,13 @@ untrained (speed does not depend on the weights).
 import argparse
 import os
 import sys
-import time
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fairseq_runs import ROOT  # noqa: E402
-from stream_speed import build, scoring_speed  # noqa: E402
-from train_speed import measure_by_threads, write_json  # noqa: E402
+from stream_speed import build  # noqa: E402
+from timing import measure_by_threads, scoring_speed, timed_training, write_json  # noqa: E402
 
 STREAMS = 20
 PTB, WT2 = os.path.join(ROOT, "data-bin", "ptb"), os.path.join(ROOT, "data-bin", "wikitext-2")
@@ -62,17 +61,9 @@ def training_runs(args):
         criterion = AttentionCrossEntropyCriterion(task, sentence_avg=True)
 
         def run(model=model, criterion=criterion, samples=batches[data]):
-            model.train()
             model.decoder.carry.reset()
-            optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
-            start = time.perf_counter()
-            for sample in samples:
-                loss, _, _ = criterion(model, sample)
-                optimizer.zero_grad()
-                (loss / STREAMS).backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
-                optimizer.step()
-            return sum(s["ntokens"] for s in samples) / (time.perf_counter() - start)
+            return timed_training(model, lambda sample: criterion(model, sample)[0] / STREAMS, samples,
+                                  lambda s: s["ntokens"])
         runs[name] = run
     return runs
 
@@ -105,8 +96,7 @@ def main():
                                ("eval", eval_runs(args), "WT2 eval, full softmax")], args.repeats,
         lambda kind, threads: f"{kind} tokens/s, 2 x {args.size}, {STREAMS if kind == 'train' else 1} x 35 chunks, "
                               f"CPU, {threads} threads, median of {args.repeats}")}
-    if args.json:
-        write_json(args.json, result)
+    write_json(args.json, result)
 
 
 if __name__ == "__main__":

@@ -24,13 +24,13 @@ The models are untrained: speed does not depend on the weights.
 import argparse
 import os
 import sys
-import time
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fairseq_runs import ROOT  # noqa: E402
-from train_speed import BareLSTMLanguageModel, measure_by_threads, write_json  # noqa: E402
+from timing import measure_by_threads, scoring_speed, timed_training, write_json  # noqa: E402
+from train_speed import BareLSTMLanguageModel  # noqa: E402
 
 STREAMS, CHUNK, MEMORY = 20, 35, "100"
 ARCHS = {
@@ -62,17 +62,8 @@ def training_runs(args, size):
     models = {name: build(args.data, arch, size, STREAMS)[1] for name, arch in ARCHS.items()}
     bare = BareLSTMLanguageModel(len(task.dictionary), int(size), 2, 0.2)
 
-    def step_all(forward, module):
-        module.train()
-        optimizer = torch.optim.SGD(module.parameters(), lr=1.0)
-        start = time.perf_counter()
-        for sample in batches:
-            loss = forward(sample) / STREAMS
-            optimizer.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(module.parameters(), 5.0)
-            optimizer.step()
-        return sum(s["ntokens"] for s in batches) / (time.perf_counter() - start)
+    def step_all(loss_of, module):
+        return timed_training(module, lambda sample: loss_of(sample) / STREAMS, batches, lambda s: s["ntokens"])
 
     criterion = AttentionCrossEntropyCriterion(task, sentence_avg=True)
 
@@ -103,25 +94,6 @@ def eval_runs(args, size):
     return runs
 
 
-def scoring_speed(model, samples):
-    """Tokens/s of what ``fairseq-eval-lm`` does per batch: the forward, ``get_normalized_probs`` with
-    the batch (the whole distribution; the cache mixed in, dynamic evaluation's step), the targets'
-    log probs; the stream, the cache and the adapted weights start afresh."""
-    model.eval()
-    model.decoder.carry.reset()
-    if model.neural_cache is not None:
-        model.neural_cache.reset()
-    if model.dynamic_eval is not None:
-        model.dynamic_eval.reset()
-    start = time.perf_counter()
-    with torch.no_grad():
-        for sample in samples:
-            net = model(**{k: v for k, v in sample["net_input"].items() if k != "src_lengths"})
-            log_p = model.get_normalized_probs(net, log_probs=True, sample=sample)
-            log_p.gather(2, sample["target"].unsqueeze(-1))
-    return sum(s["ntokens"] for s in samples) / (time.perf_counter() - start)
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", default=os.path.join(ROOT, "data-bin", "ptb"))
@@ -143,8 +115,7 @@ def main():
         lambda kind, threads: f"{kind} tokens/s, {os.path.basename(os.path.normpath(args.data))}, 2 x {args.size}, "
                               f"{STREAMS if kind == 'train' else 1} x {CHUNK} chunks, CPU, {threads} threads, "
                               f"median of {args.repeats}")}
-    if args.json:
-        write_json(args.json, result)
+    write_json(args.json, result)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ scaler), and in ``--mode fairseq`` pass fairseq's own ``--bf16`` / ``--fp16``. `
 every figure and ratio to a file (the GPU results under ``benchmarks/results/gpu/``).
 """
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -31,6 +30,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fairseq_runs import ROOT, fairseq, records  # noqa: E402
+from timing import device_name, measure, print_ratios, timed_training, write_json  # noqa: E402
 
 
 def model_args(size, layers, dropout):
@@ -95,8 +95,6 @@ def our_model(arch, dictionary, size, layers, dropout, **options):
 def model_speeds(args, threads):
     """tokens/s of one training step per model, on the same batches, interleaved, with
     ``threads`` CPU threads; returns the figures (``speed_result``)."""
-    import time
-
     import alm_plugin  # noqa: F401
     from fairseq.data import Dictionary, data_utils
 
@@ -117,35 +115,14 @@ def model_speeds(args, threads):
     for _, module in models.values():
         module.to(device)
 
-    def synchronize():
-        if device.type == "cuda":
-            torch.cuda.synchronize()
+    batch_tokens = lambda batch: batch.size(0) * (batch.size(1) - 1)
 
     def run(forward, module, precision):
-        module.train()
-        optimizer = torch.optim.SGD(module.parameters(), lr=0.1)
-        dtype = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
-        scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
-        finite = torch.ones((), dtype=torch.bool, device=device)
-        synchronize()
-        start = time.perf_counter()
-        for batch in batches:
-            with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
-                logits = forward(batch[:, :-1])
-                loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)).float(),
-                                                         batch[:, 1:].reshape(-1))
-            finite &= torch.isfinite(loss)  # checked after the loop: no GPU sync per step
-            optimizer.zero_grad()
-            scaler.scale(loss).backward()
-            scaler.unscale_(optimizer)
-            torch.nn.utils.clip_grad_norm_(module.parameters(), 5.0)
-            scaler.step(optimizer)
-            scaler.update()
-        synchronize()
-        elapsed = time.perf_counter() - start
-        if not finite:
-            raise SystemExit(f"{precision}: a training loss was not finite (overflow?)")
-        return len(batches) * 32 * 35 / elapsed
+        def loss_of(batch):
+            logits = forward(batch[:, :-1])
+            return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)).float(),
+                                                     batch[:, 1:].reshape(-1))
+        return timed_training(module, loss_of, batches, batch_tokens, lr=0.1, precision=precision, device=device)
 
     runs = {f"{name} {precision}" if len(args.precisions) > 1 else name: (lambda m=m, p=precision: run(*m, p))
             for precision in args.precisions for name, m in models.items()}
@@ -157,58 +134,6 @@ def model_speeds(args, threads):
     speeds = measure(runs, args.repeats)
     print_ratios(speeds, baseline, title)
     return speed_result(args, speeds, baseline, title, device, threads)
-
-
-def measure(runs, repeats):
-    """Interleaved runs: every model once per repeat, so drifts of the machine hit all alike."""
-    speeds = {name: [] for name in runs}
-    for repeat in range(repeats):
-        for name, run in runs.items():
-            speeds[name].append(run())
-            print(f"  run {repeat + 1}: {name:24s} {speeds[name][-1]:8.0f} tokens/s", flush=True)
-    return speeds
-
-
-def print_ratios(speeds, baseline_name, title):
-    baseline = statistics.median(speeds[baseline_name])
-    print(f"\n{title}")
-    print(f"{'model':24s} {'tokens/s':>9s} {'vs ' + baseline_name:>24s}")
-    for name, values in speeds.items():
-        median = statistics.median(values)
-        print(f"{name:24s} {median:9.0f} {median / baseline:24.2f}")
-
-
-def measure_by_threads(threads_text, make_kinds, repeats, describe):
-    """Every thread count in one run: for each, ``make_kinds()`` gives ``[(kind, runs, baseline)]``,
-    each run is warmed up once, then measured interleaved (``measure``); returns
-    ``{threads: {kind: {title, baseline, tokens_per_s, ratio}}}`` (``describe(kind, threads)``: the title)."""
-    by_threads = {}
-    for threads in sorted({int(t) for t in str(threads_text).split(",")}):
-        torch.set_num_threads(threads)
-        figures = {}
-        for kind, runs, baseline in make_kinds():
-            for run in runs.values():  # warm-up
-                run()
-            speeds = measure(runs, repeats)
-            title = describe(kind, threads)
-            print_ratios(speeds, baseline, title)
-            medians = {name: statistics.median(v) for name, v in speeds.items()}
-            figures[kind] = {"title": title, "baseline": baseline,
-                             "tokens_per_s": {n: round(v) for n, v in medians.items()},
-                             "ratio": {n: round(v / medians[baseline], 3) for n, v in medians.items()}}
-        by_threads[str(threads)] = figures
-    return by_threads
-
-
-def write_json(path, result):
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(result, f, indent=1)
-    print(f"wrote {path}")
-
-
-def device_name(device, threads):
-    return torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU, {threads} threads"
 
 
 def same_precision(baseline, name):
@@ -231,28 +156,6 @@ def speed_result(args, speeds, baseline, title, device, threads):
             "runs": {name: [round(v) for v in values] for name, values in speeds.items()}}
 
 
-def write_json(path, result):
-    if not path:
-        return
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(result, f, indent=1)
-    print(f"wrote {path}")
-
-
-def markdown(result):
-    """The docs' table: tokens/s and the ratio to the baseline at each thread count of one run."""
-    by_threads = result.get("by_threads") or {result["device"]: result}
-    counts = list(by_threads)
-    first = by_threads[counts[0]]
-    head = " | ".join(f"tokens/s, {by_threads[c]['device']} | vs {first['baseline']}" for c in counts)
-    lines = [f"| model | {head} |", "|---" * (1 + 2 * len(counts)) + "|"]
-    for name in first["tokens_per_s"]:
-        lines.append(f"| {name} | " + " | ".join(f"{by_threads[c]['tokens_per_s'][name]:,} | "
-                                                 f"{by_threads[c]['ratio'][name]:.2f}" for c in counts) + " |")
-    return "\n".join(lines) + f"\n\n({first['title'].rsplit(', CPU', 1)[0]}; `{' '.join(['python benchmarks/train_speed.py', *first['argv']])}`)"
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mode", choices=["fairseq", "model"], default="fairseq",
@@ -265,8 +168,6 @@ def main():
     parser.add_argument("--repeats", type=int, default=2, help="interleaved runs per model")
     parser.add_argument("--threads", default=str(os.cpu_count()),
                         help="CPU threads; --mode model takes several, comma-separated, measured in one run")
-    parser.add_argument("--update-docs", action="store_true",
-                        help="with --mode model --json: write the table into docs/benchmarks.md (train-speed markers)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", choices=["cpu", "cuda"],
                         help="where to train (default: the GPU when there is one)")
     parser.add_argument("--precision", default="fp32",
@@ -284,10 +185,7 @@ def main():
         results = {str(t): model_speeds(args, t) for t in threads}
         result = results[str(threads[0])] if len(threads) == 1 else {
             "title": "training step, every thread count in one run", "argv": sys.argv[1:], "by_threads": results}
-        write_json(args.json, result)
-        if args.update_docs:
-            from ptb_report import fill_markers
-            fill_markers(os.path.join(ROOT, "docs", "benchmarks.md"), "train-speed", markdown(result))
+        write_json(args.json, result)  # docs/benchmarks.md's table: python benchmarks/report.py --update-docs
         return
     if len(threads) > 1:
         parser.error("--mode fairseq runs one thread count (--threads N)")

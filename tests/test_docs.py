@@ -80,15 +80,12 @@ def test_layout_paths_exist():
     assert not absent, f"docs/layout.md lists paths that do not exist: {absent}"
 
 
-def test_ptb_table_update_readme_writes_the_benchmarks_page(tmp_path, monkeypatch):
-    """``benchmarks/ptb_table.py --report --update-readme`` fills docs/benchmarks.md's markers
-    (the README no longer has them); everything outside the markers is kept."""
-    import importlib
-
+def test_report_fills_markers_and_keeps_the_rest(tmp_path, monkeypatch):
+    """``benchmarks/report.py --update-docs`` fills docs/benchmarks.md's markers (the README no
+    longer has them); everything outside the markers is kept."""
     page = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
     assert begin_end("ptb-table")[0] not in (ROOT / "README.md").read_text(encoding="utf-8")
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    report = importlib.import_module("ptb_report")
+    report = benchmarks_module(monkeypatch, "report")
     copy = tmp_path / "benchmarks.md"
     for marker in ("ptb-table", "ptb-stream"):
         copy.write_text(page, encoding="utf-8")
@@ -99,6 +96,42 @@ def test_ptb_table_update_readme_writes_the_benchmarks_page(tmp_path, monkeypatc
         assert f"{begin}\n| a new {marker} table |\n{end}" in written
         assert written.split(begin)[0] == page.split(begin)[0]
         assert written.split(end)[1] == page.split(end)[1]
+
+
+def test_benchmarks_page_is_what_the_json_generates(monkeypatch):
+    """Every generated block of docs/benchmarks.md equals what report.py writes from the committed
+    JSON: a result committed without regenerating the page (or a page edited by hand) fails here."""
+    page = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    stale = []
+    for marker, text in benchmarks_module(monkeypatch, "report").blocks(draw=False).items():
+        begin, end = begin_end(marker)
+        if page.split(begin)[1].split(end)[0] != f"\n{text}\n":
+            stale.append(marker)
+    assert not stale, f"docs/benchmarks.md's {stale} blocks are stale: run python benchmarks/report.py --update-docs"
+
+
+def test_benchmarks_import_no_cycle():
+    """benchmarks/ scripts import each other downwards only (rows -> table/report, timing -> speed scripts)."""
+    import ast
+    local = {p.stem: p for p in (ROOT / "benchmarks").glob("*.py")}
+    imports = {}
+    for name, path in local.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        found = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        found |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        imports[name] = found & set(local)
+
+    def reaches(start, goal, seen=()):
+        return any(n == goal or (n not in seen and reaches(n, goal, (*seen, n))) for n in imports[start])
+
+    cycles = sorted(name for name in local if reaches(name, name))
+    assert not cycles, f"import cycle through benchmarks/{cycles}"
+
+
+def benchmarks_module(monkeypatch, name):
+    import importlib
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    return importlib.import_module(name)
 
 
 def begin_end(marker):

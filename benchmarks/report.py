@@ -1,0 +1,542 @@
+"""Every generated table, statement and picture of docs/benchmarks.md, from the rows' JSON
+(``benchmarks/results/``): the full-PTB tables (sentence level, document streams, dynamic
+evaluation), the adaptive softmax's section, the WikiText-2 table beside the paper's, and the
+training-speed table.
+
+    python benchmarks/report.py                  # print every block, draw the pictures
+    python benchmarks/report.py --update-docs    # and write the blocks between their markers
+
+It reads the rows' declarations (``rows.py``) and the JSON, nothing else: what ``table.py``
+and the speed scripts wrote is the whole record.
+"""
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rows import PTB, ROOT, SIZE  # noqa: E402
+
+RESULTS = os.path.join(ROOT, "benchmarks", "results")
+
+
+def pct(value, base):
+    return 100 * (value / base - 1)
+
+
+def is_stream(corpus, name):
+    return corpus.rows[name].reading == "stream"
+
+
+def fill_markers(path, marker, text):
+    """Replace what lies between ``<!-- MARKER:begin -->`` and ``<!-- MARKER:end -->`` in ``path``."""
+    begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
+    with open(path) as f:
+        page = f.read()
+    if begin not in page or end not in page:
+        sys.exit(f"{os.path.relpath(path)} has no {begin} ... {end} block to fill")
+    head, rest = page.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    with open(path, "w") as f:
+        f.write(f"{head}{begin}\n{text}\n{end}{tail}")
+
+
+
+# ---- full PTB, sentence level
+
+def best_epoch(result):
+    """The epoch checkpoint_best.pt closed (older JSON: the epoch of the lowest valid ppl)."""
+    if "best_epoch" in result:
+        return result["best_epoch"]
+    logged = [(p, e) for e, p in enumerate(result["valid_ppl_per_epoch"], 1) if p is not None]
+    return min(logged)[1] if logged else "?"
+
+
+def epoch_ranges(epochs):
+    """``[1, 2, 3, 6]`` -> ``"1-3, 6"``."""
+    spans = []
+    for e in epochs:
+        if spans and e == spans[-1][1] + 1:
+            spans[-1][1] = e
+        else:
+            spans.append([e, e])
+    return ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in spans)
+
+
+def unlogged(result):
+    """A note for a row resumed after a kill that lost its first epochs' records."""
+    missing = result.get("epochs_without_records")
+    return f" (valid of epoch{'s' if len(missing) > 1 else ''} {epoch_ranges(missing)} not logged)" if missing else ""
+
+
+def ptb_table(results):
+    results = {n: r for n, r in results.items() if not is_stream(PTB, n)}  # the streams: stream_table
+    lines = ["| row | valid ppl | test ppl | test paper_ppl | best epoch | attention entropy (nats) | "
+             "params | train min | tokens/s | paper valid / test |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, row in PTB.rows.items():
+        description = row.description
+        r = results.get(name)
+        if is_stream(PTB, name):
+            continue
+        if r is None:
+            lines.append(f"| {description} | not run yet | | | | | | | | {PTB.paper.get(name, '')} |")
+            continue
+        best = best_epoch(r)
+        entropy = f"{r['test_attn_entropy']:.2f}" if "test_attn_entropy" in r else "–"
+        speed = f"{r['train_tokens_per_s']:,}" if r["train_tokens_per_s"] else "–"  # no epoch logged: unknown
+        lines.append(f"| {description} | {r['valid_ppl']:.1f} | **{r['test_ppl']:.1f}** | "
+                     f"{r['test_paper_ppl']:.1f} | {best}/{r['epochs']}{unlogged(r)} | {entropy} | "
+                     f"{r['params'] / 1e6:.2f}M | {r['train_minutes']:.0f} | {speed} | "
+                     f"{PTB.paper.get(name, '')} |")
+    return "\n".join(lines)
+
+
+def entropy_choice(results, base):
+    """AMSRN's entropy weight lambda picked on valid among the rows that ran (lambda 0 is `amsrn`)."""
+    rows = [n for n in PTB.rows if n in results and (n == "amsrn" or n.startswith("amsrn-entropy-"))]
+    if len(rows) < 2:
+        return []
+    weight = {n: "0" if n == "amsrn" else n.rsplit("-", 1)[1] for n in rows}
+    chosen = min(rows, key=lambda n: results[n]["valid_ppl"])
+    return ["AMSRN's entropy regularizer: " + "; ".join(
+        f"lambda {weight[n]}: valid {results[n]['valid_ppl']:.1f}, test {results[n]['test_ppl']:.1f}, mean "
+        f"attention entropy {results[n]['valid_attn_entropy']:.2f} nats" for n in rows)
+        + f". Valid picks lambda {weight[chosen]}: test {results[chosen]['test_ppl']:.1f} "
+          f"({100 * (results[chosen]['test_ppl'] / base - 1):+.1f}% against the LSTM)."
+        + "".join(f" At lambda {weight[n]} the attention has collapsed (entropy {results[n]['valid_attn_entropy']:.2f}: "
+                  "every step puts all its weight on one earlier state)."
+                  for n in rows if results[n]["valid_attn_entropy"] < 0.1)]
+
+
+def ptb_statement(results):
+    """The plain answer, from the JSON: does any attention row beat the equal LSTM, and by how much?"""
+    results = {n: r for n, r in results.items() if not is_stream(PTB, n)}
+    lstm = results.get("lstm")
+    sentence_rows = [n for n in PTB.rows if not is_stream(PTB, n)]
+    head = f"**What it shows ({len(results)} of {len(sentence_rows)} rows, generated from the JSON).**"
+    if lstm is None:
+        return f"{head} The LSTM baseline has not run yet: nothing to compare with."
+    base = lstm["test_ppl"]
+    ours = [n for n in PTB.rows if n in results and n != "lstm" and not n.startswith("fairseq")]
+    change = {n: 100 * (results[n]["test_ppl"] / base - 1) for n in ours}
+    lines = [head, f"Test perplexity against the equal LSTM's {base:.1f}: " + "; ".join(
+        f"{PTB.rows[n].description} {results[n]['test_ppl']:.1f} ({change[n]:+.1f}%)" for n in ours) + "."]
+    better = [n for n in ours if change[n] < -1.0]
+    if better:
+        best = min(better, key=change.get)
+        lines.append(f"Attention helps here: {PTB.rows[best].description} is {-change[best]:.1f}% below the LSTM.")
+    elif ours:
+        best, worst = min(ours, key=change.get), max(ours, key=change.get)
+        lines.append(f"**No attention row beats the equal LSTM** at this size and budget (closest: "
+                     f"{PTB.rows[best].description}, {change[best]:+.1f}%; furthest: {PTB.rows[worst].description}, {change[worst]:+.1f}%). "
+                     "One seed per row: differences of a few tenths of a percent are no evidence either way.")
+        first = {n: results[n]["valid_ppl_per_epoch"][0] for n in ours}
+        first = {n: p for n, p in first.items() if p is not None}
+        lstm_first = lstm["valid_ppl_per_epoch"][0]
+        if first and lstm_first is not None:
+            lines.append(f"The attention rows start slower (valid after epoch 1: {min(first.values()):.0f} to "
+                         f"{max(first.values()):.0f}, the LSTM {lstm_first:.0f}); "
+                         f"their final valid is {min(results[n]['valid_ppl'] for n in ours):.1f} to "
+                         f"{max(results[n]['valid_ppl'] for n in ours):.1f}, the LSTM's {lstm['valid_ppl']:.1f}.")
+    if "single" in results and "single-bc" in results:
+        with_bc, without = results["single-bc"], results["single"]
+        lines.append(f"The bias b_c of Eq. 7 as printed costs the single model {with_bc['test_ppl']:.1f} against "
+                     f"{without['test_ppl']:.1f} ({100 * (with_bc['test_ppl'] / without['test_ppl'] - 1):+.1f}%; "
+                     f"valid {with_bc['valid_ppl']:.1f} against {without['valid_ppl']:.1f}): through the tied "
+                     "output it is a unigram shortcut that takes the clipped SGD steps, which is why "
+                     "`--combination-bias` is off by default.")
+    lines += entropy_choice(results, base)
+    for name in ("fairseq-lstm_lm", "fairseq-transformer_lm"):
+        if name in results:
+            lines.append(f"{PTB.rows[name].description}: test {results[name]['test_ppl']:.1f} "
+                         f"({100 * (results[name]['test_ppl'] / base - 1):+.1f}% against our LSTM).")
+    if "fairseq-transformer_lm" in results:
+        transformer = results["fairseq-transformer_lm"]["test_ppl"]
+        recurrent = {n: results[n]["test_ppl"] for n in ["lstm", *ours]}
+        ahead = sum(p < transformer for p in recurrent.values())
+        lines.append(f"Against the transformer a user would pick today: {ahead} of {len(recurrent)} of our "
+                     f"rows reach a lower test perplexity than its {transformer:.1f}, at this one size and budget "
+                     "(2 layers of 200, 10 epochs of 42k sentences; not a verdict on larger settings).")
+    last = [n for n, r in results.items() if best_epoch(r) == r["epochs"]]
+    if last:
+        lines.append(f"{len(last)} of {len(results)} rows had their best epoch last: still improving when the "
+                     f"{PTB.epochs}-epoch budget stopped them, so this compares the models at an equal budget, not "
+                     "at convergence (the paper trains 2 x 650 for 39+ epochs).")
+    minutes = [r["train_minutes"] for r in results.values()]
+    lines.append(f"Rows trained with one thread each, two side by side with other work: {min(minutes):.0f} to "
+                 f"{max(minutes):.0f} minutes a row (not the 2-core budget).")
+    return "\n".join(lines)
+
+
+def plot_ptb_valid(results, path):
+    results = {n: r for n, r in results.items() if not is_stream(PTB, n)}
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for name, r in results.items():
+        logged = [(e, p) for e, p in enumerate(r["valid_ppl_per_epoch"], 1) if p is not None]
+        if not logged:
+            continue
+        ax.plot(*zip(*logged), marker="o", markersize=3, label=PTB.rows[name].description.replace("`", ""),
+                linestyle="--" if name.startswith("fairseq") else "-")
+    ax.set_yscale("log")
+    values = [p for r in results.values() for p in r["valid_ppl_per_epoch"] if p is not None] or [100]
+    ax.set_yticks([t for t in (100, 110, 120, 130, 150, 175, 200, 250, 300, 400, 600, 1000)
+                   if min(values) * 0.9 <= t <= max(values) * 1.1])
+    ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("valid perplexity (log scale; sentences cut at 35)")
+    ax.set_title(f"Full PTB, 2 x {SIZE}, SGD lr 1 (halved after epoch {PTB.anneal_after}), --sentence-avg")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+
+# ---- full PTB, document streams and the test-time options
+
+SENTENCE_BASELINE = "lstm"  # the sentence-level LSTM of the main table
+STREAM_BASELINE = "lstm-stream"
+
+
+def cache_flags(r):
+    c = r.get("cache")
+    return f"N {c['window']}, θ {c['theta']}, λ {c['lambda']}" if c else "–"
+
+
+def attention_note(r):
+    if "valid_pointer_gate" in r:
+        return f"gate {r['valid_pointer_gate']:.3f}"
+    if "valid_attn_entropy" in r:
+        return f"entropy {r['valid_attn_entropy']:.2f}"
+    return "–"
+
+
+def gate_note(r, description):
+    """A pointer whose sentinel gate sits at 1 is unused (its gradient is scaled by 1 - g): say for
+    which epochs, from the gate logged on valid after each epoch (docs/models.md)."""
+    gates = r.get("pointer_gate_per_epoch") or []
+    stuck = [e for e, g in enumerate(gates, 1) if g is not None and g > 0.99]
+    if r.get("valid_pointer_gate", 0) > 0.99:
+        return [f"{description}: the sentinel gate is {r['valid_pointer_gate']:.3f} on valid, so the pointer "
+                "carries almost no mass and the model is the LSTM under another name (docs/models.md)."]
+    if not stuck:
+        return []
+    # the recipe halves SGD's step after epoch ``anneal_after``
+    annealed = r.get("recipe", {}).get("anneal_after") == stuck[-1]
+    return [f"{description}: the sentinel gate sat at 1 (pointer unused) after epoch"
+            f"{'s' if len(stuck) > 1 else ''} {stuck[0]}" + (f"-{stuck[-1]}" if len(stuck) > 1 else "")
+            + f", left it in epoch {stuck[-1] + 1}" + (" when SGD's step halved (lr 1 -> 0.5)" if annealed else "")
+            + " and ends at "
+            f"{r['valid_pointer_gate']:.3f} on valid: the pointer trained for {len(gates) - len(stuck)} of "
+            f"{len(gates)} epochs (docs/models.md)."]
+
+
+def stream_table(results, rows):
+    """``rows``: {name: description} of the stream rows, in order."""
+    lines = ["| row | valid ppl | test ppl | vs stream LSTM | + neural cache (chosen on valid) | valid + cache | "
+             "**test + cache** | cache gain | best epoch | attention (valid) | params | train min | tokens/s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    base = results.get(STREAM_BASELINE)
+    for name, description in rows.items():
+        r = results.get(name)
+        if r is None:
+            lines.append(f"| {description} | not run yet | | | | | | | | | | | |")
+            continue
+        versus = f"{pct(r['test_ppl'], base['test_ppl']):+.1f}%" if base and name != STREAM_BASELINE else "–"
+        cached = "test_ppl_cache" in r
+        lines.append(
+            f"| {description} | {r['valid_ppl']:.1f} | {r['test_ppl']:.1f} | {versus} | {cache_flags(r)} | "
+            + (f"{r['valid_ppl_cache']:.1f} | **{r['test_ppl_cache']:.1f}** | "
+               f"{pct(r['test_ppl_cache'], r['test_ppl']):+.1f}% | " if cached else "– | – | – | ")
+            + f"{r.get('best_epoch', '?')}/{r['epochs']} | {attention_note(r)} | {r['params'] / 1e6:.2f}M | "
+              f"{r['train_minutes']:.0f} | {r['train_tokens_per_s']:,} |")
+    return "\n".join(lines)
+
+
+def dynamic_block(results, rows):
+    """Dynamic evaluation on the stream rows that report it: table and statement (goals: >= 10% below
+    the static test ppl on every row; the stream LSTM with the cache and dynamic evaluation below 80)."""
+    done = [n for n in rows if n in results and "test_ppl_dynamic" in results[n]]
+    if not done:
+        return ("Dynamic evaluation: no stream row reports it yet (`benchmarks/table.py` computes it in the run "
+                "that trains a row).")
+    lines = ["| row | test ppl | dynamic evaluation (chosen on valid) | valid + dynamic | **test + dynamic** | gain | "
+             "test + cache | **test + cache + dynamic** | gain |", "|---|---|---|---|---|---|---|---|---|"]
+    for n in done:
+        r, d = results[n], results[n]["dynamic"]
+        lines.append(f"| {rows[n]} | {r['test_ppl']:.1f} | SGD lr {d['lr']:g}, decay {d['decay']:g}, segments of "
+                     f"{d['segment']} | {r['valid_ppl_dynamic']:.1f} | **{r['test_ppl_dynamic']:.1f}** | "
+                     f"{pct(r['test_ppl_dynamic'], r['test_ppl']):+.1f}% | {r['test_ppl_cache']:.1f} | "
+                     f"**{r['test_ppl_cache_dynamic']:.1f}** | {pct(r['test_ppl_cache_dynamic'], r['test_ppl']):+.1f}% |")
+    gains = {n: pct(results[n]["test_ppl_dynamic"], results[n]["test_ppl"]) for n in done}
+    met = all(g <= -10 for g in gains.values())
+    lines += ["", "**Dynamic evaluation (generated from the JSON).** " + "; ".join(
+        f"{rows[n]}: {results[n]['test_ppl']:.1f} -> {results[n]['test_ppl_dynamic']:.1f} ({gains[n]:+.1f}%), with "
+        f"the cache {results[n]['test_ppl_cache_dynamic']:.1f}" for n in done)
+        + f". The goal of >= 10% below the static test perplexity on every row is {'met' if met else 'not met'}"
+        " (Krause et al.: 11% on AWD-LSTM)."]
+    if STREAM_BASELINE in done:
+        both = results[STREAM_BASELINE]["test_ppl_cache_dynamic"]
+        lines[-1] += (f" The stream LSTM with the cache and dynamic evaluation: {both:.1f} "
+                      f"({'below' if both < 80 else 'not below'} the goal of 80; the cache alone: "
+                      f"{results[STREAM_BASELINE]['test_ppl_cache']:.1f}).")
+    speed = os.path.join(RESULTS, "cpu", "dynamic_eval_speed.json")
+    if os.path.exists(speed):
+        with open(speed) as f:
+            figures = json.load(f)["by_threads"]
+        name = "eval, dynamic SGD, segments of 20"
+        lines.append("Its cost, eval tokens/s against static scoring (PTB valid as one stream, `alm_lstm` 2 x 200, "
+                     "benchmarks/results/cpu/dynamic_eval_speed.json): " + ", ".join(
+                         f"{figures[t]['eval']['ratio'][name]:.2f}x at {t} thread{'s' if t != '1' else ''}"
+                         for t in sorted(figures, key=int)) + " (goal >= 0.35x).")
+    return "\n".join(lines)
+
+
+def stream_statement(results, rows):
+    done = [n for n in rows if n in results]
+    head = f"**What document context shows ({len(done)} of {len(rows)} stream rows, generated from the JSON).**"
+    stream = results.get(STREAM_BASELINE)
+    if stream is None:
+        return f"{head} The stream LSTM has not run yet: nothing to compare with."
+    lines = [head]
+    sentence = results.get(SENTENCE_BASELINE)
+    if sentence:
+        change = pct(stream["test_ppl"], sentence["test_ppl"])
+        lines.append(f"Document context {'helps' if change < -1 else 'does not help'} the equal LSTM: read as 20 "
+                     f"streams with its state carried, test {stream['test_ppl']:.1f} against "
+                     f"{sentence['test_ppl']:.1f} reset at every sentence ({change:+.1f}%), same size, recipe and "
+                     "10 epochs.")
+    others = [n for n in done if n != STREAM_BASELINE]
+    if others:
+        change = {n: pct(results[n]["test_ppl"], stream["test_ppl"]) for n in others}
+        ahead = [n for n in others if change[n] <= -3.0]
+        verdict = ("ahead of the stream LSTM by >= 3%: " + ", ".join(rows[n] for n in ahead) if ahead else
+                   "**no model with a memory spanning sentences beats the stream LSTM** here (the goal was >= 3%)")
+        lines.append("Against the stream LSTM's test " + f"{stream['test_ppl']:.1f}: " + "; ".join(
+            f"{rows[n]} {results[n]['test_ppl']:.1f} ({change[n]:+.1f}%)" for n in others) + f". So {verdict}. "
+            "One seed per row: a difference under ~1% is no evidence either way.")
+    for n in done:
+        lines.extend(gate_note(results[n], rows[n]))
+    cached = [n for n in done if "test_ppl_cache" in results[n]]
+    if cached:
+        gains = {n: pct(results[n]["test_ppl_cache"], results[n]["test_ppl"]) for n in cached}
+        best = min(cached, key=lambda n: results[n]["test_ppl_cache"])
+        best_trained = min(others, key=lambda n: results[n]["test_ppl"]) if others else None
+        lines.append("The neural cache (nothing trained; window, θ and λ chosen on valid): " + "; ".join(
+            f"{rows[n]} {results[n]['test_ppl']:.1f} -> {results[n]['test_ppl_cache']:.1f} ({gains[n]:+.1f}%)"
+            for n in cached) + f". Best overall: {rows[best]} with the cache, test {results[best]['test_ppl_cache']:.1f}"
+            + (f" ({pct(results[best]['test_ppl_cache'], sentence['test_ppl']):+.1f}% against the sentence-level "
+               f"LSTM)." if sentence else ".")
+            + f" {sum(g <= -10 for g in gains.values())} of {len(cached)} rows gain >= 10% (Grave et al.: 12% on PTB)."
+            + (f" On the stream LSTM the cache ({gains[STREAM_BASELINE]:+.1f}%) "
+               + ("gains about as much as" if abs(gains[STREAM_BASELINE] - change[best_trained]) < 1 else
+                  "gains more than" if gains[STREAM_BASELINE] < change[best_trained] else "gains less than")
+               + f" the best trained memory, {rows[best_trained]} ({change[best_trained]:+.1f}%)."
+               if best_trained and STREAM_BASELINE in gains else ""))
+    wikitext = os.path.join(RESULTS, "wikitext-2", "cost.json")
+    if os.path.exists(wikitext):
+        with open(wikitext) as f:
+            cost = json.load(f)
+        lines.append(f"WikiText-2 (the same two rows, same recipe): not run yet. Measured first, side by side with "
+                     f"PTB: a training step runs at {cost['wikitext2_over_ptb_speed']:.2f}x PTB's tokens/s (the "
+                     f"{cost['vocabulary']['wikitext-2']:,}-word softmax) over {cost['train_tokens']['wikitext-2']:,} "
+                     f"training tokens, about {cost['estimated_minutes_per_epoch_at_the_ptb_rows_pace']} minutes an "
+                     f"epoch at the PTB rows' pace, {cost['estimated_hours_per_row_10_epochs']} hours a row "
+                     "(benchmarks/results/wikitext-2/cost.json).")
+    lines.extend(speed_note())
+    lines.append("The sentence-level rows of the main table have no cache figures: their checkpoints were not "
+                 "kept (they trained on an earlier machine); `alm-cache-grid` gives them from a checkpoint.")
+    return "\n".join(lines)
+
+
+def speed_note():
+    """What carrying a memory and the cache cost, from benchmarks/stream_speed.py's JSON: every
+    thread count of one run."""
+    path = os.path.join(RESULTS, "cpu", "stream_speed.json")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        by_threads = json.load(f)["by_threads"]
+    counts = sorted(by_threads, key=int)
+    ratio = lambda part, name: " / ".join(f"{by_threads[t][part]['ratio'][name]:.2f}" for t in counts)
+    train = [n for n in by_threads[counts[0]]["train"]["ratio"] if n != by_threads[counts[0]]["train"]["baseline"]]
+    cached = [n for n in by_threads[counts[0]]["eval"]["ratio"] if n != by_threads[counts[0]]["eval"]["baseline"]]
+    attention = [n for n in train if n.startswith(("attentive_lm", "amsrn"))]
+    met = all(by_threads[t]["train"]["ratio"][n] >= 0.85 for t in counts for n in attention)
+    fast = all(by_threads[t]["eval"]["ratio"][n] >= 0.8 for t in counts for n in cached)
+    repeats = by_threads[counts[0]]["train"]["title"].rsplit(", ", 1)[-1]  # "median of N"
+    return [f"Speed ({' / '.join(counts)} threads, one run of benchmarks/stream_speed.py, {repeats}; "
+            "benchmarks/results/cpu/stream_speed.json): the stream training step against `alm_lstm`: "
+            + "; ".join(f"{n} {ratio('train', n)}" for n in train)
+            + f" (goal for attention >= 0.85: {'met' if met else 'not met'}). Evaluation (`--batch-size 1`): "
+            + "; ".join(f"{n} {ratio('eval', n)} of the speed without it" for n in cached)
+            + f" (goal >= 0.8: {'met' if fast else 'not met'})."]
+
+
+def plot_streams(results, rows, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    done = [n for n in rows if n in results]
+    if not done:
+        return
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    x = range(len(done))
+    plain = [results[n]["test_ppl"] for n in done]
+    cached = [results[n].get("test_ppl_cache", float("nan")) for n in done]
+    ax.bar([i - 0.2 for i in x], plain, width=0.4, label="model alone")
+    ax.bar([i + 0.2 for i in x], cached, width=0.4, label="+ neural cache")
+    for i, (p, c) in enumerate(zip(plain, cached)):
+        ax.text(i - 0.2, p + 1, f"{p:.1f}", ha="center", fontsize=7)
+        ax.text(i + 0.2, c + 1, f"{c:.1f}", ha="center", fontsize=7)
+    if SENTENCE_BASELINE in results:
+        ax.axhline(results[SENTENCE_BASELINE]["test_ppl"], color="gray", linestyle="--", linewidth=1,
+                   label=f"sentence-level LSTM ({results[SENTENCE_BASELINE]['test_ppl']:.1f})")
+    ax.set_xticks(list(x))
+    ax.set_xticklabels([n.replace("-stream", "") for n in done])
+    ax.set_ylabel("test perplexity")
+    ax.set_ylim(min(c for c in cached + plain if c == c) * 0.8, max(plain) * 1.12)
+    ax.set_title("Full PTB, document streams (2 x 200, 10 epochs): with and without the cache", fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+# ---- the adaptive softmax
+
+SPEED_GOAL, POINTER_GOAL, QUALITY_GOAL = 1.5, 0.85, 3.0  # x PTB full step; x alm_lstm; % test ppl
+
+
+def speed_table(speed, kind):
+    threads = sorted(speed["by_threads"], key=int)
+    first = speed["by_threads"][threads[0]][kind]
+    lines = ["| " + " | ".join(["run"] + [f"tokens/s, {t} thread{'s' if t != '1' else ''} | vs baseline"
+                                          for t in threads]) + " |",
+             "|---|" + "---|---|" * len(threads)]
+    for name in first["tokens_per_s"]:
+        cells = []
+        for t in threads:
+            figures = speed["by_threads"][t][kind]
+            cells += [f"{figures['tokens_per_s'][name]:,}", f"{figures['ratio'][name]:.2f}"]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + f"\n\n(baseline: {first['baseline']}; {first['title'].split(', CPU')[0]})"
+
+
+def speed_statement(speed):
+    lines = []
+    for t in sorted(speed["by_threads"], key=int):
+        ratio = speed["by_threads"][t]["train"]["ratio"]
+        tied = {n: r for n, r in ratio.items() if n.startswith("WT2") and "(tied)" in n}
+        best = max(tied, key=tied.get)
+        full = ratio["WT2 alm_lstm, full softmax"]
+        pointer = {n: r / ratio[base] for n, r, base in (
+            (n, r, "PTB alm_lstm, adaptive 2000 (tied)" if "adaptive" in n else "PTB alm_lstm, full softmax")
+            for n, r in ratio.items() if "pointer" in n)}
+        evaluation = speed["by_threads"][t]["eval"]["ratio"]
+        lines.append(
+            f"- {t} thread{'s' if t != '1' else ''}: a WikiText-2 step with the full softmax runs at {full:.2f}x a PTB "
+            f"full-softmax step; with the tied default (2000,10000) at "
+            f"{ratio['WT2 alm_lstm, adaptive 2000,10000 (tied)']:.2f}x (goal >= {SPEED_GOAL}x: "
+            f"{'met' if ratio['WT2 alm_lstm, adaptive 2000,10000 (tied)'] >= SPEED_GOAL else 'not met'}), best tied "
+            f"{best.split(', ')[1]} {tied[best]:.2f}x, untied {ratio['WT2 alm_lstm, adaptive 2000,10000 (untied)']:.2f}x. "
+            "The pointer's step against `alm_lstm` with the same output layer: "
+            + ", ".join(f"{n.split(', ')[1]} {r:.2f}x" for n, r in pointer.items())
+            + f" (goal >= {POINTER_GOAL}x: {'met' if min(pointer.values()) >= POINTER_GOAL else 'not met'}). "
+            f"Evaluation on WikiText-2 (1 x 35 chunks, the whole distribution formed): adaptive "
+            f"{evaluation['WT2 eval, adaptive 2000,10000 (tied)']:.2f}x the full softmax.")
+    return "\n".join(lines)
+
+
+def adaptive_quality(results):
+    full, adaptive = results.get("lstm-stream"), results.get("lstm-stream-adaptive")
+    if adaptive is None or full is None:
+        return "The PTB row with the adaptive softmax (`lstm-stream-adaptive`) has not finished yet."
+    lines = ["| row | valid ppl | test ppl | test + neural cache | params | train min | tokens/s |",
+             "|---|---|---|---|---|---|---|"]
+    for name, r in (("lstm-stream", full), ("lstm-stream-adaptive", adaptive)):
+        lines.append(f"| `{name}`: {r['description']} | {r['valid_ppl']:.1f} | {r['test_ppl']:.1f} | "
+                     f"{r.get('test_ppl_cache', float('nan')):.1f} | {r['params'] / 1e6:.2f}M | {r['train_minutes']:.0f} | "
+                     f"{r['train_tokens_per_s']:,} |")
+    change = 100 * (adaptive["test_ppl"] / full["test_ppl"] - 1)
+    verdict = "within" if change <= QUALITY_GOAL else "outside"
+    lines += ["", f"On full PTB, same recipe and budget (10 epochs, 20 streams x 35 words, one thread), the tied "
+                  f"adaptive softmax changes the stream LSTM's test perplexity by {change:+.1f}% ({full['test_ppl']:.1f} "
+                  f"-> {adaptive['test_ppl']:.1f}): {verdict} the {QUALITY_GOAL:.0f}% goal. Rows recorded at commits "
+                  f"{full['commit']} and {adaptive['commit']}; their tokens/s were measured beside other work on the "
+                  "machine (the speed table above is the side-by-side measurement)."]
+    return "\n".join(lines)
+
+
+def adaptive_block(results):
+    path = os.path.join(RESULTS, "cpu", "output_layer_speed.json")
+    parts = []
+    if os.path.exists(path):
+        with open(path) as f:
+            speed = json.load(f)
+        command = "python benchmarks/output_layer_speed.py " + " ".join(speed["argv"])
+        parts += ["Training step (forward, `attention_cross_entropy`, backward, clip, SGD), `alm_lstm` 2 x 200, "
+                  "20 streams x 35 words:", "", speed_table(speed, "train"), "",
+                  "Evaluation, WikiText-2 valid as one stream:", "", speed_table(speed, "eval"), "",
+                  speed_statement(speed), "", f"(`{command}`)"]
+    else:
+        parts.append("The speed benchmark has not run yet (`python benchmarks/output_layer_speed.py`).")
+    parts += ["", adaptive_quality(results)]
+    return "\n".join(parts)
+
+# ---- every block
+
+def train_speed_block():
+    """The training step against a bare nn.LSTM LM at each thread count of one run
+    (``train_speed.py --mode model --json benchmarks/results/cpu/train_speed_model.json``)."""
+    with open(os.path.join(RESULTS, "cpu", "train_speed_model.json")) as f:
+        result = json.load(f)
+    by_threads = result.get("by_threads") or {result["device"]: result}
+    counts = list(by_threads)
+    first = by_threads[counts[0]]
+    head = " | ".join(f"tokens/s, {by_threads[c]['device']} | vs {first['baseline']}" for c in counts)
+    lines = [f"| model | {head} |", "|---" * (1 + 2 * len(counts)) + "|"]
+    for name in first["tokens_per_s"]:
+        lines.append(f"| {name} | " + " | ".join(f"{by_threads[c]['tokens_per_s'][name]:,} | "
+                                                 f"{by_threads[c]['ratio'][name]:.2f}" for c in counts) + " |")
+    # the table is written by this module now, no longer by the script's old --update-docs
+    command = " ".join(["python benchmarks/train_speed.py", *(a for a in first["argv"] if a != "--update-docs")])
+    return "\n".join(lines) + f"\n\n({first['title'].rsplit(', CPU', 1)[0]}; `{command}`)"
+
+
+def blocks(ptb_results_dir=None, draw=True):
+    """{marker: text} for every generated block of docs/benchmarks.md; ``draw``: the pictures too."""
+    results = PTB.load(ptb_results_dir)
+    streams = {n: row.description for n, row in PTB.rows.items()
+               if is_stream(PTB, n) and row.full_softmax_twin is None}
+    if results and draw:
+        plot_ptb_valid(results, os.path.join(ROOT, "docs", "ptb_valid_ppl.png"))
+        plot_streams(results, streams, os.path.join(ROOT, "docs", "ptb_stream.png"))
+    return {"ptb-table": f"{ptb_table(results)}\n\n{ptb_statement(results)}",
+            "train-speed": train_speed_block(),
+            "ptb-stream": f"{stream_table(results, streams)}\n\n{stream_statement(results, streams)}"
+                          "\n\n![Test perplexity of the stream rows with and without the cache](ptb_stream.png)"
+                          f"\n\n{dynamic_block(results, streams)}",
+            "adaptive-softmax": adaptive_block(results)}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--update-docs", action="store_true", help="write every block into docs/benchmarks.md "
+                                                                   "between its markers")
+    parser.add_argument("--ptb-results", help="read the PTB rows' JSON from here (default: benchmarks/results/ptb)")
+    args = parser.parse_args(argv)
+    generated = blocks(args.ptb_results)
+    for marker, text in generated.items():
+        print(f"<!-- {marker} -->\n{text}\n")
+    if args.update_docs:
+        for marker, text in generated.items():
+            fill_markers(os.path.join(ROOT, "docs", "benchmarks.md"), marker, text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,180 @@
+"""The tables' rows, declared as data: for each corpus its recipe and, for each row, the model's
+arguments and how it reads the text. ``table.py`` trains and scores them; ``report.py`` writes
+the docs from their JSON (``benchmarks/results/<corpus>/<row>.json``).
+
+A row reads the corpus in one of three ways (``Row.reading``):
+
+* ``sentence``: one sentence per sample from a fresh state (``sentence_language_modeling``),
+  batches of 32 sentences, cut at 35 tokens in training, scored whole at the end;
+* ``stream``: the corpus as 20 parallel streams of 35-word chunks, the LSTM state and the last
+  M memory states carried across chunks (``document_language_modeling``); 20 x 35 = 700 tokens
+  an update, about the sentence rows' 32 sentences, so the updates per epoch match; scored as
+  one stream at the end;
+* ``fairseq``: fairseq's own ``language_modeling`` task, ``--sample-break-mode none``: shuffled
+  35-token blocks, no state carried between them, scored by ``fairseq-eval-lm --context-window``.
+"""
+import json
+import os
+from dataclasses import dataclass, field
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SIZE, DROPOUT = "200", "0.2"
+MEMORY, STREAMS = "100", 20  # M (and the pointer's L) = 100: the Pointer Sentinel-LSTM's window
+
+
+@dataclass(frozen=True)
+class Row:
+    description: str
+    args: tuple  # the model's and the optimizer's arguments
+    reading: str = "sentence"  # sentence | stream | fairseq (see above)
+    full_softmax_twin: str = None  # a row that only changes the output layer: the row it is compared with
+
+
+@dataclass(frozen=True)
+class Corpus:
+    name: str  # data-bin/<name>, benchmarks/results/<name>
+    epochs: int
+    anneal_after: int  # SGD's step halves every epoch after this one
+    rows: dict  # name -> Row, in the tables' order
+    paper: dict = field(default_factory=dict)  # row -> the paper's figures, as text
+    cache_windows: str = None  # alm-cache-grid --windows (None: its default)
+    dynamic_lrs: str = "0.3,1,3"  # training stepped lr 1 on 35-word sums
+    dynamic_decays: str = "0"
+    data_name: str = None  # data-bin/<data_name> when the rows read another corpus's data (a slice)
+    max_update: int = None  # a slice: stop after this many updates (the rows' first epoch, cut)
+    test_time: bool = True  # the neural cache and dynamic evaluation chosen on valid, scored on test
+
+    @property
+    def data(self):
+        return os.path.join(ROOT, "data-bin", self.data_name or self.name)
+
+    @property
+    def results(self):
+        return os.path.join(ROOT, "benchmarks", "results", self.name)
+
+    def load(self, results_dir=None):
+        """The rows' JSON that exist, in the table's order."""
+        found = {}
+        for name in self.rows:
+            path = os.path.join(results_dir or self.results, f"{name}.json")
+            if os.path.exists(path):
+                with open(path) as f:
+                    found[name] = json.load(f)
+        return found
+
+
+def sgd(anneal_after):
+    """The Attentive LM paper's recipe compressed to a 2-core CPU: SGD lr 1 on the NLL summed over
+    each sentence (or chunk) and averaged over the batch (``--sentence-avg``, the authors' loss),
+    clip 5, lr halved every epoch after ``anneal_after`` (fairseq's fixed scheduler shrinks from
+    epoch ``--force-anneal`` on)."""
+    return ("--optimizer", "sgd", "--lr", "1.0", "--lr-scheduler", "fixed", "--force-anneal",
+            str(anneal_after + 1), "--lr-shrink", "0.5", "--clip-norm", "5", "--sentence-avg")
+
+
+OURS = ("--embed-dim", SIZE, "--hidden-size", SIZE, "--num-layers", "2", "--dropout", DROPOUT)
+FAIRSEQ_LSTM = ("--arch", "lstm_lm", "--decoder-embed-dim", SIZE, "--decoder-hidden-size", SIZE,
+                "--decoder-out-embed-dim", SIZE, "--decoder-layers", "2", "--decoder-dropout-in", DROPOUT,
+                "--decoder-dropout-out", DROPOUT)
+
+
+def model_rows(extra, recipe):
+    """The models both tables share, with ``extra`` (an output layer) after the model arguments."""
+    single = ("--arch", "attentive_lm", "--attention-score", "single")
+    amsrn = ("--arch", "amsrn", "--memory-selection", "tied")
+    return {
+        "lstm": Row("LSTM (ours, `alm_lstm`)", ("--arch", "alm_lstm", *OURS, *extra, *recipe)),
+        "single": Row("`attentive_lm` single (Eq. 7 tanh, no b_c)", (*single, *OURS, *extra, *recipe)),
+        "combined": Row("`attentive_lm` combined (Eq. 10)",
+                        ("--arch", "attentive_lm", "--attention-score", "combined", *OURS, *extra, *recipe)),
+        "amsrn": Row("`amsrn` tied", (*amsrn, *OURS, *extra, *recipe)),
+        "lstm-stream": Row("LSTM (ours, `alm_lstm`), document streams", ("--arch", "alm_lstm", *OURS, *extra, *recipe),
+                           "stream"),
+        "single-stream": Row(f"`attentive_lm` single, document streams, M = {MEMORY}",
+                             (*single, "--memory-window", MEMORY, *OURS, *extra, *recipe), "stream"),
+        "amsrn-stream": Row(f"`amsrn` tied, document streams, M = {MEMORY}",
+                            (*amsrn, "--memory-window", MEMORY, *OURS, *extra, *recipe), "stream"),
+        "ps-lstm-stream": Row(f"Pointer Sentinel-LSTM (`pointer_sentinel_lm`), document streams, L = {MEMORY}",
+                              ("--arch", "pointer_sentinel_lm", "--pointer-window", MEMORY, *OURS, *extra, *recipe),
+                              "stream"),
+    }
+
+
+# Full PTB: 42,068 / 3,370 / 3,761 sentences, 10 epochs, the full softmax
+PTB_RECIPE = sgd(4)
+_ptb = model_rows((), PTB_RECIPE)
+PTB = Corpus("ptb", epochs=10, anneal_after=4, rows={
+    "lstm": _ptb["lstm"],
+    "single": _ptb["single"],
+    "single-bc": Row("`attentive_lm` single, with b_c (Eq. 7 as printed)",
+                     ("--arch", "attentive_lm", "--attention-score", "single", "--combination-bias", *OURS,
+                      *PTB_RECIPE)),
+    "combined": _ptb["combined"],
+    "single-linear": Row("`attentive_lm` single, `--concat-activation linear`",
+                         ("--arch", "attentive_lm", "--attention-score", "single", "--concat-activation", "linear",
+                          *OURS, *PTB_RECIPE)),
+    "amsrn": _ptb["amsrn"],
+    **{f"amsrn-entropy-{weight}": Row(f"`amsrn` tied + entropy, lambda {float(weight):.1f}",
+                                      ("--arch", "amsrn", "--memory-selection", "tied", "--attention-entropy-weight",
+                                       f"{float(weight):.1f}", *OURS, *PTB_RECIPE)) for weight in ("0.1", "1")},
+    "fairseq-lstm_lm": Row("fairseq `lstm_lm` (tied, cross-check)",
+                           (*FAIRSEQ_LSTM, "--share-decoder-input-output-embed", *PTB_RECIPE)),
+    # Adam: SGD at lr 1.0 is not a transformer recipe; same size, epochs and batches
+    "fairseq-transformer_lm": Row("fairseq `transformer_lm` (2 layers, 200-d, FFN 512; Adam)",
+                                  ("--arch", "transformer_lm", "--decoder-embed-dim", SIZE, "--decoder-input-dim", SIZE,
+                                   "--decoder-output-dim", SIZE, "--decoder-ffn-embed-dim", "512", "--decoder-layers",
+                                   "2", "--decoder-attention-heads", "4", "--share-decoder-input-output-embed",
+                                   "--dropout", DROPOUT, "--optimizer", "adam", "--lr", "0.001", "--lr-scheduler",
+                                   "inverse_sqrt", "--warmup-updates", "1000", "--clip-norm", "5", "--sentence-avg")),
+    **{name: _ptb[name] for name in ("lstm-stream", "single-stream", "amsrn-stream", "ps-lstm-stream")},
+    # the output layer's cost in quality: head = PTB's 2,000 most frequent words (~83% of the
+    # tokens), one tail of the other 8,004 (the issue's suggestion, not tuned on a slice)
+    "lstm-stream-adaptive": Row("LSTM (ours, `alm_lstm`), document streams, tied adaptive softmax (head 2000)",
+                                ("--arch", "alm_lstm", *OURS, *PTB_RECIPE, "--adaptive-softmax-cutoff", "2000"),
+                                "stream", full_softmax_twin="lstm-stream"),
+}, paper={"single": "71.7 / 70.1 (2 x 650, 39+ epochs)", "combined": "72.6 / 70.7 (2 x 650)"})
+
+# Full WikiText-2 (sentences split after . ? !; 2.14M training tokens, 33,278 words), every row
+# with the tied adaptive softmax. Budget: 4 epochs, lr halved after epoch 2. A WikiText-2 epoch
+# is 2.3 PTB epochs of tokens, so 4 epochs are ~12k updates of 700 tokens, about the PTB rows'
+# 10 epochs (13k), and a row fits in ~2.5 h at one thread (docs/benchmarks.md: the measured cost).
+WT2_CUTOFF = "2000,10000"
+WT2_RECIPE = sgd(2)
+_wt2 = model_rows(("--adaptive-softmax-cutoff", WT2_CUTOFF), WT2_RECIPE)
+WIKITEXT2 = Corpus("wikitext-2", epochs=4, anneal_after=2, rows={
+    **{name: _wt2[name] for name in ("lstm", "single", "combined", "amsrn", "lstm-stream", "single-stream")},
+    "ps-lstm-stream": Row(_wt2["ps-lstm-stream"].description,
+                          (*_wt2["ps-lstm-stream"].args, "--pointer-loss", "off"), "stream"),
+    # the peer: fairseq's LSTM LM with its own adaptive softmax (untied, as fairseq builds it under
+    # adaptive_loss, which also needs legacy_ddp), the same cutoffs (its defaults exceed the vocabulary)
+    "fairseq-lstm_lm": Row("fairseq `lstm_lm`, its adaptive softmax (untied), `language_modeling` blocks",
+                           (*FAIRSEQ_LSTM, "--adaptive-softmax-cutoff", WT2_CUTOFF, *WT2_RECIPE), "fairseq"),
+}, paper={"lstm": "– / 99.3 (LSTM-LM, Grave et al.)", "single": "73.7 / 69.7 (50M)", "combined": "74.3 / 70.8 (50M)",
+          "ps-lstm-stream": "84.8 / 80.8 (21M, L = 100)"},
+    cache_windows="100,500,2000,3785")  # 3,785: awd-lstm-lm's WikiText-2 cache
+
+# Slices that chose the WikiText-2 rows' settings (the static figures only):
+# the adaptive softmax's cutoffs: the stream LSTM's first 600 updates (420k tokens, a fifth of an
+# epoch) with each candidate; the two fastest measured (benchmarks/results/cpu/output_layer_speed.json)
+WIKITEXT2_CUTOFFS = Corpus("wikitext-2-cutoffs", epochs=1, anneal_after=2, data_name="wikitext-2", max_update=600,
+                           test_time=False, rows={
+    f"lstm-stream-{cutoff.replace(',', '-')}": Row(f"LSTM, document streams, tied adaptive softmax {cutoff}",
+                                 ("--arch", "alm_lstm", *OURS, "--adaptive-softmax-cutoff", cutoff, *WT2_RECIPE), "stream")
+    for cutoff in ("2000,10000", "1000,5000,15000")})
+# the Pointer Sentinel's extra loss term: the PTB stream row's first 3 epochs with each choice
+PTB_POINTER_LOSS = Corpus("ptb-pointer-loss", epochs=3, anneal_after=4, data_name="ptb", test_time=False, rows={
+    f"ps-lstm-stream-{loss}": Row(f"Pointer Sentinel-LSTM, document streams, `--pointer-loss {loss}`",
+                                  (*_ptb["ps-lstm-stream"].args, "--pointer-loss", loss), "stream")
+    for loss in ("off", "found", "all")})
+
+# Salton et al. (2017) Table 2 as printed: (system, parameters, valid, test)
+WIKITEXT2_PAPER = [("Zoneout + Variational LSTM (Merity et al.)", "20M", "108.7", "100.9"),
+                   ("LSTM-LM (Grave et al.)", "–", "–", "99.3"),
+                   ("Variational LSTM (Merity et al.)", "20M", "101.7", "96.3"),
+                   ("Neural cache, size 100 (Grave et al.)", "–", "–", "81.6"),
+                   ("Pointer LSTM, window 100 (Merity et al.)", "21M", "84.8", "80.8"),
+                   ("Attentive LM, combined score", "50M", "74.3", "70.8"),
+                   ("Attentive LM, single score", "50M", "73.7", "69.7"),
+                   ("Neural cache, size 2000 (Grave et al.)", "–", "–", "68.9")]
+
+CORPORA = {corpus.name: corpus for corpus in (PTB, WIKITEXT2, WIKITEXT2_CUTOFFS, PTB_POINTER_LOSS)}

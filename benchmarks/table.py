@@ -1,0 +1,219 @@
+#!/usr/bin/env python
+"""Train and score a corpus's table rows (declared in ``rows.py``): every row the same size,
+recipe and budget; only the model (and how it reads the text) differs.
+
+    python benchmarks/table.py --corpus ptb --rows lstm,single       # train the rows whose JSON is missing
+    python benchmarks/table.py --corpus wikitext-2 --list            # the rows and their arguments
+    python benchmarks/report.py --update-docs                        # tables, statements, pictures
+
+Each row, in the run that trains it, writes ``benchmarks/results/<corpus>/<row>.json`` the moment
+it finishes: the arguments, commit, valid ppl per epoch (and a pointer's gate, an attention's
+entropy), minutes, tokens/s, valid/test ``ppl`` from ``fairseq-eval-lm`` and ``paper_ppl`` from
+``fairseq-validate`` (every sentence scored whole; a stream row: the split as one stream); then
+the neural cache, dynamic evaluation and both together, their settings chosen on valid by
+``alm-cache-grid``, and the test ppl with each. Rows whose JSON exists are skipped and a killed
+row resumes from its ``checkpoint_last.pt``, so a table fills over several runs
+(``nohup ... &``; ``--threads 1`` to run two rows side by side).
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fairseq_runs import ROOT, fairseq, prepare, records  # noqa: E402
+from rows import CORPORA, STREAMS  # noqa: E402
+
+OURS = ["--user-dir", "alm_plugin", "--cpu"]
+BLOCK = "35"  # tokens a training sample (a sentence piece, a stream chunk, a fairseq block) holds
+
+
+def task_args(row, training):
+    """The task and its batching (``rows.py`` says what each reading means)."""
+    if row.reading == "stream":
+        return [*OURS, "--task", "document_language_modeling", "--batch-size", str(STREAMS if training else 1)]
+    if row.reading == "fairseq":  # no state between blocks: at the end each block gets BLOCK tokens of context
+        return ["--cpu", "--task", "language_modeling", "--sample-break-mode", "none", "--tokens-per-sample", BLOCK,
+                "--batch-size", str(STREAMS), *([] if training else ["--context-window", BLOCK])]
+    return [*OURS, "--task", "sentence_language_modeling", "--batch-size", "32" if training else "64",
+            "--eval-tokens-per-sample", BLOCK if training else "0"]
+
+
+def criterion_args(row):
+    if row.reading == "fairseq":  # fairseq builds its adaptive softmax only under adaptive_loss
+        return ["--criterion", "adaptive_loss", "--ddp-backend", "legacy_ddp"]
+    return ["--criterion", "attention_cross_entropy"]
+
+
+def checkpoint_state(path):
+    """fairseq's bookkeeping in a checkpoint: the epoch it closed and the training time so far."""
+    import torch
+    state = torch.load(path, map_location="cpu", weights_only=False)["extra_state"]
+    iterator = state["train_iterator"]
+    # saved at the end of an epoch, the iterator already points at the next one
+    closed = iterator["epoch"] - (1 if iterator["iterations_in_epoch"] == 0 else 0)
+    return closed, state["previous_training_time"]
+
+
+def commit():
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def run_row(corpus, name, save_root, threads, results_dir, epochs):
+    row = corpus.rows[name]
+    save = os.path.join(save_root, name)
+    # per-epoch validation cuts sentences at 35 tokens like training; the final figures score
+    # every sentence whole. fairseq resumes from checkpoint_last.pt; train.log keeps every run's
+    # records (a fresh start, with no checkpoint to resume, starts a fresh log)
+    fresh = not os.path.exists(os.path.join(save, "checkpoint_last.pt"))
+    train = fairseq("train", corpus.data, *task_args(row, True), *row.args, *criterion_args(row),
+                    "--max-epoch", str(epochs), "--best-checkpoint-metric", "nll_loss",
+                    *(["--max-update", str(corpus.max_update)] if corpus.max_update else []),
+                    "--no-epoch-checkpoints", "--save-dir", save, "--seed", "1", "--num-workers", "0",
+                    "--log-format", "json", "--log-interval", "200", "--no-progress-bar", threads=threads,
+                    log=os.path.join(save, "train.log"), mode="w" if fresh else "a")
+    # fairseq's checkpoints count the epochs and the training time over every run (its wall
+    # meter in the log restarts with each process); the best epoch is the one checkpoint_best closed
+    last, seconds = checkpoint_state(os.path.join(save, "checkpoint_last.pt"))
+    best_epoch, _ = checkpoint_state(os.path.join(save, "checkpoint_best.pt"))
+    # by epoch, the last run's record winning; epochs trained before train.log existed are None
+    valid = {int(v["epoch"]): v for v in records(train, "valid")}
+    trained = {int(e["epoch"]): e for e in records(train, "train")}
+    per_epoch = lambda table, key: [float(table[e][key]) if e in table else None for e in range(1, last + 1)]
+    batching = {"stream": {"batch_streams": STREAMS, "chunk": 35}, "fairseq": {"batch_blocks": STREAMS, "block": 35},
+                "sentence": {"batch_sentences": 32}}[row.reading]
+    result = {"row": name, "description": row.description, "args": list(row.args), "commit": commit(),
+              "recipe": {"size": "200", "dropout": "0.2", "epochs": corpus.epochs, "anneal_after": corpus.anneal_after,
+                         **batching, "threads": threads,
+                         **({"max_update": corpus.max_update} if corpus.max_update else {})},
+              "epochs": last, "best_epoch": best_epoch, "train_minutes": round(seconds / 60, 1),
+              "epochs_without_records": [e for e in range(1, last + 1) if e not in valid],
+              "train_tokens_per_s": round(sum(float(e["train_wps"]) for e in trained.values()) / len(trained))
+              if trained else None,
+              "valid_ppl_per_epoch": per_epoch(valid, "valid_ppl"),
+              "train_ppl_per_epoch": per_epoch(trained, "train_ppl"),
+              "gnorm_per_epoch": per_epoch(trained, "train_gnorm"),
+              # a pointer's gate, its extra loss and an attention's entropy, epoch by epoch: a collapse shows here
+              **{f"{stat}_per_epoch": per_epoch(valid, f"valid_{stat}")
+                 for stat in ("attn_entropy", "pointer_gate", "pointer_loss")
+                 if any(f"valid_{stat}" in v for v in valid.values())},
+              "params": int(re.search(r"num\. shared model params: ([\d,]+)", train).group(1).replace(",", ""))}
+    result.update(evaluate(corpus, row, os.path.join(save, "checkpoint_best.pt"), threads))
+    os.makedirs(results_dir, exist_ok=True)
+    with open(os.path.join(results_dir, f"{name}.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    return result
+
+
+def perplexity(output):
+    return float(re.search(r"Perplexity: ([\d.]+)", output).group(1))
+
+
+def evaluate(corpus, row, checkpoint, threads):
+    """valid/test ``ppl`` (fairseq-eval-lm) and ``paper_ppl``, attention entropy, pointer gate
+    (fairseq-validate with our criterion); then the test-time options (our rows)."""
+    result = {"eval_commit": commit()}
+    for split in ("valid", "test"):
+        result[f"{split}_ppl"] = perplexity(fairseq("eval_lm", corpus.data, *task_args(row, False), "--path", checkpoint,
+                                                    "--gen-subset", split, threads=threads))
+        if row.reading == "fairseq":
+            continue  # adaptive_loss logs no paper_ppl, and our tools read our tasks only
+        validated = records(fairseq("validate", corpus.data, *task_args(row, False), "--path", checkpoint,
+                                    "--valid-subset", split, "--criterion", "attention_cross_entropy",
+                                    "--log-format", "json", threads=threads), split)[-1]
+        result[f"{split}_paper_ppl"] = float(validated[f"{split}_paper_ppl"])
+        result[f"{split}_validate_ppl"] = float(validated[f"{split}_ppl"])
+        for stat in ("attn_entropy", "pointer_gate"):  # the models that log them
+            if f"{split}_{stat}" in validated:
+                result[f"{split}_{stat}"] = float(validated[f"{split}_{stat}"])
+    if row.reading != "fairseq" and corpus.test_time:
+        result.update(evaluate_test_time(corpus, row, checkpoint, threads))
+    return result
+
+
+def evaluate_test_time(corpus, row, checkpoint, threads):
+    """The grid on valid (alm-cache-grid: the neural cache, dynamic evaluation (SGD; a stream in
+    segments of 20 tokens, sentences one by one) and both together), then fairseq-eval-lm on test
+    with each chosen setting. The valid figures with dynamic evaluation are the grid's (it reads
+    valid exactly as eval-lm does)."""
+    grid_json = os.path.join(os.path.dirname(checkpoint), "cache_grid.json")
+    env = {**os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
+    options = ["--dynamic-lrs", corpus.dynamic_lrs, "--dynamic-decays", corpus.dynamic_decays,
+               *(["--windows", corpus.cache_windows] if corpus.cache_windows else [])]
+    proc = subprocess.run([sys.executable, "-m", "alm_plugin.cli.cache_grid", "--path", checkpoint,
+                           "--data", corpus.data, "--cpu", "--json", grid_json, *options],
+                          cwd=ROOT, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        sys.exit(f"alm-cache-grid failed ({proc.returncode}):\n{(proc.stdout + proc.stderr)[-3000:]}")
+    with open(grid_json) as f:
+        chosen = json.load(f)
+    cache_flags = lambda c: ["--neural-cache-window", str(c["window"]), "--neural-cache-theta", str(c["theta"]),
+                             "--neural-cache-lambda", str(c["lambda"])]
+    dynamic_flags = lambda c: ["--dynamic-eval-lr", str(c["lr"]), "--dynamic-eval-decay", str(c["decay"]),
+                               *(["--dynamic-eval-segment", str(c["segment"])] if row.reading == "stream" else [])]
+    eval_lm = lambda split, flags: perplexity(fairseq("eval_lm", corpus.data, *task_args(row, False), "--path",
+                                                      checkpoint, "--gen-subset", split, *flags, threads=threads))
+    result = {"cache": {"window": chosen["window"], "theta": chosen["theta"], "lambda": chosen["lambda"],
+                        "chosen_on": "valid", "grid_valid_ppl": round(chosen["ppl_with_cache"], 2)}}
+    for split in ("valid", "test"):
+        result[f"{split}_ppl_cache"] = eval_lm(split, cache_flags(chosen))
+    for kind, suffix, flags in (("dynamic", "dynamic", dynamic_flags),
+                                ("both", "cache_dynamic", lambda c: [*dynamic_flags(c), *cache_flags(c)])):
+        if kind in chosen:
+            result[kind] = {**chosen[kind], "chosen_on": "valid"}
+            result[f"valid_ppl_{suffix}"] = round(chosen[kind]["ppl"], 2)
+            result[f"test_ppl_{suffix}"] = eval_lm("test", flags(chosen[kind]))
+    return result
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", choices=list(CORPORA), default="ptb")
+    parser.add_argument("--rows", help="comma-separated (default: every row of the corpus)")
+    parser.add_argument("--save-dir", help="where the rows' checkpoints go (default: checkpoints/<corpus>_table)")
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--results-dir", help="where the rows' JSON files are (default: benchmarks/results/<corpus>)")
+    parser.add_argument("--epochs", type=int, help="only to smoke-test the script (default: the corpus's budget)")
+    parser.add_argument("--evaluate-only", action="store_true",
+                        help="recompute the valid/test figures of --rows from their saved checkpoint_best.pt")
+    parser.add_argument("--list", action="store_true", help="print the rows and their arguments")
+    args = parser.parse_args()
+    corpus = CORPORA[args.corpus]
+    save_dir = args.save_dir or os.path.join(ROOT, "checkpoints", f"{corpus.name}_table")
+    results_dir = args.results_dir or corpus.results
+    names = args.rows.split(",") if args.rows else list(corpus.rows)
+    unknown = [name for name in names if name not in corpus.rows]
+    if unknown:
+        sys.exit(f"unknown rows {unknown} for --corpus {corpus.name}; choose from {', '.join(corpus.rows)}")
+    if args.list:
+        for name in names:
+            row = corpus.rows[name]
+            print(f"{name:24s} {row.description} [{row.reading}]\n{'':24s} {' '.join(row.args)}")
+        return
+    if not os.path.exists(os.path.join(corpus.data, "train.bin")):
+        prepare(corpus.data_name or corpus.name, corpus.data_name or corpus.name)
+    if args.evaluate_only:
+        for name in names:
+            path = os.path.join(results_dir, f"{name}.json")
+            with open(path) as f:
+                result = json.load(f)
+            result.update(evaluate(corpus, corpus.rows[name], os.path.join(save_dir, name, "checkpoint_best.pt"),
+                                   args.threads))
+            with open(path, "w") as f:
+                json.dump(result, f, indent=1)
+            print(f"{name}: valid {result['valid_ppl']:.1f}, test {result['test_ppl']:.1f}", flush=True)
+        return
+    for name in names:
+        if os.path.exists(os.path.join(results_dir, f"{name}.json")):
+            print(f"{name}: done already ({results_dir}/{name}.json)", flush=True)
+            continue
+        print(f"{name}: training ...", flush=True)
+        r = run_row(corpus, name, save_dir, args.threads, results_dir, args.epochs or corpus.epochs)
+        print(f"{name}: valid {r['valid_ppl']:.1f}, test {r['test_ppl']:.1f}, {r['train_minutes']:.0f} min", flush=True)
+
+
+if __name__ == "__main__":
+    main()
