@@ -35,8 +35,11 @@ def task_args(row, training):
     if row.reading == "stream":
         return [*OURS, "--task", "document_language_modeling", "--batch-size", str(STREAMS if training else 1)]
     if row.reading == "fairseq":  # no state between blocks: at the end each block gets BLOCK tokens of context
-        return ["--cpu", "--task", "language_modeling", "--sample-break-mode", "none", "--tokens-per-sample", BLOCK,
-                "--batch-size", str(STREAMS), *([] if training else ["--context-window", BLOCK])]
+        # the plugin only lets torch >= 2.6 load fairseq's checkpoints; model, task, criterion are fairseq's
+        # (eval-lm takes the context out of --tokens-per-sample: 70 - 35 scores blocks of 35 after 35 tokens)
+        return [*OURS, "--task", "language_modeling", "--sample-break-mode", "none", "--batch-size", str(STREAMS),
+                *(["--tokens-per-sample", BLOCK] if training else ["--tokens-per-sample", str(2 * int(BLOCK)),
+                                                                  "--context-window", BLOCK])]
     return [*OURS, "--task", "sentence_language_modeling", "--batch-size", "32" if training else "64",
             "--eval-tokens-per-sample", BLOCK if training else "0"]
 

@@ -128,6 +128,29 @@ def test_benchmarks_import_no_cycle():
     assert not cycles, f"import cycle through benchmarks/{cycles}"
 
 
+def test_wikitext2_statement_states_the_goals_from_the_figures(monkeypatch):
+    """The generated WikiText-2 statement: each goal's verdict follows the numbers (met / not met),
+    and a result against attention is said as plainly as one for it."""
+    report = benchmarks_module(monkeypatch, "report")
+    row = lambda test, **more: {"valid_ppl": test + 3, "test_ppl": test, "params": 5e6, "train_minutes": 100,
+                                "epochs": 4, **more}
+    results = {"lstm": row(120.0), "single": row(121.0),
+               "lstm-stream": row(100.0, test_ppl_cache=70.0, test_ppl_dynamic=80.0, test_ppl_cache_dynamic=65.0),
+               "ps-lstm-stream": row(95.0, test_ppl_cache=80.0, test_ppl_dynamic=78.0, test_ppl_cache_dynamic=69.0),
+               "fairseq-lstm_lm": row(104.0)}
+    text = report.wt2_statement(results)
+    assert "**It does not beat the equal LSTM on WikiText-2 either**" in text
+    assert "The neural cache (settings chosen on valid): LSTM (ours, `alm_lstm`), document streams -30.0%" in text
+    assert "(1 of 2 stream rows)" in text and "Goal >= 25% below each stream row's test ppl: not met" in text
+    assert "Goal >= 15% below each stream row's test ppl: met (2 of 2 stream rows)" in text
+    assert "(-5.0%; goal >= 10% ahead: not met)" in text
+    assert "with the cache and dynamic evaluation, test 65.0 (-45.8% against the sentence-level LSTM; goal >= 40% " \
+           "below: met)" in text
+    assert "the peer 104.0 (-3.8%; goal: at or ahead, met)" in text
+    results["single"] = row(100.0)
+    assert "It beats the LSTM on WikiText-2 (on PTB it tied)." in report.wt2_statement(results)
+
+
 def benchmarks_module(monkeypatch, name):
     import importlib
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
