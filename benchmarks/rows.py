@@ -11,7 +11,9 @@ A row reads the corpus in one of three ways (``Row.reading``):
   an update, about the sentence rows' 32 sentences, so the updates per epoch match; scored as
   one stream at the end;
 * ``fairseq``: fairseq's own ``language_modeling`` task, ``--sample-break-mode none``: shuffled
-  35-token blocks, no state carried between them, scored by ``fairseq-eval-lm --context-window``.
+  35-token blocks, no state carried between them, scored by ``fairseq-eval-lm --context-window``;
+* ``characters``: the open-vocabulary models (``open_vocabulary_language_modeling``), 10 streams
+  of 35 words, scored in bits per character as one stream by ``fairseq-validate``.
 """
 import json
 import os
@@ -26,7 +28,7 @@ MEMORY, STREAMS = "100", 20  # M (and the pointer's L) = 100: the Pointer Sentin
 class Row:
     description: str
     args: tuple  # the model's and the optimizer's arguments
-    reading: str = "sentence"  # sentence | stream | fairseq (see above)
+    reading: str = "sentence"  # sentence | stream | fairseq | characters (see above)
     full_softmax_twin: str = None  # a row that only changes the output layer: the row it is compared with
 
 
@@ -34,13 +36,16 @@ class Row:
 class Corpus:
     name: str  # data-bin/<name>, benchmarks/results/<name>
     epochs: int
-    anneal_after: int  # SGD's step halves every epoch after this one
+    anneal_after: int  # SGD's step halves every epoch after this one (None: a recipe without it)
     rows: dict  # name -> Row, in the tables' order
     paper: dict = field(default_factory=dict)  # row -> the paper's figures, as text
     cache_windows: str = None  # alm-cache-grid --windows (None: its default)
     dynamic_lrs: str = "0.3,1,3"  # training stepped lr 1 on 35-word sums
     dynamic_decays: str = "0"
     data_name: str = None  # data-bin/<data_name> when the rows read another corpus's data (a slice)
+    source: str = None  # ../shared/data/<source> that data-bin/<data_name> is prepared from
+    sentences: int = 0  # a slice: the first N training sentences (valid and test: N / 10)
+    open_vocabulary: bool = False  # prepared for the character models
     max_update: int = None  # a slice: stop after this many updates (the rows' first epoch, cut)
     test_time: bool = True  # the neural cache and dynamic evaluation chosen on valid, scored on test
 
@@ -161,11 +166,47 @@ WIKITEXT2_CUTOFFS = Corpus("wikitext-2-cutoffs", epochs=1, anneal_after=2, data_
     f"lstm-stream-{cutoff.replace(',', '-')}": Row(f"LSTM, document streams, tied adaptive softmax {cutoff}",
                                  ("--arch", "alm_lstm", *OURS, "--adaptive-softmax-cutoff", cutoff, *WT2_RECIPE), "stream")
     for cutoff in ("2000,10000", "1000,5000,15000")})
-# the Pointer Sentinel's extra loss term: the PTB stream row's first 3 epochs with each choice
+# the Pointer Sentinel's extra loss term: the PTB stream row's first 3 epochs with each choice ('off':
+# the full-PTB row itself, whose first 3 epochs are this run: same seed, data order and lr)
 PTB_POINTER_LOSS = Corpus("ptb-pointer-loss", epochs=3, anneal_after=4, data_name="ptb", test_time=False, rows={
     f"ps-lstm-stream-{loss}": Row(f"Pointer Sentinel-LSTM, document streams, `--pointer-loss {loss}`",
                                   (*_ptb["ps-lstm-stream"].args, "--pointer-loss", loss), "stream")
-    for loss in ("off", "found", "all")})
+    for loss in ("found", "all")})
+
+# Short studies on slices (the static figures only; Adam, which reaches a useful model in 3 epochs):
+# the AMSRN paper's rows (a)-(d) and the Attentive LM's score functions and concat layer, on the
+# first 10,000 PTB sentences, 2 x 256, dropout 0.3, Adam 0.002, clip 5, batch 32 sentences
+SLICE = ("--embed-dim", "256", "--hidden-size", "256", "--dropout", "0.3")
+ADAM = ("--optimizer", "adam", "--lr", "0.002", "--clip-norm", "5")
+PTB_SLICE = Corpus("ptb-slice", epochs=3, anneal_after=None, data_name="ptb-10k", source="ptb", sentences=10000,
+                   test_time=False, rows={
+    "fairseq-lstm_lm": Row("(a) LSTM (fairseq `lstm_lm`)",
+                           ("--arch", "lstm_lm", "--decoder-embed-dim", "256", "--decoder-hidden-size", "256",
+                            "--decoder-out-embed-dim", "256", "--decoder-layers", "2",
+                            "--share-decoder-input-output-embed", "--decoder-dropout-in", "0.3",
+                            "--decoder-dropout-out", "0.3", *ADAM)),
+    "amsrn-none": Row("(b) LSTM + att (`amsrn --memory-selection none`)",
+                      ("--arch", "amsrn", *SLICE, "--memory-selection", "none", *ADAM)),
+    "amsrn": Row("(c) LSTM + att + select (`amsrn --memory-selection tied`)",
+                 ("--arch", "amsrn", *SLICE, "--memory-selection", "tied", *ADAM)),
+    "amsrn-entropy-1": Row("(d) (c) + entropy, `--attention-entropy-weight 1.0`",
+                           ("--arch", "amsrn", *SLICE, "--memory-selection", "tied", "--attention-entropy-weight",
+                            "1.0", *ADAM)),
+    **{f"{score}{suffix}": Row(f"`attentive_lm` {score}" + (", `--concat-activation linear`" if suffix else ""),
+                               ("--arch", "attentive_lm", *SLICE, "--attention-score", score,
+                                *(("--concat-activation", "linear") if suffix else ()), *ADAM))
+       for score in ("single", "combined") for suffix in ("", "-linear")},
+})
+# Kawakami et al. (2017) Tables 4-5 on a WikiText-2 slice (first 12,000 sentences, open vocabulary):
+# LSTMs of 256, 128-d characters, dropout 0.3, Adam 0.002, clip 10, 10 streams x 35 words, 2 epochs
+CHARS = ("--char-embed-dim", "128", "--hidden-size", "256", "--dropout", "0.3", "--optimizer", "adam", "--lr",
+         "0.002", "--clip-norm", "10")
+HCLM_SLICE = Corpus("wikitext-2-open-slice", epochs=2, anneal_after=None, data_name="wikitext-2-open-12k",
+                    source="wikitext-2", sentences=12000, open_vocabulary=True, test_time=False, rows={
+    "char-lstm": Row("char LSTM (`char_lstm_lm`)", ("--arch", "char_lstm_lm", *CHARS), "characters"),
+    "hclm": Row("HCLM (`hclm`)", ("--arch", "hclm", *CHARS), "characters"),
+    "hclm-cache": Row("HCLM + cache (`char_cache_lm`)", ("--arch", "char_cache_lm", *CHARS), "characters"),
+}, paper={"char-lstm": "1.758 / 1.803", "hclm": "1.625 / 1.670", "hclm-cache": "1.480 / 1.500"})
 
 # Salton et al. (2017) Table 2 as printed: (system, parameters, valid, test)
 WIKITEXT2_PAPER = [("Zoneout + Variational LSTM (Merity et al.)", "20M", "108.7", "100.9"),
@@ -177,4 +218,5 @@ WIKITEXT2_PAPER = [("Zoneout + Variational LSTM (Merity et al.)", "20M", "108.7"
                    ("Attentive LM, single score", "50M", "73.7", "69.7"),
                    ("Neural cache, size 2000 (Grave et al.)", "–", "–", "68.9")]
 
-CORPORA = {corpus.name: corpus for corpus in (PTB, WIKITEXT2, WIKITEXT2_CUTOFFS, PTB_POINTER_LOSS)}
+CORPORA = {corpus.name: corpus for corpus in (PTB, WIKITEXT2, WIKITEXT2_CUTOFFS, PTB_POINTER_LOSS, PTB_SLICE,
+                                              HCLM_SLICE)}

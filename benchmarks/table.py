@@ -40,6 +40,8 @@ def task_args(row, training):
         return [*OURS, "--task", "language_modeling", "--sample-break-mode", "none", "--batch-size", str(STREAMS),
                 *(["--tokens-per-sample", BLOCK] if training else ["--tokens-per-sample", str(2 * int(BLOCK)),
                                                                   "--context-window", BLOCK])]
+    if row.reading == "characters":
+        return [*OURS, "--task", "open_vocabulary_language_modeling", "--batch-size", "10" if training else "1"]
     return [*OURS, "--task", "sentence_language_modeling", "--batch-size", "32" if training else "64",
             "--eval-tokens-per-sample", BLOCK if training else "0"]
 
@@ -47,7 +49,14 @@ def task_args(row, training):
 def criterion_args(row):
     if row.reading == "fairseq":  # fairseq builds its adaptive softmax only under adaptive_loss
         return ["--criterion", "adaptive_loss", "--ddp-backend", "legacy_ddp"]
+    if row.reading == "characters":
+        return ["--criterion", "open_vocabulary_cross_entropy"]
     return ["--criterion", "attention_cross_entropy"]
+
+
+def option(row, *flags):
+    """The value of the first of ``flags`` the row's arguments give."""
+    return next((row.args[row.args.index(f) + 1] for f in flags if f in row.args), None)
 
 
 def checkpoint_state(path):
@@ -87,9 +96,12 @@ def run_row(corpus, name, save_root, threads, results_dir, epochs):
     trained = {int(e["epoch"]): e for e in records(train, "train")}
     per_epoch = lambda table, key: [float(table[e][key]) if e in table else None for e in range(1, last + 1)]
     batching = {"stream": {"batch_streams": STREAMS, "chunk": 35}, "fairseq": {"batch_blocks": STREAMS, "block": 35},
-                "sentence": {"batch_sentences": 32}}[row.reading]
+                "sentence": {"batch_sentences": 32}, "characters": {"batch_streams": 10, "chunk": 35}}[row.reading]
     result = {"row": name, "description": row.description, "args": list(row.args), "commit": commit(),
-              "recipe": {"size": "200", "dropout": "0.2", "epochs": corpus.epochs, "anneal_after": corpus.anneal_after,
+              "recipe": {"size": option(row, "--hidden-size", "--decoder-hidden-size", "--decoder-embed-dim"),
+                         "dropout": option(row, "--dropout", "--decoder-dropout-out"),
+                         "epochs": corpus.epochs, "anneal_after": corpus.anneal_after,
+                         **({"sentences": corpus.sentences} if corpus.sentences else {}),
                          **batching, "threads": threads,
                          **({"max_update": corpus.max_update} if corpus.max_update else {})},
               "epochs": last, "best_epoch": best_epoch, "train_minutes": round(seconds / 60, 1),
@@ -119,6 +131,14 @@ def evaluate(corpus, row, checkpoint, threads):
     """valid/test ``ppl`` (fairseq-eval-lm) and ``paper_ppl``, attention entropy, pointer gate
     (fairseq-validate with our criterion); then the test-time options (our rows)."""
     result = {"eval_commit": commit()}
+    if row.reading == "characters":  # bits per character, each split read as one stream
+        for split in ("valid", "test"):
+            validated = records(fairseq("validate", corpus.data, *task_args(row, False), "--path", checkpoint,
+                                        "--valid-subset", split, *criterion_args(row), "--log-format", "json",
+                                        threads=threads), split)[-1]
+            result.update({f"{split}_{stat}": float(validated[f"{split}_{stat}"])
+                           for stat in ("bpc", "ppl", "cache_use") if f"{split}_{stat}" in validated})
+        return result
     for split in ("valid", "test"):
         result[f"{split}_ppl"] = perplexity(fairseq("eval_lm", corpus.data, *task_args(row, False), "--path", checkpoint,
                                                     "--gen-subset", split, threads=threads))
@@ -197,7 +217,8 @@ def main():
             print(f"{name:24s} {row.description} [{row.reading}]\n{'':24s} {' '.join(row.args)}")
         return
     if not os.path.exists(os.path.join(corpus.data, "train.bin")):
-        prepare(corpus.data_name or corpus.name, corpus.data_name or corpus.name)
+        prepare(corpus.source or corpus.name, corpus.data_name or corpus.name, corpus.sentences,
+                corpus.open_vocabulary)
     if args.evaluate_only:
         for name in names:
             path = os.path.join(results_dir, f"{name}.json")
