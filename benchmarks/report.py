@@ -596,20 +596,25 @@ def cutoff_note():
 
 
 def pointer_loss_block():
-    results = PTB_POINTER_LOSS.load()
-    if not results:
+    """``--pointer-loss`` off / found / all over the PTB stream row's first epochs ('off': the full-PTB
+    row's own first epochs, the same run up to there), chosen by valid ppl after the last of them."""
+    epochs = PTB_POINTER_LOSS.epochs
+    runs = {f"ps-lstm-stream-{loss}": r for loss, r in (("off", PTB.load().get("ps-lstm-stream")),
+                                                          *((n.rsplit("-", 1)[1], r)
+                                                            for n, r in PTB_POINTER_LOSS.load().items())) if r}
+    if len(runs) < 2:
         return ("The pointer's extra loss term has not been compared yet "
                 "(`python benchmarks/table.py --corpus ptb-pointer-loss`).")
-    lines = [f"The Pointer Sentinel's extra loss term on full PTB, the stream row's first {PTB_POINTER_LOSS.epochs} "
-             "epochs (valid after each epoch):", "",
-             "| `--pointer-loss` | valid ppl by epoch | sentinel gate by epoch | test ppl |", "|---|---|---|---|"]
-    for name, r in results.items():
-        fmt = lambda values: ", ".join("–" if v is None else f"{v:.3g}" for v in values)
+    fmt = lambda values: ", ".join("–" if v is None else f"{v:.3g}" for v in values[:epochs])
+    lines = [f"The Pointer Sentinel's extra loss term on full PTB, the stream row's first {epochs} epochs "
+             "(valid after each epoch; `off` is the full-PTB row's own first epochs):", "",
+             "| `--pointer-loss` | valid ppl by epoch | sentinel gate by epoch |", "|---|---|---|"]
+    for name, r in runs.items():
         lines.append(f"| {name.rsplit('-', 1)[1]} | {fmt(r['valid_ppl_per_epoch'])} | "
-                     f"{fmt(r.get('pointer_gate_per_epoch', []))} | {r['test_ppl']:.1f} |")
-    best = min(results, key=lambda n: results[n]["valid_ppl"])
-    lines += ["", f"Valid picks `--pointer-loss {best.rsplit('-', 1)[1]}`; the WikiText-2 row trains with "
-                  f"`--pointer-loss {option_value(WIKITEXT2.rows['ps-lstm-stream'], '--pointer-loss')}`."]
+                     f"{fmt(r.get('pointer_gate_per_epoch', []))} |")
+    best = min(runs, key=lambda n: runs[n]["valid_ppl_per_epoch"][epochs - 1])
+    lines += ["", f"Valid after epoch {epochs} picks `--pointer-loss {best.rsplit('-', 1)[1]}`; the WikiText-2 row "
+                  f"trains with `--pointer-loss {option_value(WIKITEXT2.rows['ps-lstm-stream'], '--pointer-loss')}`."]
     return "\n".join(lines)
 
 
