@@ -27,8 +27,8 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fairseq_runs import ROOT  # noqa: E402
-from stream_speed import build  # noqa: E402
-from timing import measure_by_threads, scoring_speed, timed_training, write_json  # noqa: E402
+from stream_speed import build, scoring_run  # noqa: E402
+from timing import measure_by_threads, timed_training, write_json  # noqa: E402
 
 STREAMS = 20
 PTB, WT2 = os.path.join(ROOT, "data-bin", "ptb"), os.path.join(ROOT, "data-bin", "wikitext-2")
@@ -69,14 +69,7 @@ def training_runs(args):
 
 
 def eval_runs(args):
-    runs = {}
-    for name, options in EVAL_ROWS.items():
-        task, model = build(WT2, options, args.size, 1)
-        task.load_dataset("valid")
-        dataset = task.dataset("valid")
-        samples = [task.collate([dataset[i]]) for i in range(min(len(dataset), args.eval_batches))]
-        runs[name] = lambda model=model, samples=samples: scoring_speed(model, samples)
-    return runs
+    return {name: scoring_run(WT2, options, args.size, args.eval_batches) for name, options in EVAL_ROWS.items()}
 
 
 def main():

@@ -531,7 +531,7 @@ def wt2_statement(results):
             lines.append("Attention within the sentence against the equal LSTM's test "
                          f"{lstm['test_ppl']:.1f}: " + "; ".join(f"{rows[n]} {results[n]['test_ppl']:.1f} "
                                                                f"({change[n]:+.1f}%)" for n in attention)
-                         + (f". It beats the LSTM on WikiText-2 (on PTB it tied)." if beats else
+                         + (". It beats the LSTM on WikiText-2 (on PTB it tied)." if beats else
                             ". **It does not beat the equal LSTM on WikiText-2 either** (on PTB it tied); the "
                             "paper's 69.7 against 99.3 compares a 50M-parameter model with another paper's LSTM."))
         if stream:

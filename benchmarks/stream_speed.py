@@ -86,12 +86,17 @@ def eval_runs(args, size):
     for name, extra in (("eval, no cache", ()), ("eval, cache N=2000", ("--neural-cache-window", "2000")),
                         ("eval, dynamic SGD, segments of 20", ("--dynamic-eval-lr", "0.1", "--dynamic-eval-segment",
                                                                "20"))):
-        task, model = build(args.data, ARCHS["alm_lstm"], size, 1, extra)
-        task.load_dataset("valid")
-        dataset = task.dataset("valid")
-        samples = [task.collate([dataset[i]]) for i in range(min(len(dataset), args.eval_batches))]
-        runs[name] = lambda model=model, samples=samples: scoring_speed(model, samples)
+        runs[name] = scoring_run(args.data, [*ARCHS["alm_lstm"], *extra], size, args.eval_batches)
     return runs
+
+
+def scoring_run(data, model_args, size, batches):
+    """A run timing fairseq-eval-lm's work on the first ``batches`` chunks of valid, read as one stream."""
+    task, model = build(data, model_args, size, 1)
+    task.load_dataset("valid")
+    dataset = task.dataset("valid")
+    samples = [task.collate([dataset[i]]) for i in range(min(len(dataset), batches))]
+    return lambda: scoring_speed(model, samples)
 
 
 def main():
