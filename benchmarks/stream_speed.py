@@ -41,13 +41,13 @@ ARCHS = {
 }
 
 
-def build(data, arch_args, size, batch, extra=()):
+def build(data, arch_args, size, batch):
     from fairseq import options, tasks
     parser = options.get_training_parser()
     args = options.parse_args_and_arch(parser, [
         data, "--user-dir", os.path.join(ROOT, "alm_plugin"), "--task", "document_language_modeling", "--cpu",
         "--batch-size", str(batch), "--tokens-per-sample", str(CHUNK), *arch_args, "--embed-dim", size,
-        "--hidden-size", size, "--num-layers", "2", "--dropout", "0.2", *extra])
+        "--hidden-size", size, "--num-layers", "2", "--dropout", "0.2"])
     task = tasks.setup_task(args)
     return task, task.build_model(args)
 

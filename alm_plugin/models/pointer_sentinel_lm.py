@@ -96,16 +96,21 @@ class PointerSentinelDecoder(HistoryAttentionLSTMDecoder):
         """Eq. 3 at the target alone, what training needs: ``g p_vocab(y) + sum_{i: x_i = y} a_i``,
         no vocabulary-sized scatter (and with the adaptive softmax no distribution at all)."""
         gate, pointer, words = self._pointer(net_output)
-        copied = (pointer * words.unsqueeze(1).eq(target.unsqueeze(-1))).sum(-1)  # (B, T)
+        copied = (pointer * self._hits(words, target)).sum(-1)  # (B, T)
         mixed = gate.squeeze(-1) * super().target_log_probs(net_output, target).exp() + copied
         return mixed.clamp_min(torch.finfo(mixed.dtype).tiny).log()
+
+    @staticmethod
+    def _hits(words, target):
+        """``I(y, x)`` as a mask (B, T, S): which memory slots hold each step's target."""
+        return words.unsqueeze(1).eq(target.unsqueeze(-1))
 
     def sentinel_loss(self, net_output, target):
         """Merity et al.'s extra term (their Sec. 2.4) per target (B, T): ``-log(g + sum_{i in I(y, x)} a_i)``,
         ``I(y, x)`` the window positions whose word is the target. Where the target is absent it is
         ``-log g`` (the mass belongs to the softmax); ``found`` says where it is present."""
         gate, pointer, words = self._pointer(net_output)
-        hits = words.unsqueeze(1).eq(target.unsqueeze(-1))  # (B, T, S)
+        hits = self._hits(words, target)
         kept = gate.squeeze(-1) + (pointer * hits).sum(-1)
         # the memory also holds slots outside each step's window (causal mask, last L): weight exactly 0
         found = (hits & pointer.gt(0)).any(-1)
