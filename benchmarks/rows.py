@@ -169,12 +169,17 @@ WIKITEXT2_CUTOFFS = Corpus("wikitext-2-cutoffs", epochs=1, anneal_after=2, data_
     f"lstm-stream-{cutoff.replace(',', '-')}": Row(f"LSTM, document streams, tied adaptive softmax {cutoff}",
                                  ("--arch", "alm_lstm", *OURS, "--adaptive-softmax-cutoff", cutoff, *WT2_RECIPE), "stream")
     for cutoff in ("2000,10000", "1000,5000,15000")})
-# the Pointer Sentinel's extra loss term: the PTB stream row's first 3 epochs with each choice ('off':
-# the full-PTB row itself, whose first 3 epochs are this run: same seed, data order and lr)
+# the Pointer Sentinel's gate: the PTB stream row's first 3 epochs with each extra loss term and
+# sentinel scale ('off' at scale 1: the full-PTB row itself, whose first 3 epochs are this run: same
+# seed, data order and lr)
+POINTER_CHOICES = {"found": ("found", "1"), "all": ("all", "1"),
+                   "sentinel-0.1": ("off", "0.1"), "found-sentinel-0.1": ("found", "0.1")}
 PTB_POINTER_LOSS = Corpus("ptb-pointer-loss", epochs=3, anneal_after=4, data_name="ptb", test_time=False, rows={
-    f"ps-lstm-stream-{loss}": Row(f"Pointer Sentinel-LSTM, document streams, `--pointer-loss {loss}`",
-                                  (*_ptb["ps-lstm-stream"].args, "--pointer-loss", loss), "stream")
-    for loss in ("found", "all")})
+    f"ps-lstm-stream-{choice}": Row(f"Pointer Sentinel-LSTM, document streams, `--pointer-loss {loss}"
+                                    f"{'' if scale == '1' else f' --sentinel-scale {scale}'}`",
+                                    (*_ptb["ps-lstm-stream"].args, "--pointer-loss", loss,
+                                     *(() if scale == "1" else ("--sentinel-scale", scale))), "stream")
+    for choice, (loss, scale) in POINTER_CHOICES.items()})
 
 # Short studies on slices (the static figures only; Adam, which reaches a useful model in 3 epochs):
 # the AMSRN paper's rows (a)-(d) and the Attentive LM's score functions and concat layer, on the

@@ -87,9 +87,10 @@ def test_cache_never_holds_the_word_being_predicted_and_lambda_0_is_the_model():
         torch.testing.assert_close(off.log_probs(logits, features, targets, padding), torch.log_softmax(logits, -1))
 
 
-def pointer_decoder(dictionary):
-    decoder = PointerSentinelDecoder(PointerSentinelConfig(embed_dim=12, hidden_size=12, num_layers=2,
-                                                           dropout=0.0, pointer_window=6), dictionary)
+def pointer_decoder(dictionary, **overrides):
+    decoder = PointerSentinelDecoder(PointerSentinelConfig(**{"embed_dim": 12, "hidden_size": 12, "num_layers": 2,
+                                                              "dropout": 0.0, "pointer_window": 6, **overrides}),
+                                     dictionary)
     for p in decoder.parameters():
         torch.nn.init.normal_(p, std=0.5)
     return decoder.eval()
@@ -307,6 +308,25 @@ def test_pointer_loss_is_merity_extra_term_by_hand(dictionary, scope):
     with pytest.raises(OptionError, match="--pointer-loss found trains the Pointer Sentinel-LSTM's gate"):
         AttentionCrossEntropyCriterion(FakeTask(dictionary), pointer_loss="found")(
             AttentiveLanguageModel(make_decoder(dictionary, plain_lstm=True)), sample)
+
+
+def test_sentinel_scale_slows_the_sentinel_not_the_model(dictionary):
+    """``--sentinel-scale c`` stores s / c: with the stored vector 1/c times the paper model's s the
+    two models are one function, and the stored vector's gradient is c times s's (SGD moves s at c^2
+    the rate)."""
+    paper, scaled = pointer_decoder(dictionary), pointer_decoder(dictionary, sentinel_scale=0.1)
+    scaled.load_state_dict(paper.state_dict())
+    with torch.no_grad():
+        scaled.sentinel_vector.mul_(10)
+    tokens = random_tokens(dictionary, 2, 9)
+    outputs = [decoder.get_normalized_probs(decoder(tokens), log_probs=True) for decoder in (paper, scaled)]
+    torch.testing.assert_close(outputs[0], outputs[1], rtol=0, atol=1e-6)
+    for out in outputs:
+        out[:, :, 5].sum().backward()
+    assert paper.sentinel_vector.grad.abs().max() > 0
+    torch.testing.assert_close(scaled.sentinel_vector.grad, 0.1 * paper.sentinel_vector.grad, rtol=1e-4, atol=1e-7)
+    with pytest.raises(OptionError, match="--sentinel-scale 0 is out of range: it must be above 0"):
+        pointer_decoder(dictionary, sentinel_scale=0)
 
 
 def test_resume_and_hub_of_a_pointer_model(stream_model, tmp_path):

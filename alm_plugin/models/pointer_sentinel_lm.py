@@ -27,6 +27,7 @@ import torch.nn as nn
 from fairseq.models import register_model, register_model_architecture
 
 from ..errors import OptionError
+from ..option_checks import number
 from ..modules.history_attention import CausalHistoryAttention, DotScore
 from ..modules.history_lstm_decoder import HistoryAttentionLSTMDecoder, RecurrentLMConfig
 from .arch_defaults import set_arch_defaults
@@ -38,6 +39,10 @@ class PointerSentinelConfig(RecurrentLMConfig):
     pointer_window: int = field(default=100, metadata={
         "help": "L: the pointer reads the last L outputs and can copy their input words (paper: 100); "
                 "on document_language_modeling they carry across chunks"})
+    sentinel_scale: float = field(default=1.0, metadata={
+        "help": "the sentinel vector s is stored as s / scale, so SGD moves it at scale^2 the learning "
+                "rate (the model is unchanged). At 1 (the paper's) the first clipped lr-1 steps saturate "
+                "the gate (g = 1: pointer unused, its gradient gone) within 10 updates; see docs/models.md"})
 
 
 class PointerSentinelDecoder(HistoryAttentionLSTMDecoder):
@@ -45,6 +50,7 @@ class PointerSentinelDecoder(HistoryAttentionLSTMDecoder):
         if cfg.embed_dim != cfg.hidden_size:
             raise OptionError(f"pointer_sentinel_lm feeds h_t to the softmax tied to the embeddings, so --embed-dim "
                               f"({cfg.embed_dim}) must equal --hidden-size ({cfg.hidden_size})")
+        number("--sentinel-scale", cfg.sentinel_scale, above=0, why="the sentinel is stored as s / scale (1 is the paper's)")
         if cfg.pointer_window < 1:
             raise OptionError(f"--pointer-window {cfg.pointer_window}: the pointer reads the last L >= 1 outputs "
                               "(paper: 100)")
@@ -52,11 +58,12 @@ class PointerSentinelDecoder(HistoryAttentionLSTMDecoder):
         self.attention = CausalHistoryAttention(DotScore(), include_current=True, initial_slot=True,
                                                 window=cfg.pointer_window)
         self.query = nn.Linear(cfg.hidden_size, cfg.hidden_size)  # q = tanh(W h_t + b)
-        self.sentinel_vector = nn.Parameter(torch.zeros(cfg.hidden_size))
+        self.sentinel_vector = nn.Parameter(torch.zeros(cfg.hidden_size))  # s / scale
         self.reset_parameters()
 
     def sentinel(self, bsz):
-        return self.sentinel_vector.expand(bsz, -1)
+        """``s = scale * stored``: a smaller step on s alone, not a different model."""
+        return (self.cfg.sentinel_scale * self.sentinel_vector).expand(bsz, -1)
 
     def attention_queries(self, states):
         return torch.tanh(self.query(states))
