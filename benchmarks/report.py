@@ -578,8 +578,8 @@ def wt2_statement(results):
     return "\n".join(lines)
 
 
-def option_value(row, flag):
-    return row.args[row.args.index(flag) + 1]
+def option_value(row, flag, default=None):
+    return row.args[row.args.index(flag) + 1] if flag in row.args else default
 
 
 def cutoff_note():
@@ -595,26 +595,39 @@ def cutoff_note():
               f"`--adaptive-softmax-cutoff {option_value(WIKITEXT2.rows['lstm'], '--adaptive-softmax-cutoff')}`.")
 
 
+def pointer_choice(args):
+    """``(--pointer-loss, --sentinel-scale)`` of a row's arguments (the defaults: off, 1)."""
+    row = type("Args", (), {"args": list(args)})
+    return option_value(row, "--pointer-loss", "off"), option_value(row, "--sentinel-scale", "1")
+
+
 def pointer_loss_block():
-    """``--pointer-loss`` off / found / all over the PTB stream row's first epochs ('off': the full-PTB
-    row's own first epochs, the same run up to there), chosen by valid ppl after the last of them."""
+    """The pointer's gate: ``--pointer-loss`` off / found / all and ``--sentinel-scale`` 1 / 0.1 over
+    the PTB stream row's first epochs ('off' at scale 1: the full-PTB row's own first epochs, the same
+    run up to there), chosen by valid ppl after the last of them."""
     epochs = PTB_POINTER_LOSS.epochs
-    runs = {f"ps-lstm-stream-{loss}": r for loss, r in (("off", PTB.load().get("ps-lstm-stream")),
-                                                          *((n.rsplit("-", 1)[1], r)
-                                                            for n, r in PTB_POINTER_LOSS.load().items())) if r}
+    runs = {pointer_choice(r["args"]): r for r in (PTB.load().get("ps-lstm-stream"), *PTB_POINTER_LOSS.load().values())
+            if r}
     if len(runs) < 2:
         return ("The pointer's extra loss term has not been compared yet "
                 "(`python benchmarks/table.py --corpus ptb-pointer-loss`).")
-    fmt = lambda values: ", ".join("–" if v is None else f"{v:.3g}" for v in values[:epochs])
-    lines = [f"The Pointer Sentinel's extra loss term on full PTB, the stream row's first {epochs} epochs "
-             "(valid after each epoch; `off` is the full-PTB row's own first epochs):", "",
-             "| `--pointer-loss` | valid ppl by epoch | sentinel gate by epoch |", "|---|---|---|"]
-    for name, r in runs.items():
-        lines.append(f"| {name.rsplit('-', 1)[1]} | {fmt(r['valid_ppl_per_epoch'])} | "
-                     f"{fmt(r.get('pointer_gate_per_epoch', []))} |")
-    best = min(runs, key=lambda n: runs[n]["valid_ppl_per_epoch"][epochs - 1])
-    lines += ["", f"Valid after epoch {epochs} picks `--pointer-loss {best.rsplit('-', 1)[1]}`; the WikiText-2 row "
-                  f"trains with `--pointer-loss {option_value(WIKITEXT2.rows['ps-lstm-stream'], '--pointer-loss')}`."]
+    fmt = lambda values, form: ", ".join("–" if v is None else format(v, form) for v in values[:epochs])
+    lines = [f"The Pointer Sentinel's gate on full PTB, the stream row's first {epochs} epochs (valid after each "
+             "epoch; `off` at scale 1 is the full-PTB row's own first epochs). Where the gate g is 1 the extra "
+             "term -log(g + sum a_i) is 0 and its gradient vanishes with the pointer's weights: it shapes where a "
+             "used pointer points but cannot revive a saturated gate. `--sentinel-scale 0.1` moves the sentinel "
+             "at 1/100 of SGD's rate (the model unchanged):", "",
+             "| `--pointer-loss` | `--sentinel-scale` | valid ppl by epoch | sentinel gate by epoch |", "|---|---|---|---|"]
+    order = ["off", "found", "all"]
+    for (loss, scale), r in sorted(runs.items(), key=lambda item: (-float(item[0][1]), order.index(item[0][0]))):
+        lines.append(f"| {loss} | {scale} | {fmt(r['valid_ppl_per_epoch'], '.1f')} | "
+                     f"{fmt(r.get('pointer_gate_per_epoch', []), '.3g')} |")
+    valid = {choice: r["valid_ppl_per_epoch"][epochs - 1] for choice, r in runs.items()}
+    loss, scale = best = min(valid, key=valid.get)
+    gap = f" ({100 * (valid[best] / valid[('off', '1')] - 1):+.1f}% against off at scale 1)" if ("off", "1") in valid else ""
+    used = pointer_choice(WIKITEXT2.rows["ps-lstm-stream"].args)
+    lines += ["", f"Valid after epoch {epochs} picks `--pointer-loss {loss} --sentinel-scale {scale}`{gap}; the "
+                  f"WikiText-2 row trains with `--pointer-loss {used[0]} --sentinel-scale {used[1]}`."]
     return "\n".join(lines)
 
 
