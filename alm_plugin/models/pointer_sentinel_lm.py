@@ -27,9 +27,9 @@ import torch.nn as nn
 from fairseq.models import register_model, register_model_architecture
 
 from ..errors import OptionError
-from ..option_checks import number
 from ..modules.history_attention import CausalHistoryAttention, DotScore
 from ..modules.history_lstm_decoder import HistoryAttentionLSTMDecoder, RecurrentLMConfig
+from ..option_checks import number
 from .arch_defaults import set_arch_defaults
 from .history_language_model import HistoryAttentionLanguageModel
 
@@ -50,7 +50,8 @@ class PointerSentinelDecoder(HistoryAttentionLSTMDecoder):
         if cfg.embed_dim != cfg.hidden_size:
             raise OptionError(f"pointer_sentinel_lm feeds h_t to the softmax tied to the embeddings, so --embed-dim "
                               f"({cfg.embed_dim}) must equal --hidden-size ({cfg.hidden_size})")
-        number("--sentinel-scale", cfg.sentinel_scale, above=0, why="the sentinel is stored as s / scale (1 is the paper's)")
+        number("--sentinel-scale", cfg.sentinel_scale, above=0,
+               why="the sentinel is stored as s / scale (1 is the paper's)")
         if cfg.pointer_window < 1:
             raise OptionError(f"--pointer-window {cfg.pointer_window}: the pointer reads the last L >= 1 outputs "
                               "(paper: 100)")
