@@ -39,7 +39,7 @@ class Corpus:
     anneal_after: int  # SGD's step halves every epoch after this one (None: a recipe without it)
     rows: dict  # name -> Row, in the tables' order
     paper: dict = field(default_factory=dict)  # row -> the paper's figures, as text
-    cache_windows: str = None  # alm-cache-grid --windows (None: its default)
+    cache_windows: str = "100,500,2000"  # alm-cache-grid --windows
     # dynamic evaluation's grid (SGD on a segment's mean NLL), narrowed on PTB's stream LSTM (valid):
     # lr 0.3, 1, 3 at decay 0: 95.7, 98.4, 130.1; lr 0.03-1 x decay 0, 0.001: best lr 1 decay 0.001,
     # 94.4; lr 1, 3 x decay 0.003, 0.01: best lr 1 decay 0.01, 92.1 (the larger the decay, the better)

@@ -157,6 +157,22 @@ def evaluate(corpus, row, checkpoint, threads):
     return result
 
 
+def finished_grid(grid_json, checkpoint, windows, lrs, decays):
+    """The choice of an earlier ``alm-cache-grid`` run of this row (it writes its JSON only once it
+    has finished), if it read this checkpoint (written after it) with these windows and dynamic
+    points: a row killed while scoring test resumes after its grid (an hour on WikiText-2). Only
+    this driver writes the file, always with alm-cache-grid's default thetas and lambdas."""
+    if not os.path.exists(grid_json) or os.path.getmtime(grid_json) < os.path.getmtime(checkpoint):
+        return None
+    with open(grid_json) as f:
+        record = json.load(f)
+    points = {(float(p["lr"]), float(p["decay"])) for p in record.get("dynamic_grid", [])}
+    if (record.get("split") != "valid" or {int(g["window"]) for g in record["grid"]} != set(windows)
+            or points != {(lr, decay) for lr in lrs for decay in decays}):
+        return None
+    return record
+
+
 def evaluate_test_time(corpus, row, checkpoint, threads):
     """The grid on valid (alm-cache-grid: the neural cache, dynamic evaluation (SGD; a stream in
     segments of 20 tokens, sentences one by one) and both together), then fairseq-eval-lm on test
@@ -165,14 +181,18 @@ def evaluate_test_time(corpus, row, checkpoint, threads):
     grid_json = os.path.join(os.path.dirname(checkpoint), "cache_grid.json")
     env = {**os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
     options = ["--dynamic-lrs", corpus.dynamic_lrs, "--dynamic-decays", corpus.dynamic_decays,
-               *(["--windows", corpus.cache_windows] if corpus.cache_windows else [])]
-    proc = subprocess.run([sys.executable, "-m", "alm_plugin.cli.cache_grid", "--path", checkpoint,
-                           "--data", corpus.data, "--cpu", "--json", grid_json, *options],
-                          cwd=ROOT, capture_output=True, text=True, env=env)
-    if proc.returncode != 0:
-        sys.exit(f"alm-cache-grid failed ({proc.returncode}):\n{(proc.stdout + proc.stderr)[-3000:]}")
-    with open(grid_json) as f:
-        chosen = json.load(f)
+               "--windows", corpus.cache_windows]
+    numbers = lambda text: [float(v) for v in text.split(",")]
+    chosen = finished_grid(grid_json, checkpoint, numbers(corpus.cache_windows),
+                           numbers(corpus.dynamic_lrs), numbers(corpus.dynamic_decays))
+    if chosen is None:
+        proc = subprocess.run([sys.executable, "-m", "alm_plugin.cli.cache_grid", "--path", checkpoint,
+                               "--data", corpus.data, "--cpu", "--json", grid_json, *options],
+                              cwd=ROOT, capture_output=True, text=True, env=env)
+        if proc.returncode != 0:
+            sys.exit(f"alm-cache-grid failed ({proc.returncode}):\n{(proc.stdout + proc.stderr)[-3000:]}")
+        with open(grid_json) as f:
+            chosen = json.load(f)
     cache_flags = lambda c: ["--neural-cache-window", str(c["window"]), "--neural-cache-theta", str(c["theta"]),
                              "--neural-cache-lambda", str(c["lambda"])]
     dynamic_flags = lambda c: ["--dynamic-eval-lr", str(c["lr"]), "--dynamic-eval-decay", str(c["decay"]),

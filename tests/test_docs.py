@@ -159,3 +159,23 @@ def benchmarks_module(monkeypatch, name):
 
 def begin_end(marker):
     return f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
+
+
+def test_a_killed_row_resumes_after_its_finished_grid(monkeypatch, tmp_path):
+    """benchmarks/table.py reuses a row's finished alm-cache-grid choice only if it read the current
+    checkpoint (written after it) with the windows and dynamic points asked for now."""
+    import json
+    finished_grid = benchmarks_module(monkeypatch, "table").finished_grid
+    checkpoint, grid = tmp_path / "checkpoint_best.pt", tmp_path / "cache_grid.json"
+    checkpoint.write_bytes(b"weights")
+    record = {"split": "valid", "grid": [{"window": w, "theta": 0.1, "lambda": 0.1, "ppl": 90.0} for w in (100, 500)],
+              "dynamic_grid": [{"lr": lr, "decay": 0.01, "ppl": 85.0} for lr in (0.3, 1.0)]}
+    grid.write_text(json.dumps(record))
+    os.utime(checkpoint, (1, 1))  # the checkpoint is older than the grid
+    assert finished_grid(grid, checkpoint, [100.0, 500.0], [0.3, 1.0], [0.01]) == record
+    assert finished_grid(grid, checkpoint, [100.0, 500.0, 2000.0], [0.3, 1.0], [0.01]) is None  # other windows
+    assert finished_grid(grid, checkpoint, [100.0, 500.0], [0.3, 1.0], [0.01, 0.03]) is None  # other points
+    assert finished_grid(tmp_path / "none.json", checkpoint, [100.0, 500.0], [0.3, 1.0], [0.01]) is None
+    os.utime(checkpoint, None)
+    os.utime(grid, (1, 1))  # trained again after the grid ran
+    assert finished_grid(grid, checkpoint, [100.0, 500.0], [0.3, 1.0], [0.01]) is None
