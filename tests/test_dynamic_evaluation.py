@@ -153,6 +153,29 @@ def test_every_word_model_adapts_and_lr_0_is_the_static_model(arch, options):
         torch.testing.assert_close(p, q)  # reset: the trained weights again
 
 
+@pytest.mark.parametrize("tied", [True, False])
+def test_the_step_through_a_sparse_lookup_equals_the_dense_step(tied):
+    """The evaluator looks tables up sparsely while it records (speed); the step must be the dense
+    one, the tied table's two gradients summed, and the table dense again afterwards."""
+    torch.manual_seed(0)
+    embed, out = torch.nn.Embedding(50, 8), torch.nn.Linear(8, 50)
+    if tied:
+        out.weight = embed.weight
+    model = torch.nn.Sequential(embed, out)
+    tokens, targets = torch.randint(0, 50, (6,)), torch.randint(0, 50, (6,))
+    loss = lambda: torch.nn.functional.cross_entropy(model(tokens), targets)
+    params = [p for p in model.parameters()]
+    expected = [p - 0.5 * g for p, g in zip(params, torch.autograd.grad(loss(), params))]
+    evaluator = DynamicEvaluator(model, DynamicEvalSettings(0.5, 0.0, "sgd", 2e-5, 20, 1))
+    evaluator.start()
+    with evaluator.recording():
+        assert embed.sparse
+        evaluator.step(loss())
+    assert not embed.sparse
+    for p, q in zip(model.parameters(), expected):
+        torch.testing.assert_close(p, q)
+
+
 @pytest.fixture(scope="module")
 def stream_model(tmp_path_factory, small_data):
     save = tmp_path_factory.mktemp("dyn_stream")
