@@ -21,6 +21,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fairseq_runs import ROOT, fairseq, prepare, records  # noqa: E402
@@ -116,7 +117,10 @@ def run_row(corpus, name, save_root, threads, results_dir, epochs):
                  for stat in ("attn_entropy", "pointer_gate", "pointer_loss")
                  if any(f"valid_{stat}" in v for v in valid.values())},
               "params": int(re.search(r"num\. shared model params: ([\d,]+)", train).group(1).replace(",", ""))}
+    started = time.time()
     result.update(evaluate(corpus, row, os.path.join(save, "checkpoint_best.pt"), threads))
+    # every figure after training: eval-lm, validate, the grid on valid (unless reused), test with each choice
+    result["eval_minutes"] = round((time.time() - started) / 60, 1)
     os.makedirs(results_dir, exist_ok=True)
     with open(os.path.join(results_dir, f"{name}.json"), "w") as f:
         json.dump(result, f, indent=1)
@@ -185,6 +189,7 @@ def evaluate_test_time(corpus, row, checkpoint, threads):
     numbers = lambda text: [float(v) for v in text.split(",")]
     chosen = finished_grid(grid_json, checkpoint, numbers(corpus.cache_windows),
                            numbers(corpus.dynamic_lrs), numbers(corpus.dynamic_decays))
+    reused = chosen is not None  # then eval_minutes leaves the grid out
     if chosen is None:
         proc = subprocess.run([sys.executable, "-m", "alm_plugin.cli.cache_grid", "--path", checkpoint,
                                "--data", corpus.data, "--cpu", "--json", grid_json, *options],
@@ -200,7 +205,8 @@ def evaluate_test_time(corpus, row, checkpoint, threads):
     eval_lm = lambda split, flags: perplexity(fairseq("eval_lm", corpus.data, *task_args(row, False), "--path",
                                                       checkpoint, "--gen-subset", split, *flags, threads=threads))
     result = {"cache": {"window": chosen["window"], "theta": chosen["theta"], "lambda": chosen["lambda"],
-                        "chosen_on": "valid", "grid_valid_ppl": round(chosen["ppl_with_cache"], 2)}}
+                        "chosen_on": "valid", "grid_valid_ppl": round(chosen["ppl_with_cache"], 2),
+                        **({"grid_reused": True} if reused else {})}}
     for split in ("valid", "test"):
         result[f"{split}_ppl_cache"] = eval_lm(split, cache_flags(chosen))
     for kind, suffix, flags in (("dynamic", "dynamic", dynamic_flags),
