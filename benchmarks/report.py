@@ -572,9 +572,14 @@ def wt2_statement(results):
                      f"{'met' if change <= 0 else 'not met'}). Comparable: the data, the token count, the size, the "
                      f"optimizer and budget; not: the peer has {peer['params'] / 1e6:.1f}M parameters (untied tails) "
                      "and sees at most 70 tokens of context where the stream reads the whole article.")
-    minutes = {n: r["train_minutes"] for n, r in results.items()}
-    lines.append(f"Cost at one thread, two rows side by side: {min(minutes.values()):.0f} to "
-                 f"{max(minutes.values()):.0f} training minutes a row for {WIKITEXT2.epochs} epochs.")
+    span = lambda values: f"{min(values):.0f} to {max(values):.0f}" if len(values) > 1 else f"{values[0]:.0f}"
+    evaluated = [r["eval_minutes"] for r in results.values()
+                 if "eval_minutes" in r and not r.get("cache", {}).get("grid_reused")]
+    points = len(WIKITEXT2.dynamic_lrs.split(",")) * len(WIKITEXT2.dynamic_decays.split(","))
+    lines.append(f"Cost at one thread, two jobs side by side: {span([r['train_minutes'] for r in results.values()])} "
+                 f"training minutes a row for {WIKITEXT2.epochs} epochs"
+                 + (f", then {span(evaluated)} minutes of evaluation (our rows: {points} dynamic-evaluation passes "
+                    "over valid to choose on, two over test)" if evaluated else "") + ".")
     return "\n".join(lines)
 
 
