@@ -601,7 +601,8 @@ def cutoff_note():
 
 
 def pointer_choice(args):
-    """``(--pointer-loss, --sentinel-scale)`` of a row's arguments (the defaults: off, 1)."""
+    """``(--pointer-loss, --sentinel-scale)`` of a row's arguments; absent: off and 1, what the rows
+    trained before the scale's default became 0.1 used (every row now states both)."""
     row = type("Args", (), {"args": list(args)})
     return option_value(row, "--pointer-loss", "off"), option_value(row, "--sentinel-scale", "1")
 

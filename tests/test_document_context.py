@@ -314,7 +314,7 @@ def test_sentinel_scale_slows_the_sentinel_not_the_model(dictionary):
     """``--sentinel-scale c`` stores s / c: with the stored vector 1/c times the paper model's s the
     two models are one function, and the stored vector's gradient is c times s's (SGD moves s at c^2
     the rate)."""
-    paper, scaled = pointer_decoder(dictionary), pointer_decoder(dictionary, sentinel_scale=0.1)
+    paper, scaled = pointer_decoder(dictionary, sentinel_scale=1.0), pointer_decoder(dictionary, sentinel_scale=0.1)
     scaled.load_state_dict(paper.state_dict())
     with torch.no_grad():
         scaled.sentinel_vector.mul_(10)
@@ -327,6 +327,18 @@ def test_sentinel_scale_slows_the_sentinel_not_the_model(dictionary):
     torch.testing.assert_close(scaled.sentinel_vector.grad, 0.1 * paper.sentinel_vector.grad, rtol=1e-4, atol=1e-7)
     with pytest.raises(OptionError, match="--sentinel-scale 0 is out of range: it must be above 0"):
         pointer_decoder(dictionary, sentinel_scale=0)
+
+
+def test_a_pointer_checkpoint_from_before_the_sentinel_scale_is_read_at_scale_1():
+    """The default is 0.1 now; a config saved before the option existed was trained at 1 (its stored
+    vector is s itself): read at 0.1 it would be another model, silently."""
+    from dataclasses import asdict
+    from omegaconf import OmegaConf
+    from alm_plugin.models.pointer_sentinel_lm import PointerSentinelLanguageModel
+    cfg = asdict(PointerSentinelConfig(embed_dim=12, hidden_size=12))
+    assert cfg["sentinel_scale"] == 0.1  # today's default
+    del cfg["sentinel_scale"]
+    assert PointerSentinelLanguageModel.complete_config(OmegaConf.create(cfg)).sentinel_scale == 1.0
 
 
 def test_resume_and_hub_of_a_pointer_model(stream_model, tmp_path):
@@ -360,7 +372,8 @@ def test_cache_posterior_command_shows_the_pointer_gate(stream_model):
     assert f"word ppl {ppl:.2f}" in summary and "mean sentinel gate" in summary
     gate = float(summary.split("mean sentinel gate ")[1])
     posterior = float(summary.split("mean cache posterior ")[1].split()[0])
-    assert 0 < gate <= 1 and 0 <= posterior <= 1 - gate + 1e-3  # the pointer's share is at most 1 - g
+    # a share of p(w), not of the mass: a word the softmax finds unlikely is nearly all pointer even at g = 0.9
+    assert 0 < gate <= 1 and 0 <= posterior <= 1
     assert stdout.splitlines()[2].split() == ["copied", "by", "the", "pointer", "from", "the", "softmax"]
 
 
