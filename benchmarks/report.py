@@ -629,6 +629,14 @@ def pointer_loss_block():
         lines.append(f"| {loss} | {scale} | {fmt(r['valid_ppl_per_epoch'], '.1f')} | "
                      f"{fmt(r.get('pointer_gate_per_epoch', []), '.3g')} |")
     valid = {choice: r["valid_ppl_per_epoch"][epochs - 1] for choice, r in runs.items()}
+    gate = lambda choice: (runs[choice].get("pointer_gate_per_epoch") or [None] * epochs)[epochs - 1]
+    for loss in ("found", "all"):  # the term where the gate is free to move
+        for scale in sorted({s for _, s in runs}, key=float):
+            if (loss, scale) in runs and ("off", scale) in runs and gate(("off", scale)) not in (None, 1):
+                lines += ["", f"With a working gate (scale {scale}) the term `{loss}` moved it from "
+                              f"{gate(('off', scale)):.3g} to {gate((loss, scale)):.3g} after epoch {epochs} "
+                              f"({'towards' if gate((loss, scale)) > gate(('off', scale)) else 'away from'} the "
+                              f"softmax) and valid by {100 * (valid[(loss, scale)] / valid[('off', scale)] - 1):+.1f}%."]
     loss, scale = best = min(valid, key=valid.get)
     gap = f" ({100 * (valid[best] / valid[('off', '1')] - 1):+.1f}% against off at scale 1)" if ("off", "1") in valid else ""
     used = pointer_choice(WIKITEXT2.rows["ps-lstm-stream"].args)
