@@ -61,9 +61,10 @@ def _explain_unreadable_checkpoints():
                 f"{path} could not be read as a fairseq checkpoint ({error.__class__.__name__}: "
                 f"{' '.join(str(error).split())[:160]}). Is it a complete checkpoint_*.pt written by "
                 "fairseq-train (not truncated by a full disk or an interrupted copy)?") from None
-        from .models.checkpoint_fit import check_overrides
+        from .models.checkpoint_fit import check_overrides, fill_options_older_than
 
         check_overrides(state, arg_overrides)
+        fill_options_older_than(state, arg_overrides)
         forget_saved_test_time_options(state, arg_overrides or {})
         return state
 

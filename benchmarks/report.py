@@ -629,10 +629,11 @@ def pointer_loss_block():
         lines.append(f"| {loss} | {scale} | {fmt(r['valid_ppl_per_epoch'], '.1f')} | "
                      f"{fmt(r.get('pointer_gate_per_epoch', []), '.3g')} |")
     valid = {choice: r["valid_ppl_per_epoch"][epochs - 1] for choice, r in runs.items()}
-    gate = lambda choice: (runs[choice].get("pointer_gate_per_epoch") or [None] * epochs)[epochs - 1]
+    gate = lambda choice: ((runs[choice].get("pointer_gate_per_epoch") or [])[epochs - 1:] or [None])[0]
     for loss in ("found", "all"):  # the term where the gate is free to move
         for scale in sorted({s for _, s in runs}, key=float):
-            if (loss, scale) in runs and ("off", scale) in runs and gate(("off", scale)) not in (None, 1):
+            if ((loss, scale) in runs and ("off", scale) in runs and gate(("off", scale)) not in (None, 1)
+                    and gate((loss, scale)) is not None):
                 lines += ["", f"With a working gate (scale {scale}) the term `{loss}` moved it from "
                               f"{gate(('off', scale)):.3g} to {gate((loss, scale)):.3g} after epoch {epochs} "
                               f"({'towards' if gate((loss, scale)) > gate(('off', scale)) else 'away from'} the "

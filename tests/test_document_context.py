@@ -329,18 +329,6 @@ def test_sentinel_scale_slows_the_sentinel_not_the_model(dictionary):
         pointer_decoder(dictionary, sentinel_scale=0)
 
 
-def test_a_pointer_checkpoint_from_before_the_sentinel_scale_is_read_at_scale_1():
-    """The default is 0.1 now; a config saved before the option existed was trained at 1 (its stored
-    vector is s itself): read at 0.1 it would be another model, silently."""
-    from dataclasses import asdict
-    from omegaconf import OmegaConf
-    from alm_plugin.models.pointer_sentinel_lm import PointerSentinelLanguageModel
-    cfg = asdict(PointerSentinelConfig(embed_dim=12, hidden_size=12))
-    assert cfg["sentinel_scale"] == 0.1  # today's default
-    del cfg["sentinel_scale"]
-    assert PointerSentinelLanguageModel.complete_config(OmegaConf.create(cfg)).sentinel_scale == 1.0
-
-
 def test_resume_and_hub_of_a_pointer_model(stream_model, tmp_path):
     import shutil
     from alm_plugin.models.pointer_sentinel_lm import PointerSentinelLanguageModel
@@ -357,6 +345,37 @@ def test_resume_and_hub_of_a_pointer_model(stream_model, tmp_path):
                                                       data_name_or_path=SAMPLE_DATA)
     scored = lm.eval().score("The game was released in Japan .")
     assert scored["positional_scores"].shape == (7,) and torch.isfinite(scored["positional_scores"]).all()
+
+
+def test_a_pointer_checkpoint_from_before_the_sentinel_scale_is_read_at_scale_1(stream_model, tmp_path):
+    """The default is 0.1 now; a checkpoint saved before the option existed was trained at 1 (its
+    stored vector is s itself). fairseq fills a missing option with today's default when it builds
+    a model named after its class: read at 0.1 it would be another model, silently. Loaded through
+    fairseq, the old file must score as the model it was trained as; forced to 0.1, it is refused."""
+    import json as json_lib
+    from fairseq import checkpoint_utils
+    root, _ = stream_model
+    new_path = root / "pointer_sentinel_lm" / "checkpoint_last.pt"
+    state = torch.load(new_path, map_location="cpu", weights_only=False)
+    assert state["cfg"]["model"]["_name"] == "pointer_sentinel_lm" and state["cfg"]["model"]["sentinel_scale"] == 0.1
+    del state["cfg"]["model"]["sentinel_scale"]  # as saved before the option: no field, no saved option, s as is
+    options = json_lib.loads(bytes(state["model"]["architecture_options"].tolist()).decode("utf-8"))
+    del options["sentinel_scale"]
+    state["model"]["architecture_options"] = torch.tensor(list(json_lib.dumps(options, sort_keys=True).encode()),
+                                                          dtype=torch.uint8)
+    state["model"]["decoder.sentinel_vector"] = 0.1 * state["model"]["decoder.sentinel_vector"]
+    old_path = tmp_path / "old.pt"
+    torch.save(state, old_path)
+    (new,), _ = checkpoint_utils.load_model_ensemble([str(new_path)], arg_overrides={"data": SAMPLE_DATA})
+    (old,), _ = checkpoint_utils.load_model_ensemble([str(old_path)], arg_overrides={"data": SAMPLE_DATA})
+    assert old.decoder.cfg.sentinel_scale == 1.0
+    tokens = torch.randint(4, 100, (2, 12))
+    scores = [m.eval().get_normalized_probs(m(tokens), log_probs=True) for m in (new, old)]
+    torch.testing.assert_close(scores[0], scores[1], rtol=0, atol=1e-5)
+    with pytest.raises(OptionError, match="trained with --sentinel-scale 1.0, but the model being built has "
+                                          "--sentinel-scale 0.1"):
+        checkpoint_utils.load_model_ensemble([str(old_path)], arg_overrides={"data": SAMPLE_DATA,
+                                                                               "sentinel_scale": 0.1})
 
 
 def test_cache_posterior_command_shows_the_pointer_gate(stream_model):

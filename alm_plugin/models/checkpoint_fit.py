@@ -44,6 +44,39 @@ def _may_differ(name: str) -> bool:
     return "dropout" in name or name in ("init_range", "_name")
 
 
+def _before_the_option(model_class) -> dict:
+    """``{option: value}`` for the options whose default changed: the value checkpoints saved
+    before the option existed were trained with."""
+    dataclass = getattr(model_class, "__dataclass", None)
+    fields = dataclass.__dataclass_fields__ if dataclass is not None else {}
+    return {name: f.metadata[DEFAULT_BEFORE_THE_OPTION] for name, f in fields.items()
+            if DEFAULT_BEFORE_THE_OPTION in f.metadata}
+
+
+def fill_options_older_than(state, overrides):
+    """A checkpoint's model config from before an option whose default changed gets the value it
+    was trained with, before fairseq fills the gap with today's default (its ``build_model``
+    merges a config named after the model with the model's dataclass, silently)."""
+    from fairseq.models import ARCH_MODEL_REGISTRY
+
+    configs = [(state.get("cfg") or {}).get("model"), state.get("args")]
+    for cfg in configs:
+        arch = getattr(cfg, "_name", None) or getattr(cfg, "arch", None)
+        if cfg is None or arch not in ARCH_MODEL_REGISTRY:
+            continue
+        for name, value in _before_the_option(ARCH_MODEL_REGISTRY[arch]).items():
+            if name in (overrides or {}):
+                continue
+            if isinstance(cfg, argparse.Namespace):
+                if not hasattr(cfg, name):
+                    setattr(cfg, name, value)
+            elif isinstance(cfg, dict):
+                cfg.setdefault(name, value)
+            elif name not in cfg:
+                with open_dict(cfg):
+                    cfg[name] = value
+
+
 # the least value of an integer option (0 means "none" or "the default size" for these);
 # every other integer option of our models is a size or a count: at least 1
 LEAST = {"memory_window": 0, "attention_dim": 0, "cache_attention_dim": 0, "cache_size": 0}
@@ -169,6 +202,9 @@ class CheckpointFitMixin:
             saved = self.saved_options(state_dict)
             if saved is not None:
                 wanted = self.saved_options({OPTIONS_BUFFER: mine})
+                # an option newer than the checkpoint: it was trained at the option's old value
+                saved = {**{name: value for name, value in _before_the_option(type(self)).items()
+                            if name not in saved}, **saved}
                 differ = [name for name in sorted(saved) if name in wanted and saved[name] != wanted[name]]
                 if differ:
                     name = differ[0]
