@@ -574,7 +574,7 @@ def wt2_statement(results):
                      "and sees at most 70 tokens of context where the stream reads the whole article.")
     span = lambda values: f"{min(values):.0f} to {max(values):.0f}" if len(values) > 1 else f"{values[0]:.0f}"
     evaluated = [r["eval_minutes"] for r in results.values()
-                 if "eval_minutes" in r and not r.get("cache", {}).get("grid_reused")]
+                 if "eval_minutes" in r and not r.get("cache", {}).get("grid_points_reused")]
     points = len(WIKITEXT2.dynamic_lrs.split(",")) * len(WIKITEXT2.dynamic_decays.split(","))
     lines.append(f"Cost at one thread, two jobs side by side: {span([r['train_minutes'] for r in results.values()])} "
                  f"training minutes a row for {WIKITEXT2.epochs} epochs"

@@ -179,3 +179,39 @@ def test_a_killed_row_resumes_after_its_finished_grid(monkeypatch, tmp_path):
     os.utime(checkpoint, None)
     os.utime(grid, (1, 1))  # trained again after the grid ran
     assert finished_grid(grid, checkpoint, [100.0, 500.0], [0.3, 1.0], [0.01]) is None
+
+
+def test_a_killed_grid_resumes_after_its_finished_points(monkeypatch, tmp_path):
+    """table.py runs alm-cache-grid once per dynamic point: a row killed in its grid reruns only the
+    points without a finished JSON, and the choices combine as one grid's (the best point wins)."""
+    import dataclasses
+    import json
+    table = benchmarks_module(monkeypatch, "table")
+    from rows import WIKITEXT2
+    corpus = dataclasses.replace(WIKITEXT2, cache_windows="100,500", dynamic_lrs="0.3,1", dynamic_decays="0.01")
+    checkpoint = tmp_path / "checkpoint_best.pt"
+    checkpoint.write_bytes(b"weights")
+    os.utime(checkpoint, (1, 1))
+
+    def record(lr, ppl):
+        return {"split": "valid", "window": 500, "theta": 0.3, "lambda": 0.1, "ppl_with_cache": 80.0,
+                "grid": [{"window": w, "theta": 0.3, "lambda": 0.1, "ppl": 80.0} for w in (100, 500)],
+                "dynamic_grid": [{"lr": lr, "decay": 0.01, "ppl": ppl}],
+                "dynamic": {"lr": lr, "decay": 0.01, "ppl": ppl}, "both": {"lr": lr, "decay": 0.01, "ppl": ppl - 5}}
+
+    (tmp_path / "cache_grid_lr0.3_decay0.01.json").write_text(json.dumps(record(0.3, 70.0)))  # finished before a kill
+    ran = []
+
+    def fake_grid(command, **kwargs):
+        lr = float(command[command.index("--dynamic-lrs") + 1])
+        ran.append(lr)
+        with open(command[command.index("--json") + 1], "w") as f:
+            json.dump(record(lr, 60.0), f)
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    import subprocess
+    monkeypatch.setattr(table.subprocess, "run", fake_grid)
+    chosen, reused = table.grid_on_valid(corpus, str(checkpoint), 1)
+    assert ran == [1.0] and reused == 1
+    assert chosen["dynamic"]["lr"] == 1.0 and chosen["both"]["ppl"] == 55.0 and chosen["window"] == 500
+    assert [p["lr"] for p in chosen["dynamic_grid"]] == [0.3, 1.0]
