@@ -181,6 +181,26 @@ def sentence_model(tmp_path_factory):
     return root / "checkpoint_last.pt"
 
 
+def test_cache_grid_reads_sentences_as_eval_lm_does_whatever_training_validated_with(sentence_model, tmp_path):
+    """A checkpoint trained with --eval-tokens-per-sample N keeps N in its task config; the grid,
+    like fairseq-eval-lm, scores whole sentences unless told otherwise (else its choice and its
+    valid figures would be on another reading than eval-lm's, silently)."""
+    state = torch.load(sentence_model, map_location="cpu", weights_only=False)
+    state["cfg"]["task"]["eval_tokens_per_sample"] = 4
+    cut = tmp_path / "cut.pt"
+    torch.save(state, cut)
+    for grid_option, eval_option in (([], []), (["--eval-tokens-per-sample", "4"], ["--eval-tokens-per-sample", "4"])):
+        code, _, stderr = run_module("alm_plugin.cli.cache_grid", "--path", cut, "--data", SAMPLE_DATA, "--windows",
+                                     "60", "--thetas", "0.4", "--lambdas", "0.25", "--json", tmp_path / "g.json",
+                                     "--cpu", *grid_option)
+        assert code == 0, stderr
+        grid = json.loads((tmp_path / "g.json").read_text())
+        _, output = run("eval_lm", SAMPLE_DATA, "--user-dir", "alm_plugin", "--task", "sentence_language_modeling",
+                        "--path", cut, "--gen-subset", "valid", "--cpu", *eval_option)
+        assert eval_lm_result(output)[1] == pytest.approx(grid["ppl_without_cache"], rel=1e-4), grid_option
+    assert "scored in pieces" in output  # the sample has sentences longer than 4: the two readings differ
+
+
 def test_eval_lm_with_the_cache_equals_the_hand_computation_at_batch_1_and_8(sentence_model, tmp_path):
     """A sentence model scores each valid sentence from a fresh state; the cache spans them, in corpus order."""
     model, task = load(sentence_model)

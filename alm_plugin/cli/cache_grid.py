@@ -106,6 +106,10 @@ def main(argv=None):
     parser.add_argument("--dynamic-rule", choices=["sgd", "rms"], default="sgd", help="dynamic evaluation's rule")
     parser.add_argument("--dynamic-segment", type=int, default=None,
                         help="a stream model's segment in tokens (default 20; a sentence model: one sentence)")
+    parser.add_argument("--eval-tokens-per-sample", type=int, default=0,
+                        help="sentence_language_modeling: score sentences longer than this in pieces, as "
+                             "fairseq-eval-lm's option (0, its default: whole sentences, whatever the checkpoint "
+                             "validated with in training)")
     parser.add_argument("--json", help="also write the grid and the choice to this file")
     parser.add_argument("--cpu", action="store_true", help="run on the CPU even when a GPU is there")
     args = parser.parse_args(argv)
@@ -138,7 +142,13 @@ def run(args):
     for lr in args.dynamic_lrs:
         for decay in args.dynamic_decays:
             dynamic_options(argparse.Namespace(dynamic_eval_lr=lr, dynamic_eval_decay=decay), False)
+    if args.eval_tokens_per_sample < 0:
+        raise ScoringError(f"--eval-tokens-per-sample {args.eval_tokens_per_sample}: give 0 (whole sentences) or "
+                           "the most tokens a piece holds")
     (model, task), = load_models([args.path], args.data, args.cpu, tool="alm-cache-grid")
+    if task.cfg is None and hasattr(task.args, "eval_tokens_per_sample"):
+        # the checkpoint keeps its training's validation cut (e.g. 35): read as eval-lm would, not as that
+        task.args.eval_tokens_per_sample = args.eval_tokens_per_sample
     if is_character_model(model) or not hasattr(model, "neural_cache"):
         raise ScoringError(f"{args.path} holds a {model.__class__.__name__}: the neural cache works with the "
                            f"word-level {CACHE_MODELS}")
