@@ -148,7 +148,7 @@ PTB = Corpus("ptb", epochs=10, anneal_after=4, rows={
 # Full WikiText-2 (sentences split after . ? !; 2.14M training tokens, 33,278 words), every row
 # with the tied adaptive softmax. Budget: 4 epochs, lr halved after epoch 2. A WikiText-2 epoch
 # is 2.3 PTB epochs of tokens, so 4 epochs are ~12k updates of 700 tokens, about the PTB rows'
-# 10 epochs (13k): a row trains in ~1 h at one thread, and its evaluation takes about as long again
+# 10 epochs (13k): a row trains in ~1 h at one thread, and its evaluation takes at least as long again
 # (docs/benchmarks.md: the measured cost).
 WT2_CUTOFF = "2000,10000"
 WT2_RECIPE = sgd(2)
