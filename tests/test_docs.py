@@ -186,6 +186,7 @@ def test_a_killed_grid_resumes_after_its_finished_points(monkeypatch, tmp_path):
     points without a finished JSON, and the choices combine as one grid's (the best point wins)."""
     import dataclasses
     import json
+    import subprocess
     table = benchmarks_module(monkeypatch, "table")
     from rows import WIKITEXT2
     corpus = dataclasses.replace(WIKITEXT2, cache_windows="100,500", dynamic_lrs="0.3,1", dynamic_decays="0.01")
@@ -209,7 +210,6 @@ def test_a_killed_grid_resumes_after_its_finished_points(monkeypatch, tmp_path):
             json.dump(record(lr, 60.0), f)
         return subprocess.CompletedProcess(command, 0, "", "")
 
-    import subprocess
     monkeypatch.setattr(table.subprocess, "run", fake_grid)
     chosen, reused = table.grid_on_valid(corpus, str(checkpoint), 1)
     assert ran == [1.0] and reused == 1

@@ -70,6 +70,7 @@ def test_eval_lm_refuses_options_that_would_change_the_figure_unnoticed(blocks_m
     (["--windows", "inf"], "--windows inf: give a finite number"),          # before: OverflowError
     (["--lambdas", "0"], "--lambdas: give at least one value above 0"),     # before: min() of an empty sequence
     (["--lambdas", "0.1,1"], "--lambdas 1.0 is out of range: it must be below 1"),  # before: "best: inf", exit 0
+    (["--eval-tokens-per-sample", "-1"], "--eval-tokens-per-sample -1: give 0 (whole sentences)"),
 ])
 def test_cache_grid_refuses_a_grid_it_cannot_run(blocks_model, options, message):
     code, out, err = run_module("alm_plugin.cli.cache_grid", "--path", blocks_model, "--cpu", *options)

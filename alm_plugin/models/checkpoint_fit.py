@@ -70,9 +70,7 @@ def fill_options_older_than(state, overrides):
             if isinstance(cfg, argparse.Namespace):
                 if not hasattr(cfg, name):
                     setattr(cfg, name, value)
-            elif isinstance(cfg, dict):
-                cfg.setdefault(name, value)
-            elif name not in cfg:
+            elif name not in cfg:  # fairseq's loader has made the saved config an omegaconf one
                 with open_dict(cfg):
                     cfg[name] = value
 
