@@ -66,13 +66,13 @@ def split_in_corpus_order(model, task, split, batch_size=64, segment=None):
     for sample in batches:
         net_input = {k: v.to(device) if torch.is_tensor(v) else v for k, v in sample["net_input"].items()}
         target = sample["target"].to(device)
-        logits, extra = model(**net_input)
-        sample = {"target": target, "id": sample["id"], "net_input": net_input}
-        log_probs = model.get_normalized_probs((logits, extra), log_probs=True, sample=sample)
+        net_output = model(**net_input)
+        # the targets' log p alone (what eval-lm gathers from the distribution, never formed here)
+        log_p = model.adapt(net_output, target) if adapting else model.decoder.target_log_probs(net_output, target)
         real = target.ne(task.target_dictionary.pad())
-        features.append(extra["features"][real].detach().float())
+        features.append(net_output[1]["features"][real].detach().float())
         targets.append(target[real])
-        scores.append(log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)[real].float())
+        scores.append(log_p[real].float())
     return torch.cat(features), torch.cat(targets), torch.cat(scores)
 
 

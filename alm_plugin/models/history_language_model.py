@@ -1,5 +1,5 @@
 """The fairseq model wrapper shared by our history-attention language models."""
-import contextlib
+import torch
 
 from fairseq.models import FairseqLanguageModel
 
@@ -49,20 +49,28 @@ class HistoryAttentionLanguageModel(CheckpointFitMixin, FairseqLanguageModel):
         target = sample["target"]
         if net_output[0].shape[:2] != target.shape:
             raise OptionError("the neural cache and dynamic evaluation score a whole batch at once: drop --softmax-batch")
-        with self.dynamic_eval.recording() if adapting else contextlib.nullcontext():
-            log_model = self.decoder.log_probs(net_output)  # with its graph when adapting
-        scores = log_model.detach()
+        with torch.no_grad():
+            scores = self.decoder.log_probs(net_output)
         if self.neural_cache is not None:
             scores = cached_log_probs(self.neural_cache, scores, net_output, sample, self.decoder.padding_idx)
         if adapting:
-            if target.size(0) != 1:
-                raise OptionError("dynamic evaluation reads the text one segment at a time: this batch holds "
-                                  f"{target.size(0)}; score with fairseq-eval-lm or alm-score")
+            self.adapt(net_output, target)
+        return scores if log_probs else scores.exp()
+
+    def adapt(self, net_output, target):
+        """Dynamic evaluation's step on one scored segment (``net_output`` from this model's forward,
+        with its graph); returns ``log p(target)`` (1, T) at the weights that scored it. The step's
+        NLL comes from ``target_log_probs``: its backward never spans the whole distribution
+        (the adaptive softmax: the head, and a tail only for the targets in it)."""
+        if target.size(0) != 1:
+            raise OptionError("dynamic evaluation reads the text one segment at a time: this batch holds "
+                              f"{target.size(0)}; score with fairseq-eval-lm or alm-score")
+        with self.dynamic_eval.recording():
+            scores = self.decoder.target_log_probs(net_output, target)
             real = target.ne(self.decoder.padding_idx)
             if real.any():  # a segment of padding alone (a stream's end) takes no step
-                with self.dynamic_eval.recording():
-                    self.dynamic_eval.step(-log_model.gather(-1, target.unsqueeze(-1)).squeeze(-1)[real].mean())
-        return scores if log_probs else scores.exp()
+                self.dynamic_eval.step(-scores[real].mean())
+        return scores.detach()
 
     @classmethod
     def from_pretrained(cls, model_name_or_path, checkpoint_file="model.pt", data_name_or_path=".", **kwargs):
