@@ -21,6 +21,7 @@ import math
 import torch
 
 from ..errors import OptionError
+from ..modules.heap import keep_freed_memory
 from ..modules.neural_cache import CACHE_MODELS, check_values, target_cache_probs
 from ..scoring import ScoringError, check_outputs, is_character_model, load_models
 from .tool import run_tool
@@ -145,6 +146,7 @@ def run(args):
     if args.eval_tokens_per_sample < 0:
         raise ScoringError(f"--eval-tokens-per-sample {args.eval_tokens_per_sample}: give 0 (whole sentences) or "
                            "the most tokens a piece holds")
+    keep_freed_memory()  # the cache's score blocks and the dynamic steps reallocate the same tensors
     (model, task), = load_models([args.path], args.data, args.cpu, tool="alm-cache-grid")
     if task.cfg is None and hasattr(task.args, "eval_tokens_per_sample"):
         # the checkpoint keeps its training's validation cut (e.g. 35): read as eval-lm would, not as that

@@ -30,6 +30,7 @@ from fairseq import utils
 
 from ..errors import OptionError
 from ..option_checks import needs, number
+from .heap import keep_freed_memory
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +113,7 @@ class DynamicEvaluator:
                            and m.weight.requires_grad and m.max_norm is None]
         self.initial = None
         self.segments = 0
+        keep_freed_memory()  # each step allocates the whole output layer's gradient afresh
 
     @contextlib.contextmanager
     def recording(self):
