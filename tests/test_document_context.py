@@ -13,7 +13,7 @@ from fairseq.data import Dictionary
 from alm_plugin.errors import OptionError
 from alm_plugin.models.attentive_lm import AttentiveLanguageModel
 from alm_plugin.models.pointer_sentinel_lm import PointerSentinelConfig, PointerSentinelDecoder
-from alm_plugin.modules.neural_cache import NeuralCache, attach_neural_cache
+from alm_plugin.modules.neural_cache import NeuralCache, attach_neural_cache, target_cache_probs
 from cli import TRAIN_COMMON, eval_lm_result, json_records, run, run_module
 from conftest import SAMPLE_DATA, random_tokens
 from test_history_models import make_decoder
@@ -70,6 +70,21 @@ def test_cache_equals_the_hand_computation_whole_and_in_chunks(window):
         torch.testing.assert_close(picked(both[row:row + 1], row_targets),
                                    hand_cache(row_logits[0], row_features[0], row_targets[0], window, 0.7, 0.3),
                                    rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("window", [1, 3, 50])
+def test_the_grids_target_cache_equals_the_hand_computation_for_every_theta_across_blocks(window):
+    """alm-cache-grid's ``target_cache_probs`` (one masked shift for all thetas, query blocks of
+    3 here) against Eq. 2-4 one token at a time: theta 0 (uniform), a usual one, one so large the
+    softmax is one-hot; an empty cache (the first token) gives 0, never NaN."""
+    logits, features, targets = random_row(length=40, vocab=5, dim=4, seed=2)
+    thetas = [0.0, 0.7, 1e4]
+    probs, filled = target_cache_probs(features[0] * 3, targets[0], window, thetas, chunk=3)
+    assert not filled[0] and filled[1:].all() and probs[:, 0].eq(0).all()
+    p_model = picked(logits.log_softmax(-1), targets).exp()
+    for k, theta in enumerate(thetas):
+        expected = hand_cache(logits[0], features[0] * 3, targets[0], window, theta, 0.5)[1:].exp()
+        torch.testing.assert_close(0.5 * p_model[1:] + 0.5 * probs[k, 1:].double(), expected, rtol=0, atol=1e-6)
 
 
 def test_cache_never_holds_the_word_being_predicted_and_lambda_0_is_the_model():

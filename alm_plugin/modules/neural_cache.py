@@ -205,18 +205,24 @@ def target_cache_probs(features: Tensor, targets: Tensor, window: int, thetas, c
     """For one row of text (``features`` (N, d), ``targets`` (N,)): ``p_cache(x_{t+1} | h_t)``
     of every token for each theta (``(len(thetas), N)``) and whether its cache held anything
     (``(N,)``): the cache of ``NeuralCache`` for the target words only, so a grid over
-    theta and lambda costs one pass per window (``alm-cache-grid``)."""
+    theta and lambda costs one pass per window (``alm-cache-grid``). The softmax's shift is
+    theta times the row's largest dot (theta >= 0), so the dots are masked and shifted once for
+    every theta."""
     features = features.float()
     probs = features.new_zeros(len(thetas), features.size(0))
     filled = torch.zeros(features.size(0), dtype=torch.bool, device=features.device)
+    chunk = min(chunk, max(window, 128))  # a query block reads its window and itself: keep the block near W
     for start in range(0, features.size(0), chunk):
         end = min(features.size(0), start + chunk)
         first = max(0, start - window)
         allowed = window_mask(start - first, end - start, window, features.device)
-        dots = features[start:end] @ features[first:end].t()
+        shifted = (features[start:end] @ features[first:end].t()).masked_fill_(~allowed, -math.inf)
+        top = shifted.amax(-1, keepdim=True)
+        shifted.sub_(top.masked_fill_(top.isneginf(), 0.0))  # an empty cache: all -inf, its p 0
         same = targets[first:end].unsqueeze(0) == targets[start:end].unsqueeze(1)
         filled[start:end] = allowed.any(-1)
         for k, theta in enumerate(thetas):
-            weights = masked_softmax(cache_scores(theta, dots), allowed)
-            probs[k, start:end] = (weights * same).sum(-1)
+            weights = torch.exp(shifted * theta) if theta > 0 else allowed.float()  # 0 * -inf is NaN
+            total = weights.sum(-1).clamp_min(torch.finfo(weights.dtype).tiny)
+            probs[k, start:end] = weights.where(same, 0.0).sum(-1) / total
     return probs, filled
