@@ -548,8 +548,8 @@ def wt2_statement(results):
             met = [n for n in stream_rows if n in gain and gain[n] <= -goal]
             lines.append(f"{option} (settings chosen on valid): " + "; ".join(
                 f"{rows[n]} {gain[n]:+.1f}%" for n in done) + f". Goal >= {goal}% below each stream row's test "
-                f"ppl: {'met' if stream_rows and len(met) == len(stream_rows) else 'not met'} "
-                f"({len(met)} of {len(stream_rows)} stream rows).")
+                + (f"ppl: {'met' if len(met) == len(stream_rows) else 'not met'} ({len(met)} of {len(stream_rows)} "
+                   "stream rows)." if stream_rows else "ppl: no stream row has finished yet."))
     if stream and "ps-lstm-stream" in results:
         change = pct(results["ps-lstm-stream"]["test_ppl"], stream["test_ppl"])
         lines.append(f"The Pointer Sentinel-LSTM against the stream LSTM: {results['ps-lstm-stream']['test_ppl']:.1f} "
