@@ -592,8 +592,9 @@ def wt2_statement(results):
                      f"optimizer and budget; not: the peer has {peer['params'] / 1e6:.1f}M parameters (untied tails) "
                      "and sees at most 70 tokens of context where the stream reads the whole article.")
     span = lambda values: f"{min(values):.0f} to {max(values):.0f}" if len(values) > 1 else f"{values[0]:.0f}"
+    # our rows' evaluation, the grid included (the peer's is two eval-lm passes)
     evaluated = [r["eval_minutes"] for r in results.values()
-                 if "eval_minutes" in r and not r.get("cache", {}).get("grid_points_reused")]
+                 if "eval_minutes" in r and "cache" in r and not r["cache"].get("grid_points_reused")]
     points = len(WIKITEXT2.dynamic_lrs.split(",")) * len(WIKITEXT2.dynamic_decays.split(","))
     lines.append(f"Cost at one thread, two jobs side by side: {span([r['train_minutes'] for r in results.values()])} "
                  f"training minutes a row for {WIKITEXT2.epochs} epochs"
