@@ -516,11 +516,11 @@ def best_option(r):
     return min((r[key], label) for label, key in options if key in r)
 
 
-def grid_edge_note(results, rows, corpus=WIKITEXT2):
+def grid_edge_note(results, rows):
     """Where dynamic evaluation's pick on valid sits at the grid's strongest adaptation (its largest lr
-    or smallest decay), a stronger one was not tried on this corpus: say so, and what PTB found there."""
+    or smallest decay), a stronger one was not tried on WikiText-2: say so, and what PTB found there."""
     numbers = lambda text: [float(v) for v in text.split(",")]
-    lrs, decays = numbers(corpus.dynamic_lrs), numbers(corpus.dynamic_decays)
+    lrs, decays = numbers(WIKITEXT2.dynamic_lrs), numbers(WIKITEXT2.dynamic_decays)
     edged = {n: [side for side, hit in (("the largest lr", results[n]["dynamic"]["lr"] == max(lrs)),
                                         ("the smallest decay", results[n]["dynamic"]["decay"] == min(decays))) if hit]
              for n in rows if n in results and "dynamic" in results[n]}
