@@ -144,8 +144,7 @@ def evaluate(corpus, row, checkpoint, threads):
                            for stat in ("bpc", "ppl", "cache_use") if f"{split}_{stat}" in validated})
         return result
     for split in ("valid", "test"):
-        result[f"{split}_ppl"] = perplexity(fairseq("eval_lm", corpus.data, *task_args(row, False), "--path", checkpoint,
-                                                    "--gen-subset", split, threads=threads))
+        result[f"{split}_ppl"] = eval_lm_ppl(corpus, row, checkpoint, split, [], threads)
         if row.reading == "fairseq":
             continue  # adaptive_loss logs no paper_ppl, and our tools read our tasks only
         validated = records(fairseq("validate", corpus.data, *task_args(row, False), "--path", checkpoint,
@@ -176,30 +175,35 @@ def finished_grid(grid_json, checkpoint, windows, lrs, decays):
     return record
 
 
+def grid_point(corpus, checkpoint, lr, decay, threads):
+    """alm-cache-grid on valid at one dynamic-evaluation point (the cache grid alone and with the
+    adapted model too): the record of a finished earlier run of it, else a fresh run's. Returns
+    the record and whether it was reused."""
+    windows = [int(w) for w in corpus.cache_windows.split(",")]
+    path = os.path.join(os.path.dirname(checkpoint), f"cache_grid_lr{lr:g}_decay{decay:g}.json")
+    record = finished_grid(path, checkpoint, windows, [lr], [decay])
+    if record is not None:
+        return record, True
+    env = {**os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
+    proc = subprocess.run([sys.executable, "-m", "alm_plugin.cli.cache_grid", "--path", checkpoint,
+                           "--data", corpus.data, "--cpu", "--json", path, "--windows", corpus.cache_windows,
+                           "--dynamic-lrs", f"{lr:g}", "--dynamic-decays", f"{decay:g}"],
+                          cwd=ROOT, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        sys.exit(f"alm-cache-grid failed ({proc.returncode}):\n{(proc.stdout + proc.stderr)[-3000:]}")
+    with open(path) as f:
+        return json.load(f), False
+
+
 def grid_on_valid(corpus, checkpoint, threads):
     """alm-cache-grid on valid, one run per dynamic-evaluation point (each ~10 min on WikiText-2,
     each also choosing the cache alone, a few minutes more), so that a row killed in its grid
     resumes after the points already finished; the choices combined as one grid's. Returns the
     combined record and how many points were reused."""
     numbers = lambda text: [float(v) for v in text.split(",")]
-    windows = numbers(corpus.cache_windows)
-    env = {**os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
-    records, reused = [], 0
-    for lr in numbers(corpus.dynamic_lrs):
-        for decay in numbers(corpus.dynamic_decays):
-            path = os.path.join(os.path.dirname(checkpoint), f"cache_grid_lr{lr:g}_decay{decay:g}.json")
-            record = finished_grid(path, checkpoint, windows, [lr], [decay])
-            reused += record is not None
-            if record is None:
-                proc = subprocess.run([sys.executable, "-m", "alm_plugin.cli.cache_grid", "--path", checkpoint,
-                                       "--data", corpus.data, "--cpu", "--json", path, "--windows", corpus.cache_windows,
-                                       "--dynamic-lrs", f"{lr:g}", "--dynamic-decays", f"{decay:g}"],
-                                      cwd=ROOT, capture_output=True, text=True, env=env)
-                if proc.returncode != 0:
-                    sys.exit(f"alm-cache-grid failed ({proc.returncode}):\n{(proc.stdout + proc.stderr)[-3000:]}")
-                with open(path) as f:
-                    record = json.load(f)
-            records.append(record)
+    points = [grid_point(corpus, checkpoint, lr, decay, threads)
+              for lr in numbers(corpus.dynamic_lrs) for decay in numbers(corpus.dynamic_decays)]
+    records, reused = [record for record, _ in points], sum(was_reused for _, was_reused in points)
     # the cache alone is the same static pass in each run; dynamic evaluation and both: the best point
     combined = {**records[0], "dynamic_grid": [p for r in records for p in r.get("dynamic_grid", [])]}
     for kind in ("dynamic", "both"):
@@ -209,18 +213,33 @@ def grid_on_valid(corpus, checkpoint, threads):
     return combined, reused
 
 
+def test_time_flags(row, choice, cache=True, dynamic=True):
+    """fairseq-eval-lm's flags for a choice of alm-cache-grid (its cache and/or dynamic evaluation)."""
+    flags = []
+    if dynamic:
+        flags += ["--dynamic-eval-lr", str(choice["lr"]), "--dynamic-eval-decay", str(choice["decay"]),
+                  *(["--dynamic-eval-segment", str(choice["segment"])] if row.reading == "stream" else [])]
+    if cache:
+        flags += ["--neural-cache-window", str(choice["window"]), "--neural-cache-theta", str(choice["theta"]),
+                  "--neural-cache-lambda", str(choice["lambda"])]
+    return flags
+
+
+def eval_lm_ppl(corpus, row, checkpoint, split, flags, threads):
+    return perplexity(fairseq("eval_lm", corpus.data, *task_args(row, False), "--path", checkpoint,
+                              "--gen-subset", split, *flags, threads=threads))
+
+
 def evaluate_test_time(corpus, row, checkpoint, threads):
     """The grid on valid (alm-cache-grid: the neural cache, dynamic evaluation (SGD; a stream in
     segments of 20 tokens, sentences one by one) and both together), then fairseq-eval-lm on test
     with each chosen setting. The valid figures with dynamic evaluation are the grid's (it reads
     valid exactly as eval-lm does)."""
     chosen, reused = grid_on_valid(corpus, checkpoint, threads)
-    cache_flags = lambda c: ["--neural-cache-window", str(c["window"]), "--neural-cache-theta", str(c["theta"]),
-                             "--neural-cache-lambda", str(c["lambda"])]
-    dynamic_flags = lambda c: ["--dynamic-eval-lr", str(c["lr"]), "--dynamic-eval-decay", str(c["decay"]),
-                               *(["--dynamic-eval-segment", str(c["segment"])] if row.reading == "stream" else [])]
-    eval_lm = lambda split, flags: perplexity(fairseq("eval_lm", corpus.data, *task_args(row, False), "--path",
-                                                      checkpoint, "--gen-subset", split, *flags, threads=threads))
+    dynamic_flags = lambda c: test_time_flags(row, c, cache=False)
+    cache_flags = lambda c: test_time_flags(row, c, dynamic=False)
+    both_flags = lambda c: test_time_flags(row, c)
+    eval_lm = lambda split, flags: eval_lm_ppl(corpus, row, checkpoint, split, flags, threads)
     result = {"cache": {"window": chosen["window"], "theta": chosen["theta"], "lambda": chosen["lambda"],
                         "chosen_on": "valid", "grid_valid_ppl": round(chosen["ppl_with_cache"], 2),
                         # then eval_minutes leaves those points' passes out
@@ -228,7 +247,7 @@ def evaluate_test_time(corpus, row, checkpoint, threads):
     for split in ("valid", "test"):
         result[f"{split}_ppl_cache"] = eval_lm(split, cache_flags(chosen))
     for kind, suffix, flags in (("dynamic", "dynamic", dynamic_flags),
-                                ("both", "cache_dynamic", lambda c: [*dynamic_flags(c), *cache_flags(c)])):
+                                ("both", "cache_dynamic", both_flags)):
         if kind in chosen:
             result[kind] = {**chosen[kind], "chosen_on": "valid"}
             result[f"valid_ppl_{suffix}"] = round(chosen[kind]["ppl"], 2)

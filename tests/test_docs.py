@@ -155,6 +155,42 @@ def test_wikitext2_statement_states_the_goals_from_the_figures(monkeypatch):
     text = report.wt2_statement(results)
     assert "for LSTM (ours, `alm_lstm`), document streams (the largest lr)." in text
     assert text.count("the largest lr") == 1 and "the smallest decay" not in text
+    assert "Not tried beyond the grid yet for LSTM (ours, `alm_lstm`), document streams (" in text
+    # grid_edge.py's probe: a step beyond that loses on valid lets the pick stand; one that wins is said
+    results["lstm-stream"].update(valid_ppl_dynamic=90.0, valid_ppl_cache_dynamic=70.0)
+    probe = {"lstm-stream": {"pick": {"lr": 1.0, "decay": 0.03, "valid_ppl": 90.0, "valid_ppl_both": 70.0},
+                             "beyond": [{"lr": 3.0, "decay": 0.03, "valid_ppl": 95.0, "valid_ppl_both": 72.0}]}}
+    text = report.wt2_statement(results, probe)
+    assert "document streams: lr 3 decay 0.03 95.0 against the pick's 90.0." in text
+    assert "the grid's picks stand" in text and "Not tried beyond" not in text
+    probe["lstm-stream"]["beyond"][0].update(valid_ppl=88.0, test_ppl=76.0)
+    text = report.wt2_statement(results, probe)
+    assert "**A stronger setting wins on valid**: LSTM (ours, `alm_lstm`), document streams at lr 3 decay 0.03: " \
+           "test 76.0 against the table's 80.0 (-5.0%)" in text and "picks stand" not in text
+
+
+def test_grid_edge_probes_one_step_beyond_and_scores_test_only_for_a_winner(monkeypatch):
+    """benchmarks/grid_edge.py: the points one ladder step past the grid's edge (none inside it), and
+    test is read only where a point beats the row's pick on valid."""
+    edge = benchmarks_module(monkeypatch, "grid_edge")
+    from rows import WIKITEXT2  # lr 0.3, 1 x decay 0.01, 0.03
+    assert edge.beyond(WIKITEXT2, {"lr": 1.0, "decay": 0.01}) == [(3.0, 0.01), (1.0, 0.003)]
+    assert edge.beyond(WIKITEXT2, {"lr": 1.0, "decay": 0.03}) == [(3.0, 0.03)]
+    assert edge.beyond(WIKITEXT2, {"lr": 0.3, "decay": 0.03}) == []
+    valid = {(3.0, 0.01): (95.0, 80.0), (1.0, 0.003): (88.0, 82.0)}  # (dynamic, both) on valid
+    monkeypatch.setattr(edge, "grid_point", lambda corpus, checkpoint, lr, decay, threads: (
+        {"dynamic": {"lr": lr, "decay": decay, "ppl": valid[lr, decay][0], "segment": 20},
+         "both": {"lr": lr, "decay": decay, "ppl": valid[lr, decay][1], "segment": 20,
+                  "window": 2000, "theta": 0.7, "lambda": 0.3}}, False))
+    scored = []
+    monkeypatch.setattr(edge, "eval_lm_ppl", lambda corpus, row, checkpoint, split, flags, threads: (
+        scored.append(flags) or 70.0))
+    row = {"dynamic": {"lr": 1.0, "decay": 0.01}, "valid_ppl_dynamic": 90.0, "valid_ppl_cache_dynamic": 81.0}
+    found = edge.probe(WIKITEXT2, "lstm-stream", row, "checkpoint_best.pt", 1)
+    lr3, decay3 = found["beyond"]
+    assert "test_ppl" not in lr3 and "test_ppl_both" in lr3 and lr3["both"]["window"] == 2000  # 80 < 81 with the cache
+    assert decay3["test_ppl"] == 70.0 and "test_ppl_both" not in decay3  # 88 < 90 alone
+    assert len(scored) == 2 and ["--dynamic-eval-lr", "1.0", "--dynamic-eval-decay", "0.003"] == scored[1][:4]
 
 
 def benchmarks_module(monkeypatch, name):
