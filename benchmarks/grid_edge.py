@@ -2,17 +2,19 @@
 """One step beyond dynamic evaluation's grid, where a row's pick sits at its edge.
 
 ``table.py`` chooses dynamic evaluation's SGD lr and decay on valid from the corpus's grid
-(``rows.py``: lr 0.3, 1 x decay 0.01, 0.03 on WikiText-2). Where a row's pick is the grid's
-largest lr or smallest decay, the best setting may lie outside it. This probe runs
-``alm-cache-grid`` on valid one step further on the 1-3-10 ladder (lr x3 at the picked decay,
-decay /3 at the picked lr), on the row's saved ``checkpoint_best.pt``:
+(``rows.py``: lr 0.3, 1 x decay 0.01, 0.03 on WikiText-2), alone and with the cache. Where a
+pick is the grid's largest lr or smallest decay, the best setting may lie outside it. This probe
+runs ``alm-cache-grid`` on valid one step further on the 1-3-10 ladder (the next larger lr at the
+picked decay, the next smaller decay at the picked lr; not both at once), on the row's saved
+``checkpoint_best.pt``:
 
     python benchmarks/grid_edge.py --corpus wikitext-2 --rows lstm,lstm-stream --threads 1 --save-dir /work/ckpt/wt2
 
 The table keeps its grid's figures (every row the same grid). The probe writes
-``benchmarks/results/<corpus>/dynamic-edge.json``, a row at a time (finished rows skipped): each
-point's valid ppl with dynamic evaluation alone and with the cache too, and, where a point beats
-the row's pick on valid, test with it (fairseq-eval-lm). ``report.py`` says what it found.
+``benchmarks/results/<corpus>/dynamic-edge.json``, a row at a time (finished rows skipped, a
+row whose picks changed since probed again): the picks, each point's valid ppl with dynamic
+evaluation alone and with the cache too, and, where a point beats a pick on valid, test with it
+(fairseq-eval-lm). ``report.py`` says what it found.
 """
 import argparse
 import json
@@ -25,15 +27,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rows import CORPORA  # noqa: E402
 from table import commit, eval_lm_ppl, grid_point, test_time_flags  # noqa: E402
 
-LADDER = sorted(round(m * 10.0 ** k, 8) for k in range(-5, 3) for m in (1, 3))  # 1e-5, 3e-5, ..., 100, 300
+LADDER = sorted(round(m * 10.0 ** k, 8) for k in range(-5, 4) for m in (1, 3))  # 1e-5, 3e-5, ..., 1000, 3000
+KINDS = (("dynamic", "valid_ppl_dynamic", "test_ppl_dynamic"),  # (pick, the row's valid key, its test key)
+         ("both", "valid_ppl_cache_dynamic", "test_ppl_cache_dynamic"))
 
 
 def step(value, up):
-    """The next value on the 1-3-10 ladder above (``up``) or below ``value``; None below the ladder."""
-    if up:
-        return next(v for v in LADDER if v > value * (1 + 1e-9))
-    below = [v for v in LADDER if v < value * (1 - 1e-9)]
-    return below[-1] if below else None
+    """The next value on the 1-3-10 ladder above (``up``) or below ``value``; None past its ends."""
+    beyond = [v for v in LADDER if (v > value * (1 + 1e-9) if up else v < value * (1 - 1e-9))]
+    return (beyond[0] if up else beyond[-1]) if beyond else None
 
 
 def beyond(corpus, pick):
@@ -41,33 +43,48 @@ def beyond(corpus, pick):
     lrs = [float(v) for v in corpus.dynamic_lrs.split(",")]
     decays = [float(v) for v in corpus.dynamic_decays.split(",")]
     points = []
-    if math.isclose(pick["lr"], max(lrs)):
+    if math.isclose(pick["lr"], max(lrs)) and step(pick["lr"], up=True):
         points.append((step(pick["lr"], up=True), pick["decay"]))
-    if math.isclose(pick["decay"], min(decays)) and pick["decay"] > 0:
+    if math.isclose(pick["decay"], min(decays)) and step(pick["decay"], up=False):
         points.append((pick["lr"], step(pick["decay"], up=False)))
     return points
 
 
+def picks(result):
+    """A row's picks on valid, dynamic evaluation alone and with the cache: what a probe answers to."""
+    return {kind: {"lr": result[kind]["lr"], "decay": result[kind]["decay"], "valid_ppl": result[valid]}
+            for kind, valid, _ in KINDS if kind in result}
+
+
+def points_to_probe(corpus, result):
+    """The union of the steps beyond each pick, in order."""
+    return list(dict.fromkeys(p for pick in picks(result).values() for p in beyond(corpus, pick)))
+
+
 def probe(corpus, name, result, checkpoint, threads):
     row, started = corpus.rows[name], time.time()
-    found = {"commit": commit(), "pick": {"lr": result["dynamic"]["lr"], "decay": result["dynamic"]["decay"],
-                                          "valid_ppl": result["valid_ppl_dynamic"],
-                                          "valid_ppl_both": result["valid_ppl_cache_dynamic"]}, "beyond": []}
-    for lr, decay in beyond(corpus, result["dynamic"]):
+    found = {"commit": commit(), "picks": picks(result), "beyond": []}
+    for lr, decay in points_to_probe(corpus, result):
         record, _ = grid_point(corpus, checkpoint, lr, decay, threads)
-        point = {"lr": lr, "decay": decay, "valid_ppl": round(record["dynamic"]["ppl"], 2),
-                 "valid_ppl_both": round(record["both"]["ppl"], 2)}
-        # a point that beats the pick on valid: what it would give on test
-        if point["valid_ppl"] < result["valid_ppl_dynamic"]:
-            point["test_ppl"] = eval_lm_ppl(corpus, row, checkpoint, "test",
-                                            test_time_flags(row, record["dynamic"], cache=False), threads)
-        if point["valid_ppl_both"] < result["valid_ppl_cache_dynamic"]:
-            point["both"] = {k: record["both"][k] for k in ("window", "theta", "lambda")}
-            point["test_ppl_both"] = eval_lm_ppl(corpus, row, checkpoint, "test",
-                                                 test_time_flags(row, record["both"]), threads)
+        point = {"lr": lr, "decay": decay}
+        for kind, valid, _ in KINDS:
+            point[valid] = round(record[kind]["ppl"], 2)
+            # a point that beats the row's pick on valid: what it would give on test
+            if kind in result and point[valid] < result[valid]:
+                point[kind] = {k: v for k, v in record[kind].items() if k != "ppl"}
+                point[f"test_ppl_{kind}"] = eval_lm_ppl(corpus, row, checkpoint, "test",
+                                                        test_time_flags(row, record[kind], cache=kind == "both"),
+                                                        threads)
         found["beyond"].append(point)
     found["minutes"] = round((time.time() - started) / 60, 1)
     return found
+
+
+def write_json(path, value):
+    """Whole or not at all: a probe killed while writing keeps the file it had."""
+    with open(f"{path}.tmp", "w") as f:
+        json.dump(value, f, indent=1)
+    os.replace(f"{path}.tmp", path)
 
 
 def main():
@@ -80,6 +97,9 @@ def main():
     corpus = CORPORA[args.corpus]
     results = corpus.load()
     names = args.rows.split(",") if args.rows else [n for n in results if "dynamic" in results[n]]
+    unknown = [n for n in names if n not in corpus.rows]
+    if unknown:
+        sys.exit(f"unknown rows {unknown} for --corpus {corpus.name}; choose from {', '.join(corpus.rows)}")
     unready = [n for n in names if "dynamic" not in results.get(n, {})]
     if unready:
         sys.exit(f"rows {unready} have no finished JSON with a dynamic-evaluation pick in {corpus.results}; "
@@ -88,17 +108,19 @@ def main():
     edge = json.load(open(path)) if os.path.exists(path) else {}
     for name in names:
         checkpoint = os.path.join(args.save_dir, name, "checkpoint_best.pt")
-        if name in edge:
+        if not points_to_probe(corpus, results[name]):
+            print(f"{name}: its picks sit inside the grid, nothing to probe", flush=True)
+            continue
+        if edge.get(name, {}).get("picks") == picks(results[name]):
             print(f"{name}: done already ({path})", flush=True)
             continue
         if not os.path.exists(checkpoint):
             sys.exit(f"{checkpoint} is missing: pass the --save-dir table.py trained {name} in")
         edge[name] = probe(corpus, name, results[name], checkpoint, args.threads)
-        with open(path, "w") as f:  # after each row, so a killed probe keeps the rows it finished
-            json.dump(edge, f, indent=1)
-        print(f"{name}: " + "; ".join(f"lr {p['lr']:g} decay {p['decay']:g}: valid {p['valid_ppl']:.2f}"
-                                      for p in edge[name]["beyond"])
-              + f" (the pick: {edge[name]['pick']['valid_ppl']:.2f})", flush=True)
+        write_json(path, edge)  # after each row, so a killed probe keeps the rows it finished
+        print(f"{name}: " + "; ".join(f"lr {p['lr']:g} decay {p['decay']:g}: valid {p['valid_ppl_dynamic']:.2f}, "
+                                      f"with the cache {p['valid_ppl_cache_dynamic']:.2f}" for p in edge[name]["beyond"]),
+              flush=True)
 
 
 if __name__ == "__main__":

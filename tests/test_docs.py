@@ -150,47 +150,99 @@ def test_wikitext2_statement_states_the_goals_from_the_figures(monkeypatch):
     results["single"] = row(100.0)
     assert "It beats the LSTM on WikiText-2 (on PTB it tied)." in report.wt2_statement(results)
     # a pick at the grid's strongest adaptation is flagged (lr 1 of 0.3, 1), one inside it is not
-    results["lstm-stream"]["dynamic"] = {"lr": 1.0, "decay": 0.03}
-    results["ps-lstm-stream"]["dynamic"] = {"lr": 0.3, "decay": 0.03}
+    results["lstm-stream"].update(dynamic={"lr": 1.0, "decay": 0.03}, valid_ppl_dynamic=90.0,
+                                  valid_ppl_cache_dynamic=70.0)
+    results["ps-lstm-stream"].update(dynamic={"lr": 0.3, "decay": 0.03}, valid_ppl_dynamic=92.0)
     text = report.wt2_statement(results)
     assert "for LSTM (ours, `alm_lstm`), document streams (the largest lr)." in text
     assert text.count("the largest lr") == 1 and "the smallest decay" not in text
     assert "Not tried beyond the grid yet for LSTM (ours, `alm_lstm`), document streams (" in text
-    # grid_edge.py's probe: a step beyond that loses on valid lets the pick stand; one that wins is said
-    results["lstm-stream"].update(valid_ppl_dynamic=90.0, valid_ppl_cache_dynamic=70.0)
-    probe = {"lstm-stream": {"pick": {"lr": 1.0, "decay": 0.03, "valid_ppl": 90.0, "valid_ppl_both": 70.0},
-                             "beyond": [{"lr": 3.0, "decay": 0.03, "valid_ppl": 95.0, "valid_ppl_both": 72.0}]}}
+    # grid_edge.py's probe: a step beyond that loses on valid lets the pick stand
+    picks = benchmarks_module(monkeypatch, "grid_edge").picks
+    point = {"lr": 3.0, "decay": 0.03, "valid_ppl_dynamic": 95.0, "valid_ppl_cache_dynamic": 72.0}
+    probe = {"lstm-stream": {"picks": picks(results["lstm-stream"]), "beyond": [point]}}
     text = report.wt2_statement(results, probe)
-    assert "document streams: lr 3 decay 0.03 95.0 against the pick's 90.0." in text
-    assert "the grid's picks stand" in text and "Not tried beyond" not in text
-    probe["lstm-stream"]["beyond"][0].update(valid_ppl=88.0, test_ppl=76.0)
+    assert "document streams: lr 3 decay 0.03 95.0 / 72.0 against the picks' 90.0 / 70.0." in text
+    assert "for LSTM (ours, `alm_lstm`), document streams: their grid picks stand." in text
+    assert "Not tried beyond" not in text
+    # a step that wins on valid but not on test is said as such; a row probed for other picks is not probed
+    point.update(valid_ppl_dynamic=88.0, dynamic={"lr": 3.0, "decay": 0.03}, test_ppl_dynamic=82.0)
     text = report.wt2_statement(results, probe)
-    assert "**A stronger setting wins on valid**: LSTM (ours, `alm_lstm`), document streams at lr 3 decay 0.03: " \
-           "test 76.0 against the table's 80.0 (-5.0%)" in text and "picks stand" not in text
+    assert "**A step beyond wins on valid**: LSTM (ours, `alm_lstm`), document streams at lr 3 decay 0.03: valid " \
+           "88.0 against 90.0, test 82.0 against the table's 80.0 (+2.5%, **not better on test**)." in text
+    assert "picks stand" not in text
+    results["ps-lstm-stream"].update(dynamic={"lr": 1.0, "decay": 0.03}, valid_ppl_dynamic=92.0,
+                                     valid_ppl_cache_dynamic=71.0)
+    probe["ps-lstm-stream"] = {"picks": {"dynamic": {"lr": 0.3, "decay": 0.03, "valid_ppl": 92.0}}, "beyond": []}
+    assert "Not tried beyond the grid yet for Pointer Sentinel-LSTM" in report.wt2_statement(results, probe)
 
 
 def test_grid_edge_probes_one_step_beyond_and_scores_test_only_for_a_winner(monkeypatch):
-    """benchmarks/grid_edge.py: the points one ladder step past the grid's edge (none inside it), and
-    test is read only where a point beats the row's pick on valid."""
+    """benchmarks/grid_edge.py: the points one ladder step past the grid's edge (none inside it), for
+    either pick, and test is read only where a point beats that pick on valid, with its own flags."""
     edge = benchmarks_module(monkeypatch, "grid_edge")
     from rows import WIKITEXT2  # lr 0.3, 1 x decay 0.01, 0.03
     assert edge.beyond(WIKITEXT2, {"lr": 1.0, "decay": 0.01}) == [(3.0, 0.01), (1.0, 0.003)]
     assert edge.beyond(WIKITEXT2, {"lr": 1.0, "decay": 0.03}) == [(3.0, 0.03)]
     assert edge.beyond(WIKITEXT2, {"lr": 0.3, "decay": 0.03}) == []
-    valid = {(3.0, 0.01): (95.0, 80.0), (1.0, 0.003): (88.0, 82.0)}  # (dynamic, both) on valid
+    assert edge.step(3000.0, up=True) is None and edge.step(0.001, up=False) == 0.0003
+    row = {"dynamic": {"lr": 1.0, "decay": 0.03}, "both": {"lr": 0.3, "decay": 0.01},
+           "valid_ppl_dynamic": 90.0, "valid_ppl_cache_dynamic": 81.0}
+    assert edge.points_to_probe(WIKITEXT2, row) == [(3.0, 0.03), (0.3, 0.003)]  # each pick's own step
+    valid = {(3.0, 0.03): (95.0, 80.0), (0.3, 0.003): (88.0, 82.0)}  # (alone, with the cache) on valid
     monkeypatch.setattr(edge, "grid_point", lambda corpus, checkpoint, lr, decay, threads: (
         {"dynamic": {"lr": lr, "decay": decay, "ppl": valid[lr, decay][0], "segment": 20},
          "both": {"lr": lr, "decay": decay, "ppl": valid[lr, decay][1], "segment": 20,
                   "window": 2000, "theta": 0.7, "lambda": 0.3}}, False))
     scored = []
     monkeypatch.setattr(edge, "eval_lm_ppl", lambda corpus, row, checkpoint, split, flags, threads: (
-        scored.append(flags) or 70.0))
-    row = {"dynamic": {"lr": 1.0, "decay": 0.01}, "valid_ppl_dynamic": 90.0, "valid_ppl_cache_dynamic": 81.0}
+        scored.append((split, flags)) or 70.0))
     found = edge.probe(WIKITEXT2, "lstm-stream", row, "checkpoint_best.pt", 1)
-    lr3, decay3 = found["beyond"]
-    assert "test_ppl" not in lr3 and "test_ppl_both" in lr3 and lr3["both"]["window"] == 2000  # 80 < 81 with the cache
-    assert decay3["test_ppl"] == 70.0 and "test_ppl_both" not in decay3  # 88 < 90 alone
-    assert len(scored) == 2 and ["--dynamic-eval-lr", "1.0", "--dynamic-eval-decay", "0.003"] == scored[1][:4]
+    up, down = found["beyond"]
+    assert "test_ppl_dynamic" not in up and up["test_ppl_both"] == 70.0  # 80 < 81 with the cache only
+    assert down["test_ppl_dynamic"] == 70.0 and "test_ppl_both" not in down  # 88 < 90 alone only
+    assert scored == [("test", ["--dynamic-eval-lr", "3.0", "--dynamic-eval-decay", "0.03", "--dynamic-eval-segment",
+                                "20", "--neural-cache-window", "2000", "--neural-cache-theta", "0.7",
+                                "--neural-cache-lambda", "0.3"]),
+                      ("test", ["--dynamic-eval-lr", "0.3", "--dynamic-eval-decay", "0.003",
+                                "--dynamic-eval-segment", "20"])]
+    assert found["picks"] == {"dynamic": {"lr": 1.0, "decay": 0.03, "valid_ppl": 90.0},
+                              "both": {"lr": 0.3, "decay": 0.01, "valid_ppl": 81.0}}
+
+
+def test_grid_edge_refuses_an_unknown_row():
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "grid_edge.py"), "--rows", "lstm-strem",
+                           "--save-dir", "nowhere"], capture_output=True, text=True)
+    assert proc.returncode == 1 and "unknown rows ['lstm-strem'] for --corpus wikitext-2; choose from lstm," in proc.stderr
+
+
+def test_test_time_flags_of_each_choice(monkeypatch):
+    """table.py scores test with each choice's eval-lm flags: the cache's, dynamic evaluation's (a stream
+    row steps every segment, a sentence row every sentence) and both (dynamic's, then the cache's)."""
+    table = benchmarks_module(monkeypatch, "table")
+    from rows import WIKITEXT2
+    cache = {"window": 500, "theta": 0.3, "lambda": 0.1}
+    chosen = {**cache, "ppl_with_cache": 80.0, "dynamic": {"lr": 1.0, "decay": 0.01, "segment": 20, "ppl": 85.0},
+              "both": {"lr": 0.3, "decay": 0.03, "segment": 20, "ppl": 75.0, "window": 2000, "theta": 1.0,
+                       "lambda": 0.2}}
+    monkeypatch.setattr(table, "grid_on_valid", lambda corpus, checkpoint, threads: (chosen, 0))
+    scored = []
+    monkeypatch.setattr(table, "eval_lm_ppl", lambda corpus, row, checkpoint, split, flags, threads: (
+        scored.append((split, flags)) or 70.0))
+    result = table.evaluate_test_time(WIKITEXT2, WIKITEXT2.rows["lstm-stream"], "checkpoint_best.pt", 1)
+    cache_flags = ["--neural-cache-window", "500", "--neural-cache-theta", "0.3", "--neural-cache-lambda", "0.1"]
+    assert scored[:2] == [("valid", cache_flags), ("test", cache_flags)] and [s for s, _ in scored[2:]] == ["test"] * 2
+    assert result["test_ppl_cache_dynamic"] == 70.0 and result["valid_ppl_cache_dynamic"] == 75.0
+    flags = [f for _, f in scored]
+    assert flags[2:] == [["--dynamic-eval-lr", "1.0", "--dynamic-eval-decay", "0.01", "--dynamic-eval-segment", "20"],
+                         ["--dynamic-eval-lr", "0.3", "--dynamic-eval-decay", "0.03", "--dynamic-eval-segment", "20",
+                          "--neural-cache-window", "2000", "--neural-cache-theta", "1.0", "--neural-cache-lambda",
+                          "0.2"]]
+    table.evaluate_test_time(WIKITEXT2, WIKITEXT2.rows["lstm"], "checkpoint_best.pt", 1)  # a sentence row
+    assert scored[7][1] == ["--dynamic-eval-lr", "0.3", "--dynamic-eval-decay", "0.03", "--neural-cache-window", "2000",
+                            "--neural-cache-theta", "1.0", "--neural-cache-lambda", "0.2"]
 
 
 def benchmarks_module(monkeypatch, name):
