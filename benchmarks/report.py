@@ -556,7 +556,7 @@ def grid_edge_note(results, rows, edge):
                                     f"{results[n][test]:.1f} ({change:+.1f}%, "
                                     + ("better on test too" if change < 0 else "**not better on test**") + ")")
         if wins:
-            lines.append("**A step beyond wins on valid**: " + "; ".join(wins) + ".")
+            lines.append("**A step beyond wins on valid** (one step was tried; further is untried): " + "; ".join(wins) + ".")
         standing = [n for n in probed if not any(k in p for p in edge[n]["beyond"]
                                                  for k in ("test_ppl_dynamic", "test_ppl_both"))]
         if standing:

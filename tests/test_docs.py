@@ -168,7 +168,7 @@ def test_wikitext2_statement_states_the_goals_from_the_figures(monkeypatch):
     # a step that wins on valid but not on test is said as such; a row probed for other picks is not probed
     point.update(valid_ppl_dynamic=88.0, dynamic={"lr": 3.0, "decay": 0.03}, test_ppl_dynamic=82.0)
     text = report.wt2_statement(results, probe)
-    assert "**A step beyond wins on valid**: LSTM (ours, `alm_lstm`), document streams at lr 3 decay 0.03: valid " \
+    assert "**A step beyond wins on valid** (one step was tried; further is untried): LSTM (ours, `alm_lstm`), document streams at lr 3 decay 0.03: valid " \
            "88.0 against 90.0, test 82.0 against the table's 80.0 (+2.5%, **not better on test**)." in text
     assert "picks stand" not in text
     results["ps-lstm-stream"].update(dynamic={"lr": 1.0, "decay": 0.03}, valid_ppl_dynamic=92.0,
