@@ -38,16 +38,19 @@ def step(value, up):
     return (beyond[0] if up else beyond[-1]) if beyond else None
 
 
-def beyond(corpus, pick):
-    """The points one step past the grid where ``pick`` sits at its largest lr or smallest decay."""
+def edge_sides(corpus, pick):
+    """Where ``pick`` sits at the grid's strongest adaptation: "lr" (its largest), "decay" (its smallest)."""
     lrs = [float(v) for v in corpus.dynamic_lrs.split(",")]
     decays = [float(v) for v in corpus.dynamic_decays.split(",")]
-    points = []
-    if math.isclose(pick["lr"], max(lrs)) and step(pick["lr"], up=True):
-        points.append((step(pick["lr"], up=True), pick["decay"]))
-    if math.isclose(pick["decay"], min(decays)) and step(pick["decay"], up=False):
-        points.append((pick["lr"], step(pick["decay"], up=False)))
-    return points
+    return [side for side, hit in (("lr", math.isclose(pick["lr"], max(lrs))),
+                                   ("decay", math.isclose(pick["decay"], min(decays)))) if hit]
+
+
+def beyond(corpus, pick):
+    """The points one step past the grid where ``pick`` sits at its edge (decay 0 has none below)."""
+    further = {"lr": (step(pick["lr"], up=True), pick["decay"]),
+               "decay": (pick["lr"], step(pick["decay"], up=False) if pick["decay"] > 0 else None)}
+    return [further[side] for side in edge_sides(corpus, pick) if None not in further[side]]
 
 
 def picks(result):

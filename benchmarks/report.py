@@ -15,7 +15,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from grid_edge import picks  # noqa: E402
+from grid_edge import KINDS, edge_sides, picks  # noqa: E402
 from rows import PTB, PTB_POINTER_LOSS, ROOT, SIZE, WIKITEXT2, WIKITEXT2_CUTOFFS, WIKITEXT2_PAPER  # noqa: E402
 
 RESULTS = os.path.join(ROOT, "benchmarks", "results")
@@ -521,18 +521,15 @@ def grid_edge_note(results, rows, edge):
     """Where dynamic evaluation's pick on valid (alone or with the cache) sits at the grid's strongest
     adaptation (its largest lr or smallest decay), the best setting may lie outside it: say so, and
     what ``grid_edge.py`` found one step beyond (``edge``: dynamic-edge.json) or that it has not looked."""
-    numbers = lambda text: [float(v) for v in text.split(",")]
-    lrs, decays = numbers(WIKITEXT2.dynamic_lrs), numbers(WIKITEXT2.dynamic_decays)
-    chosen = {n: picks(results[n]).values() for n in rows if n in results and "dynamic" in results[n]}
-    edged = {n: [side for side, hit in (("the largest lr", any(c["lr"] == max(lrs) for c in chosen[n])),
-                                        ("the smallest decay", any(c["decay"] == min(decays) for c in chosen[n])))
-                 if hit] for n in chosen}
-    edged = {n: sides for n, sides in edged.items() if sides}
+    sides = {n: {s for pick in picks(results[n]).values() for s in edge_sides(WIKITEXT2, pick)}
+             for n in rows if n in results and "dynamic" in results[n]}
+    edged = {n: [text for side, text in (("lr", "the largest lr"), ("decay", "the smallest decay")) if side in hit]
+             for n, hit in sides.items() if hit}
     if not edged:
         return []
     lines = [f"Dynamic evaluation's pick on valid sits at the grid's strongest adaptation (SGD lr "
-             f"{', '.join(f'{v:g}' for v in lrs)} x decay {', '.join(f'{v:g}' for v in decays)}) for "
-             + "; ".join(f"{rows[n]} ({' and '.join(sides)})" for n, sides in edged.items()) + "."]
+             f"{WIKITEXT2.dynamic_lrs.replace(',', ', ')} x decay {WIKITEXT2.dynamic_decays.replace(',', ', ')}) for "
+             + "; ".join(f"{rows[n]} ({' and '.join(texts)})" for n, texts in edged.items()) + "."]
     # a probe answers to the picks it saw: one made before the row was evaluated again counts as not run
     probed = [n for n in edged if n in edge and edge[n]["picks"] == picks(results[n])]
     setting = lambda p: f"lr {p['lr']:g} decay {p['decay']:g}"
@@ -546,19 +543,18 @@ def grid_edge_note(results, rows, edge):
         wins = []
         for n in probed:
             for p in edge[n]["beyond"]:
-                for kind, how, valid, test in (("dynamic", "", "valid_ppl_dynamic", "test_ppl_dynamic"),
-                                               ("both", " with the cache", "valid_ppl_cache_dynamic",
-                                                "test_ppl_cache_dynamic")):
+                for kind, valid, test in KINDS:
                     if f"test_ppl_{kind}" in p:
                         change = pct(p[f"test_ppl_{kind}"], results[n][test])
+                        how = " with the cache" if kind == "both" else ""
                         wins.append(f"{rows[n]} at {setting(p)}{how}: valid {p[valid]:.1f} against "
                                     f"{results[n][valid]:.1f}, test {p[f'test_ppl_{kind}']:.1f} against the table's "
                                     f"{results[n][test]:.1f} ({change:+.1f}%, "
                                     + ("better on test too" if change < 0 else "**not better on test**") + ")")
         if wins:
             lines.append("**A step beyond wins on valid** (one step was tried; further is untried): " + "; ".join(wins) + ".")
-        standing = [n for n in probed if not any(k in p for p in edge[n]["beyond"]
-                                                 for k in ("test_ppl_dynamic", "test_ppl_both"))]
+        standing = [n for n in probed if not any(f"test_ppl_{kind}" in p for p in edge[n]["beyond"]
+                                                 for kind, _, _ in KINDS)]
         if standing:
             lines.append("No step beyond beats the picks, alone or with the cache, for "
                          + "; ".join(rows[n] for n in standing) + ": their grid picks stand.")
