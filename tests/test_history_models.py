@@ -2,6 +2,7 @@
 padding, memory layout."""
 import pytest
 import torch
+import torch.nn.functional as F
 
 from alm_plugin.models.amsrn import AMSRNConfig, AMSRNDecoder
 from alm_plugin.models.attentive_lm import AttentiveLMConfig, AttentiveLMDecoder
@@ -168,13 +169,69 @@ def test_window_limits_the_memory(dictionary):
     assert weights[7, :4].sum() == 0 and weights[7, 4:7].sum() > 0.99
 
 
+def score_calls(attention):
+    """Counts the calls of ``attention``'s score (one per query chunk)."""
+    calls, original = [], attention.score.forward
+    attention.score.forward = lambda *a: calls.append(1) or original(*a)
+    return calls
+
+
 def test_chunked_combined_score_equals_one_pass():
     torch.manual_seed(1)
     states = torch.randn(2, 23, 8)
     one_pass = CausalHistoryAttention(CombinedScore(8, 6), chunk_elements=10 ** 9)
     chunked = CausalHistoryAttention(one_pass.score, chunk_elements=2 * 23 * 6 * 3)  # 3 queries a chunk
-    for a, b in zip(one_pass(states), chunked(states)):
+    calls = score_calls(chunked)
+    with torch.no_grad():
+        for a, b in zip(one_pass(states), chunked(states)):
+            torch.testing.assert_close(a, b)
+    assert len(calls) == 1 + 8  # the score is shared: one pass, then 8 chunks of 3 queries
+
+
+def test_combined_score_goes_in_one_pass_when_a_graph_is_built():
+    """Autograd keeps every chunk's tanh for the backward: with a graph, chunks would bound no
+    memory, only multiply the kernels (issue 46: 7 rounds a step at batch 128). The same figures
+    and gradients as in chunks."""
+    torch.manual_seed(2)
+    states = torch.randn(2, 23, 8, requires_grad=True)
+    attention = CausalHistoryAttention(CombinedScore(8, 6), chunk_elements=2 * 23 * 6 * 3)
+    calls = score_calls(attention)
+    context, _ = attention(states)
+    assert len(calls) == 1
+    context.square().sum().backward()
+    one_pass_grads = [states.grad.clone()] + [p.grad.clone() for p in attention.parameters()]
+    with torch.no_grad():
+        chunked_context, _ = attention(states)
+    assert len(calls) == 1 + 8
+    torch.testing.assert_close(context.detach(), chunked_context)
+    # the gradients of the chunked computation (checkpointed chunk by chunk by hand)
+    states.grad = None
+    attention.zero_grad()
+    pieces = []
+    for start in range(0, 23, 3):
+        piece, _ = attention(states[:, :start + 3])
+        pieces.append(piece[:, start:start + 3])
+    torch.cat(pieces, dim=1).square().sum().backward()
+    for a, b in zip(one_pass_grads, [states.grad] + [p.grad for p in attention.parameters()]):
         torch.testing.assert_close(a, b)
+
+
+def test_combined_training_step_makes_at_most_twice_the_single_scores_aten_calls(dictionary):
+    """What the GPU pays per kernel launch, counted on the CPU: a training step of the combined
+    score against the single one, at a budget that would cut the queries into many chunks."""
+    from torch.profiler import ProfilerActivity, profile
+
+    tokens = random_tokens(dictionary, 16, 36)
+    counts = {}
+    for score in ("single", "combined"):
+        decoder = AttentiveLMDecoder(AttentiveLMConfig(embed_dim=8, hidden_size=8, attention_score=score),
+                                     dictionary)
+        decoder.attention.chunk_elements = 16 * 35 * 8 * 4  # 4 queries a chunk without a graph
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            logits = decoder(tokens[:, :-1])[0]
+            F.cross_entropy(logits.reshape(-1, logits.size(-1)), tokens[:, 1:].reshape(-1)).backward()
+        counts[score] = sum(1 for e in prof.events() if e.name.startswith("aten::"))
+    assert counts["combined"] <= 2 * counts["single"], counts
 
 
 def test_paper_initialisation(dictionary):
