@@ -4,17 +4,18 @@
     python benchmarks/train_speed.py                                  # shipped sample, 2 x 650
     python benchmarks/train_speed.py --data data-bin/ptb --updates 80 # PTB (prepare it first)
     python benchmarks/train_speed.py --mode model --data data-bin/ptb # against a bare nn.LSTM LM
-    python benchmarks/train_speed.py --mode model --data data-bin/ptb --device cuda \
-        --precision fp32,bf16,fp16 --json benchmarks/results/gpu/train_speed_model.json
+    python benchmarks/train_speed.py --mode model --data data-bin/ptb --device cuda --batch-size 128 \
+        --precision fp32,bf16,fp16 --json benchmarks/results/gpu/train_speed_model_b128.json
 
 ``--mode fairseq`` (default): each run is a real `fairseq-train` (sentence_language_modeling,
 batch 32, SGD, no validation, no checkpoints); the figure is fairseq's own `wps` of the whole
 run, beside fairseq's `lstm_lm` (runs interleaved, median of the repeats).
 
 ``--mode model``: the training step alone (forward, NLL, backward, clip, SGD) on the same
-32 x 35 batches of the data, in this process, one model after another and repeated, with a
-bare PyTorch LSTM LM (embedding, ``nn.LSTM``, dropout, tied softmax: PyTorch's
-word_language_model) as the baseline. What our models add over it is what they cost.
+B x 35 batches of the data (``--batch-size B``, default 32; the title and the JSON say B), in
+this process, one model after another and repeated, with a bare PyTorch LSTM LM (embedding,
+``nn.LSTM``, dropout, tied softmax: PyTorch's word_language_model) as the baseline. What our
+models add over it is what they cost.
 
 On a GPU (``--device cuda``, the default where one is present) ``--precision`` adds mixed
 precision: ``bf16`` / ``fp16`` run the step under ``torch.autocast`` (fp16 with a gradient
@@ -104,7 +105,11 @@ def model_speeds(args, threads):
     sentences = data_utils.load_indexed_dataset(os.path.join(args.data, "train"), dictionary)
     stream = torch.cat([sentences[i] for i in range(min(len(sentences), 4000))])
     size, layers, dropout = int(args.size), int(args.layers), float(args.dropout)
-    batches = [stream[i * 32 * 36:(i + 1) * 32 * 36].view(32, 36).to(device) for i in range(args.updates)]
+    bsz = args.batch_size
+    if stream.numel() < bsz * 36 * args.updates:  # a large batch: more of the split, read again if need be
+        stream = torch.cat([sentences[i] for i in range(len(sentences))])
+        stream = stream.repeat(bsz * 36 * args.updates // stream.numel() + 1)
+    batches = [stream[i * bsz * 36:(i + 1) * bsz * 36].view(bsz, 36).to(device) for i in range(args.updates)]
     bare = BareLSTMLanguageModel(len(dictionary), size, layers, dropout)
     models = {"bare nn.LSTM LM": (bare, bare),
               "alm_lstm": our_model("alm_lstm", dictionary, size, layers, dropout),
@@ -130,10 +135,10 @@ def model_speeds(args, threads):
         measure_once()
     baseline = "bare nn.LSTM LM" + (f" {args.precisions[0]}" if len(args.precisions) > 1 else "")
     title = (f"training step tokens/s, {os.path.basename(os.path.normpath(args.data))}, {layers} x {size}, "
-             f"batch 32 x 35, {args.updates} steps, {device_name(device, threads)}, median of {args.repeats}")
+             f"batch {bsz} x 35, {args.updates} steps, {device_name(device, threads)}, median of {args.repeats}")
     speeds = measure(runs, args.repeats)
     print_ratios(speeds, baseline, title)
-    return speed_result(args, speeds, baseline, title, device, threads)
+    return {**speed_result(args, speeds, baseline, title, device, threads), "batch_size": bsz}
 
 
 def same_precision(baseline, name):
@@ -165,6 +170,8 @@ def main():
     parser.add_argument("--layers", default="2")
     parser.add_argument("--dropout", default="0.5")
     parser.add_argument("--updates", type=int, default=60, help="training updates per run")
+    parser.add_argument("--batch-size", type=int, default=32,
+                        help="--mode model: sequences of 35 tokens per step (--mode fairseq: 32 sentences)")
     parser.add_argument("--repeats", type=int, default=2, help="interleaved runs per model")
     parser.add_argument("--threads", default=str(os.cpu_count()),
                         help="CPU threads; --mode model takes several, comma-separated, measured in one run")
@@ -180,6 +187,8 @@ def main():
         parser.error(f"--precision {args.precision}: fp32, bf16 or fp16, and only fp32 on the CPU")
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: this machine has no GPU that torch can see")
+    if args.batch_size < 1 or (args.mode == "fairseq" and args.batch_size != 32):
+        parser.error(f"--batch-size {args.batch_size}: a positive number, with --mode model only")
     threads = [int(t) for t in args.threads.split(",")]
     if args.mode == "model":
         results = {str(t): model_speeds(args, t) for t in threads}
