@@ -153,6 +153,79 @@ def test_every_word_model_adapts_and_lr_0_is_the_static_model(arch, options):
         torch.testing.assert_close(p, q)  # reset: the trained weights again
 
 
+def test_the_lstms_record_in_train_mode_without_dropout_and_the_figures_are_the_eval_modes():
+    """cuDNN's LSTM takes a backward pass only in train mode: the evaluator records with the LSTMs
+    in train mode, their dropout at 0 (the rest of the model in eval mode), and puts them back.
+    The adapted figures equal those of the step taken with the LSTM in eval mode (issue 46)."""
+    from test_adaptive_softmax import build
+    d = Dictionary()
+    for i in range(30):
+        d.add_symbol(f"w{i}", n=100 - i)
+    d.finalize(padding_factor=8)
+    generator = torch.Generator().manual_seed(3)
+    segments = []
+    for _ in range(4):
+        tokens = torch.randint(4, len(d), (1, 9), generator=generator)
+        segments.append((torch.cat([torch.full((1, 1), d.eos()), tokens[:, :-1]], 1), tokens))
+    figures = {}
+    for lstm_mode in ("train", "eval"):
+        torch.manual_seed(0)
+        model = build("attentive_lm", d, adaptive_softmax_cutoff=None, dropout=0.5)  # 2 layers: the LSTM's own dropout
+        lstm = model.decoder.lstm
+        assert lstm.dropout == 0.5 and not lstm.training
+        model.dynamic_eval = DynamicEvaluator(model, DynamicEvalSettings(0.5, 0.1, "sgd", 2e-5, 20, 1))
+        if lstm_mode == "eval":  # the step as it was taken before: the LSTM left in eval mode
+            model.dynamic_eval.recurrent = []
+        seen = []
+        original = lstm.forward
+        lstm.forward = lambda *a, **k: seen.append((lstm.training, lstm.dropout, model.decoder.training)) or original(*a, **k)
+        with torch.no_grad():
+            figures[lstm_mode] = torch.stack([lp.gather(-1, t.unsqueeze(-1)).sum() for lp, (_, t) in
+                                              zip(segment_log_probs(model, segments, None), segments)])
+        if lstm_mode == "train":
+            assert seen and all(s == (True, 0.0, False) for s in seen), seen
+            assert not lstm.training and lstm.dropout == 0.5  # put back
+            assert not model.decoder.dropout.training
+    torch.testing.assert_close(figures["train"], figures["eval"], rtol=1e-5, atol=0)
+    assert not torch.allclose(figures["train"][0], figures["train"][-1])  # it adapted
+
+
+def tiny_evaluator():
+    from test_adaptive_softmax import build
+    d = Dictionary()
+    for i in range(28):
+        d.add_symbol(f"w{i}")
+    model = build("alm_lstm", d, adaptive_softmax_cutoff=None)  # 32 words: ln V = 3.47
+    evaluator = DynamicEvaluator(model, DynamicEvalSettings(0.1, 0.0, "sgd", 2e-5, 20, 1))
+    evaluator.start()
+    # a loss with a fresh graph to every weight, of the given value
+    return evaluator, lambda nll: sum(p.sum() for p in evaluator.parameters) * 0 + nll
+
+
+def test_an_exploding_segment_nll_stops_the_pass_with_its_number():
+    """Finite but absurd (the old check caught only NaN: lr 1e30 printed a loss of 1.5e30 as a figure)."""
+    evaluator, loss = tiny_evaluator()
+    for _ in range(3):
+        evaluator.step(loss(4.0))  # worse than uniform (3.47), still a plausible segment
+    with pytest.raises(OptionError, match=r"the NLL of segment 4 is 1e\+06 nats a token .*lower --dynamic-eval-lr"):
+        evaluator.step(loss(1e6))
+    with pytest.raises(OptionError, match="segment 5 is nan"):
+        evaluator.step(loss(float("nan")))
+
+
+def test_a_pass_that_drifts_far_above_its_first_segments_is_flagged_once(caplog):
+    evaluator, loss = tiny_evaluator()
+    for _ in range(70):
+        evaluator.step(loss(2.0))  # steady: no word
+    assert "running away" not in caplog.text
+    evaluator.reset()
+    with caplog.at_level("WARNING"):
+        for k in range(200):
+            evaluator.step(loss(2.0 if k < 20 else 2.0 + (k - 20) / 40))  # a slow rise, finite throughout
+    assert caplog.text.count("dynamic evaluation is running away") == 1
+    assert "lower --dynamic-eval-lr or raise --dynamic-eval-decay" in caplog.text
+
+
 @pytest.mark.parametrize("tied", [True, False])
 def test_the_step_through_a_sparse_lookup_equals_the_dense_step(tied):
     """The evaluator looks tables up sparsely while it records (speed); the step must be the dense
