@@ -1,0 +1,101 @@
+"""Where fairseq 0.12 slips on devices and precision: ``--bf16`` refused in one line, and the
+clipped gradient norm kept on the gradients' device (``--cpu`` on a machine with a GPU).
+
+``--bf16``: fairseq's option parsing turns it into ``--tpu`` (``options.py``: "use bfloat16;
+implies --tpu"), so ``fairseq-train`` asks torch_xla for its device and dies with
+``AttributeError: 'NoneType' object has no attribute 'xla_device'`` (on a GPU as on a CPU), while
+``fairseq-eval-lm`` / ``fairseq-validate`` ignore it and compute in float32. The plugin refuses it
+when the task is set up (``fairseq.tasks.setup_task``, which every tool calls before it reads data
+or builds a model, for every task and model once the plugin is loaded), naming ``--fp16`` /
+``--amp``, fairseq's mixed precision on a GPU. (bf16 autocast in ``benchmarks/train_speed.py
+--mode model`` measured slower than float32 at our sizes, so no bf16 route is built here.)
+
+``--cpu``: see ``clip_grad_norm_``.
+"""
+import torch
+from fairseq import tasks, utils
+
+from .errors import OptionError
+
+
+def _root(cfg):
+    """The whole config a task's (or model's) config belongs to: fairseq hands ``setup_task`` the
+    ``task`` node of its root config (``omegaconf`` keeps the parent); a legacy ``Namespace`` is
+    the whole config itself."""
+    parent = getattr(cfg, "_get_parent", None)
+    while parent is not None and parent() is not None:
+        cfg = parent()
+        parent = getattr(cfg, "_get_parent", None)
+    return cfg
+
+
+def refuse_bf16(cfg) -> None:
+    """Refuse ``--bf16`` / ``--memory-efficient-bf16`` in the config ``cfg`` belongs to."""
+    root = _root(cfg)
+    common = root.get("common", None) if hasattr(root, "get") else None
+    options = common if common is not None else root
+    if not (getattr(options, "bf16", False) or getattr(options, "memory_efficient_bf16", False)):
+        return
+    flag = "--memory-efficient-bf16" if getattr(options, "memory_efficient_bf16", False) else "--bf16"
+    raise OptionError(f"{flag}: fairseq 0.12 reads it as --tpu, which needs torch_xla (fairseq-train dies, "
+                      "fairseq-eval-lm and fairseq-validate ignore it and compute in float32): drop it, or for "
+                      "mixed precision on a GPU use --fp16 or --amp")
+
+
+_fairseq_setup_task = getattr(tasks.setup_task, "fairseq_original", tasks.setup_task)
+
+
+def setup_task(cfg, **kwargs):
+    """fairseq's ``tasks.setup_task``, after refusing ``--bf16``."""
+    refuse_bf16(cfg)
+    return _fairseq_setup_task(cfg, **kwargs)
+
+
+setup_task.fairseq_original = _fairseq_setup_task
+
+
+_fairseq_clip_grad_norm_ = getattr(utils.clip_grad_norm_, "fairseq_original", utils.clip_grad_norm_)
+
+
+def _has_grad(p):
+    return p is not None and getattr(p, "grad", None) is not None
+
+
+@torch.no_grad()
+def clip_grad_norm_(params, max_norm, aggregate_norm_fn=None) -> torch.Tensor:
+    """fairseq's ``utils.clip_grad_norm_`` with the total norm on the gradients' device.
+
+    Without apex's ``multi_tensor_l2norm``, fairseq 0.12 puts the norm on
+    ``torch.cuda.current_device()`` whenever ``torch.cuda.is_available()``, whatever device the
+    gradients are on; ``fairseq-train --cpu`` on a machine with a GPU then scales its CPU gradients
+    by a CUDA scalar and dies (``RuntimeError: scalar tensor is expected to be on cpu but is on
+    cuda:0``). In that one case (CUDA available, no apex, several gradients, none on CUDA) this
+    computes what fairseq computes on a machine without a GPU: the norm of the per-gradient float32
+    norms, on the gradients' device; every other case is fairseq's own code. fairseq's optimizers
+    look ``utils.clip_grad_norm_`` up at each call, so replacing the module's attribute reaches them.
+    """
+    if isinstance(params, torch.Tensor):
+        params = [params]
+    params = list(params)
+    grads = [p.grad.detach() for p in params if _has_grad(p) and not hasattr(p, "expert")]
+    if (len(grads) < 2 or utils.multi_tensor_l2norm_available or not torch.cuda.is_available()
+            or grads[0].device.type == "cuda"):
+        return _fairseq_clip_grad_norm_(params, max_norm, aggregate_norm_fn)
+    expert_grads = [p.grad.detach() for p in params if _has_grad(p) and hasattr(p, "expert")]
+    device = grads[0].device
+    total_norm = torch.norm(torch.stack([torch.norm(g, p=2, dtype=torch.float32).to(device) for g in grads]))
+    if aggregate_norm_fn is not None:
+        total_norm = aggregate_norm_fn(total_norm)
+    if max_norm > 0:
+        clip_coef = (float(max_norm) / (total_norm + 1e-6)).clamp_(max=1)
+        torch._foreach_mul_(grads + expert_grads, clip_coef)
+    return total_norm
+
+
+clip_grad_norm_.fairseq_original = _fairseq_clip_grad_norm_
+
+
+def install():
+    """Put both in fairseq's modules (once, however often the plugin is imported)."""
+    tasks.setup_task = setup_task
+    utils.clip_grad_norm_ = clip_grad_norm_
