@@ -21,12 +21,26 @@ TRAIN = ["--arch", "attentive_lm_small", "--attention-score", "combined",
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    """Train 120 updates (under a minute); every test below reuses this run."""
-    save_dir = tmp_path_factory.mktemp("ckpt")
-    _, output = run("train", SAMPLE_DATA, *TRAIN_COMMON, *TRAIN, "--max-update", "120",
-                    "--save-dir", save_dir)
-    return save_dir, output
+def training_runs(tmp_path_factory):
+    """``training_runs(device)``: train 120 updates on ``device`` (under a minute on a CPU), once
+    per device (no ``--cpu`` for cuda); the tests below reuse each run."""
+    runs = {}
+
+    def on(device):
+        if device not in runs:
+            save_dir = tmp_path_factory.mktemp(f"ckpt-{device}")
+            placement = [a for a in TRAIN_COMMON if a != "--cpu" or device == "cpu"]
+            _, output = run("train", SAMPLE_DATA, *placement, *TRAIN, "--max-update", "120",
+                            "--save-dir", save_dir)
+            runs[device] = save_dir, output
+        return runs[device]
+    return on
+
+
+@pytest.fixture(scope="module")
+def trained(training_runs):
+    """The run on the CPU, which the tests without a ``device`` share."""
+    return training_runs("cpu")
 
 
 def test_training_loss_falls_on_real_text(trained):
@@ -81,17 +95,26 @@ def hand_computed_nll(checkpoint, sequences, limit):
 
 
 @pytest.fixture(scope="module")
-def whole_sentence_nll(trained):
-    """The hand computation over whole test sentences, done once for every eval-lm check."""
+def whole_sentence_nll(training_runs):
+    """``whole_sentence_nll(device)``: the hand computation (on the CPU) over whole test sentences
+    of the model trained on ``device``, done once for every eval-lm check."""
     sentences = list(data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "test"), None))
-    return hand_computed_nll(trained[0] / "checkpoint_best.pt", sentences, limit=10 ** 6)
+    done = {}
+
+    def of(device):
+        if device not in done:
+            done[device] = hand_computed_nll(training_runs(device)[0] / "checkpoint_best.pt", sentences, limit=10 ** 6)
+        return done[device]
+    return of
 
 
 @pytest.mark.parametrize("tokens_per_sample", ["35", "5"])
-def test_eval_lm_perplexity_equals_hand_computation(trained, whole_sentence_nll, tokens_per_sample, device):
+def test_eval_lm_perplexity_equals_hand_computation(training_runs, whole_sentence_nll, tokens_per_sample, device):
     """Every test sentence scored whole, whatever --tokens-per-sample (a training option); on
-    the GPU too where there is one (the hand computation stays on the CPU)."""
-    save_dir, _ = trained
+    the GPU too where there is one, trained there and scored there (the hand computation stays
+    on the CPU)."""
+    save_dir, training = training_runs(device)
+    assert ("CUDA enviroments for all" in training) == (device == "cuda")  # fairseq's trainer on the GPU says so
     checkpoint = save_dir / "checkpoint_best.pt"
     _, output = run("eval_lm", SAMPLE_DATA, "--path", checkpoint, "--user-dir", "alm_plugin",
                     "--task", "sentence_language_modeling", *(["--cpu"] if device == "cpu" else []), "--batch-size", "7",
@@ -99,7 +122,7 @@ def test_eval_lm_perplexity_equals_hand_computation(trained, whole_sentence_nll,
     loss_base2, ppl = eval_lm_result(output)
     sentences = list(data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "test"), None))
     assert max(len(s) for s in sentences) > 35  # the sample has sentences to cut
-    nll, count = whole_sentence_nll
+    nll, count = whole_sentence_nll(device)
     assert re.search(rf"Evaluated {count:,} tokens", output)
     assert loss_base2 == pytest.approx(nll / count / math.log(2), abs=1e-3)
     assert ppl == pytest.approx(math.exp(nll / count), rel=1e-3)
