@@ -19,7 +19,8 @@ models add over it is what they cost.
 
 On a GPU (``--device cuda``, the default where one is present) ``--precision`` adds mixed
 precision: ``bf16`` / ``fp16`` run the step under ``torch.autocast`` (fp16 with a gradient
-scaler), and in ``--mode fairseq`` pass fairseq's own ``--bf16`` / ``--fp16``. ``--json`` writes
+scaler), and in ``--mode fairseq`` pass fairseq's own ``--fp16`` (bf16 is skipped there, with a note:
+fairseq 0.12 reads ``--bf16`` as ``--tpu``, which the plugin refuses). ``--json`` writes
 every figure and ratio to a file (the GPU results under ``benchmarks/results/gpu/``).
 """
 import argparse
@@ -199,6 +200,13 @@ def main():
     if len(threads) > 1:
         parser.error("--mode fairseq runs one thread count (--threads N)")
     args.threads = threads[0]
+    if "bf16" in args.precisions:  # fairseq 0.12 reads --bf16 as --tpu: the plugin refuses it (issue 46)
+        args.precisions = [p for p in args.precisions if p != "bf16"]
+        if not args.precisions:
+            parser.error("--precision bf16: fairseq 0.12 reads --bf16 as --tpu, so --mode fairseq cannot train "
+                         "in bf16; use --mode model (bf16 autocast) or --precision fp16")
+        print("note: --mode fairseq skips bf16 (fairseq 0.12 reads --bf16 as --tpu); --mode model measures "
+              "bf16 autocast", file=sys.stderr)
 
     models = model_args(args.size, args.layers, args.dropout)
     runs = {f"{name} {precision}" if len(args.precisions) > 1 else name:
