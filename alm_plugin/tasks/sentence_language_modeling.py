@@ -166,7 +166,8 @@ class SentenceLanguageModelingTask(WordLMOptionsMixin, LanguageModelingTask):
         is not a multiple of ``--required-batch-size-multiple`` (default 8), which would
         silently leave up to 7 samples out of every validation and ``fairseq-validate`` run.
         A ``--max-tokens`` below the longest sample is refused by name (fairseq: a bare assertion)."""
-        longest = int(max(dataset.sizes)) if len(dataset.sizes) else 0
+        sizes = np.asarray(dataset.sizes)  # the hub's NestedDictionaryDataset holds a list of one array
+        longest = int(sizes.max()) if sizes.size else 0
         if max_tokens is not None and longest > max_tokens:
             raise OptionError(f"--max-tokens {max_tokens} is below the longest sample of this split ({longest} "
                               "tokens; sentences are scored whole): raise --max-tokens to at least "
