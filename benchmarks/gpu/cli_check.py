@@ -247,7 +247,9 @@ def compare(option, gpu, cpu):
 
 
 def losses(job):
-    return re.findall(r"\| loss ([-\w.+]+) \|", job.output())
+    """The training losses a fairseq-train log shows: ``loss=X`` (every --log-interval updates) and
+    ``| loss X |`` (the epoch's, also where --max-update stops it)."""
+    return re.findall(r"(?:\| loss |\bloss=)([-\w.+]+?)(?: \||,|$)", job.output(), flags=re.M)
 
 
 # ---- the plan ------------------------------------------------------------------------------------
