@@ -135,12 +135,18 @@ start_ptb() {
     > "$LOGS/prep_ptb.log" 2>&1 &
   PREP_PID=$!
 }
-ptb_data() {  # wait for the background binarisation; print the data folder speed uses
-  if [[ -n $PREP_PID ]]; then wait "$PREP_PID" || say "PTB preparation failed: $(tail -1 "$LOGS/prep_ptb.log")"; PREP_PID=""; fi
-  [[ -s data-bin/ptb/dict.txt ]] && echo data-bin/ptb || echo data-bin/wikitext-2-sample
+ptb_data() {  # wait for the background binarisation (in this shell: a $(...) cannot wait for it); sets DATA
+  if [[ -n $PREP_PID ]]; then
+    local t; t=$(date +%s)
+    wait "$PREP_PID" || say "PTB preparation failed: $(tail -1 "$LOGS/prep_ptb.log")"
+    PREP_PID=""; say "PTB binarised (waited $(( $(date +%s) - t )) s for it)"
+  fi
+  if [[ -s data-bin/ptb/dict.txt ]]; then DATA=data-bin/ptb; else DATA=data-bin/wikitext-2-sample; fi
 }
 
 # ---- install ------------------------------------------------------------------------------------
+# the console scripts (fairseq-train, alm-score) pip puts beside this Python, also where it is not on PATH
+PYBIN=$($PY -c 'import os, sys; print(os.path.dirname(sys.executable))' 2>/dev/null) && export PATH=$PYBIN:$PATH
 use_site() { export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH} PATH=$SITE/bin:$PATH; }
 [[ -f $SITE/.alm_fallback ]] && use_site   # an earlier call on this machine installed there
 
@@ -217,7 +223,7 @@ step_cli() {
 # ---- speed --------------------------------------------------------------------------------------
 step_speed() {
   local limit=$1 end=$(( $(date +%s) + limit )) rc=0 data
-  data=$(ptb_data)
+  ptb_data; data=$DATA
   say "speed on $data"
   local dev=(--device cuda) ts=(--updates 60 --repeats 2 --precision fp32,bf16,fp16) big=(--updates 30)
   local prof=(--device cuda) dyn=(--device cuda --repeats 2)
@@ -254,7 +260,7 @@ step_char() {
 
 step_fairseq-speed() {
   local data dev=(--device cuda --updates 300 --precision fp32,fp16)
-  data=$(ptb_data)
+  ptb_data; data=$DATA
   (( DRY )) && dev=(--device cpu --updates 5 --size 64 --threads 2)
   timeout "$1" $PY benchmarks/train_speed.py --mode fairseq --data "$data" "${dev[@]}" --repeats 1 \
     --json "$RESULTS/train_speed_fairseq.json" > "$LOGS/train_speed_fairseq.log" 2>&1
