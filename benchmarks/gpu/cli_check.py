@@ -289,10 +289,12 @@ def plan(args, work):
                     job = Job(job_name, ["alm-score", "--path", checkpoint, "--data", SAMPLE, *flag], slot,
                               [f"train_{name}"], stdin=SCORE_LINES, threads=threads, cap=args.eval_cap)
                 else:
+                    grid_json = os.path.join(work, f"{job_name}.json")
+                    if os.path.exists(grid_json):  # never an earlier run's figures
+                        os.remove(grid_json)
                     job = Job(job_name, ["alm-cache-grid", "--path", checkpoint, "--data", SAMPLE, "--windows", "100",
                                          "--thetas", "0.3", "--lambdas", "0.1", "--dynamic-lrs", args.dynamic_lr,
-                                         "--dynamic-decays", DYNAMIC_DECAY, "--json",
-                                         os.path.join(work, f"{job_name}.json"), *flag],
+                                         "--dynamic-decays", DYNAMIC_DECAY, "--json", grid_json, *flag],
                               slot, [f"train_{name}"], threads=threads, cap=args.eval_cap)
                 evals[(option, name, side)] = job
             pairs[(name, option)] = (evals[(option, name, "gpu")], evals[(option, name, "cpu")])
