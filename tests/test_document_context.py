@@ -283,6 +283,15 @@ def test_stream_training_lowers_the_loss_on_real_text(stream_model):
         assert len(losses) >= 5 and losses[-1] < 0.9 * losses[0], (arch, losses)
 
 
+def test_training_says_what_its_validation_measures(stream_model):
+    """The checkpoint fairseq-train picks is chosen on valid read as --batch-size streams: the log
+    says so, and what eval-lm --batch-size 1 reads instead (issue 47)."""
+    _, outputs = stream_model
+    for output in outputs.values():
+        assert "'valid' is read as 10 streams, each from a fresh state at a line start; fairseq-eval-lm " \
+               "--batch-size 1 reads it as one stream" in output
+
+
 def test_the_pointer_gate_is_logged_and_a_probability(stream_model):
     _, outputs = stream_model
     gates = [float(r["pointer_gate"]) for r in json_records(outputs["pointer_sentinel_lm"], "train_inner")]
@@ -467,3 +476,27 @@ def test_document_context_refusals(stream_model, sentence_model, tmp_path):
                        "--batch-size", "1", "--neural-cache-lambda", "1.5", "--neural-cache-window", "10",
                        check=False)
     assert code != 0 and "--neural-cache-lambda 1.5 is out of range: it must be below 1" in output
+
+
+@pytest.mark.parametrize("streams, shards", [(20, 1), (4, 1), (5, 2)])
+def test_every_stream_starts_at_a_line_end_from_its_eos(streams, shards):
+    """A fresh state's first input is ``</s>`` on every stream, as in the one-stream reading:
+    a stream cut mid-sentence started a state that an Adam-trained model never left (issue 47:
+    valid 379 as one stream, 71,510 as 20). Every word is still a target exactly once, and the
+    streams stay about equal."""
+    from fairseq.data import data_utils
+    from alm_plugin.data.word_streams import WordStreamDataset
+    d = Dictionary.load(os.path.join(SAMPLE_DATA, "dict.txt"))
+    lines = data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "valid"), d)
+    words = torch.cat([lines[i] for i in range(len(lines))])
+    shards_data = [WordStreamDataset(words, streams, 35, d.pad(), d.eos(), shard, shards) for shard in range(shards)]
+    targets = []
+    for data in shards_data:
+        source = torch.cat([data[i]["source"] for i in range(len(data))], 1)
+        target = torch.cat([data[i]["target"] for i in range(len(data))], 1)
+        assert (source[:, 0] == d.eos()).all()
+        lengths = target.ne(d.pad()).sum(1)
+        assert lengths.max() <= 1.1 * words.numel() / (streams * shards)
+        # each row is a run of whole lines of the text, in order
+        targets += [row[row.ne(d.pad())] for row in target]
+    torch.testing.assert_close(torch.cat(targets), words)

@@ -1,4 +1,6 @@
 """The fairseq model wrapper shared by our history-attention language models."""
+import sys
+
 import torch
 
 from fairseq.models import FairseqLanguageModel
@@ -9,6 +11,24 @@ from ..tasks.sentence_language_modeling import warn_if_memory_spans_sentences
 from ..modules.neural_cache import cached_log_probs
 from .checkpoint_fit import CheckpointFitMixin
 from .hub import LanguageModelHubInterface, from_pretrained
+
+
+def refuse_softmax_batch(model, cfg) -> None:
+    """``fairseq-eval-lm --softmax-batch N`` hands ``get_normalized_probs`` slices of N tokens of a
+    batch's output (flattened across its rows) once the batch holds N or more: dynamic evaluation
+    would take a step per slice (another figure, without a word), the neural cache and the pointer's
+    mixture would read slices as rows. Refused up front, whatever the batches."""
+    softmax_batch = getattr(getattr(cfg, "eval_lm", None), "softmax_batch", None)
+    if softmax_batch is None or softmax_batch >= sys.maxsize:  # not given (fairseq's default: sys.maxsize)
+        return
+    readers = [name for name, on in (
+        ("dynamic evaluation (one step per whole segment)", getattr(model, "dynamic_eval", None) is not None),
+        ("the neural cache", getattr(model, "neural_cache", None) is not None),
+        ("the Pointer Sentinel-LSTM's mixture", hasattr(getattr(model, "decoder", None), "copy_posterior")))
+        if on]
+    if readers:
+        raise OptionError(f"--softmax-batch {softmax_batch}: fairseq would hand the model slices of a batch's output, "
+                          f"but {' and '.join(readers)} read{'s' * (len(readers) == 1)} a batch whole: drop --softmax-batch")
 
 
 class HistoryAttentionLanguageModel(CheckpointFitMixin, FairseqLanguageModel):
@@ -27,6 +47,12 @@ class HistoryAttentionLanguageModel(CheckpointFitMixin, FairseqLanguageModel):
         self.dynamic_eval.start()
         with self.dynamic_eval.recording():
             return super().forward(src_tokens, **kwargs)
+
+    def prepare_for_inference_(self, cfg):
+        """fairseq-eval-lm calls it before it reads a batch: the place to refuse ``--softmax-batch``
+        where the model reads a batch's output whole (before any data loader has started)."""
+        refuse_softmax_batch(self, cfg)
+        super().prepare_for_inference_(cfg)
 
     @classmethod
     def build_model(cls, cfg, task):

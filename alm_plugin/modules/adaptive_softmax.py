@@ -55,9 +55,11 @@ class AdaptiveSoftmaxConfig(FairseqDataclass):
         "help": "untied tails only: dropout between a tail's projection and its words (default 0)"})
 
 
-def parse_cutoff(text) -> Optional[List[int]]:
-    """``"2000,10000"`` (or a list) -> ``[2000, 10000]``; ``None``/empty -> ``None``."""
-    if text is None or text == "" or text == []:
+def parse_cutoff(text, given_blank_ok: bool = False) -> Optional[List[int]]:
+    """``"2000,10000"`` (or a list) -> ``[2000, 10000]``; ``None`` -> ``None``. A list with no
+    word id in it (``","``, ``""``, ``" "``) is refused: it would silently train the full softmax
+    (``given_blank_ok``: read it as ``None``, for comparing what a checkpoint saved)."""
+    if text is None:
         return None
     if isinstance(text, (list, tuple)):
         values = list(text)
@@ -67,6 +69,9 @@ def parse_cutoff(text) -> Optional[List[int]]:
         except ValueError:
             raise OptionError(f"--adaptive-softmax-cutoff {text}: expected comma-separated word ids, "
                               "e.g. 2000,10000") from None
+    if not values and not given_blank_ok:
+        raise OptionError(f"--adaptive-softmax-cutoff {text!r} holds no word id: give the cutoffs, comma-separated "
+                          "(e.g. 2000,10000), or drop the option for the full softmax")
     return [int(v) for v in values] or None
 
 

@@ -1,8 +1,9 @@
 """Document-level language modelling: a corpus read as parallel streams (truncated BPTT).
 
-The split is one sequence of words in corpus order, ``</s>`` ending each line, cut into
-``--batch-size`` streams and each stream into chunks of ``--tokens-per-sample`` words
-(``WordStreamDataset``, every word a target once). Batches come in stream order, tagged with
+The split is one sequence of words in corpus order, ``</s>`` ending each line, cut at line
+ends into ``--batch-size`` streams (each starts from a fresh state with ``</s>`` as its first
+input) and each stream into chunks of ``--tokens-per-sample`` words (``WordStreamDataset``,
+every word a target once). Batches come in stream order, tagged with
 ``stream_ids`` and ``stream_positions``, so a word-level model (``alm_lstm``, ``attentive_lm``,
 ``amsrn``) carries its LSTM state and the last ``--memory-window`` states of its attention
 memory from chunk to chunk, across sentence ends (``StreamCarry``), as Zaremba et al. (2014)
@@ -99,6 +100,11 @@ class WordStreamTask(FairseqTask):
         self.datasets[split] = WordStreamDataset(
             words, streams, chunk, self.dictionary.pad(),
             self.dictionary.eos(), self.cfg.data_parallel_rank, self.cfg.data_parallel_size)
+        if not split.startswith("train") and streams * self.cfg.data_parallel_size > 1:
+            # fairseq-train's validation (and checkpoint_best) reads it so: say what that measures
+            logger.info(f"'{split}' is read as {streams * self.cfg.data_parallel_size} streams, each from a fresh "
+                        "state at a line start; fairseq-eval-lm --batch-size 1 reads it as one stream, the exact "
+                        "figure (docs/models.md: how far apart the two are)")
 
     def get_batch_iterator(self, dataset, num_workers=0, epoch=1, data_buffer_size=0,
                            skip_remainder_batch=False, **kwargs):

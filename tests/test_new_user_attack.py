@@ -1,0 +1,99 @@
+"""What a new user's attack of the adaptive softmax and dynamic evaluation found (issue 47, item 4):
+options that printed another figure without a word, tracebacks, and unclear messages. Each is
+refused in one line before anything is scored, or now does what the docs say."""
+import os
+import shutil
+
+import pytest
+
+from cli import TRAIN_COMMON, eval_lm_result, run, run_module
+from conftest import SAMPLE_DATA
+from test_refusals import refused
+
+TINY = ["--embed-dim", "24", "--hidden-size", "24", "--num-layers", "1", "--criterion", "attention_cross_entropy",
+        "--optimizer", "adam", "--lr", "0.01", "--batch-size", "32", "--no-epoch-checkpoints", "--disable-validation",
+        "--seed", "1"]
+CUTOFFS = ["--adaptive-softmax-cutoff", "500,2000"]
+EVAL = ["--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--cpu", "--gen-subset", "valid"]
+
+
+# ---------------------------------------------------------------- 1. an empty cutoff list
+
+@pytest.mark.parametrize("cutoff", ["--adaptive-softmax-cutoff=,", "--adaptive-softmax-cutoff=", "--adaptive-softmax-cutoff= , "])
+def test_an_empty_cutoff_list_is_refused_not_trained_as_the_full_softmax(tmp_path, cutoff):
+    code, output = run("train", SAMPLE_DATA, *TRAIN_COMMON, "--arch", "alm_lstm", *TINY, cutoff,
+                       "--max-update", "1", "--save-dir", tmp_path, check=False)
+    assert code == 1 and refused(output, "fairseq-train", "holds no word id: give the cutoffs, comma-separated")
+    assert not list(tmp_path.iterdir())
+
+
+# ---------------------------------------------------------------- shared tiny models
+
+@pytest.fixture(scope="module")
+def adaptive_sentence(tmp_path_factory):
+    """alm_lstm with the adaptive softmax, one sentence per sample."""
+    save = tmp_path_factory.mktemp("adaptive_sentence")
+    run("train", SAMPLE_DATA, *TRAIN_COMMON, "--arch", "alm_lstm", *TINY, *CUTOFFS, "--max-update", "20",
+        "--save-dir", save)
+    return save / "checkpoint_last.pt"
+
+
+def stream_model(tmp_path_factory, arch, *extra):
+    save = tmp_path_factory.mktemp(arch)
+    run("train", SAMPLE_DATA, "--user-dir", "alm_plugin", "--task", "document_language_modeling", "--cpu",
+        "--no-progress-bar", "--num-workers", "0", "--arch", arch, *TINY, *extra, "--batch-size", "10",
+        "--tokens-per-sample", "35", "--max-update", "15", "--save-dir", save)
+    return save / "checkpoint_last.pt"
+
+
+@pytest.fixture(scope="module")
+def lstm_stream(tmp_path_factory):
+    return stream_model(tmp_path_factory, "alm_lstm")
+
+
+@pytest.fixture(scope="module")
+def pointer_stream(tmp_path_factory):
+    return stream_model(tmp_path_factory, "pointer_sentinel_lm", "--pointer-window", "10")
+
+
+STREAM_EVAL = ["--user-dir", "alm_plugin", "--task", "document_language_modeling", "--cpu", "--gen-subset", "valid",
+               "--batch-size", "1"]
+
+
+# ---------------------------------------------------------------- 2. --softmax-batch with dynamic evaluation
+
+@pytest.mark.parametrize("model, reading, options, reader", [
+    ("lstm_stream", STREAM_EVAL, ["--dynamic-eval-lr", "0.3"], "dynamic evaluation (one step per whole segment)"),
+    ("adaptive_sentence", EVAL, ["--dynamic-eval-lr", "0.3"], "dynamic evaluation (one step per whole segment)"),
+    ("adaptive_sentence", EVAL, ["--neural-cache-window", "100"], "the neural cache reads a batch whole"),
+    ("adaptive_sentence", EVAL, ["--dynamic-eval-lr", "0.3", "--neural-cache-window", "100"],
+     "and the neural cache read a batch whole"),
+])
+def test_softmax_batch_with_dynamic_evaluation_or_the_cache_is_refused_before_scoring(request, model, reading,
+                                                                                       options, reader):
+    """Before: a stream LSTM printed 214.98 against 159.91 (a step per slice of 7 tokens)."""
+    checkpoint = request.getfixturevalue(model)
+    code, output = run("eval_lm", SAMPLE_DATA, "--path", checkpoint, *reading, "--softmax-batch", "7", *options,
+                       check=False)
+    assert code == 1 and refused(output, "fairseq-eval-lm", f"--softmax-batch 7: fairseq would hand the model slices")
+    assert reader in output and "drop --softmax-batch" in output
+    assert "examples" not in output  # refused before the split is even loaded
+
+
+# ---------------------------------------------------------------- 9. the pointer's --softmax-batch: exit 1, up front
+
+def test_softmax_batch_on_a_pointer_stream_model_exits_1_before_any_batch_is_read(pointer_stream):
+    """Before: refused from inside the scoring loop, and one run in two ended with 'terminate called
+    without an active exception' (exit 134). A process of its own, as a user runs it."""
+    import subprocess
+    import sys
+    from conftest import ROOT
+    launch = "import sys; from fairseq_cli.eval_lm import cli_main; sys.argv[0] = 'fairseq-eval-lm'; cli_main()"
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", launch, SAMPLE_DATA, "--path", str(pointer_stream), *STREAM_EVAL,
+                               "--softmax-batch", "7", "--num-workers", "2"], cwd=ROOT, capture_output=True, text=True)
+        output = proc.stdout + proc.stderr
+        assert proc.returncode == 1, output[-3000:]
+        assert refused(output, "fairseq-eval-lm", "the Pointer Sentinel-LSTM's mixture reads a batch whole: drop "
+                                                  "--softmax-batch")
+        assert "examples" not in output
