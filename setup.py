@@ -10,11 +10,12 @@ setup(
     python_requires=">=3.9",
     # fairseq is installed as `fairseq-fixed` (import name `fairseq`): the official 0.12.2
     # does not import on Python 3.11. scripts/install.sh is the exact recipe (CPU wheel of torch,
-    # fairseq-fixed built without build isolation, numpy<2); .ci/run calls it.
+    # fairseq-fixed built without build isolation, an installed numpy kept); .ci/run calls it.
+    # numpy 1.x or 2.x: alm_plugin/numpy_compat.py gives fairseq the np.compat numpy 2 removed.
     install_requires=[
         "fairseq-fixed>=0.12.3",
         "torch>=2.0",
-        "numpy<2",
+        "numpy",
         "sacremoses",
         "subword-nmt",
         "sacrebleu",

@@ -12,7 +12,16 @@
 #   name) does. It is built without build isolation (else pip pulls a CUDA torch into the
 #   throw-away build environment, or, offline, fails to fetch the build tools) and without its
 #   declared deps (torchaudio is unused).
-# - the rest: scripts/requirements.txt (numpy<2: fairseq's data code uses np.compat).
+# - numpy: an installed numpy is kept at its version, 1.x or 2.x (never downgraded nor upgraded):
+#   an image's scipy and scikit-learn are built against it (scipy >= 1.18 needs numpy 2: under
+#   numpy<2, `import sklearn`, which fairseq runs at start-up, fails), and so is a fairseq-fixed
+#   already built here. A fresh install gets the newest numpy, numpy 2 (measured, issue 46):
+#   fairseq-fixed's Cython extensions, built here against the installed numpy, then load under
+#   numpy 1.x and 2.x alike, where ones built against numpy 1.26 fail to load under 2.x; numpy<2
+#   has no wheel for Python >= 3.13 and caps scipy at 1.17; and the tests pass on numpy 2.4.6 as
+#   on 1.26.4. fairseq's data code still reads what numpy 2 removed (np.compat, percentile's
+#   interpolation=): alm_plugin/numpy_compat.py gives it back (--user-dir alm_plugin).
+# - the rest: scripts/requirements.txt.
 set -euo pipefail
 PY=${PYTHON:-python3}
 WHEELHOUSE=${WHEELHOUSE:-}
@@ -37,7 +46,14 @@ if [[ -n $WHEELHOUSE ]]; then
   fi
   # nothing from an index, sdists built with what is installed
   PIP+=(--no-index --find-links "$WHEELHOUSE" --no-build-isolation)
-  "${PIP[@]}" setuptools wheel cython "numpy<2"
+fi
+# an installed numpy is held at its version (see above); otherwise pip takes the newest
+KEEP_NUMPY=()
+if NUMPY=$("$PY" -c "import numpy; print(numpy.__version__)" 2>/dev/null); then
+  KEEP_NUMPY=("numpy==$NUMPY")
+fi
+if [[ -n $WHEELHOUSE ]]; then
+  "${PIP[@]}" setuptools wheel cython numpy "${KEEP_NUMPY[@]}"
 fi
 
 if ! "$PY" -c "import torch" 2>/dev/null; then
@@ -45,11 +61,15 @@ if ! "$PY" -c "import torch" 2>/dev/null; then
     echo "install.sh: no torch installed and none could be installed${WHEELHOUSE:+ from $WHEELHOUSE}:" \
          "install your torch build first (it is kept), or put its wheel in the wheelhouse" >&2; exit 1; }
 fi
-"${PIP[@]}" -r scripts/requirements.txt
-if ! "$PY" -c "import fairseq" 2>/dev/null; then
+"${PIP[@]}" -r scripts/requirements.txt "${KEEP_NUMPY[@]}"
+# its Cython extensions must load too: one built against numpy 1.x does not under numpy 2
+if ! "$PY" -c "import fairseq.data.data_utils_fast, fairseq.data.token_block_utils_fast" 2>/dev/null; then
   # without CUDA_HOME: its optional CUDA kernels (non-autoregressive MT, n-gram blocking, which
   # has a Python fallback) are not used here, and nvcc builds are slow and version-fragile
-  env -u CUDA_HOME "${PIP[@]}" --no-build-isolation --no-deps "fairseq-fixed==0.12.3.1"
+  # --no-cache-dir: built here against this numpy, not a wheel pip cached from a build against
+  # another (one built against numpy 1.x fails to load under numpy 2)
+  env -u CUDA_HOME "${PIP[@]}" --no-build-isolation --no-deps --no-cache-dir --force-reinstall \
+    "fairseq-fixed==0.12.3.1"
 fi
 "${PIP[@]}" --no-deps --no-build-isolation -e .
 "$PY" -c "import fairseq, torch, alm_plugin; print(f'alm_plugin ready: fairseq {fairseq.__version__}, torch {torch.__version__}, CUDA {torch.cuda.is_available()}')"

@@ -9,12 +9,13 @@
 # Options: --python-version X.Y (default: this Python's), --dest DIR (default: wheelhouse),
 # --with-torch (also torch==2.13.0 from the index; a cluster usually has its own CUDA torch),
 # --have NAME,NAME,... (packages the target already has in a version that will do: their
-# files are left out, e.g. to carry a small wheelhouse to a machine with a rich image;
-# numpy is never left out, since fairseq needs numpy<2).
+# files are left out, e.g. to carry a small wheelhouse to a machine with a rich image; numpy
+# too: install.sh keeps the target's numpy, 1.x or 2.x).
 # pip evaluates dependency markers (e.g. pytest's tomli on Python < 3.11) for the Python that
 # runs it, not for --python-version: the wheels are resolved by python3.X when there is one.
-# Binary wheels for the target; sdists for the two packages that have no wheel
-# (antlr4-python3-runtime, hydra's parser runtime, and fairseq-fixed, built on the target).
+# Binary wheels for the target; sdists for what has no wheel for it: antlr4-python3-runtime
+# (hydra's parser runtime) and fairseq-fixed where the index has no wheel for the target's
+# Python (it has one for 3.12, none for 3.11), built on the target against its numpy.
 set -euo pipefail
 PY=${PYTHON:-python3}
 TARGET=""
@@ -59,9 +60,14 @@ NO_DEPS=$(grep -E '^(hydra-core|omegaconf)' scripts/requirements.txt)
 mapfile -t WITH_DEPS < <(grep -vE '^(#|$|hydra-core|omegaconf)' scripts/requirements.txt)
 "${BINARY[@]}" "${WITH_DEPS[@]}" PyYAML
 "${BINARY[@]}" --no-deps $NO_DEPS
+# fairseq-fixed's binary wheel where the index has one for the target (cp312's extensions are
+# built against numpy 2's headers and load under numpy 1.x and 2.x), else its sdist
+SDISTS=("antlr4-python3-runtime==4.9.3")
+if ! "${BINARY[@]}" --no-deps "fairseq-fixed==0.12.3.1" 2>/dev/null; then
+  SDISTS+=("fairseq-fixed==0.12.3.1")
+fi
 # sdists are the same for every Python; preparing fairseq-fixed's needs torch (this Python's)
-"$PY" -m pip download -q --dest "$DEST" --no-deps --no-binary=:all: --no-build-isolation "antlr4-python3-runtime==4.9.3" \
-  "fairseq-fixed==0.12.3.1"
+"$PY" -m pip download -q --dest "$DEST" --no-deps --no-binary=:all: --no-build-isolation "${SDISTS[@]}"
 if [[ $WITH_TORCH == 1 ]]; then
   "${BINARY[@]}" "torch==2.13.0"
 fi
@@ -69,7 +75,6 @@ fi
 normalise() { echo "$1" | tr 'A-Z' 'a-z' | sed -E 's/[-_.]+/-/g'; }
 for name in ${HAVE//,/ }; do
   wanted=$(normalise "$name")
-  [[ $wanted == numpy ]] && continue
   for file in "$DEST"/*; do
     project=$(basename "$file" | sed -E 's/-[0-9].*//')
     [[ $(normalise "$project") == "$wanted" ]] && rm -f "$file"
