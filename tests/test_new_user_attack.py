@@ -97,3 +97,47 @@ def test_softmax_batch_on_a_pointer_stream_model_exits_1_before_any_batch_is_rea
         assert refused(output, "fairseq-eval-lm", "the Pointer Sentinel-LSTM's mixture reads a batch whole: drop "
                                                   "--softmax-batch")
         assert "examples" not in output
+
+
+# ---------------------------------------------------------------- 3. the test-time options in fairseq-validate
+
+@pytest.mark.parametrize("options, flag", [
+    (["--dynamic-eval-lr", "30"], "--dynamic-eval-lr is a test-time option"),
+    (["--neural-cache-window", "500", "--neural-cache-lambda", "0.5"], "--neural-cache-window is a test-time option"),
+])
+def test_fairseq_validate_refuses_the_test_time_options_instead_of_printing_the_static_figure(adaptive_sentence,
+                                                                                               options, flag):
+    common = [SAMPLE_DATA, "--path", adaptive_sentence, "--user-dir", "alm_plugin", "--task",
+              "sentence_language_modeling", "--cpu", "--valid-subset", "valid", "--batch-size", "16"]
+    _, static = run("validate", *common)  # the model's own figure: fine
+    assert "valid on 'valid' subset" in static
+    code, output = run("validate", *common, *options, check=False)
+    assert code == 1 and refused(output, "fairseq-validate", flag)
+    assert "(fairseq-eval-lm, alm-score, alm-cache-grid)" in output and "from fairseq-train and fairseq-validate" in output
+    assert "valid on 'valid' subset" not in output  # before a batch is read
+
+
+# ---------------------------------------------------------------- 4. the hub with dynamic evaluation
+
+SENTENCE = "The game was released in Japan ."
+
+
+def test_each_hub_score_call_starts_from_the_trained_weights(adaptive_sentence):
+    """Before: the same sentence scored -21.66, -0.146, -0.0205 (lr 1), the model adapting across calls."""
+    import torch
+    from alm_plugin.models.lstm_lm import LSTMLanguageModel
+    directory, name = str(adaptive_sentence.parent), adaptive_sentence.name
+    static = LSTMLanguageModel.from_pretrained(directory, name, SAMPLE_DATA).eval()
+    lm = LSTMLanguageModel.from_pretrained(directory, name, SAMPLE_DATA, dynamic_eval_lr=1.0).eval()
+    assert lm.models[0].dynamic_eval is not None
+    trained = [p.detach().clone() for p in lm.models[0].parameters()]
+    expected = static.score(SENTENCE)["positional_scores"]
+    for _ in range(3):  # the first segment of a text is scored at the trained weights
+        torch.testing.assert_close(lm.score(SENTENCE)["positional_scores"], expected)
+    for p, q in zip(lm.models[0].parameters(), trained):  # and the call leaves the trained weights
+        torch.testing.assert_close(p, q)
+    # a list is one text: its sentences adapt in order, the first at the trained weights, the next adapted
+    first, second = lm.score([SENTENCE, SENTENCE])
+    torch.testing.assert_close(first["positional_scores"], expected)
+    assert float(second["positional_scores"].sum()) > float(expected.sum()) + 1.0
+    torch.testing.assert_close(lm.score([SENTENCE, SENTENCE])[1]["positional_scores"], second["positional_scores"])

@@ -7,14 +7,34 @@ from ..errors import UnsupportedError
 
 class LanguageModelHubInterface(hub_utils.GeneratorHubInterface):
     def score(self, sentences, replace_newline_with_eos: bool = False, **kwargs):
-        """fairseq's ``score``; an empty sentence (whose mean word score would be NaN) is refused."""
+        """fairseq's ``score``; an empty sentence (whose mean word score would be NaN) is refused.
+        With dynamic evaluation (``from_pretrained(..., dynamic_eval_lr=...)``) each call is a text of
+        its own, as each text of ``alm-score`` is: it starts from the trained weights (and an empty
+        neural cache), a list's sentences adapt in order, one at a time, and the trained weights are
+        back when the call returns."""
         single = isinstance(sentences, str)
         for sentence in [sentences] if single else sentences:
             if not sentence.strip():
                 raise ValueError("cannot score an empty sentence: the hub scores the words of a "
                                  "sentence (not </s>), and an empty one has none; fairseq-eval-lm scores "
                                  "the </s> of empty lines")
-        return super().score(sentences, replace_newline_with_eos=replace_newline_with_eos, **kwargs)
+        evaluators = [m.dynamic_eval for m in self.models if getattr(m, "dynamic_eval", None) is not None]
+        if not evaluators:
+            return super().score(sentences, replace_newline_with_eos=replace_newline_with_eos, **kwargs)
+        self._start_text(evaluators)
+        try:  # one sentence (a segment) at a time, in the order given: fairseq's batches sort by length
+            scores = [super(LanguageModelHubInterface, self).score([sentence], replace_newline_with_eos, **kwargs)[0]
+                      for sentence in ([sentences] if single else sentences)]
+        finally:
+            self._start_text(evaluators)
+        return scores[0] if single else scores
+
+    def _start_text(self, evaluators):
+        for evaluator in evaluators:
+            evaluator.reset()
+        for model in self.models:
+            if getattr(model, "neural_cache", None) is not None:
+                model.neural_cache.reset()
 
 
 class ScoringOnlyHubInterface(hub_utils.GeneratorHubInterface):

@@ -259,6 +259,9 @@ def attach_dynamic_eval(cfg, model, training_batches, segments_are_sentences: bo
 
 
 def refuse_dynamic_eval_in_training(cfg):
+    """fairseq-train and fairseq-validate (the tools that build a criterion) score with the criterion,
+    which never adapts: refused, not ignored (fairseq-validate printed the static figure)."""
     if (getattr(cfg, "dynamic_eval_lr", 0) or 0) > 0:
         raise OptionError("--dynamic-eval-lr is a test-time option (fairseq-eval-lm, alm-score, alm-cache-grid): "
-                          "drop --dynamic-eval-* from fairseq-train")
+                          "fairseq-train and fairseq-validate score with the criterion, which never adapts: drop "
+                          "--dynamic-eval-* from fairseq-train and fairseq-validate")

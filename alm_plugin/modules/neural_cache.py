@@ -155,9 +155,12 @@ def attach_neural_cache(cfg, model):
 
 
 def refuse_cache_in_training(cfg):
+    """fairseq-train and fairseq-validate (the tools that build a criterion) score with the criterion,
+    which never reads the cache: refused, not ignored (fairseq-validate printed the static figure)."""
     if (getattr(cfg, "neural_cache_window", 0) or 0) > 0:
         raise OptionError("--neural-cache-window is a test-time option (fairseq-eval-lm, alm-score, "
-                          "alm-cache-grid): nothing is trained. Drop --neural-cache-* from fairseq-train.")
+                          "alm-cache-grid): nothing is trained, and fairseq-validate scores with the criterion, "
+                          "which never reads the cache. Drop --neural-cache-* from fairseq-train and fairseq-validate.")
 
 
 def cached_log_probs(cache: NeuralCache, log_model: Tensor, net_output, sample, padding_idx: int) -> Tensor:

@@ -1,6 +1,6 @@
 """What both word-level LM tasks do with the model-side and test-time options, once: the output
 layer's criterion and sampling checks, the neural cache and dynamic evaluation attached at build
-time and refused in training."""
+time and refused in training and in fairseq-validate."""
 from ..modules.adaptive_softmax import check_criterion, check_temperature, uses_adaptive_softmax
 from ..modules.dynamic_evaluation import attach_dynamic_eval, refuse_dynamic_eval_in_training
 from ..modules.neural_cache import attach_neural_cache, refuse_cache_in_training
@@ -22,6 +22,11 @@ class WordLMOptionsMixin:
         return super().build_generator(models, args, *rest, **kwargs)
 
     def build_criterion(self, cfg, *args, **kwargs):
+        """fairseq-train and fairseq-validate build a criterion (eval-lm, alm-score, the hub do not):
+        the test-time options, which the criterion's scoring would ignore, are refused here, before
+        a batch is read."""
+        refuse_cache_in_training(self.args)
+        refuse_dynamic_eval_in_training(self.args)
         check_criterion(cfg, getattr(self, "trains_adaptive_softmax", False))
         return super().build_criterion(cfg, *args, **kwargs)
 
