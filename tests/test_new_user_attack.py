@@ -141,3 +141,34 @@ def test_each_hub_score_call_starts_from_the_trained_weights(adaptive_sentence):
     torch.testing.assert_close(first["positional_scores"], expected)
     assert float(second["positional_scores"].sum()) > float(expected.sum()) + 1.0
     torch.testing.assert_close(lm.score([SENTENCE, SENTENCE])[1]["positional_scores"], second["positional_scores"])
+
+
+# ---------------------------------------------------------------- 5 and 12. alm-cache-grid's dynamic axes
+
+GRID = ["--windows", "50", "--thetas", "0.3", "--lambdas", "0.2", "--cpu"]
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--dynamic-decays", "0.5", "--dynamic-rule", "rms"], "--dynamic-decays does nothing without --dynamic-lrs"),
+    (["--dynamic-rule", "rms"], "--dynamic-rule does nothing without --dynamic-lrs"),
+    (["--dynamic-lrs", "0", "--dynamic-decays", "0.5"], "--dynamic-decays does nothing without --dynamic-lrs"),
+    (["--dynamic-lrs", "-0.3"], "--dynamic-lrs -0.3 is out of range: it must be at least 0"),
+    (["--dynamic-lrs", "0.3", "--dynamic-decays", "1.5"], "--dynamic-decays 1.5 is out of range"),
+    (["--dynamic-lrs", "0.3", "--dynamic-segment", "10"], "--dynamic-segment: "),
+])
+def test_the_grids_dynamic_options_are_refused_under_their_own_names(adaptive_sentence, options, message):
+    """Before: decays and a rule without step sizes ran a cache-only grid without a word, and the
+    refusals named --dynamic-eval-* options the grid does not have."""
+    code, out, err = run_module("alm_plugin.cli.cache_grid", "--path", adaptive_sentence, *GRID, *options)
+    assert code == 1 and refused(err, "alm-cache-grid", message)
+    assert "--dynamic-eval" not in err and not out
+
+
+def test_lr_0_in_the_grid_is_the_static_point(adaptive_sentence):
+    """Before: --dynamic-lrs 0,0.3 answered '--dynamic-eval-decay does nothing without --dynamic-eval-lr'."""
+    code, out, err = run_module("alm_plugin.cli.cache_grid", "--path", adaptive_sentence, *GRID,
+                                "--dynamic-lrs", "0,0.3")
+    assert code == 0, err
+    assert "dynamic evaluation lr 0.3 decay 0 (sgd)" in out and "lr 0 decay" not in out
+    code, alone, err = run_module("alm_plugin.cli.cache_grid", "--path", adaptive_sentence, *GRID, "--dynamic-lrs", "0.3")
+    assert code == 0 and alone == out  # the static point is measured either way

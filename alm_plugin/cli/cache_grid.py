@@ -23,6 +23,7 @@ import torch
 from ..errors import OptionError
 from ..modules.heap import keep_freed_memory
 from ..modules.neural_cache import CACHE_MODELS, check_values, target_cache_probs
+from ..option_checks import needs, number
 from ..scoring import ScoringError, check_outputs, is_character_model, load_models
 from .tool import run_tool
 
@@ -102,9 +103,12 @@ def main(argv=None):
     parser.add_argument("--lambdas", type=floats, default=[0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6],
                         help="cache weights to try")
     parser.add_argument("--dynamic-lrs", type=floats, default=[],
-                        help="dynamic evaluation: the step sizes to try (none: the cache alone)")
-    parser.add_argument("--dynamic-decays", type=floats, default=[0.0], help="dynamic evaluation: the decays to try")
-    parser.add_argument("--dynamic-rule", choices=["sgd", "rms"], default="sgd", help="dynamic evaluation's rule")
+                        help="dynamic evaluation: the step sizes to try (none: the cache alone; 0, the static model, "
+                             "is always measured)")
+    parser.add_argument("--dynamic-decays", type=floats, default=None,
+                        help="dynamic evaluation: the decays to try, in [0, 1] (default 0; needs --dynamic-lrs)")
+    parser.add_argument("--dynamic-rule", choices=["sgd", "rms"], default=None,
+                        help="dynamic evaluation's rule (default sgd; needs --dynamic-lrs)")
     parser.add_argument("--dynamic-segment", type=int, default=None,
                         help="a stream model's segment in tokens (default 20; a sentence model: one sentence)")
     parser.add_argument("--eval-tokens-per-sample", type=int, default=0,
@@ -136,13 +140,32 @@ def check_grid(windows, thetas, lambdas):
         check_values(0, None, lam, flags)
 
 
+def check_dynamic_grid(args):
+    """The dynamic-evaluation axes under the grid's own names, before the model loads: lr 0 is the
+    static point (always measured, so dropped from the axis), a decay, rule or segment without a
+    step size above 0 would leave a cache-only grid without a word. Fills in the defaults."""
+    for lr in args.dynamic_lrs:
+        number("--dynamic-lrs", lr, least=0, why="a step size (0: the static model, which is always measured)")
+    if args.dynamic_decays is not None and not args.dynamic_decays:
+        raise ScoringError("--dynamic-decays: give at least one value in [0, 1], e.g. 0,0.01")
+    for decay in args.dynamic_decays or []:
+        number("--dynamic-decays", decay, least=0, at_most=1, why="the share of the way back to the trained weights")
+    number("--dynamic-segment", args.dynamic_segment, least=1, why="a segment holds at least one token")
+    steps = sorted(set(lr for lr in args.dynamic_lrs if lr > 0), key=args.dynamic_lrs.index)
+    for flag, given in (("--dynamic-decays", args.dynamic_decays is not None),
+                        ("--dynamic-rule", args.dynamic_rule is not None),
+                        ("--dynamic-segment", args.dynamic_segment is not None)):
+        needs(flag, given, "--dynamic-lrs", bool(steps), " (step sizes above 0, e.g. 0.03,0.1,0.3)")
+    args.dynamic_lrs = steps
+    args.dynamic_decays = args.dynamic_decays or [0.0]
+    args.dynamic_rule = args.dynamic_rule or "sgd"
+
+
 def run(args):
     check_outputs({"--json": args.json}, {"--path": [args.path]})
     check_grid(args.windows, args.thetas, args.lambdas)  # before the model loads
+    check_dynamic_grid(args)
     from ..modules.dynamic_evaluation import check_options as dynamic_options
-    for lr in args.dynamic_lrs:
-        for decay in args.dynamic_decays:
-            dynamic_options(argparse.Namespace(dynamic_eval_lr=lr, dynamic_eval_decay=decay), False)
     if args.eval_tokens_per_sample < 0:
         raise ScoringError(f"--eval-tokens-per-sample {args.eval_tokens_per_sample}: give 0 (whole sentences) or "
                            "the most tokens a piece holds")
@@ -158,14 +181,15 @@ def run(args):
     from ..scoring import trained_on_streams
 
     streams = trained_on_streams(task)
+    if args.dynamic_segment is not None and not streams:
+        raise ScoringError(f"--dynamic-segment: {args.path} is a sentence-level model, whose segment is one sentence "
+                           "(read whole from a fresh state, as it was trained): drop the option")
     settings = {}
     for lr in args.dynamic_lrs:  # every point checked before the first pass
         for decay in args.dynamic_decays:
             settings[(lr, decay)] = dynamic_options(argparse.Namespace(
                 dynamic_eval_lr=lr, dynamic_eval_decay=decay, dynamic_eval_rule=args.dynamic_rule,
-                dynamic_eval_segment=args.dynamic_segment if streams else None), segments_are_sentences=not streams)
-            if settings[(lr, decay)] is None:
-                raise ScoringError("--dynamic-lrs: give step sizes above 0 (the static model is always measured)")
+                dynamic_eval_segment=args.dynamic_segment), segments_are_sentences=not streams)
     windows = [int(w) for w in args.windows]
     lambdas = [0.0, *[lam for lam in args.lambdas if lam]]
     passes = {None: split_in_corpus_order(model, task, args.gen_subset)}
