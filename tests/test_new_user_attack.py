@@ -172,3 +172,49 @@ def test_lr_0_in_the_grid_is_the_static_point(adaptive_sentence):
     assert "dynamic evaluation lr 0.3 decay 0 (sgd)" in out and "lr 0 decay" not in out
     code, alone, err = run_module("alm_plugin.cli.cache_grid", "--path", adaptive_sentence, *GRID, "--dynamic-lrs", "0.3")
     assert code == 0 and alone == out  # the static point is measured either way
+
+
+# ---------------------------------------------------------------- 6 and 7. the translation decoders' criterion
+
+@pytest.fixture(scope="module")
+def translation_data(tmp_path_factory):
+    from test_translation_end_to_end import sentence_pairs
+    root = tmp_path_factory.mktemp("nmt")
+    for split, n in (("train", 200), ("valid", 20)):
+        pairs = list(sentence_pairs(n, seed=len(split)))
+        (root / f"{split}.de").write_text("".join(de + "\n" for de, _ in pairs))
+        (root / f"{split}.en").write_text("".join(en + "\n" for _, en in pairs))
+    run("preprocess", "--source-lang", "de", "--target-lang", "en", "--trainpref", root / "train",
+        "--validpref", root / "valid", "--destdir", root / "bin", "--workers", "1")
+    return root / "bin"
+
+
+def train_translation(data, save, criterion):
+    return run("train", data, "--user-dir", "alm_plugin", "--task", "translation", "--source-lang", "de",
+               "--target-lang", "en", "--cpu", "--arch", "attentive_nmt_small", "--embed-dim", "16", "--hidden-size",
+               "16", "--encoder-embed-dim", "16", "--encoder-hidden-size", "16", "--adaptive-softmax-cutoff", "8",
+               *criterion, "--optimizer", "adam", "--lr", "0.01", "--max-tokens", "400", "--max-update", "2",
+               "--no-epoch-checkpoints", "--disable-validation", "--no-progress-bar", "--num-workers", "0",
+               "--save-dir", save, check=False)
+
+
+@pytest.mark.parametrize("criterion", ["adaptive_loss", "cross_entropy"])
+def test_a_translation_decoders_adaptive_softmax_refuses_fairseqs_criteria_by_name(translation_data, tmp_path,
+                                                                                   criterion):
+    """Before: adaptive_loss ended in fairseq's 'AdaptiveLoss is not compatible ...' traceback, and
+    cross_entropy trained (the right loss, from the whole distribution: the full softmax's cost),
+    though models.md and troubleshooting.md said both were refused, as the LM tasks refuse them."""
+    code, output = train_translation(translation_data, tmp_path, ["--criterion", criterion])
+    assert code == 1 and refused(output, "fairseq-train", f"--criterion {criterion} cannot train a model with "
+                                                          "--adaptive-softmax-cutoff")
+    assert "use --criterion attention_cross_entropy (or label_smoothed_cross_entropy" in output
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("criterion", [["--criterion", "attention_cross_entropy"],
+                                       ["--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1"]])
+def test_a_translation_decoders_adaptive_softmax_trains_with_ours_or_label_smoothing(translation_data, tmp_path,
+                                                                                     criterion):
+    code, output = train_translation(translation_data, tmp_path, criterion)
+    assert code == 0, output[-3000:]
+    assert (tmp_path / "checkpoint_last.pt").exists()

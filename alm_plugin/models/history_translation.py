@@ -20,6 +20,7 @@ from fairseq.models.lstm import LSTMEncoder
 from fairseq.tasks.language_modeling import LanguageModelingTask
 
 from ..errors import OptionError
+from ..modules.adaptive_softmax import check_criterion_of
 from ..modules.history_lstm_decoder import combination_bias_field
 from ..tasks.open_vocabulary_language_modeling import reads_characters
 from .amsrn import AMSRNConfig, AMSRNDecoder
@@ -67,6 +68,8 @@ class HistoryTranslationModel(CheckpointFitMixin, FairseqEncoderDecoderModel):
                               bidirectional=cfg.encoder_bidirectional, left_pad=True,
                               padding_idx=src_dict.pad())
         decoder = DECODERS[cfg.decoder_type](cfg, tgt_dict, source_dim=encoder.output_units)
+        if decoder.adaptive_softmax is not None:
+            check_criterion_of(task)  # fairseq's translation task would build any criterion
         return cls.record_options(cls(encoder, decoder), cfg)
 
 

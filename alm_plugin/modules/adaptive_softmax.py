@@ -208,18 +208,46 @@ def uses_adaptive_softmax(model) -> bool:
     return getattr(getattr(model, "decoder", None), "adaptive_softmax", None) is not None
 
 
-def check_criterion(criterion_cfg, adaptive: bool) -> None:
+# translation: label smoothing spreads mass over the whole vocabulary, so its criteria must form the
+# whole distribution whatever the output layer (ours gives it, exact, from get_normalized_probs)
+SMOOTHING_CRITERIA = ("label_smoothed_cross_entropy", "label_smoothed_cross_entropy_with_alignment")
+
+
+def check_criterion(criterion_cfg, adaptive: bool, translation: bool = False) -> None:
     """Only a criterion that asks the decoder for ``target_log_probs`` trains an adaptive
     softmax at its speed; fairseq's would form the whole distribution at every step
-    (``cross_entropy``) or read fairseq's own module (``adaptive_loss``): refused by name,
-    before the criterion is built (``adaptive_loss`` would first fail on the DDP backend)."""
+    (``cross_entropy``: the right loss, from ``get_normalized_probs``, at the full softmax's cost)
+    or read fairseq's own module (``adaptive_loss``): refused by name, before the criterion is
+    built (``adaptive_loss`` would first fail on the DDP backend). A translation model may also
+    use a label-smoothing criterion, whose smoothing term needs the whole distribution."""
     from fairseq.criterions import CRITERION_REGISTRY
 
     name = getattr(criterion_cfg, "_name", None) or getattr(criterion_cfg, "criterion", None)
-    if adaptive and not getattr(CRITERION_REGISTRY.get(name), "reads_target_log_probs", False):
-        raise OptionError(f"--criterion {name} cannot train a model with --adaptive-softmax-cutoff at the adaptive "
-                          "softmax's speed (it forms the whole distribution, or expects fairseq's own "
-                          "AdaptiveSoftmax): use --criterion attention_cross_entropy")
+    if not adaptive or getattr(CRITERION_REGISTRY.get(name), "reads_target_log_probs", False):
+        return
+    if translation and name in SMOOTHING_CRITERIA:
+        return
+    raise OptionError(f"--criterion {name} cannot train a model with --adaptive-softmax-cutoff at the adaptive "
+                      "softmax's speed (it forms the whole distribution, or expects fairseq's own "
+                      "AdaptiveSoftmax): use --criterion attention_cross_entropy"
+                      + (" (or label_smoothed_cross_entropy, whose smoothing term reads the whole distribution "
+                         "anyway)" if translation else ""))
+
+
+def check_criterion_of(task) -> None:
+    """fairseq's own tasks (``--task translation``) build the criterion without our check: give
+    ``task`` a ``build_criterion`` that makes it first (fairseq-train builds the model, then the
+    criterion, on the same task)."""
+    build = task.build_criterion
+    if getattr(build, "checks_adaptive_softmax", False):
+        return
+
+    def build_criterion(cfg, *args, **kwargs):
+        check_criterion(cfg, True, translation=True)
+        return build(cfg, *args, **kwargs)
+
+    build_criterion.checks_adaptive_softmax = True
+    task.build_criterion = build_criterion
 
 
 def check_temperature(models, args) -> None:
