@@ -218,3 +218,43 @@ def test_a_translation_decoders_adaptive_softmax_trains_with_ours_or_label_smoot
     code, output = train_translation(translation_data, tmp_path, criterion)
     assert code == 0, output[-3000:]
     assert (tmp_path / "checkpoint_last.pt").exists()
+
+
+# ---------------------------------------------------------------- 8. cutoffs compared as ids, not as strings
+
+def test_the_same_cutoffs_written_another_way_load_the_model(adaptive_sentence):
+    """Before: '500, 2000' on a 500,2000 model was refused as a different model."""
+    common = [SAMPLE_DATA, "--path", adaptive_sentence, *EVAL, "--batch-size", "16"]
+    _, plain = eval_lm_result(run("eval_lm", *common)[1])
+    for written in ("500, 2000", " 500 ,2000 ", "[500, 2000]"):
+        code, output = run("eval_lm", *common, "--model-overrides", f"{{'adaptive_softmax_cutoff': '{written}'}}",
+                           check=False)
+        assert code == 0, output[-2000:]
+        assert eval_lm_result(output)[1] == plain
+    code, output = run("eval_lm", *common, "--model-overrides", "{'adaptive_softmax_cutoff': '500, 3000'}", check=False)
+    assert code == 1 and refused(output, "fairseq-eval-lm", "trained with --adaptive-softmax-cutoff 500,2000, but the "
+                                                            "model being built has --adaptive-softmax-cutoff 500, 3000")
+
+
+# ---------------------------------------------------------------- 10. rms without a training split
+
+def test_rms_without_a_training_split_says_why_and_that_sgd_needs_none(adaptive_sentence, tmp_path):
+    """Before: only "no 'train' data in ...", from inside the scoring loop."""
+    data = tmp_path / "data"
+    shutil.copytree(SAMPLE_DATA, data, ignore=shutil.ignore_patterns("train.*"))
+    rms = ["--dynamic-eval-lr", "1e-5", "--dynamic-eval-rule", "rms"]
+    code, output = run("eval_lm", data, "--path", adaptive_sentence, *EVAL, *rms, check=False)
+    assert code == 1 and refused(output, "fairseq-eval-lm", "--dynamic-eval-rule rms measures MS, each weight's "
+                                                            f"gradient, on the training split, but there is no 'train' "
+                                                            f"data in {data}")
+    assert "or use --dynamic-eval-rule sgd, which needs no training data" in output
+    assert "examples" not in output  # before the split to score is read
+    text = tmp_path / "text.txt"
+    text.write_text("The game was released in Japan .\nIt met with positive sales .\n")
+    code, _, err = run_module("alm_plugin.cli.score", "--path", adaptive_sentence, "--data", data, text, *rms)
+    assert code == 1 and refused(err, "alm-score", "--dynamic-eval-rule rms measures MS, each weight's gradient, on "
+                                                   f"the training split, but no 'train' data in {data}")
+    assert "or use --dynamic-eval-rule sgd, which needs no training data" in err
+    code, _, err = run_module("alm_plugin.cli.score", "--path", adaptive_sentence, "--data", data, text,
+                              "--dynamic-eval-lr", "0.1")
+    assert code == 0, err  # sgd reads no training data

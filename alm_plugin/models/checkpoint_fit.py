@@ -44,6 +44,18 @@ def _may_differ(name: str) -> bool:
     return "dropout" in name or name in ("init_range", "_name")
 
 
+def _meaning(name: str, value):
+    """An option's value as the model reads it, for comparing a checkpoint's with the model being
+    built: the cutoffs ``'2000, 4000'`` and ``'2000,4000'`` are one model."""
+    if name == "adaptive_softmax_cutoff":
+        from ..modules.adaptive_softmax import parse_cutoff
+        try:
+            return parse_cutoff(value, given_blank_ok=True)
+        except OptionError:  # not a list of ids: compared as written (the build refuses it by name)
+            return value
+    return value
+
+
 def _before_the_option(model_class) -> dict:
     """``{option: value}`` for the options whose default changed: the value checkpoints saved
     before the option existed were trained with."""
@@ -203,7 +215,8 @@ class CheckpointFitMixin:
                 # an option newer than the checkpoint: it was trained at the option's old value
                 saved = {**{name: value for name, value in _before_the_option(type(self)).items()
                             if name not in saved}, **saved}
-                differ = [name for name in sorted(saved) if name in wanted and saved[name] != wanted[name]]
+                differ = [name for name in sorted(saved)
+                          if name in wanted and _meaning(name, saved[name]) != _meaning(name, wanted[name])]
                 if differ:
                     name = differ[0]
                     flag = "--" + name.replace("_", "-")

@@ -21,6 +21,7 @@ as long (H200, 2 x 650: 13-15 ms a 20-token segment against 4.7-6.6 ms). The neu
 model's own NLL (the cache is not trained).
 """
 import contextlib
+import itertools
 import logging
 import math
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from typing import Optional
 import torch
 from fairseq import utils
 
-from ..errors import OptionError
+from ..errors import MissingDataError, OptionError
 from ..option_checks import needs, number
 from .heap import keep_freed_memory
 
@@ -170,7 +171,12 @@ class DynamicEvaluator:
             raise OptionError("--dynamic-eval-rule rms needs the training split's gradients (MS), which this tool "
                               "cannot read: use --dynamic-eval-rule sgd, or fairseq-eval-lm with the training data")
         sums, count = [torch.zeros_like(p) for p in self.parameters], 0
-        for sample in self.training_batches(self.settings.stats_batches):
+        try:
+            batches = iter(self.training_batches(self.settings.stats_batches))
+            first = next(batches, None)
+        except MissingDataError as missing:
+            raise rms_without_training_data(str(missing)) from None
+        for sample in itertools.chain([] if first is None else [first], batches):
             if self.parameters[0].is_cuda:
                 sample = utils.move_to_cuda(sample)
             with self.recording():
@@ -230,6 +236,27 @@ class DynamicEvaluator:
                            "lower --dynamic-eval-lr or raise --dynamic-eval-decay")
 
 
+def rms_without_training_data(missing: str) -> MissingDataError:
+    """The refusal of rms where the training split is missing (``missing``: what is, and its fix):
+    it says why rms needs the split, and that sgd does not."""
+    return MissingDataError(f"--dynamic-eval-rule rms measures MS, each weight's gradient, on the training split, but "
+                            f"{missing}; or use --dynamic-eval-rule sgd, which needs no training data")
+
+
+def check_training_split(data: str) -> None:
+    """rms reads ``data``'s training split: refuse its absence when the evaluator is attached (at build
+    time, before fairseq-eval-lm reads a batch), not at the first segment."""
+    import os
+
+    from fairseq.data.indexed_dataset import infer_dataset_impl
+
+    directory = utils.split_paths(data)[0]
+    if infer_dataset_impl(os.path.join(directory, "train")) is None:
+        raise rms_without_training_data(f"there is no 'train' data in {directory}: give the data-bin the model was "
+                                        "trained on (or binarise its training text with fairseq-preprocess "
+                                        "--only-source)")
+
+
 def dense_gradients(loss, parameters):
     """d loss / d p for each of ``parameters``, dense (an untied lookup table's is sparse; unused: 0)."""
     grads = torch.autograd.grad(loss, parameters, allow_unused=True)
@@ -254,6 +281,8 @@ def attach_dynamic_eval(cfg, model, training_batches, segments_are_sentences: bo
     if not hasattr(model, "dynamic_eval"):
         raise OptionError(f"--dynamic-eval-lr: dynamic evaluation adapts the word-level {CACHE_MODELS}, not "
                           f"{model.__class__.__name__}: drop the --dynamic-eval-* options for this model")
+    if settings.rule == "rms" and getattr(cfg, "data", None):
+        check_training_split(cfg.data)
     model.dynamic_eval = DynamicEvaluator(model, settings, training_batches)
     return model
 
