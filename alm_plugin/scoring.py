@@ -11,7 +11,8 @@ With ``document=True`` the lines are read in order as one document: a model trai
 ``document_language_modeling`` carries its state from line to line (as ``fairseq-eval-lm
 --task document_language_modeling --batch-size 1``), a sentence-level model still scores
 each line from a fresh state, and a neural cache (``neural_cache=(N, theta, lambda)``) spans
-the lines (as ``fairseq-eval-lm --neural-cache-window N ...``).
+the lines (as ``fairseq-eval-lm --neural-cache-window N ...``). ``token_log_probs(..., texts=...)``
+reads several texts (``alm-score``'s files), each a document of its own.
 
 The character-level models (``CharacterModelScorer``) read text as a stream of words, as
 ``fairseq-eval-lm --task open_vocabulary_language_modeling --batch-size 1`` does: by default
@@ -201,6 +202,21 @@ def ensemble(per_model: List[torch.Tensor]) -> torch.Tensor:
     return torch.logsumexp(torch.stack(per_model), 0) - math.log(len(per_model))
 
 
+def text_bounds(count: int, texts=None):
+    """``[(start, end)]`` of each text's sentences among ``count`` (``texts``: each text's number of
+    sentences, empty texts skipped; ``None``: one text)."""
+    if texts is None:
+        return [(0, count)] if count else []
+    if sum(texts) != count:
+        raise ValueError(f"the texts hold {sum(texts)} sentences, not {count}")
+    bounds, start = [], 0
+    for size in texts:
+        if size:
+            bounds.append((start, start + size))
+        start += size
+    return bounds
+
+
 def trained_on_streams(task) -> bool:
     from .tasks.document_language_modeling import WordStreamTask
 
@@ -257,16 +273,18 @@ class LanguageModelScorer:
         return self.dictionary.encode_line(text, add_if_not_exist=False, append_eos=True).long()
 
     @torch.no_grad()
-    def token_log_probs(self, encoded: List[torch.Tensor], progress=None) -> List[torch.Tensor]:
+    def token_log_probs(self, encoded: List[torch.Tensor], progress=None, texts=None) -> List[torch.Tensor]:
         """``ln p`` of every token of each encoded sentence (``</s>`` included); ``progress(n)``
-        is told of every batch of ``n`` sentences scored."""
+        is told of every batch of ``n`` sentences scored. ``texts``: the number of sentences of
+        each text, in order (``None``: one text); read as a document, each text starts from a fresh
+        state, an empty cache and the trained weights."""
         for i, sentence in enumerate(encoded):
             if len(sentence) > self.max_tokens:
                 raise ScoringError(f"sentence {i + 1} has {len(sentence)} tokens (</s> included), more than "
                                    f"the model's context of {self.max_tokens}: split it")
         if self.document:
             try:
-                return self._score_document(encoded, progress)
+                return self._score_document(encoded, progress, texts)
             except (RuntimeError, MemoryError) as error:
                 if not is_out_of_memory(error):
                     raise
@@ -286,15 +304,18 @@ class LanguageModelScorer:
                 progress(len(batch))
         return scores
 
-    def _score_document(self, encoded, progress):
-        """The lines in order, one document: see the module's docstring."""
+    def _score_document(self, encoded, progress, texts=None):
+        """The lines in order, each text one document: see the module's docstring."""
         per_model = []
         for model, chunk in zip(self.models, self.chunks):
-            if model.neural_cache is not None:
-                model.neural_cache.reset()
-            if getattr(model, "dynamic_eval", None) is not None:
-                model.dynamic_eval.reset()  # every text is scored from the trained weights
-            scores = self._stream(model, encoded, chunk) if chunk else self._in_order(model, encoded)
+            scores = []
+            for start, end in text_bounds(len(encoded), texts):
+                if model.neural_cache is not None:
+                    model.neural_cache.reset()
+                if getattr(model, "dynamic_eval", None) is not None:
+                    model.dynamic_eval.reset()  # every text is scored from the trained weights
+                part = encoded[start:end]
+                scores += self._stream(model, part, chunk) if chunk else self._in_order(model, part)
             per_model.append(torch.cat(scores))
         if progress is not None:
             progress(len(encoded))
@@ -412,12 +433,19 @@ class CharacterModelScorer:
         return self.line_characters[line_number]
 
     @torch.no_grad()
-    def token_log_probs(self, encoded: List[torch.Tensor], progress=None) -> List[torch.Tensor]:
-        """``ln p`` of every word of each encoded line (``</s>`` included)."""
+    def token_log_probs(self, encoded: List[torch.Tensor], progress=None, texts=None) -> List[torch.Tensor]:
+        """``ln p`` of every word of each encoded line (``</s>`` included); ``texts``: the number of
+        lines of each text (``None``: one text), each read as a document of its own."""
         if not encoded:
             return []
-        score = self._score_document if self.document else self._score_alone
-        return [ensemble(list(per_model)) for per_model in zip(*(score(m, encoded, progress) for m in self.models))]
+        if not self.document:
+            texts = None  # each line alone anyway
+        per_text = []
+        for start, end in text_bounds(len(encoded), texts):
+            part = encoded[start:end]
+            score = self._score_document if self.document else self._score_alone
+            per_text += [ensemble(list(per_model)) for per_model in zip(*(score(m, part, progress) for m in self.models))]
+        return per_text
 
     def _score_document(self, model, encoded, progress):
         from .data.word_streams import WordStreamDataset

@@ -258,3 +258,39 @@ def test_rms_without_a_training_split_says_why_and_that_sgd_needs_none(adaptive_
     code, _, err = run_module("alm_plugin.cli.score", "--path", adaptive_sentence, "--data", data, text,
                               "--dynamic-eval-lr", "0.1")
     assert code == 0, err  # sgd reads no training data
+
+
+# ---------------------------------------------------------------- 11. alm-score: each file a text of its own
+
+@pytest.fixture(scope="module")
+def two_texts(tmp_path_factory):
+    from fairseq.data import Dictionary, data_utils
+    root = tmp_path_factory.mktemp("texts")
+    d = Dictionary.load(os.path.join(SAMPLE_DATA, "dict.txt"))
+    lines = data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "valid"), d)
+    first, second = root / "first.txt", root / "second.txt"
+    first.write_text("".join(d.string(lines[i]) + "\n" for i in range(12)), encoding="utf-8")
+    second.write_text("".join(d.string(lines[i]) + "\n" for i in range(12, 20)), encoding="utf-8")
+    return first, second
+
+
+def score_rows(*args):
+    code, out, err = run_module("alm_plugin.cli.score", *args, "--format", "jsonl")
+    assert code == 0, err
+    import json
+    return [json.loads(line) for line in out.splitlines()], err
+
+
+@pytest.mark.parametrize("options", [["--dynamic-eval-lr", "0.3"], ["--neural-cache-window", "100",
+                                                                    "--neural-cache-lambda", "0.3"]])
+def test_alm_score_reads_each_file_as_a_text_of_its_own(adaptive_sentence, two_texts, options):
+    """Before: two files were read as one text (the second adapted on the first, its cache holding it)."""
+    first, second = two_texts
+    both, _ = score_rows("--path", adaptive_sentence, *options, first, second)
+    alone = score_rows("--path", adaptive_sentence, *options, second)[0]
+    assert [row["logprob"] for row in both[12:]] == [row["logprob"] for row in alone]
+    assert [row["line"] for row in both] == list(range(1, 21))  # numbered over all the files
+    twice, _ = score_rows("--path", adaptive_sentence, *options, second, second)
+    assert [row["logprob"] for row in twice] == [row["logprob"] for row in alone] * 2
+    code, out, _ = run_module("alm_plugin.cli.score", "--help")
+    assert "Each FILE is a text of its own" in " ".join(out.split())

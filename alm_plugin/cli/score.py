@@ -27,6 +27,10 @@ word cache carrying from line to line, as ``fairseq-eval-lm --batch-size 1`` rea
 (the same bpc and ppl); ``--context line`` scores each line alone. Their vocabulary is open: a
 word outside the training dictionary is spelled from its characters, not scored as ``<unk>``
 (only a word with a character the model never saw is, with a warning).
+
+Several files are several texts: read as a document (``--context document``, a neural cache,
+dynamic evaluation, a character model), each file starts from a fresh state, an empty cache and
+the trained weights; the rows are numbered, and the summary counted, over all of them.
 """
 import argparse
 import json
@@ -46,10 +50,11 @@ LINE_BREAK = re.compile(rb"\r\n|\r|\n")
 RESERVED_WORDS = {"<s>", "<pad>", "</s>"}
 
 
-def read_lines(files):
+def read_lines(files, sizes=None):
     """``[(where, text)]``: every line of the files (or of stdin without files), ``where``
     being ``FILE:LINE``. Lines end as fairseq-preprocess ends them; a UTF-8 byte-order mark
-    at the start of a file is dropped."""
+    at the start of a file is dropped. ``sizes`` (a list), if given, gets each file's number of
+    lines, in order: each file is a text of its own."""
     sources = files or ["-"]
     for name in sources:
         if name != "-" and os.path.isdir(name):
@@ -78,6 +83,8 @@ def read_lines(files):
             except UnicodeDecodeError:
                 raise ScoringError(f"{label}:{number}: not UTF-8; convert the text, e.g. iconv -f latin1 "
                                    "-t utf-8") from None
+        if sizes is not None:
+            sizes.append(len(raw_lines))
     return lines
 
 
@@ -93,7 +100,10 @@ def check_words(where, line):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="alm-score", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("files", nargs="*", metavar="FILE", help="text, one sentence per line (default: stdin)")
+    parser.add_argument("files", nargs="*", metavar="FILE",
+                        help="text, one sentence per line (default: stdin). Each FILE is a text of its own: read as a "
+                             "document (--context document, a neural cache, dynamic evaluation), each starts from a "
+                             "fresh state, an empty cache and the trained weights")
     parser.add_argument("--path", required=True,
                         help="checkpoint; several separated by ':' are an ensemble (as in fairseq)")
     parser.add_argument("--data", help="data-bin directory with the model's dict.txt (default: as saved in the checkpoint)")
@@ -120,7 +130,8 @@ def main(argv=None):
         kind = {"dynamic_eval_lr": float, "dynamic_eval_decay": float, "dynamic_eval_eps": float,
                 "dynamic_eval_rule": str}.get(name, int)
         parser.add_argument("--" + name.replace("_", "-"), type=kind, default=option.default,
-                            help=option.metadata["help"] + " (the lines are read in order as one text)")
+                            help=option.metadata["help"] + " (the lines of each FILE are read in order as one text, "
+                                                           "from the trained weights)")
     parser.add_argument("--cpu", action="store_true", help="score on the CPU even when a GPU is there")
     args = parser.parse_args(argv)
     if args.batch_size < 1 or args.batch_tokens < 1:
@@ -143,7 +154,8 @@ def run(args):
     cache = check_options(args.neural_cache_window, args.neural_cache_theta, args.neural_cache_lambda)
     from ..modules.dynamic_evaluation import check_options as dynamic_options
     dynamic_options(args, segments_are_sentences=False)  # before the model loads; the segment is checked after
-    numbered = read_lines(args.files)
+    texts = []  # the number of lines of each file: each a text of its own
+    numbered = read_lines(args.files, texts)
     if not numbered:
         raise ScoringError(f"nothing to score: {' and '.join(args.files) or 'stdin'} "
                            f"{'has' if len(args.files) < 2 else 'have'} no lines (an empty line, which scores "
@@ -189,7 +201,7 @@ def run(args):
                                      dynamic_eval=args if args.dynamic_eval_lr else None)
         encoded = [scorer.encode(line) for line in lines]
     characters = scorer.characters_of if isinstance(scorer, CharacterModelScorer) else None
-    scores = scorer.token_log_probs(encoded, progress_bar(len(encoded)))
+    scores = scorer.token_log_probs(encoded, progress_bar(len(encoded)), texts=texts)
     report(encoded, scores, scorer.dictionary.unk(), characters, args)
 
 
