@@ -67,9 +67,10 @@ def test_offline_install_into_a_fresh_environment_trains(tmp_path):
                           capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-4000:]
     assert "alm_plugin ready: fairseq 0.12.3.1" in proc.stdout
-    versions = subprocess.run([python, "-c", "import numpy, torch; print(numpy.__version__, torch.__file__)"],
+    # numpy 1.x or 2.x, whichever the wheelhouse holds; fairseq imports scikit-learn at start-up
+    versions = subprocess.run([python, "-c", "import numpy, sklearn, torch; print(numpy.__version__, torch.__file__)"],
                               capture_output=True, text=True, check=True, env=env).stdout.split()
-    assert versions[0].startswith("1.") and versions[1].startswith(str(lent))  # the node's torch was kept
+    assert versions[0][0] in "12" and versions[1].startswith(str(lent))  # the node's torch was kept
 
     train = subprocess.run(
         [env_dir / "bin" / "fairseq-train", SAMPLE_DATA, "--user-dir", "alm_plugin", "--task",
