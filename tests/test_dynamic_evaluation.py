@@ -125,20 +125,26 @@ def segment_log_probs(model, segments, target_of):
     return out
 
 
+def random_segments(seed, length, count=4):
+    """A 30-word dictionary sorted by frequency and ``count`` segments ``(source, target)`` of ``length``."""
+    d = Dictionary()
+    for i in range(30):
+        d.add_symbol(f"w{i}", n=100 - i)
+    d.finalize(padding_factor=8)
+    generator = torch.Generator().manual_seed(seed)
+    segments = []
+    for _ in range(count):
+        tokens = torch.randint(4, len(d), (1, length), generator=generator)
+        segments.append((torch.cat([torch.full((1, 1), d.eos()), tokens[:, :-1]], 1), tokens))
+    return d, segments
+
+
 @pytest.mark.parametrize("arch, options", [("alm_lstm", {}), ("attentive_lm", {"adaptive_softmax_cutoff": "8,16"}),
                                            ("amsrn", {}), ("pointer_sentinel_lm", {"adaptive_softmax_cutoff": "8,16"}),
                                            ("pointer_sentinel_lm", {})])
 def test_every_word_model_adapts_and_lr_0_is_the_static_model(arch, options):
     from test_adaptive_softmax import MODELS, build
-    d = Dictionary()
-    for i in range(30):
-        d.add_symbol(f"w{i}", n=100 - i)
-    d.finalize(padding_factor=8)
-    generator = torch.Generator().manual_seed(0)
-    segments = []
-    for _ in range(4):
-        tokens = torch.randint(4, len(d), (1, 7), generator=generator)
-        segments.append((torch.cat([torch.full((1, 1), d.eos()), tokens[:, :-1]], 1), tokens))
+    d, segments = random_segments(seed=0, length=7)
     model = build(arch, d, **{"adaptive_softmax_cutoff": None, **options})
     trained = [p.detach().clone() for p in model.parameters()]
     static = [model.get_normalized_probs(model(s), log_probs=True) for s, _ in segments]
@@ -158,15 +164,7 @@ def test_the_lstms_record_in_train_mode_without_dropout_and_the_figures_are_the_
     in train mode, their dropout at 0 (the rest of the model in eval mode), and puts them back.
     The adapted figures equal those of the step taken with the LSTM in eval mode (issue 46)."""
     from test_adaptive_softmax import build
-    d = Dictionary()
-    for i in range(30):
-        d.add_symbol(f"w{i}", n=100 - i)
-    d.finalize(padding_factor=8)
-    generator = torch.Generator().manual_seed(3)
-    segments = []
-    for _ in range(4):
-        tokens = torch.randint(4, len(d), (1, 9), generator=generator)
-        segments.append((torch.cat([torch.full((1, 1), d.eos()), tokens[:, :-1]], 1), tokens))
+    d, segments = random_segments(seed=3, length=9)
     figures = {}
     for lstm_mode in ("train", "eval"):
         torch.manual_seed(0)
