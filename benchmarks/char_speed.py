@@ -20,7 +20,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fairseq_runs import ROOT, fairseq, records  # noqa: E402
+from fairseq_runs import ROOT, characters_per_word, fairseq, records  # noqa: E402
 from timing import measure, write_json  # noqa: E402
 
 sys.path.insert(0, ROOT)
@@ -43,15 +43,6 @@ def model_args(size, embed):
                 "--arch", "lstm_lm", "--decoder-embed-dim", size, "--decoder-hidden-size", size,
                 "--decoder-out-embed-dim", size, "--decoder-layers", "1", "--share-decoder-input-output-embed",
                 "--decoder-dropout-in", "0.5", "--decoder-dropout-out", "0.5"])}
-
-
-def characters_per_word(data, split):
-    from fairseq.data import Dictionary, data_utils
-    from alm_plugin.modules.spelling import character_counts
-    d = Dictionary.load(os.path.join(data, "dict.txt"))
-    lines = data_utils.load_indexed_dataset(os.path.join(data, split), d)
-    words = torch.cat([lines[i] for i in range(len(lines))])
-    return character_counts(d)[words].sum().item() / words.numel()
 
 
 def speeds(data, task, criterion, margs, updates, save_dir, threads, device="cpu"):

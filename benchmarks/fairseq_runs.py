@@ -54,3 +54,15 @@ def prepare(corpus, name, sentences=0, open_vocabulary=False):
         if proc.returncode != 0:
             sys.exit(f"preparing {name} failed:\n{(proc.stdout + proc.stderr)[-3000:]}")
     return data
+
+
+def characters_per_word(data, split):
+    """The characters a word of ``data``'s ``split`` holds on average (|c|, as bits per character counts them)."""
+    import torch
+    sys.path.insert(0, ROOT)
+    from fairseq.data import Dictionary, data_utils
+    from alm_plugin.modules.spelling import character_counts
+    d = Dictionary.load(os.path.join(data, "dict.txt"))
+    lines = data_utils.load_indexed_dataset(os.path.join(data, split), d)
+    words = torch.cat([lines[i] for i in range(len(lines))])
+    return character_counts(d)[words].sum().item() / words.numel()

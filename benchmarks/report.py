@@ -1,7 +1,7 @@
 """Every generated table, statement and picture of docs/benchmarks.md, from the rows' JSON
 (``benchmarks/results/``): the full-PTB tables (sentence level, document streams, dynamic
-evaluation), the adaptive softmax's section, the WikiText-2 table beside the paper's, and the
-training-speed table.
+evaluation), the adaptive softmax's section, the WikiText-2 table beside the paper's, the
+character models' tables beside Kawakami et al.'s, and the training-speed table.
 
     python benchmarks/report.py                  # print every block, draw the pictures
     python benchmarks/report.py --update-docs    # and write the blocks between their markers
@@ -16,7 +16,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from grid_edge import KINDS, edge_sides, picks  # noqa: E402
-from rows import PTB, PTB_POINTER_LOSS, ROOT, SIZE, WIKITEXT2, WIKITEXT2_CUTOFFS, WIKITEXT2_PAPER  # noqa: E402
+from rows import (PTB, PTB_CHARS, PTB_POINTER_LOSS, ROOT, SIZE, WIKITEXT2, WIKITEXT2_CHARS,  # noqa: E402
+                  WIKITEXT2_CUTOFFS, WIKITEXT2_PAPER)
 
 RESULTS = os.path.join(ROOT, "benchmarks", "results")
 
@@ -493,14 +494,17 @@ def wt2_table(results):
              "train min | tokens/s | the paper's valid / test |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, row in WIKITEXT2.rows.items():
         r = results.get(name)
-        if r is None:
-            lines.append(f"| {row.description} | {row.reading} | not run yet | | | | | | | | | "
-                         f"{WIKITEXT2.paper.get(name, '')} |")
+        if r is None:  # named below the table with the command that runs it
             continue
         lines.append(f"| {row.description} | {row.reading} | {r['valid_ppl']:.1f} | **{r['test_ppl']:.1f}** | "
                      f"{cell(r, 'test_ppl_cache')} | {cell(r, 'test_ppl_dynamic')} | {cell(r, 'test_ppl_cache_dynamic')} | "
                      f"{r.get('best_epoch', '?')}/{r['epochs']}{unlogged(r)} | {r['params'] / 1e6:.2f}M | "
                      f"{r['train_minutes']:.0f} | {r['train_tokens_per_s'] or '–'} | {WIKITEXT2.paper.get(name, '')} |")
+    queued = [name for name in WIKITEXT2.rows if name not in results]
+    if queued:
+        lines.append(f"\nQueued, not in the table: {'; '.join(WIKITEXT2.rows[n].description for n in queued)} "
+                     f"(`python benchmarks/table.py --corpus wikitext-2 --rows {','.join(queued)} --threads 1`; each "
+                     "costs about a finished row's training and evaluation minutes, below).")
     return "\n".join(lines)
 
 
@@ -707,6 +711,83 @@ def wt2_block():
                         pointer_loss_block()])
 
 
+# ---- the character models (Kawakami et al. 2017, Tables 4-5)
+
+CHAR_CORPORA = {"PTB": PTB_CHARS, "WikiText-2": WIKITEXT2_CHARS}
+
+
+def char_table(corpus, results):
+    """The finished rows of one corpus, bits per character and word perplexity, each split one stream."""
+    lines = ["| model | valid bpc | test bpc | valid word ppl | test word ppl | cache use (test) | best epoch | "
+             "params | train min | chars/s |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, row in corpus.rows.items():
+        r = results.get(name)
+        if r is not None:
+            use = f"{r['test_cache_use']:.3f}" if "test_cache_use" in r else "–"
+            speed = f"{r['train_chars_per_s']:,}" if "train_chars_per_s" in r else "–"
+            lines.append(f"| {row.description} | {r['valid_bpc']:.4f} | **{r['test_bpc']:.4f}** | "
+                         f"{r['valid_ppl']:.1f} | {r['test_ppl']:.1f} | {use} | {r['best_epoch']}/{r['epochs']} | "
+                         f"{r['params'] / 1e6:.2f}M | {r['train_minutes']:.0f} | {speed} |")
+    return "\n".join(lines)
+
+
+def char_paper_table():
+    names = list(PTB_CHARS.rows)
+    lines = ["| the paper's Tables 4-5 (Kawakami et al. 2017, 600-d, bpc as printed) | PTB dev / test | "
+             "WikiText-2 dev / test |", "|---|---|---|"]
+    lines += [f"| {PTB_CHARS.rows[n].description} | {PTB_CHARS.paper[n]} | {WIKITEXT2_CHARS.paper[n]} |" for n in names]
+    return "\n".join(lines)
+
+
+def paper_test_bpc(corpus, name):
+    return float(corpus.paper[name].split("/")[1])
+
+
+def char_statement(by_corpus):
+    """HCLM against the character LSTM and the cache against HCLM, on each corpus where both rows finished,
+    beside the paper's change; the rows not finished are named with the command that runs them."""
+    lines = [f"**What it shows ({sum(map(len, by_corpus.values()))} of "
+             f"{sum(len(c.rows) for c in CHAR_CORPORA.values())} rows, generated from the JSON).**"]
+    for label, (ours, base, claim) in {"hclm": ("hclm", "char-lstm", "HCLM against the character LSTM"),
+                                       "cache": ("hclm-cache", "hclm", "The cache against HCLM")}.items():
+        found = {}  # corpus -> (our change, the paper's change, the text)
+        for corpus_name, corpus in CHAR_CORPORA.items():
+            r = by_corpus[corpus_name]
+            if ours in r and base in r:
+                change = pct(r[ours]["test_bpc"], r[base]["test_bpc"])
+                paper = pct(paper_test_bpc(corpus, ours), paper_test_bpc(corpus, base))
+                found[corpus_name] = (change, paper, f"{corpus_name} test {r[ours]['test_bpc']:.4f} against "
+                                      f"{r[base]['test_bpc']:.4f} bpc ({change:+.1f}%; the paper {paper:+.1f}%), word "
+                                      f"ppl {r[ours]['test_ppl']:.1f} against {r[base]['test_ppl']:.1f}")
+        if found:
+            better = [change < 0 for change, _, _ in found.values()]
+            verdict = ("better on every corpus measured" if all(better) else
+                       "**not better on every corpus**" if any(better) else "**not better**")
+            lines.append(f"{claim}: " + "; ".join(text for _, _, text in found.values()) + f": {verdict}.")
+            if label == "cache" and len(found) == 2:
+                (ptb, ptb_paper, _), (wt2, wt2_paper, _) = found["PTB"], found["WikiText-2"]
+                lines.append(f"The paper's claim that the cache gains far more on WikiText-2 than on PTB: here "
+                             f"{wt2:+.1f}% against {ptb:+.1f}% (the paper {wt2_paper:+.1f}% against {ptb_paper:+.1f}%)"
+                             + (": it holds." if wt2 < ptb else ": **it does not hold at this size**."))
+    missing = {corpus_name: [n for n in corpus.rows if n not in by_corpus[corpus_name]]
+               for corpus_name, corpus in CHAR_CORPORA.items()}
+    queued = [f"{corpus_name} {', '.join(names)} (`python benchmarks/table.py --corpus {CHAR_CORPORA[corpus_name].name} "
+              f"--rows {','.join(names)} --threads 1`)" for corpus_name, names in missing.items() if names]
+    if queued:
+        lines.append("Not in the tables yet, queued: " + "; ".join(queued) + ".")
+    return "\n".join(lines)
+
+
+def char_block():
+    by_corpus = {name: corpus.load() for name, corpus in CHAR_CORPORA.items()}
+    parts = []
+    for name, corpus in CHAR_CORPORA.items():
+        if by_corpus[name]:
+            parts.append(f"{name} ({corpus.streams} streams x 35 words, {corpus.epochs} epochs):\n\n"
+                         + char_table(corpus, by_corpus[name]))
+    return "\n\n".join([*parts, char_statement(by_corpus), char_paper_table()])
+
+
 # ---- every block
 
 def train_speed_block():
@@ -741,7 +822,8 @@ def blocks(ptb_results_dir=None, draw=True):
                           "\n\n![Test perplexity of the stream rows with and without the cache](ptb_stream.png)"
                           f"\n\n{dynamic_block(results, streams)}",
             "adaptive-softmax": adaptive_block(results),
-            "wikitext-2": wt2_block()}
+            "wikitext-2": wt2_block(),
+            "char-tables": char_block()}
 
 
 def main(argv=None):

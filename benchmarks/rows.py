@@ -12,8 +12,9 @@ A row reads the corpus in one of three ways (``Row.reading``):
   one stream at the end;
 * ``fairseq``: fairseq's own ``language_modeling`` task, ``--sample-break-mode none``: shuffled
   35-token blocks, no state carried between them, scored by ``fairseq-eval-lm --context-window``;
-* ``characters``: the open-vocabulary models (``open_vocabulary_language_modeling``), 10 streams
-  of 35 words, scored in bits per character as one stream by ``fairseq-validate``.
+* ``characters``: the open-vocabulary models (``open_vocabulary_language_modeling``), the
+  corpus's ``streams`` of 35 words (the paper: 25 on PTB, 10 on WikiText-2), scored in bits per
+  character as one stream by ``fairseq-validate``.
 """
 import json
 import os
@@ -51,6 +52,7 @@ class Corpus:
     open_vocabulary: bool = False  # prepared for the character models
     max_update: int = None  # a slice: stop after this many updates (the rows' first epoch, cut)
     test_time: bool = True  # the neural cache and dynamic evaluation chosen on valid, scored on test
+    streams: int = STREAMS  # parallel streams a training batch reads (stream and character rows)
 
     @property
     def data(self):
@@ -210,16 +212,33 @@ PTB_SLICE = Corpus("ptb-slice", epochs=3, anneal_after=None, data_name="ptb-10k"
                                 *(("--concat-activation", "linear") if suffix else ()), *ADAM))
        for score in ("single", "combined") for suffix in ("", "-linear")},
 })
-# Kawakami et al. (2017) Tables 4-5 on a WikiText-2 slice (first 12,000 sentences, open vocabulary):
-# LSTMs of 256, 128-d characters, dropout 0.3, Adam 0.002, clip 10, 10 streams x 35 words, 2 epochs
+# Kawakami et al. (2017) Tables 4-5. One recipe for every character row: LSTMs of 256 with 128-d
+# characters, dropout 0.3, Adam 0.002, clip 10, chunks of 35 words (the paper: 600-d, dropout 0.5;
+# 600-d costs ~4x, measured below). The epoch budget makes the slowest row, the char LSTM (it runs
+# its LSTM over every character of the text), train in ~2-2.5 h at one thread: measured at one
+# thread, 60 updates of 25 x 35 PTB words, char LSTM 730 words/s, HCLM 1,360 (the cache ~1.2x HCLM's
+# time): a PTB epoch (970k tokens) 22 min for the char LSTM, so 6 epochs; a WikiText-2 epoch (2.1M)
+# ~50 min, so 3.
 CHARS = ("--char-embed-dim", "128", "--hidden-size", "256", "--dropout", "0.3", "--optimizer", "adam", "--lr",
          "0.002", "--clip-norm", "10")
-HCLM_SLICE = Corpus("wikitext-2-open-slice", epochs=2, anneal_after=None, data_name="wikitext-2-open-12k",
-                    source="wikitext-2", sentences=12000, open_vocabulary=True, test_time=False, rows={
+CHAR_ROWS = {
     "char-lstm": Row("char LSTM (`char_lstm_lm`)", ("--arch", "char_lstm_lm", *CHARS), "characters"),
     "hclm": Row("HCLM (`hclm`)", ("--arch", "hclm", *CHARS), "characters"),
     "hclm-cache": Row("HCLM + cache (`char_cache_lm`)", ("--arch", "char_cache_lm", *CHARS), "characters"),
-}, paper={"char-lstm": "1.758 / 1.803", "hclm": "1.625 / 1.670", "hclm-cache": "1.480 / 1.500"})
+}
+# full PTB (Mikolov's text: its <unk> is spelled as the five characters of a word, as the paper did)
+PTB_CHARS = Corpus("ptb-chars", epochs=6, anneal_after=None, data_name="ptb-open", source="ptb", open_vocabulary=True,
+                   test_time=False, streams=25, rows=CHAR_ROWS,
+                   paper={"char-lstm": "1.369 / 1.331", "hclm": "1.308 / 1.276", "hclm-cache": "1.266 / 1.247"})
+# full WikiText-2 (its words seen < 3 times are already <unk>, spelled likewise; the paper read raw text)
+WIKITEXT2_CHARS = Corpus("wikitext-2-chars", epochs=3, anneal_after=None, data_name="wikitext-2-open",
+                         source="wikitext-2", open_vocabulary=True, test_time=False, streams=10, rows=CHAR_ROWS,
+                         paper={"char-lstm": "1.758 / 1.803", "hclm": "1.625 / 1.670",
+                                "hclm-cache": "1.480 / 1.500"})
+# the first study: a WikiText-2 slice (first 12,000 sentences), the same recipe, 10 streams, 2 epochs
+HCLM_SLICE = Corpus("wikitext-2-open-slice", epochs=2, anneal_after=None, data_name="wikitext-2-open-12k",
+                    source="wikitext-2", sentences=12000, open_vocabulary=True, test_time=False, streams=10,
+                    rows=CHAR_ROWS, paper=WIKITEXT2_CHARS.paper)
 
 # Salton et al. (2017) Table 2 as printed: (system, parameters, valid, test)
 WIKITEXT2_PAPER = [("Zoneout + Variational LSTM (Merity et al.)", "20M", "108.7", "100.9"),
@@ -232,4 +251,4 @@ WIKITEXT2_PAPER = [("Zoneout + Variational LSTM (Merity et al.)", "20M", "108.7"
                    ("Neural cache, size 2000 (Grave et al.)", "–", "–", "68.9")]
 
 CORPORA = {corpus.name: corpus for corpus in (PTB, WIKITEXT2, WIKITEXT2_CUTOFFS, PTB_POINTER_LOSS, PTB_SLICE,
-                                              HCLM_SLICE)}
+                                              PTB_CHARS, WIKITEXT2_CHARS, HCLM_SLICE)}

@@ -24,25 +24,26 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fairseq_runs import ROOT, fairseq, prepare, records  # noqa: E402
-from rows import CORPORA, STREAMS  # noqa: E402
+from fairseq_runs import ROOT, characters_per_word, fairseq, prepare, records  # noqa: E402
+from rows import CORPORA  # noqa: E402
 
 OURS = ["--user-dir", "alm_plugin", "--cpu"]
 BLOCK = "35"  # tokens a training sample (a sentence piece, a stream chunk, a fairseq block) holds
 
 
-def task_args(row, training):
-    """The task and its batching (``rows.py`` says what each reading means)."""
+def task_args(corpus, row, training):
+    """The task and its batching (``rows.py`` says what each reading means); scored, a stream is one."""
+    streams = str(corpus.streams if training else 1)
     if row.reading == "stream":
-        return [*OURS, "--task", "document_language_modeling", "--batch-size", str(STREAMS if training else 1)]
+        return [*OURS, "--task", "document_language_modeling", "--batch-size", streams]
     if row.reading == "fairseq":  # no state between blocks: at the end each block gets BLOCK tokens of context
         # the plugin only lets torch >= 2.6 load fairseq's checkpoints; model, task, criterion are fairseq's
         # (eval-lm takes the context out of --tokens-per-sample: 70 - 35 scores blocks of 35 after 35 tokens)
-        return [*OURS, "--task", "language_modeling", "--sample-break-mode", "none", "--batch-size", str(STREAMS),
+        return [*OURS, "--task", "language_modeling", "--sample-break-mode", "none", "--batch-size", str(corpus.streams),
                 *(["--tokens-per-sample", BLOCK] if training else ["--tokens-per-sample", str(2 * int(BLOCK)),
                                                                   "--context-window", BLOCK])]
     if row.reading == "characters":
-        return [*OURS, "--task", "open_vocabulary_language_modeling", "--batch-size", "10" if training else "1"]
+        return [*OURS, "--task", "open_vocabulary_language_modeling", "--batch-size", streams]
     return [*OURS, "--task", "sentence_language_modeling", "--batch-size", "32" if training else "64",
             "--eval-tokens-per-sample", BLOCK if training else "0"]
 
@@ -82,7 +83,7 @@ def run_row(corpus, name, save_root, threads, results_dir, epochs):
     # every sentence whole. fairseq resumes from checkpoint_last.pt; train.log keeps every run's
     # records (a fresh start, with no checkpoint to resume, starts a fresh log)
     fresh = not os.path.exists(os.path.join(save, "checkpoint_last.pt"))
-    train = fairseq("train", corpus.data, *task_args(row, True), *row.args, *criterion_args(row),
+    train = fairseq("train", corpus.data, *task_args(corpus, row, True), *row.args, *criterion_args(row),
                     "--max-epoch", str(epochs), "--best-checkpoint-metric", "nll_loss",
                     *(["--max-update", str(corpus.max_update)] if corpus.max_update else []),
                     "--no-epoch-checkpoints", "--save-dir", save, "--seed", "1", "--num-workers", "0",
@@ -96,8 +97,9 @@ def run_row(corpus, name, save_root, threads, results_dir, epochs):
     valid = {int(v["epoch"]): v for v in records(train, "valid")}
     trained = {int(e["epoch"]): e for e in records(train, "train")}
     per_epoch = lambda table, key: [float(table[e][key]) if e in table else None for e in range(1, last + 1)]
-    batching = {"stream": {"batch_streams": STREAMS, "chunk": 35}, "fairseq": {"batch_blocks": STREAMS, "block": 35},
-                "sentence": {"batch_sentences": 32}, "characters": {"batch_streams": 10, "chunk": 35}}[row.reading]
+    batching = {"stream": {"batch_streams": corpus.streams, "chunk": 35},
+                "fairseq": {"batch_blocks": corpus.streams, "block": 35}, "sentence": {"batch_sentences": 32},
+                "characters": {"batch_streams": corpus.streams, "chunk": 35}}[row.reading]
     result = {"row": name, "description": row.description, "args": list(row.args), "commit": commit(),
               "recipe": {"size": option(row, "--hidden-size", "--decoder-hidden-size", "--decoder-embed-dim"),
                          "dropout": option(row, "--dropout", "--decoder-dropout-out"),
@@ -114,8 +116,12 @@ def run_row(corpus, name, save_root, threads, results_dir, epochs):
               "gnorm_per_epoch": per_epoch(trained, "train_gnorm"),
               # a pointer's gate, its extra loss and an attention's entropy, epoch by epoch: a collapse shows here
               **{f"{stat}_per_epoch": per_epoch(valid, f"valid_{stat}")
-                 for stat in ("attn_entropy", "pointer_gate", "pointer_loss")
+                 for stat in ("attn_entropy", "pointer_gate", "pointer_loss", "bpc")
                  if any(f"valid_{stat}" in v for v in valid.values())},
+              # the character rows: words/s times the training text's characters a word (|c|, as bpc counts)
+              **({"train_chars_per_s": round(sum(float(e["train_wps"]) for e in trained.values()) / len(trained)
+                                             * characters_per_word(corpus.data, "train"))}
+                 if trained and row.reading == "characters" else {}),
               "params": int(re.search(r"num\. shared model params: ([\d,]+)", train).group(1).replace(",", ""))}
     started = time.time()
     result.update(evaluate(corpus, row, os.path.join(save, "checkpoint_best.pt"), threads))
@@ -137,7 +143,7 @@ def evaluate(corpus, row, checkpoint, threads):
     result = {"eval_commit": commit()}
     if row.reading == "characters":  # bits per character, each split read as one stream
         for split in ("valid", "test"):
-            validated = records(fairseq("validate", corpus.data, *task_args(row, False), "--path", checkpoint,
+            validated = records(fairseq("validate", corpus.data, *task_args(corpus, row, False), "--path", checkpoint,
                                         "--valid-subset", split, *criterion_args(row), "--log-format", "json",
                                         threads=threads), split)[-1]
             result.update({f"{split}_{stat}": float(validated[f"{split}_{stat}"])
@@ -147,7 +153,7 @@ def evaluate(corpus, row, checkpoint, threads):
         result[f"{split}_ppl"] = eval_lm_ppl(corpus, row, checkpoint, split, [], threads)
         if row.reading == "fairseq":
             continue  # adaptive_loss logs no paper_ppl, and our tools read our tasks only
-        validated = records(fairseq("validate", corpus.data, *task_args(row, False), "--path", checkpoint,
+        validated = records(fairseq("validate", corpus.data, *task_args(corpus, row, False), "--path", checkpoint,
                                     "--valid-subset", split, "--criterion", "attention_cross_entropy",
                                     "--log-format", "json", threads=threads), split)[-1]
         result[f"{split}_paper_ppl"] = float(validated[f"{split}_paper_ppl"])
@@ -226,7 +232,7 @@ def test_time_flags(row, choice, cache=True, dynamic=True):
 
 
 def eval_lm_ppl(corpus, row, checkpoint, split, flags, threads):
-    return perplexity(fairseq("eval_lm", corpus.data, *task_args(row, False), "--path", checkpoint,
+    return perplexity(fairseq("eval_lm", corpus.data, *task_args(corpus, row, False), "--path", checkpoint,
                               "--gen-subset", split, *flags, threads=threads))
 
 

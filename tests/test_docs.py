@@ -245,6 +245,40 @@ def test_test_time_flags_of_each_choice(monkeypatch):
                             "--neural-cache-theta", "1.0", "--neural-cache-lambda", "0.2"]
 
 
+def test_character_statement_follows_the_figures(monkeypatch):
+    """The generated character-model statement: each claim's verdict follows the bpc (better / not
+    better, the WikiText-2-against-PTB claim holds or not), and a row not finished is named with the
+    command that runs it, never as a table row."""
+    report = benchmarks_module(monkeypatch, "report")
+    row = lambda bpc: {"valid_bpc": bpc + 0.02, "test_bpc": bpc, "valid_ppl": 300.0, "test_ppl": 290.0,
+                       "best_epoch": 6, "epochs": 6, "params": 1.6e6, "train_minutes": 80}
+    results = {"PTB": {"char-lstm": row(1.60), "hclm": row(1.50), "hclm-cache": row(1.48)},
+               "WikiText-2": {"hclm": row(1.90), "hclm-cache": row(1.92)}}
+    text = report.char_statement(results)
+    assert "(5 of 6 rows, generated from the JSON)" in text
+    assert "HCLM against the character LSTM: PTB test 1.5000 against 1.6000 bpc (-6.2%; the paper -4.1%)" in text
+    assert ": better on every corpus measured." in text
+    assert "WikiText-2 test 1.9200 against 1.9000 bpc (+1.1%; the paper -10.2%)" in text
+    assert ": **not better on every corpus**." in text
+    assert "here +1.1% against -1.3% (the paper -10.2% against -2.3%): **it does not hold at this size**." in text
+    assert ("Not in the tables yet, queued: WikiText-2 char-lstm (`python benchmarks/table.py --corpus "
+            "wikitext-2-chars --rows char-lstm --threads 1`)") in text
+    table = report.char_table(report.WIKITEXT2_CHARS, results["WikiText-2"])
+    assert "char LSTM" not in table and table.count("\n") == 3
+
+
+def test_table_takes_the_streams_from_the_corpus(monkeypatch):
+    """table.py trains a corpus's stream and character rows on its own number of streams (the
+    paper's 25 on PTB, 10 on WikiText-2, 20 for the word streams) and scores every one as one stream."""
+    table = benchmarks_module(monkeypatch, "table")
+    from rows import PTB, PTB_CHARS, WIKITEXT2_CHARS
+    batch = lambda corpus, row, training: table.task_args(corpus, corpus.rows[row], training)[
+        table.task_args(corpus, corpus.rows[row], training).index("--batch-size") + 1]
+    assert [batch(PTB_CHARS, "hclm", True), batch(WIKITEXT2_CHARS, "hclm", True), batch(PTB, "lstm-stream", True)] \
+        == ["25", "10", "20"]
+    assert {batch(PTB_CHARS, "hclm-cache", False), batch(PTB, "lstm-stream", False)} == {"1"}
+
+
 def benchmarks_module(monkeypatch, name):
     import importlib
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
