@@ -3,6 +3,7 @@
 alm-score equals eval-lm, every word model adapts, bad options are refused in one line."""
 import math
 import os
+import re
 import shutil
 
 import pytest
@@ -176,7 +177,9 @@ def test_the_lstms_record_in_train_mode_without_dropout_and_the_figures_are_the_
             model.dynamic_eval.recurrent = []
         seen = []
         original = lstm.forward
-        lstm.forward = lambda *a, **k: seen.append((lstm.training, lstm.dropout, model.decoder.training)) or original(*a, **k)
+        # the recording passes (with a graph; the shadow scoring the first segments statically has none)
+        lstm.forward = lambda *a, **k: (torch.is_grad_enabled() and seen.append(
+            (lstm.training, lstm.dropout, model.decoder.training))) or original(*a, **k)
         with torch.no_grad():
             figures[lstm_mode] = torch.stack([lp.gather(-1, t.unsqueeze(-1)).sum() for lp, (_, t) in
                                               zip(segment_log_probs(model, segments, None), segments)])
@@ -222,6 +225,42 @@ def test_a_pass_that_drifts_far_above_its_first_segments_is_flagged_once(caplog)
             evaluator.step(loss(2.0 if k < 20 else 2.0 + (k - 20) / 40))  # a slow rise, finite throughout
     assert caplog.text.count("dynamic evaluation is running away") == 1
     assert "lower --dynamic-eval-lr or raise --dynamic-eval-decay" in caplog.text
+
+
+def test_a_pass_worse_than_the_trained_weights_from_its_start_is_stopped():
+    """The first segments are scored at the trained weights too (the shadow): its figures are the
+    static model's, segment by segment, and a pass far above them on the same segments stops within
+    20 segments. Before, a pass bad from its first segments had no reference (lr 0.1 on an
+    Adam-trained attentive_lm_small: valid 377 -> 784, exit 0, no word)."""
+    from test_adaptive_softmax import build
+    d, segments = random_segments(seed=1, length=10, count=30)
+    torch.manual_seed(0)
+    model = build("alm_lstm", d, adaptive_softmax_cutoff=None)
+    with torch.no_grad():
+        static = torch.stack([-model.get_normalized_probs(model(s), log_probs=True).gather(-1, t.unsqueeze(-1)).mean()
+                              for s, t in segments])
+    model.dynamic_eval = DynamicEvaluator(model, DynamicEvalSettings(3.0, 0.0, "sgd", 2e-5, 20, 1))
+    with torch.no_grad():
+        segment_log_probs(model, segments, None)  # adapts, not far off: no refusal
+    torch.testing.assert_close(torch.tensor(model.dynamic_eval.trained_nlls), static, rtol=1e-5, atol=1e-6)
+    model.dynamic_eval.reset()
+    model.dynamic_eval = DynamicEvaluator(model, DynamicEvalSettings(18.0, 0.0, "sgd", 2e-5, 20, 1))
+    with pytest.raises(OptionError, match=r"made the model worse: segments 1-20 average [\d.]+ nats a token adapted "
+                                          r"against [\d.]+ at the trained weights .*lower --dynamic-eval-lr"):
+        with torch.no_grad():
+            segment_log_probs(model, segments, None)
+
+
+def test_the_shadow_reads_a_stream_as_the_model_does(small_data, stream_model):
+    """In a stream the shadow carries its own state across segments: at an lr too small to move the
+    weights its figure over the first 100 segments is the adapted one (a fresh state each segment,
+    or the adapted model's state, would part them)."""
+    code, output = run("eval_lm", small_data[0], "--path", stream_model, "--user-dir", "alm_plugin", "--task",
+                       "document_language_modeling", "--cpu", "--gen-subset", "valid", "--batch-size", "1",
+                       "--dynamic-eval-lr", "1e-9", "--dynamic-eval-segment", "10")
+    found = re.search(r"segments 1-100 average ([\d.]+) nats a token adapted, ([\d.]+) at the trained weights", output)
+    assert code == 0 and found, output[-2000:]
+    assert abs(float(found.group(1)) - float(found.group(2))) < 2e-4
 
 
 @pytest.mark.parametrize("tied", [True, False])

@@ -41,10 +41,12 @@ class HistoryAttentionLanguageModel(CheckpointFitMixin, FairseqLanguageModel):
 
     def forward(self, src_tokens, **kwargs):
         """With dynamic evaluation (eval mode) the scoring pass keeps its graph: the step after the
-        segment is scored is taken at the weights that scored it, from this same forward."""
+        segment is scored is taken at the weights that scored it, from this same forward (the first
+        segments are scored at the trained weights too, the reference the step is checked against)."""
         if self.dynamic_eval is None or self.training:
             return super().forward(src_tokens, **kwargs)
         self.dynamic_eval.start()
+        self.dynamic_eval.shadow(src_tokens, **kwargs)
         with self.dynamic_eval.recording():
             return super().forward(src_tokens, **kwargs)
 
@@ -94,8 +96,9 @@ class HistoryAttentionLanguageModel(CheckpointFitMixin, FairseqLanguageModel):
         with self.dynamic_eval.recording():
             scores = self.decoder.target_log_probs(net_output, target)
             real = target.ne(self.decoder.padding_idx)
+            trained_nll = self.dynamic_eval.trained_nll(target)
             if real.any():  # a segment of padding alone (a stream's end) takes no step
-                self.dynamic_eval.step(-scores[real].mean())
+                self.dynamic_eval.step(-scores[real].mean(), trained_nll)
         return scores.detach()
 
     @classmethod

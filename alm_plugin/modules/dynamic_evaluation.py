@@ -41,9 +41,14 @@ DECAY, RMS_EPS, SEGMENT, STATS_BATCHES = 0.0, 2e-5, 20, 100
 # a segment's mean NLL above this many times a uniform guess's (ln V) is a diverged adaptation
 # (a trained model's segments sit well below 1x); stop, never print it as a figure
 EXPLODED = 3.0
-# the running mean NLL of the segments after the first REFERENCE ones, this far (nats) above
-# theirs (scored at nearly the trained weights), is an adaptation running away: warn once
-REFERENCE, DRIFT, DRIFT_CHECK = 20, math.log(2), 50
+# the first SHADOW segments of a pass are scored by the trained weights too (a frozen copy with its
+# own stream state): an adapted mean NLL this far (nats) above theirs, on the same segments, from
+# the MIN_SHADOWth on, is an adaptation gone bad from the start: stop (an lr 0.1 pass on an
+# Adam-trained attentive_lm_small went 377 -> 784 without a word before)
+SHADOW, MIN_SHADOW, WORSE = 100, 20, math.log(1.5)
+# later: the running mean NLL of the segments after the shadowed ones, DRIFT nats above the trained
+# weights' mean on them, is an adaptation running away slowly: warn once
+DRIFT, DRIFT_CHECK = math.log(2), 50
 
 
 @dataclass
@@ -125,6 +130,7 @@ class DynamicEvaluator:
         dictionary = getattr(getattr(model, "decoder", None), "dictionary", None)
         self.exploded = math.inf if dictionary is None else EXPLODED * math.log(len(dictionary))
         self.nlls, self.drift_warned = [], False  # each segment's mean NLL this pass, for the drift check
+        self.trained, self.trained_output, self.trained_nlls = None, None, []  # the shadow (see SHADOW)
         keep_freed_memory()  # each step allocates the whole output layer's gradient afresh
 
     @contextlib.contextmanager
@@ -155,6 +161,22 @@ class DynamicEvaluator:
                 self.decrate = [(ms / mean).clamp(max=cap) for ms in self.ms]
                 self.rates = [self.settings.decay * rate for rate in self.decrate]
                 self.denominators = [ms + self.settings.eps for ms in self.ms]
+            self.trained = frozen_copy(self.model)
+
+    def shadow(self, *args, **kwargs):
+        """Score the segment about to be adapted on with the trained weights too (no graph), while the
+        pass is within its first ``SHADOW`` segments: the reference that ``step`` holds it against."""
+        if self.trained is not None and len(self.trained_nlls) < SHADOW:
+            with torch.no_grad():
+                self.trained_output = self.trained(*args, **kwargs)
+
+    def trained_nll(self, target) -> Optional[float]:
+        """The shadowed segment's mean NLL at the trained weights (None past the first ``SHADOW``)."""
+        output, self.trained_output = self.trained_output, None
+        if output is None:
+            return None
+        with torch.no_grad():
+            return float(mean_nll(self.trained, output, target))
 
     def reset(self):
         """Back to the trained weights (a new pass over a text)."""
@@ -164,6 +186,10 @@ class DynamicEvaluator:
                     p.copy_(p0)
         self.segments = 0
         self.nlls, self.drift_warned = [], False
+        self.trained_output, self.trained_nlls = None, []
+        carry = getattr(getattr(self.trained, "decoder", None), "carry", None)
+        if carry is not None:  # the shadow reads the next pass afresh, as the model does
+            carry.reset()
 
     def gradient_rms(self):
         """``MS``: the root mean square of each weight's gradient of the mean NLL over training batches."""
@@ -193,15 +219,20 @@ class DynamicEvaluator:
         logger.info(f"dynamic evaluation: MS from {count} training batches")
         return [(total / count).sqrt() for total in sums]
 
-    def step(self, loss: torch.Tensor):
-        """One step on the scored segment's mean NLL ``loss`` (its graph at the weights that scored it)."""
+    def step(self, loss: torch.Tensor, trained_nll: Optional[float] = None):
+        """One step on the scored segment's mean NLL ``loss`` (its graph at the weights that scored it);
+        ``trained_nll``: the same segment's at the trained weights, while shadowed."""
         self.segments += 1
-        nll = float(loss)
+        nll = float(loss.detach())
         if not math.isfinite(nll) or nll > self.exploded:
             raise OptionError(f"dynamic evaluation: the NLL of segment {self.segments} is {nll:.4g} nats a token "
                               f"(above {EXPLODED:g} x ln V = {self.exploded:.1f}): the adapted weights diverged; "
                               "lower --dynamic-eval-lr (no figure is given for a partial text)")
-        self.check_drift(nll)
+        self.nlls.append(nll)
+        if trained_nll is not None:
+            self.trained_nlls.append(trained_nll)
+            self.check_worse()
+        self.check_drift()
         grads = dense_gradients(loss, self.parameters)
         s = self.settings
         # in place over all tensors at once (the elementwise ops, not the passes, are the cost here);
@@ -218,22 +249,61 @@ class DynamicEvaluator:
                 torch._foreach_add_(self.parameters, pulls)
 
 
-    def check_drift(self, nll: float):
-        """Warn once a pass where the segments' mean NLL since the first ``REFERENCE`` has risen
-        ``DRIFT`` nats above theirs: an adaptation that runs away slowly stays finite and would
-        otherwise be printed as a figure (Adam-trained models at lr 0.3: valid 316 -> 935)."""
-        self.nlls.append(nll)
-        later = len(self.nlls) - REFERENCE
-        if later <= 0 or later % DRIFT_CHECK or self.drift_warned:
+    def check_worse(self):
+        """Stop a pass whose adapted segments score ``WORSE`` nats a token above the trained weights on
+        the same segments (from the ``MIN_SHADOW``th shadowed one on): it would print a figure far
+        worse than the static model's, from weights that went bad at the start."""
+        shadowed = len(self.trained_nlls)
+        if shadowed < MIN_SHADOW:
             return
-        reference = sum(self.nlls[:REFERENCE]) / REFERENCE
-        since = sum(self.nlls[REFERENCE:]) / later
-        if since > reference + DRIFT:
+        adapted = sum(self.nlls[:shadowed]) / shadowed
+        trained = sum(self.trained_nlls) / shadowed
+        if shadowed == SHADOW:
+            logger.info(f"dynamic evaluation: segments 1-{SHADOW} average {adapted:.4f} nats a token adapted, "
+                        f"{trained:.4f} at the trained weights")
+        if adapted > trained + WORSE:
+            raise OptionError(f"dynamic evaluation made the model worse: segments 1-{shadowed} average {adapted:.2f} "
+                              f"nats a token adapted against {trained:.2f} at the trained weights (perplexity "
+                              f"x{math.exp(adapted - trained):.1f}): lower --dynamic-eval-lr or raise "
+                              "--dynamic-eval-decay (no figure is given for a partial text)")
+
+    def check_drift(self):
+        """Warn once a pass where the segments' mean NLL since the shadowed ones has risen ``DRIFT``
+        nats above the trained weights' mean on those: an adaptation that runs away slowly stays
+        finite and would otherwise be printed as a figure (Adam-trained models at lr 0.3: valid
+        316 -> 935). Without a shadow (a bare evaluator) the reference is its first ``MIN_SHADOW``
+        segments, scored at nearly the trained weights."""
+        reference = self.trained_nlls or self.nlls[:MIN_SHADOW]
+        later = len(self.nlls) - len(reference)
+        if len(reference) < MIN_SHADOW or later <= 0 or later % DRIFT_CHECK or self.drift_warned:
+            return
+        start = sum(reference) / len(reference)
+        since = sum(self.nlls[len(reference):]) / later
+        if since > start + DRIFT:
             self.drift_warned = True
-            logger.warning(f"dynamic evaluation is running away: segments {REFERENCE + 1}-{len(self.nlls)} average "
-                           f"{since:.2f} nats a token against {reference:.2f} for the first {REFERENCE} (perplexity "
-                           f"x{math.exp(since - reference):.1f}); the figure will be worse than the static model's: "
-                           "lower --dynamic-eval-lr or raise --dynamic-eval-decay")
+            logger.warning(f"dynamic evaluation is running away: segments {len(reference) + 1}-{len(self.nlls)} "
+                           f"average {since:.2f} nats a token against {start:.2f} for the first {len(reference)} "
+                           f"at the trained weights (perplexity x{math.exp(since - start):.1f}); the figure will "
+                           "be worse than the static model's: lower --dynamic-eval-lr or raise --dynamic-eval-decay")
+
+
+def frozen_copy(model):
+    """A copy of ``model`` at its current (trained) weights without gradients, its own stream state,
+    neither the evaluator nor the neural cache: the shadow that scores the first segments statically."""
+    import copy
+
+    saved = model.__dict__.get("dynamic_eval"), model.__dict__.get("neural_cache")
+    model.dynamic_eval = model.neural_cache = None  # not copied: the copy scores the model's own NLL
+    try:
+        trained = copy.deepcopy(model)
+    finally:
+        model.dynamic_eval, model.neural_cache = saved
+    carry = getattr(getattr(trained, "decoder", None), "carry", None)
+    if carry is not None:
+        carry.reset()
+    trained.requires_grad_(False)
+    trained.eval()  # not chained: after fairseq's make_generation_fast_ a model's train() returns None
+    return trained
 
 
 def rms_without_training_data(missing: str) -> MissingDataError:
