@@ -59,7 +59,8 @@ def prepare(corpus, name, sentences=0, open_vocabulary=False):
 def characters_per_word(data, split):
     """The characters a word of ``data``'s ``split`` holds on average (|c|, as bits per character counts them)."""
     import torch
-    sys.path.insert(0, ROOT)
+    if ROOT not in sys.path:  # alm_plugin, for its spelling
+        sys.path.insert(0, ROOT)
     from fairseq.data import Dictionary, data_utils
     from alm_plugin.modules.spelling import character_counts
     d = Dictionary.load(os.path.join(data, "dict.txt"))

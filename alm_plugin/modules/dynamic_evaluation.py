@@ -21,6 +21,7 @@ as long (H200, 2 x 650: 13-15 ms a 20-token segment against 4.7-6.6 ms). The neu
 model's own NLL (the cache is not trained).
 """
 import contextlib
+import copy
 import itertools
 import logging
 import math
@@ -153,7 +154,9 @@ class DynamicEvaluator:
 
     def start(self):
         if self.initial is None:
-            self.initial = [p.detach().clone() for p in self.parameters]
+            # the shadow holds the trained weights: theta_0 is its parameters (one copy, not two)
+            self.trained = frozen_copy(self.model)
+            self.initial = [q for p, q in zip(self.model.parameters(), self.trained.parameters()) if p.requires_grad]
             if self.settings.rule == "rms":
                 self.ms = self.gradient_rms()
                 mean = torch.stack([ms.mean() for ms in self.ms]).mean()
@@ -161,7 +164,8 @@ class DynamicEvaluator:
                 self.decrate = [(ms / mean).clamp(max=cap) for ms in self.ms]
                 self.rates = [self.settings.decay * rate for rate in self.decrate]
                 self.denominators = [ms + self.settings.eps for ms in self.ms]
-            self.trained = frozen_copy(self.model)
+        elif (self.initial[0].device, self.initial[0].dtype) != (self.parameters[0].device, self.parameters[0].dtype):
+            self.trained.to(self.parameters[0].device, self.parameters[0].dtype)  # the model moved (hub: .cuda())
 
     def shadow(self, *args, **kwargs):
         """Score the segment about to be adapted on with the trained weights too (no graph), while the
@@ -173,7 +177,7 @@ class DynamicEvaluator:
     def trained_nll(self, target) -> Optional[float]:
         """The shadowed segment's mean NLL at the trained weights (None past the first ``SHADOW``)."""
         output, self.trained_output = self.trained_output, None
-        if output is None:
+        if output is None or not target.ne(self.model.decoder.padding_idx).any():  # padding alone: no step
             return None
         with torch.no_grad():
             return float(mean_nll(self.trained, output, target))
@@ -187,9 +191,7 @@ class DynamicEvaluator:
         self.segments = 0
         self.nlls, self.drift_warned = [], False
         self.trained_output, self.trained_nlls = None, []
-        carry = getattr(getattr(self.trained, "decoder", None), "carry", None)
-        if carry is not None:  # the shadow reads the next pass afresh, as the model does
-            carry.reset()
+        reset_stream(self.trained)  # the shadow reads the next pass afresh, as the model does
 
     def gradient_rms(self):
         """``MS``: the root mean square of each weight's gradient of the mean NLL over training batches."""
@@ -213,9 +215,7 @@ class DynamicEvaluator:
             count += 1
         if count == 0:
             raise OptionError("--dynamic-eval-rule rms: the training split has no batch to measure MS on")
-        carry = getattr(self.model.decoder, "carry", None)
-        if carry is not None:  # the evaluation starts its stream afresh
-            carry.reset()
+        reset_stream(self.model)  # the evaluation starts its stream afresh
         logger.info(f"dynamic evaluation: MS from {count} training batches")
         return [(total / count).sqrt() for total in sums]
 
@@ -271,9 +271,8 @@ class DynamicEvaluator:
         """Warn once a pass where the segments' mean NLL since the shadowed ones has risen ``DRIFT``
         nats above the trained weights' mean on those: an adaptation that runs away slowly stays
         finite and would otherwise be printed as a figure (Adam-trained models at lr 0.3: valid
-        316 -> 935). Without a shadow (a bare evaluator) the reference is its first ``MIN_SHADOW``
-        segments, scored at nearly the trained weights."""
-        reference = self.trained_nlls or self.nlls[:MIN_SHADOW]
+        316 -> 935)."""
+        reference = self.trained_nlls
         later = len(self.nlls) - len(reference)
         if len(reference) < MIN_SHADOW or later <= 0 or later % DRIFT_CHECK or self.drift_warned:
             return
@@ -288,22 +287,27 @@ class DynamicEvaluator:
 
 
 def frozen_copy(model):
-    """A copy of ``model`` at its current (trained) weights without gradients, its own stream state,
-    neither the evaluator nor the neural cache: the shadow that scores the first segments statically."""
-    import copy
-
+    """A copy of ``model`` at its current (trained) weights without gradients, in eval mode, its own
+    stream state, neither the evaluator nor the neural cache: the shadow that scores the first
+    segments statically."""
     saved = model.__dict__.get("dynamic_eval"), model.__dict__.get("neural_cache")
     model.dynamic_eval = model.neural_cache = None  # not copied: the copy scores the model's own NLL
     try:
         trained = copy.deepcopy(model)
     finally:
         model.dynamic_eval, model.neural_cache = saved
-    carry = getattr(getattr(trained, "decoder", None), "carry", None)
+    reset_stream(trained)
+    trained.requires_grad_(False)
+    # nn.Module's own train(): fairseq's make_generation_fast_ replaces a model's with one that does nothing
+    torch.nn.Module.train(trained, False)
+    return trained
+
+
+def reset_stream(model) -> None:
+    """Forget the stream state a model carries between segments (if it reads streams)."""
+    carry = getattr(getattr(model, "decoder", None), "carry", None)
     if carry is not None:
         carry.reset()
-    trained.requires_grad_(False)
-    trained.eval()  # not chained: after fairseq's make_generation_fast_ a model's train() returns None
-    return trained
 
 
 def rms_without_training_data(missing: str) -> MissingDataError:
