@@ -255,6 +255,26 @@ def test_a_pass_worse_than_the_trained_weights_from_its_start_is_stopped():
             segment_log_probs(model, segments, None)
 
 
+def test_the_shadow_and_theta_0_follow_a_model_moved_after_its_first_pass():
+    """The hub's model may be moved (``lm.cuda()``, ``.double()``) after a first ``score()``: the
+    shadow (whose weights are theta_0) follows it, and reset restores the trained weights there."""
+    from test_adaptive_softmax import build
+    d, segments = random_segments(seed=2, length=6, count=3)
+    model = build("alm_lstm", d, adaptive_softmax_cutoff=None)
+    model.dynamic_eval = DynamicEvaluator(model, DynamicEvalSettings(0.5, 0.1, "sgd", 2e-5, 20, 1))
+    with torch.no_grad():
+        segment_log_probs(model, segments, None)
+    model.dynamic_eval.reset()
+    trained = [p.detach().double() for p in model.parameters()]
+    model.double()
+    with torch.no_grad():
+        segment_log_probs(model, segments, None)
+    assert all(p.dtype == torch.double for p in model.dynamic_eval.trained.parameters())
+    model.dynamic_eval.reset()
+    for p, q in zip(model.parameters(), trained):
+        torch.testing.assert_close(p, q)
+
+
 def test_the_shadow_reads_a_stream_as_the_model_does(small_data, stream_model):
     """In a stream the shadow carries its own state across segments: at an lr too small to move the
     weights its figure over the first 100 segments is the adapted one (a fresh state each segment,
