@@ -215,10 +215,12 @@ PTB_SLICE = Corpus("ptb-slice", epochs=3, anneal_after=None, data_name="ptb-10k"
 # Kawakami et al. (2017) Tables 4-5. One recipe for every character row: LSTMs of 256 with 128-d
 # characters, dropout 0.3, Adam 0.002, clip 10, chunks of 35 words (the paper: 600-d, dropout 0.5;
 # 600-d costs ~4x, measured below). The epoch budget makes the slowest row, the char LSTM (it runs
-# its LSTM over every character of the text), train in ~2-2.5 h at one thread: measured at one
-# thread, 60 updates of 25 x 35 PTB words, char LSTM 730 words/s, HCLM 1,360 (the cache ~1.2x HCLM's
-# time): a PTB epoch (970k tokens) 22 min for the char LSTM, so 6 epochs; a WikiText-2 epoch (2.1M)
-# ~50 min, so 3.
+# its LSTM over every character of the text), train in ~2-2.5 h at one thread beside another row.
+# PTB, 60 updates of 25 x 35 words, two jobs on two cores: char LSTM 730 words/s, HCLM 1,360 (the
+# cache ~1.3x HCLM's time): an epoch (970k tokens) is 22 min for the char LSTM, so 6 epochs.
+# WikiText-2, 120 updates of 10 x 35 words (smaller batches: dearer per word), three jobs on two
+# cores: char LSTM 390 words/s, HCLM 830, so ~590 and ~1,250 as two jobs: an epoch (2.1M tokens)
+# is ~60 min for the char LSTM, so 2 epochs.
 CHARS = ("--char-embed-dim", "128", "--hidden-size", "256", "--dropout", "0.3", "--optimizer", "adam", "--lr",
          "0.002", "--clip-norm", "10")
 CHAR_ROWS = {
@@ -231,7 +233,7 @@ PTB_CHARS = Corpus("ptb-chars", epochs=6, anneal_after=None, data_name="ptb-open
                    test_time=False, streams=25, rows=CHAR_ROWS,
                    paper={"char-lstm": "1.369 / 1.331", "hclm": "1.308 / 1.276", "hclm-cache": "1.266 / 1.247"})
 # full WikiText-2 (its words seen < 3 times are already <unk>, spelled likewise; the paper read raw text)
-WIKITEXT2_CHARS = Corpus("wikitext-2-chars", epochs=3, anneal_after=None, data_name="wikitext-2-open",
+WIKITEXT2_CHARS = Corpus("wikitext-2-chars", epochs=2, anneal_after=None, data_name="wikitext-2-open",
                          source="wikitext-2", open_vocabulary=True, test_time=False, streams=10, rows=CHAR_ROWS,
                          paper={"char-lstm": "1.758 / 1.803", "hclm": "1.625 / 1.670",
                                 "hclm-cache": "1.480 / 1.500"})
