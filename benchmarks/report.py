@@ -769,6 +769,13 @@ def char_statement(by_corpus):
                 lines.append(f"The paper's claim that the cache gains more on WikiText-2 than on PTB: here "
                              f"{wt2:+.1f}% against {ptb:+.1f}% (the paper {wt2_paper:+.1f}% against {ptb_paper:+.1f}%)"
                              + (": it holds here." if wt2 < min(ptb, 0) else ": **it does not hold here**."))
+    last_change = lambda r: r["bpc_per_epoch"][-1] - r["bpc_per_epoch"][-2]  # an undertrained row still falls
+    falling = [f"{corpus_name} {CHAR_CORPORA[corpus_name].rows[n].description} ({last_change(r):+.4f})"
+               for corpus_name, rows in by_corpus.items() for n, r in rows.items()
+               if len(r.get("bpc_per_epoch") or []) > 1 and last_change(r) < -0.005]
+    if falling:
+        lines.append("Valid bpc was still falling in the last epoch (its change from the one before) for "
+                     + "; ".join(falling) + ": the epoch budget, not the model, sets these figures.")
     missing = {corpus_name: [n for n in corpus.rows if n not in by_corpus[corpus_name]]
                for corpus_name, corpus in CHAR_CORPORA.items()}
     queued = [f"{corpus_name} {', '.join(names)} (`python benchmarks/table.py --corpus {CHAR_CORPORA[corpus_name].name} "

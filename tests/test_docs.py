@@ -269,6 +269,9 @@ def test_character_statement_follows_the_figures(monkeypatch):
     assert "-10.5% against -1.3% (the paper -10.2% against -2.3%): it holds here." in report.char_statement(results)
     assert ("Not in the tables yet, queued: WikiText-2 char-lstm (`python benchmarks/table.py --corpus "
             "wikitext-2-chars --rows char-lstm --threads 1`)") in text
+    results["PTB"]["hclm"]["bpc_per_epoch"] = [1.60, 1.55, 1.52]
+    assert ("Valid bpc was still falling in the last epoch (its change from the one before) for PTB HCLM (`hclm`) "
+            "(-0.0300): the epoch budget") in report.char_statement(results)
     table = report.char_table(report.WIKITEXT2_CHARS, results["WikiText-2"])
     assert "char LSTM" not in table and table.count("\n") == 3
 
