@@ -310,10 +310,7 @@ class LanguageModelScorer:
         for model, chunk in zip(self.models, self.chunks):
             scores = []
             for start, end in text_bounds(len(encoded), texts):
-                if model.neural_cache is not None:
-                    model.neural_cache.reset()
-                if getattr(model, "dynamic_eval", None) is not None:
-                    model.dynamic_eval.reset()  # every text is scored from the trained weights
+                model.start_text()  # an empty cache, the trained weights
                 part = encoded[start:end]
                 scores += self._stream(model, part, chunk) if chunk else self._in_order(model, part)
             per_model.append(torch.cat(scores))

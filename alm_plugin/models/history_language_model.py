@@ -50,6 +50,14 @@ class HistoryAttentionLanguageModel(CheckpointFitMixin, FairseqLanguageModel):
         with self.dynamic_eval.recording():
             return super().forward(src_tokens, **kwargs)
 
+    def start_text(self):
+        """A new text (an alm-score file, a hub ``score()`` call): the neural cache emptied and, with
+        dynamic evaluation, the trained weights back."""
+        if self.neural_cache is not None:
+            self.neural_cache.reset()
+        if self.dynamic_eval is not None:
+            self.dynamic_eval.reset()
+
     def prepare_for_inference_(self, cfg):
         """fairseq-eval-lm calls it before it reads a batch: the place to refuse ``--softmax-batch``
         where the model reads a batch's output whole (before any data loader has started)."""

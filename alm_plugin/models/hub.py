@@ -18,23 +18,17 @@ class LanguageModelHubInterface(hub_utils.GeneratorHubInterface):
                 raise ValueError("cannot score an empty sentence: the hub scores the words of a "
                                  "sentence (not </s>), and an empty one has none; fairseq-eval-lm scores "
                                  "the </s> of empty lines")
-        evaluators = [m.dynamic_eval for m in self.models if getattr(m, "dynamic_eval", None) is not None]
-        if not evaluators:
+        if all(getattr(m, "dynamic_eval", None) is None for m in self.models):
             return super().score(sentences, replace_newline_with_eos=replace_newline_with_eos, **kwargs)
-        self._start_text(evaluators)
+        for model in self.models:
+            model.start_text()
         try:  # one sentence (a segment) at a time, in the order given: fairseq's batches sort by length
             scores = [super(LanguageModelHubInterface, self).score([sentence], replace_newline_with_eos, **kwargs)[0]
                       for sentence in ([sentences] if single else sentences)]
         finally:
-            self._start_text(evaluators)
+            for model in self.models:
+                model.start_text()
         return scores[0] if single else scores
-
-    def _start_text(self, evaluators):
-        for evaluator in evaluators:
-            evaluator.reset()
-        for model in self.models:
-            if getattr(model, "neural_cache", None) is not None:
-                model.neural_cache.reset()
 
 
 class ScoringOnlyHubInterface(hub_utils.GeneratorHubInterface):
