@@ -11,7 +11,8 @@ it finishes: the arguments, commit, valid ppl per epoch (and a pointer's gate, a
 entropy), minutes, tokens/s, valid/test ``ppl`` from ``fairseq-eval-lm`` and ``paper_ppl`` from
 ``fairseq-validate`` (every sentence scored whole; a stream row: the split as one stream); then
 the neural cache, dynamic evaluation and both together, their settings chosen on valid by
-``alm-cache-grid``, and the test ppl with each. Rows whose JSON exists are skipped and a killed
+``alm-cache-grid``, and the test ppl with each. A character row gives bits per character instead
+(and the cache row the word types it copies and spells most, ``alm-cache-posterior``). Rows whose JSON exists are skipped and a killed
 row resumes from its ``checkpoint_last.pt``, so a table fills over several runs
 (``nohup ... &``; ``--threads 1`` to run two rows side by side).
 """
@@ -148,6 +149,8 @@ def evaluate(corpus, row, checkpoint, threads):
                                         threads=threads), split)[-1]
             result.update({f"{split}_{stat}": float(validated[f"{split}_{stat}"])
                            for stat in ("bpc", "ppl", "cache_use") if f"{split}_{stat}" in validated})
+        if "test_cache_use" in result:
+            result["test_cache_posterior"] = cache_posterior(corpus, checkpoint, threads)
         return result
     for split in ("valid", "test"):
         result[f"{split}_ppl"] = eval_lm_ppl(corpus, row, checkpoint, split, [], threads)
@@ -164,6 +167,15 @@ def evaluate(corpus, row, checkpoint, threads):
     if row.reading != "fairseq" and corpus.test_time:
         result.update(evaluate_test_time(corpus, row, checkpoint, threads))
     return result
+
+
+def cache_posterior(corpus, checkpoint, threads):
+    """The word types the cache model copies most and spells most on test, over every repeated
+    type and over those seen fewer than 5 times in train (the paper's Tables 7-8)."""
+    path = os.path.join(os.path.dirname(checkpoint), "cache_posterior_test.json")
+    record = plugin_tool("cache_posterior", "--path", checkpoint, "--data", corpus.data, "--cpu", "--split", "test",
+                         "--top", "15", "--rare-in-train", "5", "--json", path, json_out=path, threads=threads)
+    return {key: record[key] for key in ("mean_posterior", "bpc", "tables")}
 
 
 def finished_grid(grid_json, checkpoint, windows, lrs, decays):
@@ -190,15 +202,21 @@ def grid_point(corpus, checkpoint, lr, decay, threads):
     record = finished_grid(path, checkpoint, windows, [lr], [decay])
     if record is not None:
         return record, True
+    return plugin_tool("cache_grid", "--path", checkpoint, "--data", corpus.data, "--cpu", "--json", path,
+                       "--windows", corpus.cache_windows, "--dynamic-lrs", f"{lr:g}",
+                       "--dynamic-decays", f"{decay:g}", json_out=path, threads=threads), False
+
+
+def plugin_tool(module, *args, json_out, threads):
+    """Run ``alm_plugin.cli.<module> args`` (it writes ``json_out``) and return that JSON; exit
+    with the output's tail if it fails."""
     env = {**os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
-    proc = subprocess.run([sys.executable, "-m", "alm_plugin.cli.cache_grid", "--path", checkpoint,
-                           "--data", corpus.data, "--cpu", "--json", path, "--windows", corpus.cache_windows,
-                           "--dynamic-lrs", f"{lr:g}", "--dynamic-decays", f"{decay:g}"],
+    proc = subprocess.run([sys.executable, "-m", f"alm_plugin.cli.{module}", *map(str, args)],
                           cwd=ROOT, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
-        sys.exit(f"alm-cache-grid failed ({proc.returncode}):\n{(proc.stdout + proc.stderr)[-3000:]}")
-    with open(path) as f:
-        return json.load(f), False
+        sys.exit(f"alm_plugin.cli.{module} failed ({proc.returncode}):\n{(proc.stdout + proc.stderr)[-3000:]}")
+    with open(json_out) as f:
+        return json.load(f)
 
 
 def grid_on_valid(corpus, checkpoint, threads):

@@ -1,6 +1,7 @@
 """The character models through the real commands: prepare an open-vocabulary corpus from
 the shipped sample's text, fairseq-train (and resume), fairseq-eval-lm, fairseq-validate
 and alm-cache-posterior, checked against a hand computation and the text's length."""
+import collections
 import json
 import math
 import re
@@ -168,7 +169,7 @@ def test_cache_posterior_command_lists_copied_and_spelled_words(trained, corpus,
     save_dir, _ = trained
     code, out, stderr = run_module("alm_plugin.cli.cache_posterior", "--path", save_dir / "checkpoint_best.pt",
                                    "--data", corpus[0], "--split", "test", "--plot", tmp_path / "cache.png",
-                                   "--top", "5")
+                                   "--top", "5", "--rare-in-train", "3", "--json", tmp_path / "posterior.json")
     assert code == 0, stderr
     assert re.search(r"test: \d+ words, \d+ characters \| bpc [\d.]+", out), out
     table = out.split("spelled by the LM")[1].strip().split("\n\n")[0].splitlines()[1:]
@@ -176,6 +177,16 @@ def test_cache_posterior_command_lists_copied_and_spelled_words(trained, corpus,
     copied, spelled = zip(*[(float(row.split()[1]), float(row.split()[4])) for row in table])
     assert list(copied) == sorted(copied, reverse=True) and min(copied) >= max(spelled)
     assert (tmp_path / "cache.png").stat().st_size > 10_000
+    # the JSON holds the printed lists; Table 8's keeps only types rare in the raw training text
+    record = json.loads((tmp_path / "posterior.json").read_text())
+    every, rare = record["tables"]
+    assert [p for _, p, _ in every["copied"]] == list(copied)
+    in_train = collections.Counter((corpus[1] / "train.txt").read_text(encoding="utf-8").split())
+    in_test = collections.Counter((corpus[1] / "test.txt").read_text(encoding="utf-8").split())
+    repeated = [w for w, n in in_test.items() if n >= 2]  # and </s>, in every line of both splits
+    assert every["types"] == len(repeated) + 1
+    assert rare["types"] == sum(in_train[w] < 3 for w in repeated) > 0   # counted in train, not in the dictionary
+    assert all(in_train[w] < 3 for w, _, _ in rare["copied"] + rare["spelled"])
 
 
 def test_char_model_with_the_wrong_task_or_generation_is_a_clear_error(corpus, trained, tmp_path):

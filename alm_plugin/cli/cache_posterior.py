@@ -3,6 +3,7 @@
     alm-cache-posterior --path checkpoints/char_cache/checkpoint_best.pt \\
         --data data-bin/wikitext-2-sample --split test [--plot cache.png]
     alm-cache-posterior --path checkpoints/pointer/checkpoint_best.pt --split test   # a pointer_sentinel_lm
+    alm-cache-posterior --path ... --rare-in-train 5 --json posterior.json            # also Table 8
 
 Scores the held-out split as one stream (exact: nothing is cut) and prints, per word type
 seen at least ``--min-count`` times, the average cache posterior
@@ -11,13 +12,16 @@ seen at least ``--min-count`` times, the average cache posterior
 
 over its occurrences after the first (a first occurrence cannot be copied), the types most
 and least likely to come from the cache, and the split's bits per character and word
-perplexity. ``--plot`` draws the posterior of each word of the split's first words.
+perplexity. ``--rare-in-train N`` adds the same lists over the types seen fewer than N times
+in the training split (the paper's Table 8: N = 5); ``--json`` writes the figures and lists;
+``--plot`` draws the posterior of each word of the split's first words.
 
 For a Pointer Sentinel-LSTM the posterior is the pointer's share of each word's probability,
 ``(p(w) - g p_vocab(w)) / p(w)``, and the mean sentinel gate ``g`` is printed beside it.
 """
 import argparse
 import collections
+import json
 import math
 
 import torch
@@ -66,6 +70,21 @@ def posterior_by_type(words, posteriors, min_count):
     return {w: sums[w] / counts[w] for w in counts if counts[w] + 1 >= min_count}, counts
 
 
+def ranked(means, counts, top):
+    """The ``top`` types most and least often copied (at most half the types each, so no type is
+    on both sides); ties (many types sit at 1.0 or 0.0) go to the more frequent type."""
+    rows = max(0, min(top, len(means) // 2))
+    copied = sorted(means, key=lambda w: (-means[w], -counts[w], w))[:rows]
+    spelled = sorted(means, key=lambda w: (means[w], -counts[w], w))[:rows]
+    return copied, spelled
+
+
+def training_counts(task):
+    """How often each dictionary word occurs in the training split (the dictionary's own counts
+    cover every split when it was built with ``--open-vocabulary``)."""
+    return torch.bincount(task.load_words("train"), minlength=len(task.target_dictionary))
+
+
 def plot(path, dictionary, words, posteriors, n):
     import matplotlib
     matplotlib.use("Agg")
@@ -90,6 +109,10 @@ def main(argv=None):
     parser.add_argument("--split", default="test", help="split to analyse (default: test)")
     parser.add_argument("--min-count", type=int, default=2, help="only word types seen this often")
     parser.add_argument("--top", type=int, default=15, help="how many types to list per side")
+    parser.add_argument("--rare-in-train", type=int, default=0, metavar="N",
+                        help="also list the types seen fewer than N times in the training split "
+                             "(the paper's Table 8: 5)")
+    parser.add_argument("--json", help="also write the figures and the lists to this file")
     parser.add_argument("--plot", metavar="PNG", help="also draw the posterior of the first words")
     parser.add_argument("--plot-words", type=int, default=60, help="how many words to draw")
     parser.add_argument("--cpu", action="store_true", help="stay on the CPU even with a GPU")
@@ -98,7 +121,10 @@ def main(argv=None):
 
 
 def run(args):
-    check_outputs({"--plot": args.plot}, {"--path": [args.path]})
+    if args.rare_in_train < 0:
+        raise ScoringError(f"--rare-in-train {args.rare_in_train}: give a count of training occurrences "
+                           "(the paper's Table 8: 5), or 0 for no such list")
+    check_outputs({"--plot": args.plot, "--json": args.json}, {"--path": [args.path]})
     (model, task), = load_models([args.path], args.data, args.cpu, tool="alm-cache-posterior")
     if getattr(model.decoder, "cache", None) is None and not hasattr(model.decoder, "copy_posterior"):
         raise ScoringError(f"{args.path} has no word cache ({model.__class__.__name__}, "
@@ -114,18 +140,35 @@ def run(args):
           f"mean cache posterior {posteriors.mean().item():.3f}"
           + (f" | mean sentinel gate {gate:.3f}" if gate is not None else ""))
     means, counts = posterior_by_type(words, posteriors, args.min_count)
-    rows = max(0, min(args.top, len(means) // 2))
-    # ties (many types sit at 1.0 or 0.0) go to the more frequent type
-    copied = sorted(means, key=lambda w: (-means[w], -counts[w], dictionary[w]))[:rows]
-    spelled = sorted(means, key=lambda w: (means[w], -counts[w], dictionary[w]))[:rows]
     # the character model copies from its word cache or spells; the pointer copies or uses its softmax
     sources = ("copied from the cache", "spelled by the LM") if gate is None else ("copied by the pointer",
                                                                                  "from the softmax")
-    print(f"\n{sources[0]:<32}{sources[1]:<32}")
-    print(f"{'word':<16}{'p(z|w)':>8}{'n':>6}  {'':<2}{'word':<16}{'p(z|w)':>8}{'n':>6}")
-    for high, low in zip(copied, spelled):
-        print(f"{dictionary[high]:<16}{means[high]:>8.3f}{counts[high] + 1:>6}  {'':<2}"
-              f"{dictionary[low]:<16}{means[low]:>8.3f}{counts[low] + 1:>6}")
+    seen = f"seen at least {max(args.min_count, 2)} times in {args.split}"
+    tables = {seen: means}
+    if args.rare_in_train:
+        in_train = training_counts(task)
+        tables[f"{seen} and fewer than {args.rare_in_train} times in train"] = {
+            w: m for w, m in means.items() if in_train[w] < args.rare_in_train}
+    record = {"path": str(args.path), "split": args.split, "words": words.numel(), "characters": characters,
+              "bpc": nll / characters / math.log(2) if characters else None,
+              "word_ppl": math.exp(nll / words.numel()), "mean_posterior": posteriors.mean().item(),
+              "mean_sentinel_gate": gate, "min_count": args.min_count, "rare_in_train": args.rare_in_train,
+              "tables": []}
+    for title, table in tables.items():
+        copied, spelled = ranked(table, counts, args.top)
+        # n: the type's occurrences in the split (the posterior averages all but the first)
+        print(f"\nword types {title} ({len(table)}):\n{sources[0]:<32}{sources[1]:<32}")
+        print(f"{'word':<16}{'p(z|w)':>8}{'n':>6}  {'':<2}{'word':<16}{'p(z|w)':>8}{'n':>6}")
+        for high, low in zip(copied, spelled):
+            print(f"{dictionary[high]:<16}{means[high]:>8.3f}{counts[high] + 1:>6}  {'':<2}"
+                  f"{dictionary[low]:<16}{means[low]:>8.3f}{counts[low] + 1:>6}")
+        record["tables"].append({"title": title, "types": len(table), **{
+            side: [[dictionary[w], round(means[w], 4), counts[w] + 1] for w in chosen]
+            for side, chosen in (("copied", copied), ("spelled", spelled))}})
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(record, f, indent=1)
+        print(f"\nwrote {args.json}")
     if args.plot:
         plot(args.plot, dictionary, words, posteriors, args.plot_words)
         print(f"\nwrote {args.plot}")
