@@ -785,6 +785,29 @@ def char_statement(by_corpus):
     return "\n".join(lines)
 
 
+def markdown_text(word):
+    """A corpus word as table text (``<unk>`` would read as an HTML tag, ``|`` as a column)."""
+    return word.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
+
+
+def copy_lists(corpus_name, posterior, top=10):
+    """The paper's Tables 7-8 for one cache row: the test word types with the highest and lowest
+    mean posterior of having been copied (over their occurrences after the first), every repeated
+    type and those rare in train side by side (``alm-cache-posterior --rare-in-train 5``)."""
+    every, rare = posterior["tables"]
+    columns = [every["copied"], every["spelled"], rare["copied"], rare["spelled"]]
+    lines = [f"Which words the cache copies, {corpus_name} test (`alm-cache-posterior`; p(z|w): the mean posterior "
+             f"of the cache over a type's occurrences after the first, n: its occurrences in test; mean over every "
+             f"word {posterior['mean_posterior']:.3f}):", "",
+             f"| copied most ({every['types']:,} repeated types) | p(z\\|w) | n | spelled most | p(z\\|w) | n "
+             f"| copied most, < 5 in train ({rare['types']:,} types) | p(z\\|w) | n | spelled most, < 5 in train "
+             "| p(z\\|w) | n |", "|---" * 12 + "|"]
+    for i in range(min(top, *map(len, columns))):
+        lines.append("| " + " | ".join(f"{markdown_text(word)} | {p:.3f} | {n}" for word, p, n in (c[i] for c in columns))
+                     + " |")
+    return "\n".join(lines)
+
+
 def char_block():
     by_corpus = {name: corpus.load() for name, corpus in CHAR_CORPORA.items()}
     parts = []
@@ -792,7 +815,9 @@ def char_block():
         if by_corpus[name]:
             parts.append(f"{name} ({corpus.streams} streams x 35 words, {corpus.epochs} epochs):\n\n"
                          + char_table(corpus, by_corpus[name]))
-    return "\n\n".join([*parts, char_statement(by_corpus), char_paper_table()])
+    lists = [copy_lists(name, rows["hclm-cache"]["test_cache_posterior"]) for name, rows in by_corpus.items()
+             if "test_cache_posterior" in rows.get("hclm-cache", {})]
+    return "\n\n".join([*parts, char_statement(by_corpus), char_paper_table(), *lists])
 
 
 # ---- every block

@@ -2,6 +2,7 @@
 
 Fast: reads files only (no fairseq run; the root is conftest.py's).
 """
+import json
 import os
 import re
 import unicodedata
@@ -274,6 +275,36 @@ def test_character_statement_follows_the_figures(monkeypatch):
             "(-0.0300): the epoch budget") in report.char_statement(results)
     table = report.char_table(report.WIKITEXT2_CHARS, results["WikiText-2"])
     assert "char LSTM" not in table and table.count("\n") == 3
+
+
+def test_the_cache_rows_copy_lists_come_from_their_json(monkeypatch):
+    """table.py asks alm-cache-posterior for the cache row's lists (Table 7 and Table 8's rare-in-train
+    filter) and keeps them in the row's JSON; the docs show them side by side, cut to the shortest list,
+    with corpus words that markdown would eat (``<unk>``, ``|``) escaped; no JSON, no lists."""
+    table = benchmarks_module(monkeypatch, "table")
+    report = benchmarks_module(monkeypatch, "report")
+    from rows import WIKITEXT2_CHARS
+    def validate(tool, *args, threads=None):  # a model with a cache logs its use
+        split = args[args.index("--valid-subset") + 1]
+        cache = {f"{split}_cache_use": "0.1"} if "cache" in args[args.index("--path") + 1] else {}
+        return f"| {split} | " + json.dumps({f"{split}_bpc": "1.5", f"{split}_ppl": "250.0", **cache})
+    monkeypatch.setattr(table, "fairseq", validate)
+    asked = []
+    tables = [{"title": "every", "types": 900, "copied": [["<unk>", 0.9, 30], ["Gore", 0.8, 4]],
+               "spelled": [["17", 0.0, 5], ["a|b", 0.01, 2]]},
+              {"title": "rare", "types": 40, "copied": [["Nerva", 0.97, 3]], "spelled": [["440", 0.005, 2]]}]
+    monkeypatch.setattr(table, "plugin_tool", lambda module, *args, json_out, threads: asked.append((module, args)) or
+                        {"mean_posterior": 0.12, "bpc": 1.5, "tables": tables, "words": 10})
+    result = table.evaluate(WIKITEXT2_CHARS, WIKITEXT2_CHARS.rows["hclm-cache"], "cache/checkpoint_best.pt", 1)
+    module, args = asked[0]
+    assert module == "cache_posterior" and args[args.index("--rare-in-train") + 1] == "5"
+    assert args[args.index("--split") + 1] == "test" and result["test_cache_posterior"]["tables"] == tables
+    assert "test_cache_posterior" not in table.evaluate(WIKITEXT2_CHARS, WIKITEXT2_CHARS.rows["hclm"], "hclm/checkpoint_best.pt", 1)
+    text = report.copy_lists("WikiText-2", result["test_cache_posterior"])
+    rows = text.split("|---" * 12 + "|\n")[1].splitlines()
+    assert rows == ["| &lt;unk&gt; | 0.900 | 30 | 17 | 0.000 | 5 | Nerva | 0.970 | 3 | 440 | 0.005 | 2 |"]
+    assert "(900 repeated types)" in text and "< 5 in train (40 types)" in text and "mean over every word 0.120" in text
+    assert report.markdown_text("a|b") == "a\\|b"
 
 
 def test_table_takes_the_streams_from_the_corpus(monkeypatch):
