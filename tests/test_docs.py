@@ -302,7 +302,8 @@ def test_the_cache_rows_copy_lists_come_from_their_json(monkeypatch):
     assert "test_cache_posterior" not in table.evaluate(WIKITEXT2_CHARS, WIKITEXT2_CHARS.rows["hclm"], "hclm/checkpoint_best.pt", 1)
     text = report.copy_lists("WikiText-2", result["test_cache_posterior"])
     rows = text.split("|---" * 12 + "|\n")[1].splitlines()
-    assert rows == ["| &lt;unk&gt; | 0.900 | 30 | 17 | 0.000 | 5 | Nerva | 0.970 | 3 | 440 | 0.005 | 2 |"]
+    assert rows[:2] == ["| &lt;unk&gt; | 0.900 | 30 | 17 | 0.000 | 5 | Nerva | 0.970 | 3 | 440 | 0.005 | 2 |",
+                        "| Gore | 0.800 | 4 | a\\|b | 0.010 | 2 |  |  |  |  |  |  |"]
     assert "(900 repeated types)" in text and "< 5 in train (40 types)" in text and "mean over every word 0.120" in text
     assert report.markdown_text("a|b") == "a\\|b"
 
