@@ -12,6 +12,7 @@ and the speed scripts wrote is the whole record.
 import argparse
 import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -787,7 +788,16 @@ def char_statement(by_corpus):
 
 def markdown_text(word):
     """A corpus word as table text (``<unk>`` would read as an HTML tag, ``|`` as a column)."""
-    return word.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
+    word = word.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return re.sub(r"([|*_`\\])", r"\\\1", word)  # a column, emphasis, code
+
+
+def listed(column, i):
+    """Word, p(z|w) and n of a list's ``i``-th type; three blank cells past its end (few rare types)."""
+    if i >= len(column):
+        return " |  | "
+    word, posterior, count = column[i]
+    return f"{markdown_text(word)} | {posterior:.3f} | {count}"
 
 
 def copy_lists(corpus_name, posterior, top=10):
@@ -800,12 +810,11 @@ def copy_lists(corpus_name, posterior, top=10):
              f"of the cache over a type's occurrences after the first, n: its occurrences in test; mean over every "
              f"word {posterior['mean_posterior']:.3f}):", "",
              f"| copied most ({every['types']:,} repeated types) | p(z\\|w) | n | spelled most | p(z\\|w) | n "
-             f"| copied most, < 5 in train ({rare['types']:,} types) | p(z\\|w) | n | spelled most, < 5 in train "
+             f"| copied most, < {posterior['rare_in_train']} in train ({rare['types']:,} types) | p(z\\|w) | n "
+             f"| spelled most, < {posterior['rare_in_train']} in train "
              "| p(z\\|w) | n |", "|---" * 12 + "|"]
-    cells = lambda column, i: ("{} | {:.3f} | {}".format(markdown_text(column[i][0]), *column[i][1:])
-                               if i < len(column) else " | ".join(["", "", ""]))  # a shorter list (few rare types) ends blank
     for i in range(min(top, max(map(len, columns)))):
-        lines.append("| " + " | ".join(cells(column, i) for column in columns) + " |")
+        lines.append("| " + " | ".join(listed(column, i) for column in columns) + " |")
     lines.append("\nThe paper's Tables 7-8 (its English test text): the cache serves frequent words (*the*, *of*) and "
                  "proper nouns (*Lesnar*, *Gore*); basic words and numbers (*300*, *act*, *however*) are spelled.")
     return "\n".join(lines)

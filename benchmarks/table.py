@@ -11,10 +11,10 @@ it finishes: the arguments, commit, valid ppl per epoch (and a pointer's gate, a
 entropy), minutes, tokens/s, valid/test ``ppl`` from ``fairseq-eval-lm`` and ``paper_ppl`` from
 ``fairseq-validate`` (every sentence scored whole; a stream row: the split as one stream); then
 the neural cache, dynamic evaluation and both together, their settings chosen on valid by
-``alm-cache-grid``, and the test ppl with each. A character row gives bits per character instead
-(and the cache row the word types it copies and spells most, ``alm-cache-posterior``). Rows whose JSON exists are skipped and a killed
-row resumes from its ``checkpoint_last.pt``, so a table fills over several runs
-(``nohup ... &``; ``--threads 1`` to run two rows side by side).
+``alm-cache-grid``, and the test ppl with each. A character row gives bits per character
+instead (and the cache row the word types it copies and spells most, ``alm-cache-posterior``).
+Rows whose JSON exists are skipped and a killed row resumes from its ``checkpoint_last.pt``, so
+a table fills over several runs (``nohup ... &``; ``--threads 1`` to run two rows side by side).
 """
 import argparse
 import json
@@ -175,7 +175,7 @@ def cache_posterior(corpus, checkpoint, threads):
     path = os.path.join(os.path.dirname(checkpoint), "cache_posterior_test.json")
     record = plugin_tool("cache_posterior", "--path", checkpoint, "--data", corpus.data, "--cpu", "--split", "test",
                          "--top", "15", "--rare-in-train", "5", "--json", path, json_out=path, threads=threads)
-    return {key: record[key] for key in ("mean_posterior", "bpc", "tables")}
+    return {key: record[key] for key in ("mean_posterior", "bpc", "rare_in_train", "tables")}
 
 
 def finished_grid(grid_json, checkpoint, windows, lrs, decays):

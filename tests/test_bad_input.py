@@ -256,6 +256,8 @@ def test_cache_posterior_on_a_word_model_is_one_line(tiny_lm):
     code, stdout, stderr = run_module("alm_plugin.cli.cache_posterior", "--path", tiny_lm, "--data", SAMPLE_DATA)
     assert code == 1 and "Traceback" not in stderr and stdout == ""
     assert last_line(stderr).startswith(f"alm-cache-posterior: error: {tiny_lm} has no word cache"), stderr
+    code, stdout, stderr = run_module("alm_plugin.cli.cache_posterior", "--path", tiny_lm, "--rare-in-train", "-1")
+    assert code == 1 and last_line(stderr).startswith("alm-cache-posterior: error: --rare-in-train -1: give a count")
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux's /proc to cap the memory")

@@ -180,13 +180,18 @@ def test_cache_posterior_command_lists_copied_and_spelled_words(trained, corpus,
     # the JSON holds the printed lists; Table 8's keeps only types rare in the raw training text
     record = json.loads((tmp_path / "posterior.json").read_text())
     every, rare = record["tables"]
-    assert [p for _, p, _ in every["copied"]] == list(copied)
+    assert [round(p, 3) for _, p, _ in every["copied"]] == list(copied)
+    for listed in (every, rare):  # a type is copied or spelled, never both
+        assert not {w for w, _, _ in listed["copied"]} & {w for w, _, _ in listed["spelled"]}
     in_train = collections.Counter((corpus[1] / "train.txt").read_text(encoding="utf-8").split())
     in_test = collections.Counter((corpus[1] / "test.txt").read_text(encoding="utf-8").split())
     repeated = [w for w, n in in_test.items() if n >= 2]  # and </s>, in every line of both splits
     assert every["types"] == len(repeated) + 1
     assert rare["types"] == sum(in_train[w] < 3 for w in repeated) > 0   # counted in train, not in the dictionary
     assert all(in_train[w] < 3 for w, _, _ in rare["copied"] + rare["spelled"])
+    printed = out.split("spelled by the LM")[2].strip().split("\n\n")[0].splitlines()[1:]
+    assert [(row.split()[0], row.split()[3]) for row in printed] == [
+        (c[0], s[0]) for c, s in zip(rare["copied"], rare["spelled"])]
 
 
 def test_char_model_with_the_wrong_task_or_generation_is_a_clear_error(corpus, trained, tmp_path):

@@ -279,8 +279,8 @@ def test_character_statement_follows_the_figures(monkeypatch):
 
 def test_the_cache_rows_copy_lists_come_from_their_json(monkeypatch):
     """table.py asks alm-cache-posterior for the cache row's lists (Table 7 and Table 8's rare-in-train
-    filter) and keeps them in the row's JSON; the docs show them side by side, cut to the shortest list,
-    with corpus words that markdown would eat (``<unk>``, ``|``) escaped; no JSON, no lists."""
+    filter) and keeps them in the row's JSON; the docs show them side by side, a shorter list ending in
+    blank cells, with corpus words that markdown would eat (``<unk>``, ``|``) escaped."""
     table = benchmarks_module(monkeypatch, "table")
     report = benchmarks_module(monkeypatch, "report")
     from rows import WIKITEXT2_CHARS
@@ -294,7 +294,7 @@ def test_the_cache_rows_copy_lists_come_from_their_json(monkeypatch):
                "spelled": [["17", 0.0, 5], ["a|b", 0.01, 2]]},
               {"title": "rare", "types": 40, "copied": [["Nerva", 0.97, 3]], "spelled": [["440", 0.005, 2]]}]
     monkeypatch.setattr(table, "plugin_tool", lambda module, *args, json_out, threads: asked.append((module, args)) or
-                        {"mean_posterior": 0.12, "bpc": 1.5, "tables": tables, "words": 10})
+                        {"mean_posterior": 0.12, "bpc": 1.5, "rare_in_train": 5, "tables": tables, "words": 10})
     result = table.evaluate(WIKITEXT2_CHARS, WIKITEXT2_CHARS.rows["hclm-cache"], "cache/checkpoint_best.pt", 1)
     module, args = asked[0]
     assert module == "cache_posterior" and args[args.index("--rare-in-train") + 1] == "5"

@@ -71,17 +71,22 @@ def posterior_by_type(words, posteriors, min_count):
 
 
 def ranked(means, counts, top):
-    """The ``top`` types most and least often copied (at most half the types each, so no type is
-    on both sides); ties (many types sit at 1.0 or 0.0) go to the more frequent type."""
+    """The ``top`` types most and least often copied, no type on both sides; means equal at the
+    printed precision (many types sit at 1.000 or 0.000) go to the more frequent type."""
     rows = max(0, min(top, len(means) // 2))
-    copied = sorted(means, key=lambda w: (-means[w], -counts[w], w))[:rows]
-    spelled = sorted(means, key=lambda w: (means[w], -counts[w], w))[:rows]
-    return copied, spelled
+    shown = {w: round(m, 3) for w, m in means.items()}
+    copied = sorted(shown, key=lambda w: (-shown[w], -counts[w], w))[:rows]
+    rest = set(shown) - set(copied)
+    return copied, sorted(rest, key=lambda w: (shown[w], -counts[w], w))[:rows]
 
 
 def training_counts(task):
     """How often each dictionary word occurs in the training split (the dictionary's own counts
     cover every split when it was built with ``--open-vocabulary``)."""
+    if not hasattr(task, "load_words"):
+        raise ScoringError(f"--rare-in-train counts the training split as a stream, which the checkpoint's task "
+                           f"({task.__class__.__name__}) does not read: drop --rare-in-train, or use a model "
+                           "trained with --task open_vocabulary_language_modeling / document_language_modeling")
     return torch.bincount(task.load_words("train"), minlength=len(task.target_dictionary))
 
 
@@ -131,6 +136,7 @@ def run(args):
                            "e.g. --arch hclm or char_lstm_lm): the cache posterior needs a char_cache_lm "
                            "or a pointer_sentinel_lm")
     dictionary = task.target_dictionary
+    in_train = training_counts(task) if args.rare_in_train else None  # before scoring: a missing split fails fast
     words, log_probs, posteriors, characters, gate = score_split(model, task, args.split)
 
     nll = -log_probs.double().sum().item()
@@ -146,7 +152,6 @@ def run(args):
     seen = f"seen at least {max(args.min_count, 2)} times in {args.split}"
     tables = {seen: means}
     if args.rare_in_train:
-        in_train = training_counts(task)
         tables[f"{seen} and fewer than {args.rare_in_train} times in train"] = {
             w: m for w, m in means.items() if in_train[w] < args.rare_in_train}
     record = {"path": str(args.path), "split": args.split, "words": words.numel(), "characters": characters,
