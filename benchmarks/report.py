@@ -815,8 +815,6 @@ def copy_lists(corpus_name, posterior, top=10):
              "| p(z\\|w) | n |", "|---" * 12 + "|"]
     for i in range(min(top, max(map(len, columns)))):
         lines.append("| " + " | ".join(listed(column, i) for column in columns) + " |")
-    lines.append("\nThe paper's Tables 7-8 (its English test text): the cache serves frequent words (*the*, *of*) and "
-                 "proper nouns (*Lesnar*, *Gore*); basic words and numbers (*300*, *act*, *however*) are spelled.")
     return "\n".join(lines)
 
 
@@ -829,6 +827,9 @@ def char_block():
                          + char_table(corpus, by_corpus[name]))
     lists = [copy_lists(name, rows["hclm-cache"]["test_cache_posterior"]) for name, rows in by_corpus.items()
              if "test_cache_posterior" in rows.get("hclm-cache", {})]
+    if lists:
+        lists.append("The paper's Tables 7-8 (its English test text): the cache serves frequent words (*the*, *of*) "
+                     "and proper nouns (*Lesnar*, *Gore*); basic words and numbers (*300*, *act*, *however*) are spelled.")
     return "\n\n".join([*parts, char_statement(by_corpus), char_paper_table(), *lists])
 
 
