@@ -252,6 +252,18 @@ def test_every_tool_loads_and_refuses_a_checkpoint_alike(tmp_path, tiny_lm, modu
         assert last_line(stderr).startswith(f"{prog}: error: {message}"), stderr
 
 
+def test_cache_posterior_json_on_its_checkpoint_or_its_plot_is_refused(tmp_path, tiny_lm):
+    """--json naming the checkpoint (under another spelling) or the --plot file: one line, nothing written."""
+    checkpoint = tmp_path / "lm.pt"
+    checkpoint.write_bytes(tiny_lm.read_bytes())
+    for json_out, extra, clash in ((os.path.join(tmp_path, ".", "lm.pt"), [], "--path"),
+                                   (tmp_path / "out.png", ["--plot", tmp_path / "out.png"], "--plot")):
+        code, stdout, stderr = run_module("alm_plugin.cli.cache_posterior", "--path", checkpoint, *extra,
+                                          "--json", json_out)
+        assert code == 1 and stdout == "" and f"--json {json_out} is also {clash}" in last_line(stderr), stderr
+    assert checkpoint.read_bytes() == tiny_lm.read_bytes() and sorted(os.listdir(tmp_path)) == ["lm.pt"]
+
+
 def test_cache_posterior_on_a_word_model_is_one_line(tiny_lm):
     code, stdout, stderr = run_module("alm_plugin.cli.cache_posterior", "--path", tiny_lm, "--data", SAMPLE_DATA)
     assert code == 1 and "Traceback" not in stderr and stdout == ""
