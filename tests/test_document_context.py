@@ -4,6 +4,7 @@ import json
 import math
 import os
 import re
+import shlex
 
 import pytest
 import torch
@@ -439,6 +440,29 @@ def test_cache_posterior_command_shows_the_pointer_gate(stream_model):
     assert 0 < gate <= 1 and 0 <= posterior <= 1
     assert stdout.splitlines()[2].startswith("word types seen at least 2 times in valid (")
     assert stdout.splitlines()[3].split() == ["copied", "by", "the", "pointer", "from", "the", "softmax"]
+
+
+def test_cache_grid_on_a_stream_model_with_dynamic_evaluation_reproduces_its_best_with_eval_lm(stream_model, tmp_path):
+    """The route the WikiText-2 table's stream rows take: the split read as one stream in segments,
+    adapting, its per-token results kept in a block that grows (a list of them pinned the heap and
+    was OOM-killed past 21 GB); the figure is eval-lm's for the command it prints."""
+    root, _ = stream_model
+    code, stdout, stderr = run_module("alm_plugin.cli.cache_grid", "--path", root / "attentive_lm" / "checkpoint_last.pt",
+                                      "--data", SAMPLE_DATA, "--windows", "60", "--thetas", "0.4", "--lambdas", "0.25",
+                                      "--dynamic-lrs", "1", "--dynamic-segment", "10", "--cpu")
+    assert code == 0, stderr
+    best = float(re.search(r"^best: ([\d.]+)", stdout, re.M).group(1))
+    command = shlex.split(re.search(r"^use: fairseq-eval-lm (.*)$", stdout, re.M).group(1))
+    assert "--dynamic-eval-lr" in command and "--neural-cache-window" in command  # both chosen, as on WikiText-2
+    assert eval_lm_result(run("eval_lm", *command, "--cpu")[1])[1] == pytest.approx(best, rel=1e-3)
+
+
+def test_cache_grid_keeps_per_token_rows_in_order_across_growth():
+    from alm_plugin.cli.cache_grid import Rows
+    rows, parts = Rows(capacity=3), [torch.randn(n, 4) for n in (2, 1, 5, 0, 7)]
+    for part in parts:
+        rows.append(part)
+    assert torch.equal(rows.kept(), torch.cat(parts))
 
 
 @pytest.mark.parametrize("arch", ["alm_lstm", "attentive_lm", "pointer_sentinel_lm"])
