@@ -112,34 +112,41 @@ def test_benchmarks_page_is_what_the_json_generates(monkeypatch):
 
 
 def test_benchmarks_import_no_cycle():
-    """benchmarks/ scripts import each other downwards only (rows -> table/report, timing -> speed scripts)."""
+    """benchmarks/ scripts import each other downwards only (rows -> table/report, timing -> speed scripts).
+    A package (report/) counts as one module, its files' imports together (their relative imports stay
+    inside it); the script a package of its name shadows (report.py, its command line) is imported by
+    nothing, so it is left out."""
     import ast
-    local = {p.stem: p for p in (ROOT / "benchmarks").glob("*.py")}
+    files = {p.parent.name: sorted(p.parent.glob("*.py")) for p in (ROOT / "benchmarks").glob("*/__init__.py")}
+    files.update({p.stem: [p] for p in (ROOT / "benchmarks").glob("*.py") if p.stem not in files})
     imports = {}
-    for name, path in local.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        found = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-        found |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-        imports[name] = found & set(local)
+    for name, paths in files.items():
+        found = set()
+        for tree in (ast.parse(path.read_text(encoding="utf-8")) for path in paths):
+            found |= {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+            found |= {n.module.split(".")[0] for n in ast.walk(tree)
+                      if isinstance(n, ast.ImportFrom) and n.module and not n.level}
+        imports[name] = found & set(files)
+    assert "report" in imports and imports["report"] >= {"rows", "grid_edge"}  # the package, read as one
 
     def reaches(start, goal, seen=()):
         return any(n == goal or (n not in seen and reaches(n, goal, (*seen, n))) for n in imports[start])
 
-    cycles = sorted(name for name in local if reaches(name, name))
+    cycles = sorted(name for name in files if reaches(name, name))
     assert not cycles, f"import cycle through benchmarks/{cycles}"
 
 
 def test_wikitext2_statement_states_the_goals_from_the_figures(monkeypatch):
     """The generated WikiText-2 statement: each goal's verdict follows the numbers (met / not met),
     and a result against attention is said as plainly as one for it."""
-    report = benchmarks_module(monkeypatch, "report")
+    wt2_statement = benchmarks_module(monkeypatch, "report").wikitext_2.statement
     row = lambda test, **more: {"valid_ppl": test + 3, "test_ppl": test, "params": 5e6, "train_minutes": 100,
                                 "epochs": 4, **more}
     results = {"lstm": row(120.0), "single": row(121.0),
                "lstm-stream": row(100.0, test_ppl_cache=70.0, test_ppl_dynamic=80.0, test_ppl_cache_dynamic=65.0),
                "ps-lstm-stream": row(95.0, test_ppl_cache=80.0, test_ppl_dynamic=78.0, test_ppl_cache_dynamic=69.0),
                "fairseq-lstm_lm": row(104.0)}
-    text = report.wt2_statement(results)
+    text = wt2_statement(results)
     assert "**It does not beat the equal LSTM on WikiText-2 either**" in text
     assert "The neural cache (settings chosen on valid): LSTM (ours, `alm_lstm`), document streams -30.0%" in text
     assert "(1 of 2 stream rows)" in text and "Goal >= 25% below each stream row's test ppl: not met" in text
@@ -149,12 +156,12 @@ def test_wikitext2_statement_states_the_goals_from_the_figures(monkeypatch):
            "below: met)" in text
     assert "the peer 104.0 (-3.8%; goal: at or ahead, met)" in text
     results["single"] = row(100.0)
-    assert "It beats the LSTM on WikiText-2 (on PTB it tied)." in report.wt2_statement(results)
+    assert "It beats the LSTM on WikiText-2 (on PTB it tied)." in wt2_statement(results)
     # a pick at the grid's strongest adaptation is flagged (lr 1 of 0.3, 1), one inside it is not
     results["lstm-stream"].update(dynamic={"lr": 1.0, "decay": 0.03}, valid_ppl_dynamic=90.0,
                                   valid_ppl_cache_dynamic=70.0)
     results["ps-lstm-stream"].update(dynamic={"lr": 0.3, "decay": 0.03}, valid_ppl_dynamic=92.0)
-    text = report.wt2_statement(results)
+    text = wt2_statement(results)
     assert "for LSTM (ours, `alm_lstm`), document streams (the largest lr)." in text
     assert text.count("the largest lr") == 1 and "the smallest decay" not in text
     assert "Not tried beyond the grid yet for LSTM (ours, `alm_lstm`), document streams (" in text
@@ -162,20 +169,20 @@ def test_wikitext2_statement_states_the_goals_from_the_figures(monkeypatch):
     picks = benchmarks_module(monkeypatch, "grid_edge").picks
     point = {"lr": 3.0, "decay": 0.03, "valid_ppl_dynamic": 95.0, "valid_ppl_cache_dynamic": 72.0}
     probe = {"lstm-stream": {"picks": picks(results["lstm-stream"]), "beyond": [point]}}
-    text = report.wt2_statement(results, probe)
+    text = wt2_statement(results, probe)
     assert "document streams: lr 3 decay 0.03 95.0 / 72.0 against the picks' 90.0 / 70.0." in text
     assert "for LSTM (ours, `alm_lstm`), document streams: their grid picks stand." in text
     assert "Not tried beyond" not in text
     # a step that wins on valid but not on test is said as such; a row probed for other picks is not probed
     point.update(valid_ppl_dynamic=88.0, dynamic={"lr": 3.0, "decay": 0.03}, test_ppl_dynamic=82.0)
-    text = report.wt2_statement(results, probe)
+    text = wt2_statement(results, probe)
     assert "**A step beyond wins on valid** (one step was tried; further is untried): LSTM (ours, `alm_lstm`), document streams at lr 3 decay 0.03: valid " \
            "88.0 against 90.0, test 82.0 against the table's 80.0 (+2.5%, **not better on test**)." in text
     assert "picks stand" not in text
     results["ps-lstm-stream"].update(dynamic={"lr": 1.0, "decay": 0.03}, valid_ppl_dynamic=92.0,
                                      valid_ppl_cache_dynamic=71.0)
     probe["ps-lstm-stream"] = {"picks": {"dynamic": {"lr": 0.3, "decay": 0.03, "valid_ppl": 92.0}}, "beyond": []}
-    assert "Not tried beyond the grid yet for Pointer Sentinel-LSTM" in report.wt2_statement(results, probe)
+    assert "Not tried beyond the grid yet for Pointer Sentinel-LSTM" in wt2_statement(results, probe)
 
 
 def test_grid_edge_probes_one_step_beyond_and_scores_test_only_for_a_winner(monkeypatch):
@@ -250,12 +257,12 @@ def test_character_statement_follows_the_figures(monkeypatch):
     """The generated character-model statement: each claim's verdict follows the bpc (better / not
     better, the WikiText-2-against-PTB claim holds or not), and a row not finished is named with the
     command that runs it, never as a table row."""
-    report = benchmarks_module(monkeypatch, "report")
+    char_tables = benchmarks_module(monkeypatch, "report").char_tables
     row = lambda bpc: {"valid_bpc": bpc + 0.02, "test_bpc": bpc, "valid_ppl": 300.0, "test_ppl": 290.0,
                        "best_epoch": 6, "epochs": 6, "params": 1.6e6, "train_minutes": 80}
     results = {"PTB": {"char-lstm": row(1.60), "hclm": row(1.50), "hclm-cache": row(1.48)},
                "WikiText-2": {"hclm": row(1.90), "hclm-cache": row(1.92)}}
-    text = report.char_statement(results)
+    text = char_tables.statement(results)
     assert "(5 of 6 rows, generated from the JSON)" in text
     assert "HCLM against the character LSTM: PTB test 1.5000 against 1.6000 bpc (-6.2%; the paper -4.1%)" in text
     assert "word ppl 290.0 against 290.0: better on PTB." in text
@@ -263,17 +270,17 @@ def test_character_statement_follows_the_figures(monkeypatch):
     assert ": **better on PTB only**." in text
     assert "here +1.1% against -1.3% (the paper -10.2% against -2.3%): **it does not hold here**." in text
     results["PTB"]["hclm-cache"] = row(1.55)  # the cache worse on both, less so on WikiText-2: no gain to compare
-    text = report.char_statement(results)
+    text = char_tables.statement(results)
     assert ": **not better on any corpus measured**." in text and "+1.1% against +3.3%" in text
     assert "**it does not hold here**" in text
     results["WikiText-2"]["hclm-cache"], results["PTB"]["hclm-cache"] = row(1.70), row(1.48)
-    assert "-10.5% against -1.3% (the paper -10.2% against -2.3%): it holds here." in report.char_statement(results)
+    assert "-10.5% against -1.3% (the paper -10.2% against -2.3%): it holds here." in char_tables.statement(results)
     assert ("Not in the tables yet, queued: WikiText-2 char-lstm (`python benchmarks/table.py --corpus "
             "wikitext-2-chars --rows char-lstm --threads 1`)") in text
     results["PTB"]["hclm"]["bpc_per_epoch"] = [1.60, 1.55, 1.52]
     assert ("Valid bpc was still falling in the last epoch (its change from the one before) for PTB HCLM (`hclm`) "
-            "(-0.0300): the epoch budget") in report.char_statement(results)
-    table = report.char_table(report.WIKITEXT2_CHARS, results["WikiText-2"])
+            "(-0.0300): the epoch budget") in char_tables.statement(results)
+    table = char_tables.table(char_tables.CORPORA["WikiText-2"], results["WikiText-2"])
     assert "char LSTM" not in table and table.count("\n") == 3
 
 
@@ -282,7 +289,7 @@ def test_the_cache_rows_copy_lists_come_from_their_json(monkeypatch):
     filter) and keeps them in the row's JSON; the docs show them side by side, a shorter list ending in
     blank cells, with corpus words that markdown would eat (``<unk>``, ``|``) escaped."""
     table = benchmarks_module(monkeypatch, "table")
-    report = benchmarks_module(monkeypatch, "report")
+    char_tables = benchmarks_module(monkeypatch, "report").char_tables
     from rows import WIKITEXT2_CHARS
     def validate(tool, *args, threads=None):  # a model with a cache logs its use
         split = args[args.index("--valid-subset") + 1]
@@ -300,12 +307,12 @@ def test_the_cache_rows_copy_lists_come_from_their_json(monkeypatch):
     assert module == "cache_posterior" and args[args.index("--rare-in-train") + 1] == "5"
     assert args[args.index("--split") + 1] == "test" and result["test_cache_posterior"]["tables"] == tables
     assert "test_cache_posterior" not in table.evaluate(WIKITEXT2_CHARS, WIKITEXT2_CHARS.rows["hclm"], "hclm/checkpoint_best.pt", 1)
-    text = report.copy_lists("WikiText-2", result["test_cache_posterior"])
+    text = char_tables.copy_lists("WikiText-2", result["test_cache_posterior"])
     rows = text.split("|---" * 12 + "|\n")[1].splitlines()
     assert rows[:2] == ["| &lt;unk&gt; | 0.900 | 30 | 17 | 0.000 | 5 | Nerva | 0.970 | 3 | 440 | 0.005 | 2 |",
                         "| Gore | 0.800 | 4 | a\\|b | 0.010 | 2 |  |  |  |  |  |  |"]
     assert "(900 repeated types)" in text and "< 5 in train (40 types)" in text and "mean over every word 0.120" in text
-    assert report.markdown_text("a|b") == "a\\|b"
+    assert char_tables.markdown_text("a|b") == "a\\|b"
 
 
 def test_table_takes_the_streams_from_the_corpus(monkeypatch):

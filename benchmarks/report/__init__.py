@@ -1,0 +1,72 @@
+"""Every generated table, statement and picture of docs/benchmarks.md, from the rows' JSON
+(``benchmarks/results/``). Each block between a page's ``<!-- MARKER:begin -->`` and
+``<!-- MARKER:end -->`` has a module of its own, named after its marker:
+
+    ptb_table          full PTB, sentence level: attention against an equal LSTM (and its picture)
+    train_speed        the training step against a bare nn.LSTM LM
+    ptb_stream         full PTB as document streams, the neural cache, dynamic evaluation (and its picture)
+    adaptive_softmax   the adaptive softmax's speed and quality
+    wikitext_2         WikiText-2 beside the paper's Table 2 (wikitext_2_choices: the slices that chose its settings)
+    char_tables        the character models beside Kawakami et al.'s
+
+They share ``statements`` (relative changes, where a row stands, a goal's verdict) and ``tables``
+(the results' JSON, the common cells). The command line is ``benchmarks/report.py``:
+
+    python benchmarks/report.py                  # print every block, draw the pictures
+    python benchmarks/report.py --update-docs    # and write the blocks between their markers
+
+It reads the rows' declarations (``rows.py``) and the JSON, nothing else: what ``table.py`` and
+the speed scripts wrote is the whole record.
+"""
+import argparse
+import os
+import sys
+
+from rows import PTB, ROOT
+
+from . import adaptive_softmax, char_tables, ptb_stream, ptb_table, train_speed, wikitext_2
+
+PAGE = os.path.join(ROOT, "docs", "benchmarks.md")
+
+
+def blocks(ptb_results_dir=None, draw=True):
+    """{marker: text} for every generated block of docs/benchmarks.md; ``draw``: the pictures too.
+    ``ptb_results_dir``: read the full-PTB rows' JSON from there instead of ``benchmarks/results/ptb``."""
+    results = PTB.load(ptb_results_dir)
+    if results and draw:
+        ptb_table.draw(results)
+        ptb_stream.draw(results)
+    return {"ptb-table": ptb_table.block(results),
+            "train-speed": train_speed.block(),
+            "ptb-stream": ptb_stream.block(results),
+            "adaptive-softmax": adaptive_softmax.block(results),
+            "wikitext-2": wikitext_2.block(),
+            "char-tables": char_tables.block()}
+
+
+def fill_markers(path, marker, text):
+    """Replace what lies between ``<!-- MARKER:begin -->`` and ``<!-- MARKER:end -->`` in ``path``."""
+    begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
+    with open(path) as f:
+        page = f.read()
+    if begin not in page or end not in page:
+        sys.exit(f"{os.path.relpath(path)} has no {begin} ... {end} block to fill")
+    head, rest = page.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    with open(path, "w") as f:
+        f.write(f"{head}{begin}\n{text}\n{end}{tail}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="benchmarks/report.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--update-docs", action="store_true", help="write every block into docs/benchmarks.md "
+                                                                   "between its markers")
+    parser.add_argument("--ptb-results", help="read the PTB rows' JSON from here (default: benchmarks/results/ptb)")
+    args = parser.parse_args(argv)
+    generated = blocks(args.ptb_results)
+    for marker, text in generated.items():
+        print(f"<!-- {marker} -->\n{text}\n")
+    if args.update_docs:
+        for marker, text in generated.items():
+            fill_markers(PAGE, marker, text)

@@ -1,0 +1,52 @@
+"""What the generated statements share: the relative change between two figures, the head that
+says how many rows a statement stands on, a goal's verdict, the one wording of where a row stands
+against another (ahead / behind / level, within a tolerance the statement states), and the note on
+a pointer whose sentinel gate sits at 1."""
+
+
+def pct(value, base):
+    """``value`` against ``base``, in percent (a lower perplexity: negative)."""
+    return 100 * (value / base - 1)
+
+
+def head(claim, done, total, rows="rows"):
+    """A statement's first line: what it shows and how many of the declared rows it stands on."""
+    return f"**{claim} ({done} of {total} {rows}, generated from the JSON).**"
+
+
+def met(reached):
+    return "met" if reached else "not met"
+
+
+def span(values):
+    """The range of ``values`` in whole numbers, ``"87 to 133"``; one figure where they round alike."""
+    low, high = f"{min(values):.0f}", f"{max(values):.0f}"
+    return low if low == high else f"{low} to {high}"
+
+
+def standing(change, tolerance):
+    """Where a figure ``change`` percent from another's stands (lower is better): ``"ahead"``,
+    ``"behind"``, or ``"level"`` where the change is under ``tolerance`` percent either way."""
+    if abs(change) < tolerance:
+        return "level"
+    return "ahead" if change < 0 else "behind"
+
+
+def gate_note(r, description):
+    """A pointer whose sentinel gate sits at 1 is unused (its gradient is scaled by 1 - g): say for
+    which epochs, from the gate logged on valid after each epoch (docs/models.md)."""
+    gates = r.get("pointer_gate_per_epoch") or []
+    stuck = [e for e, g in enumerate(gates, 1) if g is not None and g > 0.99]
+    if r.get("valid_pointer_gate", 0) > 0.99:
+        return [f"{description}: the sentinel gate is {r['valid_pointer_gate']:.3f} on valid, so the pointer "
+                "carries almost no mass and the model is the LSTM under another name (docs/models.md)."]
+    if not stuck:
+        return []
+    # the recipe halves SGD's step after epoch ``anneal_after``
+    annealed = r.get("recipe", {}).get("anneal_after") == stuck[-1]
+    return [f"{description}: the sentinel gate sat at 1 (pointer unused) after epoch"
+            f"{'s' if len(stuck) > 1 else ''} {stuck[0]}" + (f"-{stuck[-1]}" if len(stuck) > 1 else "")
+            + f", left it in epoch {stuck[-1] + 1}" + (" when SGD's step halved (lr 1 -> 0.5)" if annealed else "")
+            + " and ends at "
+            f"{r['valid_pointer_gate']:.3f} on valid: the pointer trained for {len(gates) - len(stuck)} of "
+            f"{len(gates)} epochs (docs/models.md)."]
