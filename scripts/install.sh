@@ -71,5 +71,11 @@ if ! "$PY" -c "import fairseq.data.data_utils_fast, fairseq.data.token_block_uti
   env -u CUDA_HOME "${PIP[@]}" --no-build-isolation --no-deps --no-cache-dir --force-reinstall \
     "fairseq-fixed==0.12.3.1"
 fi
-"${PIP[@]}" --no-deps --no-build-isolation -e .
+# this package, editable, built by the setuptools installed here (offline too): pyproject.toml
+# names the build backend, so pip builds the editable wheel itself; without it, a pip that finds
+# `wheel` installed runs `setup.py develop`, which setuptools >= 80 hands to a pip of its own that
+# looks for setuptools on an index (issue 56)
+"${PIP[@]}" --no-deps --no-build-isolation -e . || {
+  echo "install.sh: installing alm_plugin itself (pip install -e .) failed, pip's error above: it needs this" \
+       "checkout's pyproject.toml and setuptools>=64 with wheel in $PY ($PY -m pip install setuptools wheel)" >&2; exit 1; }
 "$PY" -c "import fairseq, torch, alm_plugin; print(f'alm_plugin ready: fairseq {fairseq.__version__}, torch {torch.__version__}, CUDA {torch.cuda.is_available()}')"

@@ -16,6 +16,8 @@
 # Binary wheels for the target; sdists for what has no wheel for it: antlr4-python3-runtime
 # (hydra's parser runtime) and fairseq-fixed where the index has no wheel for the target's
 # Python (it has one for 3.12, none for 3.11), built on the target against its numpy.
+# This Python prepares the sdists without build isolation: it needs setuptools and `wheel` (or
+# setuptools >= 70.1), and torch where fairseq-fixed is an sdist; both checked before downloading.
 set -euo pipefail
 PY=${PYTHON:-python3}
 TARGET=""
@@ -38,6 +40,30 @@ TARGET=${TARGET:-$("$PY" -c 'import sys; print(f"{sys.version_info[0]}.{sys.vers
 if [[ ! $TARGET =~ ^3\.[0-9]+$ ]]; then
   echo "make_wheelhouse.sh: --python-version $TARGET: give X.Y, e.g. 3.12" >&2; exit 2
 fi
+# the sdists are prepared (pip download runs their setup.py) by this Python, without build
+# isolation: it needs setuptools, and the wheel package where its setuptools (< 70.1) has no
+# bdist_wheel of its own; checked here, before minutes of downloads
+if ! WHY=$("$PY" - "$PY" 2>/dev/null <<'PYEOF'
+import sys
+py = sys.argv[1]
+try:
+    import setuptools
+    from setuptools.dist import Distribution
+except ImportError:
+    print(f"it has no setuptools: run {py} -m pip install setuptools wheel, then again")
+    sys.exit(1)
+try:
+    Distribution().get_command_class("bdist_wheel")
+except Exception:
+    print(f"its setuptools {setuptools.__version__} has no bdist_wheel without the wheel package: "
+          f"run {py} -m pip install wheel, then again")
+    sys.exit(1)
+PYEOF
+); then
+  echo "make_wheelhouse.sh: $PY cannot build wheels from sdists (antlr4-python3-runtime has only an sdist):" \
+       "${WHY:-it does not run: set PYTHON to a python3 with pip}" >&2
+  exit 2
+fi
 mkdir -p "$DEST"
 HOST=$("$PY" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
 RESOLVER=$PY
@@ -55,17 +81,23 @@ for tag in manylinux_2_28 manylinux_2_27 manylinux_2_24 manylinux_2_17 manylinux
 done
 BINARY=("$RESOLVER" -m pip download -q --dest "$DEST" --only-binary=:all: --python-version "$TARGET"
         --implementation cp "${PLATFORMS[@]}")
-# hydra-core and omegaconf need the antlr runtime, which has no wheel: their deps are named here
-NO_DEPS=$(grep -E '^(hydra-core|omegaconf)' scripts/requirements.txt)
-mapfile -t WITH_DEPS < <(grep -vE '^(#|$|hydra-core|omegaconf)' scripts/requirements.txt)
-"${BINARY[@]}" "${WITH_DEPS[@]}" PyYAML
-"${BINARY[@]}" --no-deps $NO_DEPS
 # fairseq-fixed's binary wheel where the index has one for the target (cp312's extensions are
 # built against numpy 2's headers and load under numpy 1.x and 2.x), else its sdist
 SDISTS=("antlr4-python3-runtime==4.9.3")
 if ! "${BINARY[@]}" --no-deps "fairseq-fixed==0.12.3.1" 2>/dev/null; then
   SDISTS+=("fairseq-fixed==0.12.3.1")
 fi
+# preparing fairseq-fixed's sdist runs its setup.py, which imports torch: checked before the rest
+if [[ ${SDISTS[*]} == *fairseq-fixed* ]] && ! "$PY" -c "import torch" 2>/dev/null; then
+  echo "make_wheelhouse.sh: the index has no fairseq-fixed wheel for Python $TARGET, and preparing its" \
+       "sdist needs torch, which $PY lacks: run where scripts/install.sh has run, or set PYTHON to a python3 with torch" >&2
+  exit 2
+fi
+# hydra-core and omegaconf need the antlr runtime, which has no wheel: their deps are named here
+NO_DEPS=$(grep -E '^(hydra-core|omegaconf)' scripts/requirements.txt)
+mapfile -t WITH_DEPS < <(grep -vE '^(#|$|hydra-core|omegaconf)' scripts/requirements.txt)
+"${BINARY[@]}" "${WITH_DEPS[@]}" PyYAML
+"${BINARY[@]}" --no-deps $NO_DEPS
 # sdists are the same for every Python; preparing fairseq-fixed's needs torch (this Python's)
 "$PY" -m pip download -q --dest "$DEST" --no-deps --no-binary=:all: --no-build-isolation "${SDISTS[@]}"
 if [[ $WITH_TORCH == 1 ]]; then

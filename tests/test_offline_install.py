@@ -4,13 +4,22 @@ The full route builds fairseq-fixed into a fresh virtual environment (a few minu
 runs only when a wheelhouse is given: ``ALM_WHEELHOUSE=DIR`` (made by
 ``scripts/make_wheelhouse.sh --dest DIR``). The environment starts as a GPU node does: a torch
 already installed (this interpreter's, made visible to the venv) and cython; no index.
+
+Its last step, this package's editable install, is tested on its own (seconds, no torch) with
+the GPU image's build tools, setuptools 84.2.1 and wheel 0.48.0 (issue 56): their wheels are
+downloaded once a session where an index is reachable.
 """
+import ensurepip
+import glob
 import os
 import re
+import shlex
 import subprocess
+import sys
 import sysconfig
 import venv
 
+import pip
 import pytest
 
 from conftest import ROOT, SAMPLE_DATA
@@ -26,6 +35,99 @@ def offline_env(**extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
     return {**env, "PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": "http://127.0.0.1:9/simple",
             "PIP_DISABLE_PIP_VERSION_CHECK": "1", **extra}
+
+
+def venv_site(python):
+    return subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def bare_venv(env_dir, *wheels):
+    """A new virtual environment holding only this interpreter's pip (lent: ensurepip takes
+    ~8 s of CPU) and the given wheel files, installed offline; its python."""
+    venv.create(env_dir, with_pip=False)
+    python = env_dir / "bin" / "python"
+    site = venv_site(python)
+    os.symlink(os.path.dirname(pip.__file__), os.path.join(site, "pip"))
+    if wheels:
+        subprocess.run([python, "-m", "pip", "install", "-q", "--no-index", "--no-deps", *wheels],
+                       check=True, env=offline_env(), capture_output=True)
+    return python
+
+
+# the GPU image's build tools (issue 56): `setup.py develop` there runs a pip of its own
+GPU_IMAGE_BUILD_TOOLS = ["setuptools==84.2.1", "wheel==0.48.0"]
+
+
+@pytest.fixture(scope="module")
+def build_tools_wheelhouse(tmp_path_factory):
+    """The wheels of GPU_IMAGE_BUILD_TOOLS and their dependencies, from the index once."""
+    dest = tmp_path_factory.mktemp("build_tools")
+    try:
+        proc = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:",
+                               "--dest", dest, *GPU_IMAGE_BUILD_TOOLS],
+                              capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        proc = None
+    if proc is None or proc.returncode != 0:
+        why = "timed out" if proc is None else (proc.stderr.strip().splitlines() or ["failed"])[-1]
+        pytest.skip(f"needs a package index once, to download {' and '.join(GPU_IMAGE_BUILD_TOOLS)} "
+                    f"(the GPU image's build tools): pip download {why}")
+    return dest
+
+
+def install_sh_editable_install():
+    """install.sh's editable install of this package: the arguments after ``"${PIP[@]}"``."""
+    with open(os.path.join(ROOT, "scripts", "install.sh"), encoding="utf-8") as f:
+        lines = [line.strip() for line in f if re.match(r'\s*"\$\{PIP\[@\]\}" .*-e \.', line)]
+    assert len(lines) == 1, f"install.sh's editable install not found (or found twice): {lines}"
+    args = shlex.split(lines[0].split("||")[0])[1:]
+    assert args[-2:] == ["-e", "."], args
+    return args
+
+
+def test_editable_install_offline_with_the_gpu_images_setuptools_and_wheel(tmp_path, build_tools_wheelhouse):
+    """install.sh's last step, offline, with setuptools 84.2.1 and wheel 0.48.0 installed (the GPU
+    image's): without pyproject.toml pip ran `setup.py develop`, which this setuptools hands to a
+    `pip install -e . --use-pep517` of its own without --no-build-isolation, so that pip looked for
+    setuptools on an index (`No matching distribution found for setuptools>=40.8.0`)."""
+    python = bare_venv(tmp_path / "venv", *sorted(build_tools_wheelhouse.glob("*.whl")))
+    env = offline_env()
+    offline = ["--no-index", "--find-links", str(build_tools_wheelhouse)]
+    # install.sh's "${PIP[@]}" offline: pip install -q --no-index --find-links DIR --no-build-isolation
+    proc = subprocess.run([python, "-m", "pip", "install", "-q", *offline, "--no-build-isolation",
+                           *install_sh_editable_install()],
+                          cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    # the console scripts are installed, and alm_plugin is imported from this checkout
+    scripts = sorted(os.listdir(tmp_path / "venv" / "bin"))
+    for script in ["alm-score", "alm-rescore", "alm-cache-grid", "alm-cache-posterior", "alm-plot-attention"]:
+        assert script in scripts, f"{script} not installed: {scripts}"
+    origin = subprocess.run([python, "-c", "import importlib.util; print(importlib.util.find_spec('alm_plugin').origin)"],
+                            cwd=tmp_path, capture_output=True, text=True, check=True, env=env).stdout.strip()
+    assert origin == os.path.join(ROOT, "alm_plugin", "__init__.py")
+
+
+def test_make_wheelhouse_says_in_one_line_that_this_python_cannot_build_wheels(tmp_path):
+    """A Python without `wheel` (a venv as ensurepip makes it: on Python <= 3.11 with setuptools
+    65, which builds no wheel without it; on 3.12 with no setuptools) is refused before anything
+    is downloaded: preparing antlr4's sdist failed with `invalid command 'bdist_wheel'` after
+    minutes of downloads (issue 56)."""
+    python = bare_venv(tmp_path / "venv", *glob.glob(os.path.join(os.path.dirname(ensurepip.__file__),
+                                                                 "_bundled", "setuptools-*.whl")))
+    env = offline_env(PYTHON=str(python))
+    can_build = subprocess.run(
+        [python, "-c", "from setuptools.dist import Distribution; Distribution().get_command_class('bdist_wheel')"],
+        capture_output=True, env=env).returncode == 0
+    if can_build:
+        pytest.skip("this Python's venv has a setuptools that builds wheels itself: no Python without one to test")
+    proc = subprocess.run(["bash", "scripts/make_wheelhouse.sh", "--dest", tmp_path / "wheelhouse"], cwd=ROOT,
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 2, proc.stdout + proc.stderr[-3000:]
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith(f"make_wheelhouse.sh: {python} cannot build wheels from sdists")
+    assert re.search(rf"run {re.escape(str(python))} -m pip install (setuptools )?wheel, then again$", proc.stderr)
+    assert not (tmp_path / "wheelhouse").exists()
 
 
 def test_install_refuses_a_folder_that_is_not_a_wheelhouse(tmp_path):
@@ -48,8 +150,7 @@ def test_offline_install_into_a_fresh_environment_trains(tmp_path):
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
     python = env_dir / "bin" / "python"
-    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    site = venv_site(python)
     lent = tmp_path / "node_torch"
     lent.mkdir()
     here = sysconfig.get_paths()["purelib"]
