@@ -15,6 +15,8 @@ the neural cache, dynamic evaluation and both together, their settings chosen on
 instead (and the cache row the word types it copies and spells most, ``alm-cache-posterior``).
 Rows whose JSON exists are skipped and a killed row resumes from its ``checkpoint_last.pt``, so
 a table fills over several runs (``nohup ... &``; ``--threads 1`` to run two rows side by side).
+On a GPU (``--device cuda``, as ``benchmarks/gpu/run.sh paper`` runs the ``ptb-paper`` rows) the
+scoring commands run ``--jobs`` at a time, and ``--progress`` says where each row is.
 """
 import argparse
 import json
@@ -23,18 +25,21 @@ import re
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fairseq_runs import ROOT, characters_per_word, fairseq, prepare, records  # noqa: E402
 from rows import CORPORA  # noqa: E402
 
-OURS = ["--user-dir", "alm_plugin", "--cpu"]
+# how this run scores, set once by main(): the device's flag for every command, the commands at once
+DEVICE_FLAGS, JOBS = ["--cpu"], 1
 BLOCK = "35"  # tokens a training sample (a sentence piece, a stream chunk, a fairseq block) holds
 
 
 def task_args(corpus, row, training):
     """The task and its batching (``rows.py`` says what each reading means); scored, a stream is one."""
     streams = str(corpus.streams if training else 1)
+    OURS = ["--user-dir", "alm_plugin", *DEVICE_FLAGS]
     if row.reading == "stream":
         return [*OURS, "--task", "document_language_modeling", "--batch-size", streams]
     if row.reading == "fairseq":  # no state between blocks: at the end each block gets BLOCK tokens of context
@@ -73,23 +78,52 @@ def checkpoint_state(path):
 
 
 def commit():
-    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                          text=True).stdout.strip()
+    """The checkout's commit; ALM_COMMIT where the tree was copied without its .git (a GPU machine)."""
+    return os.environ.get("ALM_COMMIT") or subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                                                          capture_output=True, text=True).stdout.strip()
 
 
-def run_row(corpus, name, save_root, threads, results_dir, epochs):
+def device_name():
+    if DEVICE_FLAGS:
+        return "cpu"
+    import torch
+    return torch.cuda.get_device_name(0)
+
+
+def in_parallel(*calls):
+    """Run the no-argument ``calls`` JOBS at a time (each starts its own process) and return their
+    results in order; a call that exits (a failed command) ends the run with its message."""
+    with ThreadPoolExecutor(max_workers=JOBS) as pool:
+        return [future.result() for future in [pool.submit(call) for call in calls]]
+
+
+def train_row(corpus, row, save, threads, log, epochs):
+    """fairseq-train the row to ``epochs`` and return its log. Per-epoch validation cuts sentences
+    at 35 tokens like training (the final figures score every sentence whole). fairseq resumes
+    from checkpoint_last.pt; train.log keeps every run's records (a fresh start, with no
+    checkpoint to resume, starts a fresh log)."""
+    fresh = not os.path.exists(os.path.join(save, "checkpoint_last.pt"))
+    return fairseq("train", corpus.data, *task_args(corpus, row, True), *row.args, *criterion_args(row),
+                   "--max-epoch", str(epochs), "--best-checkpoint-metric", "nll_loss",
+                   *(["--max-update", str(corpus.max_update)] if corpus.max_update else []),
+                   "--no-epoch-checkpoints", "--save-dir", save, "--seed", "1", "--num-workers", "0",
+                   "--log-format", "json", "--log-interval", "200", "--no-progress-bar", threads=threads,
+                   log=log, mode="w" if fresh else "a")
+
+
+def run_row(corpus, name, save_root, threads, results_dir, epochs, cut=False):
+    """Train the row (resuming its checkpoint_last.pt) and score it; ``cut``: train no further and
+    score the epochs trained so far (a row stopped by the clock), the JSON saying where it was cut."""
     row = corpus.rows[name]
     save = os.path.join(save_root, name)
-    # per-epoch validation cuts sentences at 35 tokens like training; the final figures score
-    # every sentence whole. fairseq resumes from checkpoint_last.pt; train.log keeps every run's
-    # records (a fresh start, with no checkpoint to resume, starts a fresh log)
-    fresh = not os.path.exists(os.path.join(save, "checkpoint_last.pt"))
-    train = fairseq("train", corpus.data, *task_args(corpus, row, True), *row.args, *criterion_args(row),
-                    "--max-epoch", str(epochs), "--best-checkpoint-metric", "nll_loss",
-                    *(["--max-update", str(corpus.max_update)] if corpus.max_update else []),
-                    "--no-epoch-checkpoints", "--save-dir", save, "--seed", "1", "--num-workers", "0",
-                    "--log-format", "json", "--log-interval", "200", "--no-progress-bar", threads=threads,
-                    log=os.path.join(save, "train.log"), mode="w" if fresh else "a")
+    log = os.path.join(save, "train.log")
+    if not cut:
+        train = train_row(corpus, row, save, threads, log, epochs)
+    elif os.path.exists(os.path.join(save, "checkpoint_best.pt")):
+        with open(log) as f:
+            train = f.read()
+    else:
+        sys.exit(f"{name}: no finished epoch in {save} to score")
     # fairseq's checkpoints count the epochs and the training time over every run (its wall
     # meter in the log restarts with each process); the best epoch is the one checkpoint_best closed
     last, seconds = checkpoint_state(os.path.join(save, "checkpoint_last.pt"))
@@ -102,6 +136,7 @@ def run_row(corpus, name, save_root, threads, results_dir, epochs):
                 "fairseq": {"batch_blocks": corpus.streams, "block": 35}, "sentence": {"batch_sentences": 32},
                 "characters": {"batch_streams": corpus.streams, "chunk": 35}}[row.reading]
     result = {"row": name, "description": row.description, "args": list(row.args), "commit": commit(),
+              "device": device_name(), **({"cut_at_epoch": last} if last < epochs else {}),
               "recipe": {"size": option(row, "--hidden-size", "--decoder-hidden-size", "--decoder-embed-dim"),
                          "dropout": option(row, "--dropout", "--decoder-dropout-out"),
                          "epochs": corpus.epochs, "anneal_after": corpus.anneal_after,
@@ -140,40 +175,49 @@ def perplexity(output):
 
 def evaluate(corpus, row, checkpoint, threads):
     """valid/test ``ppl`` (fairseq-eval-lm) and ``paper_ppl``, attention entropy, pointer gate
-    (fairseq-validate with our criterion); then the test-time options (our rows)."""
+    (fairseq-validate with our criterion); then the test-time options (our rows). Two phases of
+    independent commands, JOBS at a time: the static figures beside the grid on valid, then test
+    with the grid's choices."""
     result = {"eval_commit": commit()}
     if row.reading == "characters":  # bits per character, each split read as one stream
-        for split in ("valid", "test"):
-            validated = records(fairseq("validate", corpus.data, *task_args(corpus, row, False), "--path", checkpoint,
-                                        "--valid-subset", split, *criterion_args(row), "--log-format", "json",
-                                        threads=threads), split)[-1]
+        for split, validated in zip(("valid", "test"), in_parallel(
+                *[lambda split=split: validate(corpus, row, checkpoint, split, criterion_args(row), threads)
+                  for split in ("valid", "test")])):
             result.update({f"{split}_{stat}": float(validated[f"{split}_{stat}"])
                            for stat in ("bpc", "ppl", "cache_use") if f"{split}_{stat}" in validated})
         if "test_cache_use" in result:
             result["test_cache_posterior"] = cache_posterior(corpus, checkpoint, threads)
         return result
-    for split in ("valid", "test"):
-        result[f"{split}_ppl"] = eval_lm_ppl(corpus, row, checkpoint, split, [], threads)
-        if row.reading == "fairseq":
-            continue  # adaptive_loss logs no paper_ppl, and our tools read our tasks only
-        validated = records(fairseq("validate", corpus.data, *task_args(corpus, row, False), "--path", checkpoint,
-                                    "--valid-subset", split, "--criterion", "attention_cross_entropy",
-                                    "--log-format", "json", threads=threads), split)[-1]
+    ours = row.reading != "fairseq"  # adaptive_loss logs no paper_ppl, and our tools read our tasks only
+    points = grid_points(corpus) if ours and corpus.test_time else []
+    figures = in_parallel(
+        *[lambda split=split: eval_lm_ppl(corpus, row, checkpoint, split, [], threads) for split in ("valid", "test")],
+        *[lambda split=split: validate(corpus, row, checkpoint, split, ["--criterion", "attention_cross_entropy"],
+                                       threads) for split in (("valid", "test") if ours else ())],
+        *[lambda point=point: grid_point(corpus, checkpoint, *point, threads) for point in points])
+    result["valid_ppl"], result["test_ppl"] = figures[:2]
+    for split, validated in zip(("valid", "test"), figures[2:4] if ours else ()):
         result[f"{split}_paper_ppl"] = float(validated[f"{split}_paper_ppl"])
         result[f"{split}_validate_ppl"] = float(validated[f"{split}_ppl"])
         for stat in ("attn_entropy", "pointer_gate"):  # the models that log them
             if f"{split}_{stat}" in validated:
                 result[f"{split}_{stat}"] = float(validated[f"{split}_{stat}"])
-    if row.reading != "fairseq" and corpus.test_time:
-        result.update(evaluate_test_time(corpus, row, checkpoint, threads))
+    if points:
+        result.update(evaluate_test_time(corpus, row, checkpoint, figures[4:], threads))
     return result
+
+
+def validate(corpus, row, checkpoint, split, criterion, threads):
+    """fairseq-validate's record of ``split``."""
+    return records(fairseq("validate", corpus.data, *task_args(corpus, row, False), "--path", checkpoint,
+                           "--valid-subset", split, *criterion, "--log-format", "json", threads=threads), split)[-1]
 
 
 def cache_posterior(corpus, checkpoint, threads):
     """The word types the cache model copies most and spells most on test, over every repeated
     type and over those seen fewer than 5 times in train (the paper's Tables 7-8)."""
     path = os.path.join(os.path.dirname(checkpoint), "cache_posterior_test.json")
-    record = plugin_tool("cache_posterior", "--path", checkpoint, "--data", corpus.data, "--cpu", "--split", "test",
+    record = plugin_tool("cache_posterior", "--path", checkpoint, "--data", corpus.data, *DEVICE_FLAGS, "--split", "test",
                          "--top", "15", "--rare-in-train", "5", "--json", path, json_out=path, threads=threads)
     return {key: record[key] for key in ("mean_posterior", "bpc", "rare_in_train", "tables")}
 
@@ -202,7 +246,7 @@ def grid_point(corpus, checkpoint, lr, decay, threads):
     record = finished_grid(path, checkpoint, windows, [lr], [decay])
     if record is not None:
         return record, True
-    return plugin_tool("cache_grid", "--path", checkpoint, "--data", corpus.data, "--cpu", "--json", path,
+    return plugin_tool("cache_grid", "--path", checkpoint, "--data", corpus.data, *DEVICE_FLAGS, "--json", path,
                        "--windows", corpus.cache_windows, "--dynamic-lrs", f"{lr:g}",
                        "--dynamic-decays", f"{decay:g}", json_out=path, threads=threads), False
 
@@ -219,14 +263,17 @@ def plugin_tool(module, *args, json_out, threads):
         return json.load(f)
 
 
-def grid_on_valid(corpus, checkpoint, threads):
-    """alm-cache-grid on valid, one run per dynamic-evaluation point (each ~10 min on WikiText-2,
-    each also choosing the cache alone, a few minutes more), so that a row killed in its grid
-    resumes after the points already finished; the choices combined as one grid's. Returns the
-    combined record and how many points were reused."""
+def grid_points(corpus):
+    """Dynamic evaluation's (lr, decay) points on valid, one alm-cache-grid run each (each ~10 min
+    on WikiText-2 on a CPU, each also choosing the cache alone, a few minutes more), so that a row
+    killed in its grid resumes after the points already finished."""
     numbers = lambda text: [float(v) for v in text.split(",")]
-    points = [grid_point(corpus, checkpoint, lr, decay, threads)
-              for lr in numbers(corpus.dynamic_lrs) for decay in numbers(corpus.dynamic_decays)]
+    return [(lr, decay) for lr in numbers(corpus.dynamic_lrs) for decay in numbers(corpus.dynamic_decays)]
+
+
+def combine_grid(points):
+    """The grid points' choices combined as one grid's (``points``: ``grid_point``'s returns).
+    Returns the combined record and how many points were reused."""
     records, reused = [record for record, _ in points], sum(was_reused for _, was_reused in points)
     # the cache alone is the same static pass in each run; dynamic evaluation and both: the best point
     combined = {**records[0], "dynamic_grid": [p for r in records for p in r.get("dynamic_grid", [])]}
@@ -254,29 +301,60 @@ def eval_lm_ppl(corpus, row, checkpoint, split, flags, threads):
                               "--gen-subset", split, *flags, threads=threads))
 
 
-def evaluate_test_time(corpus, row, checkpoint, threads):
-    """The grid on valid (alm-cache-grid: the neural cache, dynamic evaluation (SGD; a stream in
-    segments of 20 tokens, sentences one by one) and both together), then fairseq-eval-lm on test
-    with each chosen setting. The valid figures with dynamic evaluation are the grid's (it reads
-    valid exactly as eval-lm does)."""
-    chosen, reused = grid_on_valid(corpus, checkpoint, threads)
-    dynamic_flags = lambda c: test_time_flags(row, c, cache=False)
-    cache_flags = lambda c: test_time_flags(row, c, dynamic=False)
-    both_flags = lambda c: test_time_flags(row, c)
-    eval_lm = lambda split, flags: eval_lm_ppl(corpus, row, checkpoint, split, flags, threads)
+def evaluate_test_time(corpus, row, checkpoint, points, threads):
+    """The grid on valid (``points``, alm-cache-grid's runs: the neural cache, dynamic evaluation
+    (SGD; a stream in segments of 20 tokens, sentences one by one) and both together), then
+    fairseq-eval-lm on test with each chosen setting, JOBS at a time. The valid figures with
+    dynamic evaluation are the grid's (it reads valid exactly as eval-lm does)."""
+    chosen, reused = combine_grid(points)
     result = {"cache": {"window": chosen["window"], "theta": chosen["theta"], "lambda": chosen["lambda"],
                         "chosen_on": "valid", "grid_valid_ppl": round(chosen["ppl_with_cache"], 2),
                         # then eval_minutes leaves those points' passes out
                         **({"grid_points_reused": reused} if reused else {})}}
-    for split in ("valid", "test"):
-        result[f"{split}_ppl_cache"] = eval_lm(split, cache_flags(chosen))
-    for kind, suffix, flags in (("dynamic", "dynamic", dynamic_flags),
-                                ("both", "cache_dynamic", both_flags)):
+    runs = [(f"{split}_ppl_cache", split, test_time_flags(row, chosen, dynamic=False)) for split in ("valid", "test")]
+    for kind, suffix, cache in (("dynamic", "dynamic", False), ("both", "cache_dynamic", True)):
         if kind in chosen:
             result[kind] = {**chosen[kind], "chosen_on": "valid"}
             result[f"valid_ppl_{suffix}"] = round(chosen[kind]["ppl"], 2)
-            result[f"test_ppl_{suffix}"] = eval_lm("test", flags(chosen[kind]))
+            runs.append((f"test_ppl_{suffix}", "test", test_time_flags(row, chosen[kind], cache=cache)))
+    figures = in_parallel(*[lambda split=split, flags=flags: eval_lm_ppl(corpus, row, checkpoint, split, flags, threads)
+                            for _, split, flags in runs])
+    result.update({key: figure for (key, _, _), figure in zip(runs, figures)})
     return result
+
+
+def write_progress(corpus, names, save_dir, results_dir, epochs, path):
+    """Where each row is, from its JSON (done) or its train.log: the valid curve so far, the epochs
+    done and the seconds an epoch has taken (fairseq's wall clock between validations)."""
+    found = {}
+    for name in names:
+        done = os.path.join(results_dir, f"{name}.json")
+        if os.path.exists(done):
+            with open(done) as f:
+                result = json.load(f)
+            found[name] = {"state": "done", "epochs_done": result["epochs"], "epochs": epochs,
+                           "valid_ppl_per_epoch": result["valid_ppl_per_epoch"]}
+            print(f"{name}: done, valid {result['valid_ppl']:.2f} / test {result['test_ppl']:.2f} "
+                  f"after {result['epochs']} epochs", flush=True)
+            continue
+        log = os.path.join(save_dir, name, "train.log")
+        text = open(log).read() if os.path.exists(log) else ""
+        valid = {int(v["epoch"]): v for v in records(text, "valid")}
+        # train_wall: a process's seconds when it closed an epoch (validation included)
+        walls = [float(t["train_wall"]) for t in records(text, "train")]
+        steps = [b - a for a, b in zip(walls, walls[1:]) if b > a]  # a resumed run's clock restarts
+        per_epoch = sorted(steps)[len(steps) // 2] if steps else (walls[0] if walls else None)
+        done_epochs = max(valid, default=0)
+        state = "scoring" if done_epochs >= epochs else "training" if text else "not started"
+        found[name] = {"state": state, "epochs_done": done_epochs, "epochs": epochs,
+                       "valid_ppl_per_epoch": [float(valid[e]["valid_ppl"]) for e in sorted(valid)],
+                       "seconds_per_epoch": per_epoch,
+                       "training_seconds_left": round(per_epoch * (epochs - done_epochs)) if per_epoch else None}
+        curve = ", ".join(f"{float(valid[e]['valid_ppl']):.1f}" for e in sorted(valid))
+        print(f"{name}: {state}, epoch {done_epochs}/{epochs}" + (f", ~{per_epoch:.0f} s an epoch" if per_epoch else "")
+              + (f"; valid ppl {curve}" if curve else ""), flush=True)
+    with open(path, "w") as f:
+        json.dump(found, f, indent=1)
 
 
 def main():
@@ -290,8 +368,25 @@ def main():
     parser.add_argument("--evaluate-only", action="store_true",
                         help="recompute the valid/test figures of --rows from their saved checkpoint_best.pt")
     parser.add_argument("--list", action="store_true", help="print the rows and their arguments")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="where every command trains and scores (cuda: the first GPU)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="scoring commands at once (a GPU machine's cores and one GPU: 8)")
+    parser.add_argument("--cut", action="store_true",
+                        help="train no further: score the epochs --rows trained so far (a row stopped by the clock; "
+                             "its JSON gives cut_at_epoch)")
+    parser.add_argument("--progress", metavar="JSON",
+                        help="write where each of --rows is (its valid curve, epochs done, seconds an epoch) to "
+                             "JSON, print a line per row, and exit")
     args = parser.parse_args()
     corpus = CORPORA[args.corpus]
+    global DEVICE_FLAGS, JOBS
+    if args.device == "cuda":
+        import torch
+        if not torch.cuda.is_available():
+            sys.exit("--device cuda: torch sees no GPU here: leave --device out to run on the CPU")
+        DEVICE_FLAGS = []
+    JOBS = max(1, args.jobs)
     save_dir = args.save_dir or os.path.join(ROOT, "checkpoints", f"{corpus.name}_table")
     results_dir = args.results_dir or corpus.results
     names = args.rows.split(",") if args.rows else list(corpus.rows)
@@ -302,6 +397,9 @@ def main():
         for name in names:
             row = corpus.rows[name]
             print(f"{name:24s} {row.description} [{row.reading}]\n{'':24s} {' '.join(row.args)}")
+        return
+    if args.progress:
+        write_progress(corpus, names, save_dir, results_dir, args.epochs or corpus.epochs, args.progress)
         return
     if not os.path.exists(os.path.join(corpus.data, "train.bin")):
         prepare(corpus.source or corpus.name, corpus.data_name or corpus.name, corpus.sentences,
@@ -321,8 +419,8 @@ def main():
         if os.path.exists(os.path.join(results_dir, f"{name}.json")):
             print(f"{name}: done already ({results_dir}/{name}.json)", flush=True)
             continue
-        print(f"{name}: training ...", flush=True)
-        r = run_row(corpus, name, save_dir, args.threads, results_dir, args.epochs or corpus.epochs)
+        print(f"{name}: {'scoring what it trained' if args.cut else 'training'} ...", flush=True)
+        r = run_row(corpus, name, save_dir, args.threads, results_dir, args.epochs or corpus.epochs, cut=args.cut)
         print(f"{name}: valid {r['valid_ppl']:.1f}, test {r['test_ppl']:.1f}, {r['train_minutes']:.0f} min", flush=True)
 
 

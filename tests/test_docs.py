@@ -235,11 +235,11 @@ def test_test_time_flags_of_each_choice(monkeypatch):
     chosen = {**cache, "ppl_with_cache": 80.0, "dynamic": {"lr": 1.0, "decay": 0.01, "segment": 20, "ppl": 85.0},
               "both": {"lr": 0.3, "decay": 0.03, "segment": 20, "ppl": 75.0, "window": 2000, "theta": 1.0,
                        "lambda": 0.2}}
-    monkeypatch.setattr(table, "grid_on_valid", lambda corpus, checkpoint, threads: (chosen, 0))
+    monkeypatch.setattr(table, "combine_grid", lambda points: (chosen, 0))
     scored = []
     monkeypatch.setattr(table, "eval_lm_ppl", lambda corpus, row, checkpoint, split, flags, threads: (
         scored.append((split, flags)) or 70.0))
-    result = table.evaluate_test_time(WIKITEXT2, WIKITEXT2.rows["lstm-stream"], "checkpoint_best.pt", 1)
+    result = table.evaluate_test_time(WIKITEXT2, WIKITEXT2.rows["lstm-stream"], "checkpoint_best.pt", [], 1)
     cache_flags = ["--neural-cache-window", "500", "--neural-cache-theta", "0.3", "--neural-cache-lambda", "0.1"]
     assert scored[:2] == [("valid", cache_flags), ("test", cache_flags)] and [s for s, _ in scored[2:]] == ["test"] * 2
     assert result["test_ppl_cache_dynamic"] == 70.0 and result["valid_ppl_cache_dynamic"] == 75.0
@@ -248,7 +248,7 @@ def test_test_time_flags_of_each_choice(monkeypatch):
                          ["--dynamic-eval-lr", "0.3", "--dynamic-eval-decay", "0.03", "--dynamic-eval-segment", "20",
                           "--neural-cache-window", "2000", "--neural-cache-theta", "1.0", "--neural-cache-lambda",
                           "0.2"]]
-    table.evaluate_test_time(WIKITEXT2, WIKITEXT2.rows["lstm"], "checkpoint_best.pt", 1)  # a sentence row
+    table.evaluate_test_time(WIKITEXT2, WIKITEXT2.rows["lstm"], "checkpoint_best.pt", [], 1)  # a sentence row
     assert scored[7][1] == ["--dynamic-eval-lr", "0.3", "--dynamic-eval-decay", "0.03", "--neural-cache-window", "2000",
                             "--neural-cache-theta", "1.0", "--neural-cache-lambda", "0.2"]
 
@@ -387,7 +387,8 @@ def test_a_killed_grid_resumes_after_its_finished_points(monkeypatch, tmp_path):
         return subprocess.CompletedProcess(command, 0, "", "")
 
     monkeypatch.setattr(table.subprocess, "run", fake_grid)
-    chosen, reused = table.grid_on_valid(corpus, str(checkpoint), 1)
+    chosen, reused = table.combine_grid([table.grid_point(corpus, str(checkpoint), *point, 1)
+                                         for point in table.grid_points(corpus)])
     assert ran == [1.0] and reused == 1
     assert chosen["dynamic"]["lr"] == 1.0 and chosen["both"]["ppl"] == 55.0 and chosen["window"] == 500
     assert [p["lr"] for p in chosen["dynamic_grid"]] == [0.3, 1.0]

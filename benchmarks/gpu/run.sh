@@ -35,6 +35,21 @@
 #                benchmarks/gpu/dynamic_speed.py (eval tokens/s: static, cache, dynamic
 #                evaluation); benchmarks/gpu/step_profile.py (aten calls and kernels of one step).
 # char     (300, not in the 8 minutes) char_cache_lm against hclm at the paper's 600-d.
+# paper [ROW...] (565, a command of its own) the Attentive LM paper's Table 1 at 2 x 650 (rows lstm,
+#                single, combined of --corpus ptb-paper in benchmarks/rows.py; default lstm single):
+#                installs if needed, binarises PTB, starts each row detached (setsid: it trains on
+#                between commands while the machine is held) as benchmarks/table.py --device cuda,
+#                which scores a row the moment it has trained, 8 scoring commands at once, and writes
+#                its JSON; then waits within the budget. Rows not done: one line each (epoch, the
+#                training left), exit status 3: run the SAME command again at once (the machine
+#                stays warm 30 s), with GPU_RUN_BUDGET set to the device time that is left; the next
+#                command finds the running rows and waits. --cut (the session's last command): a row
+#                that could not finish training and scoring (PAPER_SCORE_S, 150 s) in the budget is
+#                stopped and its epochs so far scored (its JSON gives cut_at_epoch).
+#                Measured on an H100: two rows side by side ~29 s an epoch with validation, 20 epochs.
+#                Returned: the rows' JSON (commit them to benchmarks/results/ptb-paper/) and
+#                paper_progress.json (each row's valid curve so far). Dry run: 2 x 32 rows on the
+#                shipped sample, 2 epochs, on the CPU.
 # fairseq-speed (300, not in the 8 minutes) train_speed.py --mode fairseq against lstm_lm, fp32 / fp16.
 #
 # Results: benchmarks/results/gpu/ (summary.txt with each step's seconds, cli.json,
@@ -42,26 +57,36 @@
 # char_speed.json, train_speed_fairseq.json); logs in $ALM_GPU_WORK/logs (default
 # $TMPDIR/alm_gpu_run). Where $OUT is set (a device call), at most 8 files go there: summary.txt,
 # logs.tgz (every log and result of the run) and up to 6 of the run's JSONs.
-# Options: --dry-run, --prepare, -h / --help. Exit status: 0 when every step passed, 1 when one
-# failed (the later steps still run and their files come back), 2 for a bad argument.
+# Options: --dry-run, --prepare, --cut (paper), -h / --help. Exit status: 0 when every step passed,
+# 1 when one failed (the later steps still run and their files come back), 2 for a bad argument,
+# 3 when paper's rows still run (and nothing failed): run the same command again.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-python3}
-STEPS_KNOWN=(install tests cli speed char fairseq-speed)
-DRY=0; PREPARE=0; WANT=()
+STEPS_KNOWN=(install tests cli speed char fairseq-speed paper)
+PAPER_ROWS_KNOWN=(lstm single combined)
+DRY=0; PREPARE=0; CUT=0; WANT=(); PAPER_ROWS=()
 for arg in "$@"; do
   case $arg in
     --dry-run) DRY=1 ;;
     --prepare) PREPARE=1 ;;
+    --cut) CUT=1 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
-    -*) echo "run.sh: unknown option $arg (--dry-run, --prepare, --help)" >&2; exit 2 ;;
+    -*) echo "run.sh: unknown option $arg (--dry-run, --prepare, --cut, --help)" >&2; exit 2 ;;
     *) if [[ " ${STEPS_KNOWN[*]} " == *" $arg "* ]]; then WANT+=("$arg")
-       else echo "run.sh: unknown step $arg: ${STEPS_KNOWN[*]}" >&2; exit 2; fi ;;
+       elif [[ " ${WANT[*]:-} " == *" paper "* && " ${PAPER_ROWS_KNOWN[*]} " == *" $arg "* ]]; then PAPER_ROWS+=("$arg")
+       else echo "run.sh: unknown step $arg: ${STEPS_KNOWN[*]} (paper's rows: ${PAPER_ROWS_KNOWN[*]})" >&2; exit 2; fi ;;
   esac
 done
+(( ${#PAPER_ROWS[@]} )) || PAPER_ROWS=(lstm single)
 if (( ${#WANT[@]} == 0 && PREPARE == 0 )); then
   echo "usage: bash benchmarks/gpu/run.sh [--dry-run] [--prepare] STEP... (${STEPS_KNOWN[*]}; see --help)" >&2
   exit 2
+fi
+# paper's first command on a fresh machine installs first
+if [[ " ${WANT[*]:-} " == *" paper "* && " ${WANT[*]} " != *" install "* ]] && (( ! DRY )) \
+   && ! $PY -c "import fairseq, alm_plugin" 2>/dev/null && [[ ! -f ${ALM_GPU_WORK:-${TMPDIR:-/tmp}/alm_gpu_run}/site/.alm_fallback ]]; then
+  WANT+=(install)
 fi
 STEPS=()  # the canonical order
 for s in "${STEPS_KNOWN[@]}"; do [[ " ${WANT[*]:-} " == *" $s "* ]] && STEPS+=("$s"); done
@@ -71,13 +96,14 @@ now() { echo $(( $(date +%s) - T0 )); }
 if (( DRY )); then
   RESULTS=${ALM_GPU_RESULTS:-${TMPDIR:-/tmp}/alm_gpu_dry/results}
   WORK=${ALM_GPU_WORK:-${TMPDIR:-/tmp}/alm_gpu_dry/work}
-  declare -A BUDGET=([install]=30 [tests]=200 [cli]=330 [speed]=300 [char]=300 [fairseq-speed]=300)
+  declare -A BUDGET=([install]=30 [tests]=200 [cli]=330 [speed]=300 [char]=300 [fairseq-speed]=300 [paper]=280)
   TOTAL=${GPU_RUN_BUDGET:-900}
 else
   RESULTS=${ALM_GPU_RESULTS:-benchmarks/results/gpu}
   WORK=${ALM_GPU_WORK:-${TMPDIR:-/tmp}/alm_gpu_run}
-  declare -A BUDGET=([install]=60 [tests]=100 [cli]=180 [speed]=130 [char]=300 [fairseq-speed]=300)
-  TOTAL=${GPU_RUN_BUDGET:-470}
+  declare -A BUDGET=([install]=60 [tests]=100 [cli]=180 [speed]=130 [char]=300 [fairseq-speed]=300 [paper]=565)
+  # paper is a command of its own (a device command may take 600 s)
+  [[ " ${WANT[*]:-} " == *" paper "* ]] && TOTAL=${GPU_RUN_BUDGET:-570} || TOTAL=${GPU_RUN_BUDGET:-470}
 fi
 for s in "${STEPS_KNOWN[@]}"; do
   var=BUDGET_$(echo "$s" | tr 'a-z-' 'A-Z_'); [[ -n ${!var:-} ]] && BUDGET[$s]=${!var}
@@ -267,6 +293,96 @@ step_fairseq-speed() {
   local r=$?; PRODUCED+=("$RESULTS/train_speed_fairseq.json"); tail -8 "$LOGS/train_speed_fairseq.log" | tee -a "$SUMMARY"; return $r
 }
 
+# ---- paper: the rows of --corpus ptb-paper, resumable across commands ----------------------------
+# Two training processes on one GPU time-slice it (H100: 21 / 26 s an epoch side by side against
+# ~18 alone): under CUDA's MPS they share one context and their kernels interleave. Tried once, on
+# the condition that a CUDA probe passes under it; PAPER_MPS=0 leaves it off.
+start_mps() {
+  [[ ${PAPER_MPS:-1} == 1 ]] || return 0
+  command -v nvidia-cuda-mps-control > /dev/null || { say "paper: no nvidia-cuda-mps-control: the rows time-slice the GPU"; return 0; }
+  export CUDA_MPS_PIPE_DIRECTORY=$WORK/mps/pipe CUDA_MPS_LOG_DIRECTORY=$WORK/mps/log
+  if [[ -f $WORK/mps/off ]]; then unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY; return 0; fi
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  pgrep -x nvidia-cuda-mps-control > /dev/null || setsid nvidia-cuda-mps-control -d >> "$LOGS/mps.log" 2>&1
+  if timeout 60 $PY -c "import torch; assert torch.ones(2, device='cuda').sum().item() == 2" >> "$LOGS/mps.log" 2>&1; then
+    say "paper: CUDA MPS on (the rows share the GPU's context)"
+  else
+    echo quit | nvidia-cuda-mps-control > /dev/null 2>&1; touch "$WORK/mps/off"
+    unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+    say "paper: CUDA MPS failed its probe ($(tail -1 "$LOGS/mps.log")): off, the rows time-slice the GPU"
+  fi
+}
+
+# Each row is one detached benchmarks/table.py process (training, then its scoring); its pid file
+# says whether it still runs; its JSON, that it is done.
+step_paper() {
+  local limit=$1 end=$(( $(date +%s) + $1 - 10 )) corpus=ptb-paper dev=(--device cuda --jobs 8 --threads 2)
+  local score_s=${PAPER_SCORE_S:-150} rc=0 row pid
+  if (( DRY )); then corpus=ptb-paper-dry; dev=(--device cpu --jobs 2 --threads 1); score_s=${PAPER_SCORE_S:-60}
+  else ptb_data; [[ $DATA == data-bin/ptb ]] || { say "paper: no PTB (carry .gpu-data: run.sh --prepare here)"; return 1; }
+       start_mps; fi
+  local save=$WORK/paper out=$RESULTS/$corpus table=(benchmarks/table.py --corpus "$corpus")
+  mkdir -p "$save" "$out"
+  running() {  # its process is alive (an init that does not reap would leave a zombie: state Z)
+    local pid; pid=$(cat "$save/$1.pid" 2>/dev/null) && [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null \
+      && [[ $(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null) != Z ]]
+  }
+  launch() {  # ROW [--cut]: a process of its own session, so it outlives this command
+    setsid nohup env ALM_COMMIT="${ALM_COMMIT:-}" $PY "${table[@]}" --rows "$1" "${dev[@]}" --save-dir "$save" \
+      --results-dir "$out" "${@:2}" >> "$LOGS/paper_$1.log" 2>&1 < /dev/null &
+    echo $! > "$save/$1.pid"
+  }
+  for row in "${PAPER_ROWS[@]}"; do
+    if [[ -f $out/$row.json ]]; then say "paper: $row done already"
+    elif running "$row"; then say "paper: $row still running (started by an earlier command)"
+    elif [[ -f $save/$row.pid ]]; then say "paper: $row stopped without its JSON: $(tail -1 "$LOGS/paper_$row.log")"; rc=1
+    else launch "$row"; say "paper: $row started (log $LOGS/paper_$row.log)"; fi
+  done
+  progress() { $PY "${table[@]}" --rows "$(IFS=,; echo "${PAPER_ROWS[*]}")" --save-dir "$save" --results-dir "$out" \
+                 --progress "$RESULTS/paper_progress.json" 2>&1 | tail -n "${#PAPER_ROWS[@]}"; }
+  local waiting=("${PAPER_ROWS[@]}") last_report=0
+  while (( ${#waiting[@]} )) && (( $(left_of "$end") > 0 )); do
+    local still=()
+    for row in "${waiting[@]}"; do running "$row" && still+=("$row"); done
+    waiting=("${still[@]}")
+    (( ${#waiting[@]} )) || break
+    if (( $(now) - last_report >= (CUT ? 15 : 60) )); then progress >> "$LOGS/paper_progress.log"; last_report=$(now); fi
+    if (( CUT )); then  # the last command: stop a row whose training and scoring would outrun the budget
+      for row in "${waiting[@]}"; do
+        [[ -f $save/$row.cut ]] && continue
+        local left_s; left_s=$($PY -c "import json; p = json.load(open('$RESULTS/paper_progress.json'))['$row']
+print(int(p['training_seconds_left']) if p['state'] == 'training' else 0)" 2>/dev/null) || continue  # not known yet
+        if (( left_s + score_s > $(left_of "$end") )) && [[ -f $save/$row/checkpoint_best.pt ]]; then
+          say "paper: $row cut (about $left_s s of training left, $(left_of "$end") s of budget): its epochs so far scored"
+          pid=$(cat "$save/$row.pid"); kill -- "-$pid" 2>/dev/null; sleep 2; touch "$save/$row.cut"; launch "$row" --cut
+        fi
+      done
+    fi
+    sleep 5
+  done
+  progress | tee -a "$SUMMARY"
+  PRODUCED+=("$RESULTS/paper_progress.json")
+  for row in "${PAPER_ROWS[@]}"; do
+    if [[ -f $out/$row.json ]]; then cp "$out/$row.json" "$RESULTS/$row.json"; PRODUCED+=("$RESULTS/$row.json"); fi
+  done
+  local left=() line
+  for row in "${PAPER_ROWS[@]}"; do
+    [[ -f $out/$row.json ]] && continue
+    if running "$row"; then
+      line=$($PY -c "import json; p = json.load(open('$RESULTS/paper_progress.json'))['$row']
+left = p['training_seconds_left']
+print(('trained, scoring' if p['state'] == 'scoring' else f\"epoch {p['epochs_done']}/{p['epochs']}, \"
+       + (f'about {left} s of training left' if left is not None else 'its time an epoch not known yet')))" 2>/dev/null)
+      left+=("$row ${line:-starting}")
+    else say "paper: $row stopped without its JSON: $(tail -1 "$LOGS/paper_$row.log")"; rc=1; fi
+  done
+  if (( ${#left[@]} )); then
+    say "still running: $(IFS=';'; echo "${left[*]}" | sed 's/;/; /g'): run the same command again"
+    (( rc == 0 )) && rc=3
+  fi
+  return $rc
+}
+
 # ---- the run ------------------------------------------------------------------------------------
 status=0
 if (( PREPARE )); then prepare || status=1; fi
@@ -281,6 +397,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>
 [[ " ${STEPS[*]} " == *" install "* ]] || $PY -c "import numpy, torch; print('torch', torch.__version__, 'numpy', numpy.__version__)" 2>&1 | tail -1 | tee -a "$SUMMARY"
 NEED_PTB=0
 [[ " ${STEPS[*]} " == *" speed "* || " ${STEPS[*]} " == *" fairseq-speed "* ]] && NEED_PTB=1
+(( DRY )) || [[ " ${STEPS[*]} " != *" paper "* ]] || NEED_PTB=1
 # PTB is binarised in the background (fairseq-preprocess) while the tests and checks run
 (( NEED_PTB )) && [[ " ${STEPS[*]} " != *" install "* ]] && start_ptb
 TIMES=()
@@ -294,9 +411,10 @@ for step in "${STEPS[@]}"; do
   (( rc == 124 )) && say "$step: cut by its timeout"
   say "--- $step: rc=$rc in $secs s"
   TIMES+=("$step ${secs}s rc=$rc")
-  (( rc == 0 )) || status=1
+  if (( rc == 3 )) && [[ $step == paper ]]; then (( status )) || status=3  # rows still training: run again
+  elif (( rc )); then status=1; fi
   [[ $step == install ]] && (( NEED_PTB )) && start_ptb
 done
 [[ -n $PREP_PID ]] && wait "$PREP_PID"
-say "steps: ${TIMES[*]}; total $(now) s; $( (( status )) && echo FAILED || echo all passed)"
+say "steps: ${TIMES[*]}; total $(now) s; $(case $status in 0) echo all passed ;; 3) echo "rows still running: run the same command again" ;; *) echo FAILED ;; esac)"
 exit $status
