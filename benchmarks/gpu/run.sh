@@ -362,6 +362,10 @@ print(int(p['training_seconds_left']) if p['state'] == 'training' else 0)" 2>/de
   done
   progress | tee -a "$SUMMARY"
   PRODUCED+=("$RESULTS/paper_progress.json")
+  for row in "${PAPER_ROWS[@]}"; do  # into logs.tgz: each row's training log and grid records
+    cp "$save/$row/train.log" "$LOGS/paper_${row}_train.log" 2>/dev/null
+    for f in "$save/$row"/cache_grid_*.json; do [[ -f $f ]] && cp "$f" "$LOGS/paper_${row}_$(basename "$f")"; done
+  done
   for row in "${PAPER_ROWS[@]}"; do
     if [[ -f $out/$row.json ]]; then cp "$out/$row.json" "$RESULTS/$row.json"; PRODUCED+=("$RESULTS/$row.json"); fi
   done
