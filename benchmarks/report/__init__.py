@@ -4,6 +4,7 @@
 
     ptb_table          full PTB, sentence level: attention against an equal LSTM (and its picture)
     train_speed        the training step against a bare nn.LSTM LM
+    ptb_paper          the paper's scale: 2 x 650 on a GPU beside the paper's and our 2 x 200 rows
     ptb_stream         full PTB as document streams, the neural cache, dynamic evaluation (and its picture)
     adaptive_softmax   the adaptive softmax's speed and quality
     wikitext_2         WikiText-2 beside the paper's Table 2 (wikitext_2_choices: the slices that chose its settings)
@@ -15,29 +16,31 @@ They share ``statements`` (relative changes, where a row stands, a goal's verdic
     python benchmarks/report.py                  # print every block, draw the pictures
     python benchmarks/report.py --update-docs    # and write the blocks between their markers
 
-It reads the rows' declarations (``rows.py``) and the JSON, nothing else: what ``table.py`` and
-the speed scripts wrote is the whole record.
+It reads the rows' declarations (``rows.py``) and the JSON, nothing else: what ``table.py``,
+``gpu/run.sh`` and the speed scripts wrote is the whole record.
 """
 import argparse
 import os
 import sys
 
-from rows import PTB, ROOT
+from rows import PTB, PTB_PAPER, ROOT
 
-from . import adaptive_softmax, char_tables, ptb_stream, ptb_table, train_speed, wikitext_2
+from . import adaptive_softmax, char_tables, ptb_paper, ptb_stream, ptb_table, train_speed, wikitext_2
 
 PAGE = os.path.join(ROOT, "docs", "benchmarks.md")
 
 
-def blocks(ptb_results_dir=None, draw=True):
+def blocks(ptb_results_dir=None, paper_results_dir=None, draw=True):
     """{marker: text} for every generated block of docs/benchmarks.md; ``draw``: the pictures too.
-    ``ptb_results_dir``: read the full-PTB rows' JSON from there instead of ``benchmarks/results/ptb``."""
+    ``ptb_results_dir``, ``paper_results_dir``: read the full-PTB rows' (2 x 200) or the paper-scale
+    rows' (2 x 650) JSON from there instead of ``benchmarks/results/<corpus>``."""
     results = PTB.load(ptb_results_dir)
     if results and draw:
         ptb_table.draw(results)
         ptb_stream.draw(results)
     return {"ptb-table": ptb_table.block(results),
             "train-speed": train_speed.block(),
+            "ptb-paper": ptb_paper.block(PTB_PAPER.load(paper_results_dir), results),
             "ptb-stream": ptb_stream.block(results),
             "adaptive-softmax": adaptive_softmax.block(results),
             "wikitext-2": wikitext_2.block(),
@@ -63,8 +66,10 @@ def main(argv=None):
     parser.add_argument("--update-docs", action="store_true", help="write every block into docs/benchmarks.md "
                                                                    "between its markers")
     parser.add_argument("--ptb-results", help="read the PTB rows' JSON from here (default: benchmarks/results/ptb)")
+    parser.add_argument("--paper-results", help="read the paper-scale rows' JSON from here (default: "
+                                                "benchmarks/results/ptb-paper)")
     args = parser.parse_args(argv)
-    generated = blocks(args.ptb_results)
+    generated = blocks(args.ptb_results, args.paper_results)
     for marker, text in generated.items():
         print(f"<!-- {marker} -->\n{text}\n")
     if args.update_docs:

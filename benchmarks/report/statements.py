@@ -32,6 +32,13 @@ def standing(change, tolerance):
     return "ahead" if change < 0 else "behind"
 
 
+def standing_on_both(valid_change, test_change, tolerance):
+    """Where a row stands on valid and on test, in one phrase: ``"ahead on valid and test"``,
+    ``"level on valid, behind on test"``."""
+    on_valid, on_test = standing(valid_change, tolerance), standing(test_change, tolerance)
+    return f"{on_valid} on valid and test" if on_valid == on_test else f"{on_valid} on valid, {on_test} on test"
+
+
 def gate_note(r, description):
     """A pointer whose sentinel gate sits at 1 is unused (its gradient is scaled by 1 - g): say for
     which epochs, from the gate logged on valid after each epoch (docs/models.md)."""
