@@ -77,6 +77,13 @@ def checkpoint_state(path):
     return closed, state["previous_training_time"]
 
 
+def model_config(path):
+    """The model's settings a checkpoint was trained with (its architecture's defaults filled in)."""
+    import torch
+    model = torch.load(path, map_location="cpu", weights_only=False)["cfg"]["model"]
+    return vars(model) if isinstance(model, argparse.Namespace) else dict(model)  # fairseq's legacy models: args
+
+
 def commit():
     """The checkout's commit; ALM_COMMIT where the tree was copied without its .git (a GPU machine)."""
     return os.environ.get("ALM_COMMIT") or subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
@@ -135,10 +142,12 @@ def run_row(corpus, name, save_root, threads, results_dir, epochs, cut=False):
     batching = {"stream": {"batch_streams": corpus.streams, "chunk": 35},
                 "fairseq": {"batch_blocks": corpus.streams, "block": 35}, "sentence": {"batch_sentences": 32},
                 "characters": {"batch_streams": corpus.streams, "chunk": 35}}[row.reading]
+    model = model_config(os.path.join(save, "checkpoint_best.pt"))  # a named architecture's size is not in args
     result = {"row": name, "description": row.description, "args": list(row.args), "commit": commit(),
               "device": device_name(), **({"cut_at_epoch": last} if last < epochs else {}),
-              "recipe": {"size": option(row, "--hidden-size", "--decoder-hidden-size", "--decoder-embed-dim"),
-                         "dropout": option(row, "--dropout", "--decoder-dropout-out"),
+              "recipe": {"size": option(row, "--hidden-size", "--decoder-hidden-size", "--decoder-embed-dim")
+                         or str(model.get("hidden_size")),
+                         "dropout": option(row, "--dropout", "--decoder-dropout-out") or str(model.get("dropout")),
                          "epochs": corpus.epochs, "anneal_after": corpus.anneal_after,
                          **({"sentences": corpus.sentences} if corpus.sentences else {}),
                          **batching, "threads": threads,

@@ -2,6 +2,7 @@
 and refuses (its cli step, benchmarks/gpu/cli_check.py, and that step's dry run: test_cli_check.py)."""
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -34,3 +35,36 @@ def test_run_sh_help_names_the_steps_and_the_carry_list():
     for text in ("install", "tests", "cli", "speed", '[".whl", ".gpu-data"]',
                  "bash benchmarks/gpu/run.sh install tests cli speed", "--dry-run"):
         assert text in proc.stdout
+
+
+def test_dry_run_of_the_paper_step_resumes_across_commands(tmp_path):
+    """run.sh paper, as a GPU session runs it, on the CPU (--dry-run: a 2 x 32 row on the shipped
+    sample, 2 epochs, ~2 min): a first command whose budget ends mid-training says which row still
+    runs and how far it got, exits 3 and leaves the row training detached; the same command again
+    finds it, waits, and returns its JSON: valid/test ppl and paper_ppl, the valid curve, the cache,
+    dynamic evaluation and both chosen on valid, the device."""
+    env = {"ALM_GPU_RESULTS": str(tmp_path / "results"), "ALM_GPU_WORK": str(tmp_path / "work")}
+    try:
+        first = run_sh("--dry-run", "paper", "lstm", env={**env, "GPU_RUN_BUDGET": "25"}, timeout=120)
+        assert first.returncode == 3, first.stdout + first.stderr
+        assert "paper: lstm started" in first.stdout
+        assert re.search(r"still running: lstm (epoch [01]/2|trained, scoring).*: run the same command again",
+                         first.stdout), first.stdout
+        progress = json.loads((tmp_path / "results" / "paper_progress.json").read_text())
+        assert progress["lstm"]["state"] in ("training", "scoring") and progress["lstm"]["epochs"] == 2
+        second = run_sh("--dry-run", "paper", "lstm", env={**env, "GPU_RUN_BUDGET": "400"}, timeout=460)
+        assert second.returncode == 0, second.stdout + second.stderr
+        assert "paper: lstm still running (started by an earlier command)" in second.stdout
+    finally:  # a failed run leaves no row training behind
+        pid_file = tmp_path / "work" / "paper" / "lstm.pid"
+        if pid_file.exists():
+            subprocess.run(["kill", "--", f"-{pid_file.read_text().strip()}"], capture_output=True)
+    row = json.loads((tmp_path / "results" / "ptb-paper-dry" / "lstm.json").read_text())
+    assert row == json.loads((tmp_path / "results" / "lstm.json").read_text())  # the copy that comes back
+    assert row["device"] == "cpu" and row["epochs"] == 2 and "cut_at_epoch" not in row
+    assert len(row["valid_ppl_per_epoch"]) == 2 and row["valid_ppl_per_epoch"][1] < row["valid_ppl_per_epoch"][0]
+    for key in ("valid_ppl", "test_ppl", "valid_paper_ppl", "test_paper_ppl", "valid_ppl_cache", "test_ppl_cache",
+                "valid_ppl_dynamic", "test_ppl_dynamic", "valid_ppl_cache_dynamic", "test_ppl_cache_dynamic"):
+        assert 1 < row[key] < 6000, key
+    assert row["cache"]["chosen_on"] == row["dynamic"]["chosen_on"] == row["both"]["chosen_on"] == "valid"
+    assert row["test_ppl_cache_dynamic"] < row["test_ppl"]  # the test-time options help this tiny model

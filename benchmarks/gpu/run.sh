@@ -44,9 +44,12 @@
 #                training left), exit status 3: run the SAME command again at once (the machine
 #                stays warm 30 s), with GPU_RUN_BUDGET set to the device time that is left; the next
 #                command finds the running rows and waits. --cut (the session's last command): a row
-#                that could not finish training and scoring (PAPER_SCORE_S, 150 s) in the budget is
-#                stopped and its epochs so far scored (its JSON gives cut_at_epoch).
-#                Measured on an H100: two rows side by side ~29 s an epoch with validation, 20 epochs.
+#                still training that could not finish training and scoring (PAPER_SCORE_S, 150 s) in
+#                the budget is stopped and its epochs so far scored (its JSON gives cut_at_epoch).
+#                Measured on an H100 (issue 56, MPS on): lstm + single side by side 23 / 27 s an
+#                epoch with validation, install + PTB 55 s, scoring a row ~95 s (8 commands at once):
+#                two rows in two commands (559 s + 214 s, the machine held 813 s in all); one row
+#                alone (~18 s an epoch) fits one command.
 #                Returned: the rows' JSON (commit them to benchmarks/results/ptb-paper/) and
 #                paper_progress.json (each row's valid curve so far). Dry run: 2 x 32 rows on the
 #                shipped sample, 2 epochs, on the CPU.
@@ -303,7 +306,7 @@ start_mps() {
   export CUDA_MPS_PIPE_DIRECTORY=$WORK/mps/pipe CUDA_MPS_LOG_DIRECTORY=$WORK/mps/log
   if [[ -f $WORK/mps/off ]]; then unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY; return 0; fi
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-  pgrep -x nvidia-cuda-mps-control > /dev/null || setsid nvidia-cuda-mps-control -d >> "$LOGS/mps.log" 2>&1
+  pgrep -f nvidia-cuda-mps-control > /dev/null || setsid nvidia-cuda-mps-control -d >> "$LOGS/mps.log" 2>&1
   if timeout 60 $PY -c "import torch; assert torch.ones(2, device='cuda').sum().item() == 2" >> "$LOGS/mps.log" 2>&1; then
     say "paper: CUDA MPS on (the rows share the GPU's context)"
   else
@@ -347,12 +350,13 @@ step_paper() {
     waiting=("${still[@]}")
     (( ${#waiting[@]} )) || break
     if (( $(now) - last_report >= (CUT ? 15 : 60) )); then progress >> "$LOGS/paper_progress.log"; last_report=$(now); fi
-    if (( CUT )); then  # the last command: stop a row whose training and scoring would outrun the budget
+    if (( CUT )); then  # the last command: stop a row whose training and scoring would outrun the budget,
+      # while its scoring still fits (a row already scoring, or one with no time an epoch yet, is left alone)
       for row in "${waiting[@]}"; do
         [[ -f $save/$row.cut ]] && continue
         local left_s; left_s=$($PY -c "import json; p = json.load(open('$RESULTS/paper_progress.json'))['$row']
-print(int(p['training_seconds_left']) if p['state'] == 'training' else 0)" 2>/dev/null) || continue  # not known yet
-        if (( left_s + score_s > $(left_of "$end") )) && [[ -f $save/$row/checkpoint_best.pt ]]; then
+assert p['state'] == 'training'; print(int(p['training_seconds_left']))" 2>/dev/null) || continue
+        if (( left_s + score_s > $(left_of "$end") && score_s <= $(left_of "$end") )) && [[ -f $save/$row/checkpoint_best.pt ]]; then
           say "paper: $row cut (about $left_s s of training left, $(left_of "$end") s of budget): its epochs so far scored"
           pid=$(cat "$save/$row.pid"); kill -- "-$pid" 2>/dev/null; sleep 2; touch "$save/$row.cut"; launch "$row" --cut
         fi

@@ -99,7 +99,28 @@ def against_the_paper(paper):
         parts.append(f"{PTB_PAPER.rows[name].description} {r['valid_paper_ppl']:.1f} / {r['test_paper_ppl']:.1f} "
                      f"against {valid:.1f} / {test:.1f} ({pct(r['valid_paper_ppl'], valid):+.1f}% / "
                      f"{pct(r['test_paper_ppl'], test):+.1f}%)")
-    return ["Against the paper's figures, counted as it counts (`paper_ppl`, valid / test): " + "; ".join(parts) + "."]
+    return ["Against the paper's figures, counted as it counts (`paper_ppl`, valid / test): " + "; ".join(parts) + ".",
+            *settled(paper)]
+
+
+SETTLED = 0.5  # % of valid ppl over the last epochs under which a curve counts as flat
+
+
+def settled(paper, last=4):
+    """Whether more epochs of the recipe could move the rows: their valid ppl over the ``last`` epochs
+    (fairseq-train's per-epoch validation), where the halving lr is already small."""
+    curves = {n: [v for v in paper[n].get("valid_ppl_per_epoch", []) if v] for n in PTB_PAPER.rows if n in paper}
+    curves = {n: c for n, c in curves.items() if len(c) > last}
+    if not curves:
+        return []
+    moved = {n: pct(c[-1], c[-1 - last]) for n, c in curves.items()}
+    flat = all(abs(m) < SETTLED for m in moved.values())
+    epochs = max(len(c) for c in curves.values())
+    lr = f"1/{2 ** (epochs - PTB_PAPER.anneal_after)}" if epochs > PTB_PAPER.anneal_after else "1"
+    return [f"Valid ppl over the last {last} epochs (lr down to {lr}): " + "; ".join(
+        f"{PTB_PAPER.rows[n].description} {m:+.2f}%" for n, m in moved.items()) + ": " + (
+        f"flat (under {SETTLED:g}%), so more epochs of this schedule would not close the gap to the paper."
+        if flat else "still falling: the epoch budget sets these figures.")]
 
 
 def test_time(paper):
