@@ -1,7 +1,10 @@
 """Options checked as a whole, in one place: a number that must be finite and in a range, and
 an option that does nothing without another. Each refusal is one ``OptionError`` naming the flag
 and the fix (the CLIs print it as ``PROG: error: ...``). Used by the neural cache's options and the
-adaptive softmax's; test-time options yet to come go through the same two checks."""
+adaptive softmax's; test-time options yet to come go through the same two checks.
+
+Also ``--amp`` on the CPU, refused where fairseq's trainer builds its AMP optimizer (``--amp`` is a
+training option: a checkpoint trained with it on a GPU still loads anywhere)."""
 import math
 from typing import Optional
 
@@ -31,3 +34,39 @@ def needs(flag: str, given: bool, other: str, other_on: bool, example: str = "")
     """Refuse ``flag`` given while ``other``, without which it does nothing, is off."""
     if given and not other_on:
         raise OptionError(f"{flag} does nothing without {other}{example}: add {other} or drop {flag}")
+
+
+def refuse_amp_on_the_cpu(params) -> None:
+    """``fairseq-train --amp`` with the parameters on the CPU (``--cpu``, or no GPU torch can use):
+    fairseq autocasts with ``torch.cuda.amp.autocast``, which casts CUDA operations only, and its
+    ``GradScaler`` disables itself without CUDA, so the run would train in float32 as without the
+    flag, without a word."""
+    if any(getattr(p, "is_cuda", False) for p in params):
+        return
+    raise OptionError("--amp: fairseq's automatic mixed precision casts CUDA operations only, and this run trains on "
+                      "the CPU (--cpu, or no GPU torch can use): it would train in float32 as without the flag; drop "
+                      "--amp, or train on a GPU without --cpu")
+
+
+def _install_amp_check() -> None:
+    """Put the check in front of fairseq's ``AMPOptimizer.build_optimizer`` (once): the trainer builds
+    it, and it alone, for ``--amp``, with the parameters on the device they train on."""
+    try:
+        from fairseq.optim.amp_optimizer import AMPOptimizer
+    except ImportError:  # fairseq not importable: nothing to guard
+        return
+    build = AMPOptimizer.__dict__["build_optimizer"].__func__
+    if getattr(build, "checks_the_device", False):
+        return
+
+    def build_optimizer(cls, cfg, params, **kwargs):
+        params = list(params)
+        refuse_amp_on_the_cpu(params)
+        return build(cls, cfg, params, **kwargs)
+
+    build_optimizer.checks_the_device = True
+    build_optimizer.__doc__ = build.__doc__
+    AMPOptimizer.build_optimizer = classmethod(build_optimizer)
+
+
+_install_amp_check()

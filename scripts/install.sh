@@ -27,8 +27,11 @@ PY=${PYTHON:-python3}
 WHEELHOUSE=${WHEELHOUSE:-}
 while [[ $# -gt 0 ]]; do
   case $1 in
-    --wheelhouse) WHEELHOUSE=${2:?--wheelhouse needs a directory}; shift 2 ;;
-    --wheelhouse=*) WHEELHOUSE=${1#*=}; shift ;;
+    --wheelhouse|--wheelhouse=*)
+      # --wheelhouse DIR or --wheelhouse=DIR; an empty DIR is refused (it would install from the index)
+      if [[ $1 == *=* ]]; then WHEELHOUSE=${1#*=}; shift; else WHEELHOUSE=${2:-}; shift $(( $# > 1 ? 2 : 1 )); fi
+      [[ -n $WHEELHOUSE ]] || { echo "install.sh: --wheelhouse needs a directory (one made by" \
+        "scripts/make_wheelhouse.sh); to install from the package index, leave the option out" >&2; exit 2; } ;;
     -h|--help) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "install.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac

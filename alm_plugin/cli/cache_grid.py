@@ -24,7 +24,7 @@ from ..errors import OptionError
 from ..modules.heap import keep_freed_memory
 from ..modules.neural_cache import CACHE_MODELS, check_values, target_cache_probs
 from ..option_checks import needs, number
-from ..scoring import ScoringError, check_outputs, is_character_model, load_models
+from ..scoring import ScoringError, check_outputs, is_character_model, load_models, task_data
 from .tool import run_tool
 
 
@@ -186,7 +186,7 @@ def check_dynamic_grid(args):
 
 
 def run(args):
-    check_outputs({"--json": args.json}, {"--path": [args.path]})
+    check_outputs({"--json": args.json}, {"--path": [args.path]}, data=[args.data])
     check_grid(args.windows, args.thetas, args.lambdas)  # before the model loads
     check_dynamic_grid(args)
     from ..modules.dynamic_evaluation import check_options as dynamic_options
@@ -195,12 +195,20 @@ def run(args):
                            "the most tokens a piece holds")
     keep_freed_memory()  # the cache's score blocks and the dynamic steps reallocate the same tensors
     (model, task), = load_models([args.path], args.data, args.cpu, tool="alm-cache-grid")
+    check_outputs({"--json": args.json}, {"--path": [args.path]}, data=[task_data(task)])  # the checkpoint's data
     if task.cfg is None and hasattr(task.args, "eval_tokens_per_sample"):
         # the checkpoint keeps its training's validation cut (e.g. 35): read as eval-lm would, not as that
         task.args.eval_tokens_per_sample = args.eval_tokens_per_sample
     if is_character_model(model) or not hasattr(model, "neural_cache"):
         raise ScoringError(f"{args.path} holds a {model.__class__.__name__}: the neural cache works with the "
                            f"word-level {CACHE_MODELS}")
+    if args.eval_tokens_per_sample and not (task.cfg is None and hasattr(task.args, "eval_tokens_per_sample")):
+        from ..scoring import trained_on_streams
+        how = ("reads the split as one stream, its state carried from chunk to chunk: there is no sentence to cut"
+               if trained_on_streams(task) else "has no such option")
+        raise ScoringError(f"--eval-tokens-per-sample {args.eval_tokens_per_sample} cuts the sentences of "
+                           f"sentence_language_modeling; {args.path} was trained on {_task_name(task)}, which {how}: "
+                           "drop the option")
     from ..modules.dynamic_evaluation import DynamicEvaluator
     from ..scoring import trained_on_streams
 

@@ -26,8 +26,8 @@ import math
 
 import torch
 
-from ..scoring import ScoringError, check_outputs, load_models
-from .tool import run_tool
+from ..scoring import ScoringError, check_outputs, load_models, task_data
+from .tool import picture_path, run_tool
 
 
 def score_split(model, task, split):
@@ -118,8 +118,9 @@ def main(argv=None):
                         help="also list the types seen fewer than N times in the training split "
                              "(the paper's Table 8: 5)")
     parser.add_argument("--json", help="also write the figures and the lists to this file")
-    parser.add_argument("--plot", metavar="PNG", help="also draw the posterior of the first words")
-    parser.add_argument("--plot-words", type=int, default=60, help="how many words to draw")
+    parser.add_argument("--plot", metavar="PNG", help="also draw the posterior of the first words (the format "
+                                                      "from the extension; none: .png is added)")
+    parser.add_argument("--plot-words", type=int, default=60, help="how many words to draw (with --plot)")
     parser.add_argument("--cpu", action="store_true", help="stay on the CPU even with a GPU")
     args = parser.parse_args(argv)
     run_tool("alm-cache-posterior", run, args)
@@ -129,8 +130,18 @@ def run(args):
     if args.rare_in_train < 0:
         raise ScoringError(f"--rare-in-train {args.rare_in_train}: give a count of training occurrences "
                            "(the paper's Table 8: 5), or 0 for no such list")
-    check_outputs({"--plot": args.plot, "--json": args.json}, {"--path": [args.path]})
+    if args.top < 0:
+        raise ScoringError(f"--top {args.top}: give how many word types to list per side (e.g. 15; 0: none)")
+    if args.plot_words < 1:
+        raise ScoringError(f"--plot-words {args.plot_words}: give how many of the split's first words to draw "
+                           "(at least 1, e.g. 60)")
+    inputs = {"--path": [args.path]}
+    check_outputs({"--plot": args.plot, "--json": args.json}, inputs, data=[args.data])  # the names as given
+    args.plot = picture_path(args.plot, "--plot")  # the file savefig writes: no extension, .png added
+    outputs = {"--plot": args.plot, "--json": args.json}
+    check_outputs(outputs, inputs, data=[args.data])
     (model, task), = load_models([args.path], args.data, args.cpu, tool="alm-cache-posterior")
+    check_outputs(outputs, inputs, data=[task_data(task)])  # the data directory saved in the checkpoint
     if getattr(model.decoder, "cache", None) is None and not hasattr(model.decoder, "copy_posterior"):
         raise ScoringError(f"{args.path} has no word cache ({model.__class__.__name__}, "
                            "e.g. --arch hclm or char_lstm_lm): the cache posterior needs a char_cache_lm "

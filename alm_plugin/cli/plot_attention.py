@@ -12,8 +12,8 @@ import argparse
 
 import torch
 
-from ..scoring import ScoringError, check_outputs, load_models
-from .tool import run_tool
+from ..scoring import ScoringError, check_outputs, load_models, task_data
+from .tool import picture_path, run_tool
 
 
 def check_has_history_attention(model, path):
@@ -52,9 +52,12 @@ def main(argv=None):
 
 
 def run(args):
-    check_outputs({"--out": args.out}, {"--path": [args.path]})
+    check_outputs({"--out": args.out}, {"--path": [args.path]}, data=[args.data])  # the name as given
+    args.out = picture_path(args.out, "--out")  # the file savefig writes: no extension, .png added
+    check_outputs({"--out": args.out}, {"--path": [args.path]}, data=[args.data])
     # on the CPU: a few sentences, and the weights are drawn from there
     (model, task), = load_models([args.path], args.data, use_cpu=True, tool="alm-plot-attention")
+    check_outputs({"--out": args.out}, {"--path": [args.path]}, data=[task_data(task)])
     check_has_history_attention(model, args.path)
     import matplotlib
     matplotlib.use("Agg")

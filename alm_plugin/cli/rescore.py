@@ -153,7 +153,8 @@ def main(argv=None):
 def run(args):
     check_outputs({"--output-1best": args.output_1best, "--output-nbest": args.output_nbest},
                   {"--nbest": [args.nbest], "--ref": [args.ref], "--tune-nbest": [args.tune_nbest],
-                   "--tune-ref": [args.tune_ref], "--bpe-codes": [args.bpe_codes], "--lm": args.lm})
+                   "--tune-ref": [args.tune_ref], "--bpe-codes": [args.bpe_codes], "--lm": args.lm},
+                  data=[args.lm_data])
     for path, what in ((args.nbest, "the n-best list"), (args.ref, "the reference file"),
                        (args.tune_nbest, "the dev n-best list"), (args.tune_ref, "the dev reference file"),
                        (args.bpe_codes, "the BPE codes file")):

@@ -59,7 +59,7 @@ def read_lines(files, sizes=None):
     for name in sources:
         if name != "-" and os.path.isdir(name):
             raise ScoringError(f"input {name} is a directory: give the text file(s) to score")
-        if name != "-" and not os.path.isfile(name):
+        if name != "-" and not os.path.exists(name):  # a pipe (<(...), /dev/fd/N, a FIFO) is read once, as stdin
             raise ScoringError(f"input file {name} does not exist")
     lines = []
     for name in sources:
@@ -101,7 +101,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="alm-score", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("files", nargs="*", metavar="FILE",
-                        help="text, one sentence per line (default: stdin). Each FILE is a text of its own: read as a "
+                        help="text, one sentence per line (default: stdin; a pipe such as <(cmd) is read too). Each FILE is a text of its own: read as a "
                              "document (--context document, a neural cache, dynamic evaluation), each starts from a "
                              "fresh state, an empty cache and the trained weights")
     parser.add_argument("--path", required=True,

@@ -3,6 +3,7 @@ problem the user can fix reported as one line, ``PROG: error: MESSAGE``, with ex
 and no traceback (as argparse reports a bad option)."""
 import ctypes
 import logging
+import os
 import sys
 
 from ..errors import UserError
@@ -35,3 +36,26 @@ def run_tool(prog: str, run, args) -> None:
         sys.exit(f"{prog}: error: {' '.join(str(error).splitlines())}")
     except BrokenPipeError:  # alm-score ... | head
         sys.stderr.close()
+
+
+# what matplotlib's savefig writes without LaTeX (pgf needs xelatex)
+NEEDS_LATEX = {"pgf"}
+
+
+def picture_path(path, option):
+    """The file matplotlib's ``savefig(path)`` writes, found before the run: a name without an
+    extension gets matplotlib's ``.png``; an extension matplotlib cannot write is refused (it would
+    fail after the whole run). ``None`` stays ``None``."""
+    if path is None:
+        return None
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = sorted(set(FigureCanvasBase.get_supported_filetypes()) - NEEDS_LATEX)
+    extension = os.path.splitext(path)[1]
+    if not extension:
+        return path + ".png"  # as savefig names it
+    if extension[1:].lower() not in formats:
+        raise ScoringError(f"{option} {path}: the picture's format is read from its extension, and "
+                           f"'{extension}' is none matplotlib writes here: end the name in .png (or "
+                           f"{', '.join('.' + f for f in formats if f != 'png')})")
+    return path

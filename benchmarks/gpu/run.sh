@@ -61,7 +61,9 @@
 # $TMPDIR/alm_gpu_run). Where $OUT is set (a device call), at most 8 files go there: summary.txt,
 # logs.tgz (every log and result of the run) and up to 6 of the run's JSONs.
 # Options: --dry-run, --prepare, --cut (paper), -h / --help. Exit status: 0 when every step passed,
-# 1 when one failed (the later steps still run and their files come back), 2 for a bad argument,
+# 1 when one failed (the later steps still run and their files come back), 2 for a bad argument
+# (also tests, cli, speed, char or fairseq-speed without --dry-run on a machine with no GPU: refused
+# in one line before anything runs),
 # 3 when paper's rows still run (and nothing failed): run the same command again.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -93,6 +95,18 @@ if [[ " ${WANT[*]:-} " == *" paper "* && " ${WANT[*]} " != *" install "* ]] && (
 fi
 STEPS=()  # the canonical order
 for s in "${STEPS_KNOWN[@]}"; do [[ " ${WANT[*]:-} " == *" $s "* ]] && STEPS+=("$s"); done
+# the steps that run on CUDA: on a machine without a GPU, say so now, before anything runs or is written
+# (each would fail in its log, the reason out of sight); --dry-run runs them on the CPU
+if (( ! DRY )); then
+  ON_GPU=()
+  for s in tests cli speed char fairseq-speed; do [[ " ${STEPS[*]:-} " == *" $s "* ]] && ON_GPU+=("$s"); done
+  if (( ${#ON_GPU[@]} )) && ! nvidia-smi -L 2>/dev/null | grep -q '^GPU' \
+     && ! $PY -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+    echo "run.sh: ${ON_GPU[*]} run on a GPU and this machine has none (nvidia-smi lists no GPU, torch sees no CUDA):" \
+         "run them on the lent GPU machine, or here with --dry-run (bash benchmarks/gpu/run.sh --dry-run ${ON_GPU[*]})" >&2
+    exit 2
+  fi
+fi
 
 T0=$(date +%s)
 now() { echo $(( $(date +%s) - T0 )); }
