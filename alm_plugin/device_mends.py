@@ -1,5 +1,6 @@
-"""Where fairseq 0.12 slips on devices and precision: ``--bf16`` refused in one line, and the
-clipped gradient norm kept on the gradients' device (``--cpu`` on a machine with a GPU).
+"""Where fairseq 0.12 slips on devices and precision: ``--bf16`` refused in one line, ``--fp16``
+refused in one line where fairseq-train would train on the CPU, and the clipped gradient norm kept
+on the gradients' device (``--cpu`` on a machine with a GPU).
 
 ``--bf16``: fairseq's option parsing turns it into ``--tpu`` (``options.py``: "use bfloat16;
 implies --tpu"), so ``fairseq-train`` asks torch_xla for its device and dies with
@@ -10,10 +11,18 @@ or builds a model, for every task and model once the plugin is loaded), naming `
 ``--amp``, fairseq's mixed precision on a GPU. (bf16 autocast in ``benchmarks/train_speed.py
 --mode model`` measured slower than float32 at our sizes, so no bf16 route is built here.)
 
+``--fp16`` on the CPU (``--cpu``, or no GPU torch can use): fairseq-train's ``FP16Optimizer`` puts
+its flat float32 copy of the weights on ``torch.cuda.current_device()`` and dies with
+``AssertionError: Torch not compiled with CUDA enabled`` (or ``no CUDA GPUs are available``);
+refused in one line where fairseq builds that optimizer, with the parameters on the device they
+train on. Left alone: ``--fp16-no-flatten-grads`` and ``--memory-efficient-fp16`` (no flat copy:
+they train in float16 on the CPU), and the evaluation tools (half precision on the CPU).
+
 ``--cpu``: see ``clip_grad_norm_``.
 """
 import torch
 from fairseq import tasks, utils
+from fairseq.optim.fp16_optimizer import FP16Optimizer
 
 from .errors import OptionError
 
@@ -52,6 +61,31 @@ def setup_task(cfg, **kwargs):
 
 
 setup_task.fairseq_original = _fairseq_setup_task
+
+
+def refuse_fp16_on_the_cpu(params) -> None:
+    """``fairseq-train --fp16`` with the parameters ``params`` on the CPU."""
+    if any(getattr(p, "is_cuda", False) for p in params):
+        return
+    raise OptionError("--fp16: fairseq's float16 training keeps a float32 copy of the weights on the GPU, and this run "
+                      "trains on the CPU (--cpu, or no GPU torch can use): drop --fp16 (the CPU trains in float32), "
+                      "or train on a GPU without --cpu")
+
+
+_fairseq_build_fp16_optimizer = getattr(FP16Optimizer.build_optimizer, "fairseq_original",
+                                        FP16Optimizer.__dict__["build_optimizer"].__func__)
+
+
+def build_fp16_optimizer(cls, cfg, params, **kwargs):
+    """fairseq's ``FP16Optimizer.build_optimizer``, after refusing the CPU."""
+    params = list(params)
+    common = getattr(cfg, "common", cfg)
+    if not getattr(common, "fp16_no_flatten_grads", False):  # the flat copy is the one made on the GPU
+        refuse_fp16_on_the_cpu(params)
+    return _fairseq_build_fp16_optimizer(cls, cfg, params, **kwargs)
+
+
+build_fp16_optimizer.fairseq_original = _fairseq_build_fp16_optimizer
 
 
 _fairseq_clip_grad_norm_ = getattr(utils.clip_grad_norm_, "fairseq_original", utils.clip_grad_norm_)
@@ -96,6 +130,7 @@ clip_grad_norm_.fairseq_original = _fairseq_clip_grad_norm_
 
 
 def install():
-    """Put both in fairseq's modules (once, however often the plugin is imported)."""
+    """Put them in fairseq's modules (once, however often the plugin is imported)."""
     tasks.setup_task = setup_task
+    FP16Optimizer.build_optimizer = classmethod(build_fp16_optimizer)
     utils.clip_grad_norm_ = clip_grad_norm_

@@ -92,7 +92,11 @@ class AttentionCrossEntropyCriterion(FairseqCriterion):
         first_word_nll = nll[self._first_words(sample, target)].sum()
 
         ntokens = sample["ntokens"]
-        sample_size = target.size(0) if self.sentence_avg else ntokens
+        real = target.ne(self.padding_idx)
+        # the samples that hold a scored token: a stream of the document task that has ended (or
+        # reads its burn-in) is a row of padding, no sentence (issue 57)
+        rows = real.any(1).sum()
+        sample_size = int(rows) if self.sentence_avg else ntokens
         loss = nll_loss
         logging_output = {
             "nll_loss": nll_loss.data,
@@ -103,13 +107,13 @@ class AttentionCrossEntropyCriterion(FairseqCriterion):
         }
         weights = self._history_attention(model, net_output)
         if weights is not None:
-            real = target.ne(self.padding_idx)
             lengths = real.sum(1).clamp(min=1)
             entropy = (attention_entropy(weights) * real).sum(1) / lengths  # per sample
             regularizer = entropy.sum()
             if self.entropy_weight != 0.0:
                 loss = loss + self.entropy_weight * regularizer
             logging_output["attn_entropy"] = regularizer.data
+            logging_output["attn_entropy_rows"] = rows.data
         if self.pointer_loss != "off":
             loss = loss + self._sentinel_loss(model, net_output, target, logging_output)
         gate = net_output[1].get("pointer_gate") if isinstance(net_output[1], dict) else None
@@ -169,8 +173,11 @@ class AttentionCrossEntropyCriterion(FairseqCriterion):
         if any("pointer_gate" in log for log in logging_outputs):
             metrics.log_scalar("pointer_gate", total("pointer_gate") / ntokens, ntokens, round=3)
         if any("attn_entropy" in log for log in logging_outputs):
-            metrics.log_scalar("attn_entropy", total("attn_entropy") / max(nsentences, 1),
-                               nsentences, round=3)
+            # per sample that holds a scored token: rows of padding (the document task's streams
+            # that have ended) would scale it down with the number of streams (issue 57)
+            rows = total("attn_entropy_rows") if any("attn_entropy_rows" in log for log in logging_outputs) \
+                else nsentences
+            metrics.log_scalar("attn_entropy", total("attn_entropy") / max(rows, 1), rows, round=3)
 
     @staticmethod
     def logging_outputs_can_be_summed() -> bool:

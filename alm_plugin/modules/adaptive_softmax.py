@@ -25,6 +25,7 @@ tails to a plain embedding. Here ``log_probs`` forms the whole distribution (sum
 differentiable) and ``target_log_probs`` the target's log probability alone, each tail
 computed only for the rows whose target lies in it; both in float32.
 """
+import math
 from dataclasses import dataclass, field
 from typing import List, Optional
 
@@ -104,6 +105,40 @@ def check_options(cfg, vocab_size: int) -> Optional[List[int]]:
     return cutoff
 
 
+def check_clusters(cutoff: List[int], nspecial: int, input_dim: int, untied: bool = False,
+                   factor: Optional[float] = None) -> None:
+    """Refuse cutoffs that leave a special symbol out of the head, and untied tails too narrow to
+    read ``h``. ``--adaptive-softmax-cutoff 1,2,3`` put ``<pad>`` and ``</s>`` (which ends every
+    line: the most frequent token) into one-word clusters and every word out of the head; fairseq's
+    untied tail ``k`` projects ``h`` to ``int(d // factor^(k+1))`` dimensions, which rounds to 0 for
+    ``d < factor^(k+1)``: a (0, d) projection whose words get a distribution that ignores the
+    context, trained without a word (issue 57)."""
+    given = ",".join(map(str, cutoff))
+    if cutoff[0] <= nspecial:
+        what = (f"puts special symbols (ids 0-{nspecial - 1}: <s>, <pad>, </s>, <unk>; </s> ends every line) into tail "
+                "clusters" if cutoff[0] < nspecial else f"gives the head the {nspecial} special symbols and no word")
+        raise OptionError(f"--adaptive-softmax-cutoff {given}: a head ending at id {cutoff[0]} {what}: start the "
+                          f"cutoffs above {nspecial} (the head holds the special symbols and the most frequent words), "
+                          "e.g. 2000,10000")
+    if not untied:
+        return
+    factor = UNTIED_FACTOR if factor is None else float(factor)
+    tails = len(cutoff)
+    narrow = [k for k in range(tails) if int(input_dim // factor ** (k + 1)) < 1]
+    if not narrow:
+        return
+    k = narrow[0]
+    most = max((n for n in range(1, tails + 1) if int(input_dim // factor ** n) >= 1), default=0)
+    largest = math.floor(input_dim ** (1.0 / tails) * 100) / 100
+    while largest > 0 and int(input_dim // largest ** tails) < 1:  # float rounding at the edge
+        largest = round(largest - 0.01, 2)
+    fewer = f", at most {most} cutoff{'s' if most > 1 else ''} at this factor" if most else ""
+    raise OptionError(f"--adaptive-softmax-untied with --adaptive-softmax-factor {factor:g}: tail {k + 1} of {tails} "
+                      f"(--adaptive-softmax-cutoff {given}) would project the decoder's {input_dim}-dimensional output "
+                      f"(--embed-dim) to {input_dim} // {factor:g}^{k + 1} = 0 dimensions, so its words would ignore "
+                      f"the context: use --adaptive-softmax-factor {largest:g} or less{fewer}, or a larger --embed-dim")
+
+
 def check_sorted_by_frequency(dictionary) -> None:
     """The head must hold the most frequent words: refuse a dictionary whose counts rise after
     the special symbols (fairseq's zero-count ``madeupword`` padding at the end excepted)."""
@@ -130,6 +165,7 @@ class AdaptiveSoftmax(nn.Module):
     def __init__(self, dictionary, input_dim: int, cutoff: List[int], untied: bool = False,
                  factor: Optional[float] = None, dropout: Optional[float] = None):
         super().__init__()
+        check_clusters(list(cutoff), getattr(dictionary, "nspecial", 4), input_dim, untied, factor)
         check_sorted_by_frequency(dictionary)
         self.vocab_size = len(dictionary)
         self.cutoff = list(cutoff)

@@ -132,6 +132,9 @@ class DynamicEvaluator:
         self.exploded = math.inf if dictionary is None else EXPLODED * math.log(len(dictionary))
         self.nlls, self.drift_warned = [], False  # each segment's mean NLL this pass, for the drift check
         self.trained, self.trained_output, self.trained_nlls = None, None, []  # the shadow (see SHADOW)
+        # the shadowed segments of the run's earlier texts (each from the trained weights): a run over
+        # many short texts (alm-score's files, hub score() calls) is checked as one text would be
+        self.earlier_texts, self.earlier_shadowed, self.earlier_adapted, self.earlier_trained = 0, 0, 0.0, 0.0
         keep_freed_memory()  # each step allocates the whole output layer's gradient afresh
 
     @contextlib.contextmanager
@@ -183,7 +186,14 @@ class DynamicEvaluator:
             return float(mean_nll(self.trained, output, target))
 
     def reset(self):
-        """Back to the trained weights (a new pass over a text)."""
+        """Back to the trained weights (a new pass over a text). The text's shadowed segments join the
+        run's: ``check_worse`` holds them, with the next texts', against the trained weights."""
+        if self.nlls:
+            shadowed = len(self.trained_nlls)
+            self.earlier_texts += 1
+            self.earlier_shadowed += shadowed
+            self.earlier_adapted += sum(self.nlls[:shadowed])
+            self.earlier_trained += sum(self.trained_nlls)
         if self.initial is not None:
             with torch.no_grad():
                 for p, p0 in zip(self.parameters, self.initial):
@@ -225,7 +235,8 @@ class DynamicEvaluator:
         self.segments += 1
         nll = float(loss.detach())
         if not math.isfinite(nll) or nll > self.exploded:
-            raise OptionError(f"dynamic evaluation: the NLL of segment {self.segments} is {nll:.4g} nats a token "
+            where = f"segment {self.segments}" + (f" of text {self.earlier_texts + 1}" if self.earlier_texts else "")
+            raise OptionError(f"dynamic evaluation: the NLL of {where} is {nll:.4g} nats a token "
                               f"(above {EXPLODED:g} x ln V = {self.exploded:.1f}): the adapted weights diverged; "
                               "lower --dynamic-eval-lr (no figure is given for a partial text)")
         self.nlls.append(nll)
@@ -252,20 +263,33 @@ class DynamicEvaluator:
     def check_worse(self):
         """Stop a pass whose adapted segments score ``WORSE`` nats a token above the trained weights on
         the same segments (from the ``MIN_SHADOW``th shadowed one on): it would print a figure far
-        worse than the static model's, from weights that went bad at the start."""
+        worse than the static model's, from weights that went bad at the start. The same over the run's
+        texts so far: texts shorter than ``MIN_SHADOW`` segments each (alm-score over 30 files of 10
+        lines at lr 0.3: 237.62 against 173.92 static, exit 0) are checked together (issue 57)."""
         shadowed = len(self.trained_nlls)
-        if shadowed < MIN_SHADOW:
+        if shadowed >= MIN_SHADOW:
+            adapted = sum(self.nlls[:shadowed]) / shadowed
+            trained = sum(self.trained_nlls) / shadowed
+            if shadowed == SHADOW:
+                logger.info(f"dynamic evaluation: segments 1-{SHADOW} average {adapted:.4f} nats a token adapted, "
+                            f"{trained:.4f} at the trained weights")
+            if adapted > trained + WORSE:
+                raise OptionError(f"dynamic evaluation made the model worse: segments 1-{shadowed} average "
+                                  f"{adapted:.2f} nats a token adapted against {trained:.2f} at the trained weights "
+                                  f"(perplexity x{math.exp(adapted - trained):.1f}): lower --dynamic-eval-lr or raise "
+                                  "--dynamic-eval-decay (no figure is given for a partial text)")
+        count = self.earlier_shadowed + shadowed
+        if not self.earlier_texts or count < MIN_SHADOW:
             return
-        adapted = sum(self.nlls[:shadowed]) / shadowed
-        trained = sum(self.trained_nlls) / shadowed
-        if shadowed == SHADOW:
-            logger.info(f"dynamic evaluation: segments 1-{SHADOW} average {adapted:.4f} nats a token adapted, "
-                        f"{trained:.4f} at the trained weights")
+        adapted = (self.earlier_adapted + sum(self.nlls[:shadowed])) / count
+        trained = (self.earlier_trained + sum(self.trained_nlls)) / count
         if adapted > trained + WORSE:
-            raise OptionError(f"dynamic evaluation made the model worse: segments 1-{shadowed} average {adapted:.2f} "
-                              f"nats a token adapted against {trained:.2f} at the trained weights (perplexity "
+            texts = self.earlier_texts + 1
+            raise OptionError(f"dynamic evaluation made the model worse: over texts 1-{texts} (each from the trained "
+                              f"weights) the {count} segments scored at the trained weights too average {adapted:.2f} "
+                              f"nats a token adapted against {trained:.2f} (perplexity "
                               f"x{math.exp(adapted - trained):.1f}): lower --dynamic-eval-lr or raise "
-                              "--dynamic-eval-decay (no figure is given for a partial text)")
+                              "--dynamic-eval-decay (no figure is given for part of the texts)")
 
     def check_drift(self):
         """Warn once a pass where the segments' mean NLL since the shadowed ones has risen ``DRIFT``

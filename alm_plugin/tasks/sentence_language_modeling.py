@@ -120,6 +120,7 @@ class SentenceLanguageModelingTask(WordLMOptionsMixin, LanguageModelingTask):
     def load_dataset(self, split: str, epoch=1, combine=False, **kwargs):
         paths = utils.split_paths(self.args.data)
         split_path = os.path.join(paths[(epoch - 1) % len(paths)], split)
+        refuse_an_empty_split(split_path, split)
         dataset = data_utils.load_indexed_dataset(split_path, self.dictionary,
                                                   self.args.dataset_impl, combine=combine)
         if dataset is None:
@@ -188,6 +189,19 @@ def check_sample_lengths(args):
     if eval_tokens < 0:
         raise OptionError(f"--eval-tokens-per-sample {eval_tokens}: give 0 (whole sentences, the default) "
                           "or the most tokens per evaluation sample")
+
+
+def refuse_an_empty_split(split_path: str, split: str) -> None:
+    """A split binarised from a text of no line has an empty ``.bin``, which fairseq's
+    ``MMapIndexedDataset`` cannot map: ``ValueError: cannot mmap an empty file`` (naming no split),
+    then an ``Exception ignored`` traceback from its ``__del__``. Refused by name before it is opened."""
+    from fairseq.data.indexed_dataset import data_file_path, index_file_path
+
+    data = data_file_path(split_path)
+    if os.path.isfile(index_file_path(split_path)) and os.path.isfile(data) and os.path.getsize(data) == 0:
+        raise MissingDataError(f"the '{split}' split in {os.path.dirname(split_path)} holds no line ({split}.bin is "
+                               "empty): binarise a text of at least one line with fairseq-preprocess --only-source, "
+                               "or name another split")
 
 
 class CorpusOrder(BaseWrapperDataset):

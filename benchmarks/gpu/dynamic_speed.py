@@ -57,9 +57,13 @@ def main():
     parser.add_argument("--size", default="200")
     parser.add_argument("--batches", type=int, default=300, help="35-word chunks scored per run")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--device", default="cuda", choices=["cpu", "cuda"],
+                        help="cuda (default; a GPU benchmark) or cpu (a quick look on a machine without one)")
     parser.add_argument("--json")
     args = parser.parse_args()
+    if args.device == "cuda" and not torch.cuda.is_available():  # one line, not torch's CUDA traceback
+        parser.exit(2, f"{parser.prog}: error: --device cuda (the default): this benchmark needs a GPU and torch sees "
+                       "none: run it on a GPU machine, or pass --device cpu for a quick look here\n")
     if not os.path.exists(os.path.join(args.data, "dict.txt")):
         parser.error(f"--data {args.data}: no dict.txt")
     device = torch.device(args.device)

@@ -53,11 +53,15 @@ def count(step, batch, device):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--device", default="cuda", choices=["cpu", "cuda"],
+                        help="cuda (default; a GPU benchmark) or cpu (a quick look on a machine without one)")
     parser.add_argument("--size", type=int, default=650)
     parser.add_argument("--batch-sizes", default="32,128")
     parser.add_argument("--json")
     args = parser.parse_args()
+    if args.device == "cuda" and not torch.cuda.is_available():  # one line, not torch's CUDA traceback
+        parser.exit(2, f"{parser.prog}: error: --device cuda (the default): this benchmark needs a GPU and torch sees "
+                       "none: run it on a GPU machine, or pass --device cpu for a quick look here\n")
     import alm_plugin  # noqa: F401
     from fairseq.data import Dictionary
 
