@@ -70,7 +70,7 @@ def sample_with_every_cluster_start(d):
 @pytest.mark.parametrize("name", list(MODELS))
 def test_distribution_sums_to_one_and_the_loss_is_the_targets_nll(sorted_dictionary, name, untied):
     d = sorted_dictionary
-    model = build(name, d, adaptive_softmax_untied=untied)
+    model = build(name, d, **(dict(adaptive_softmax_untied=True, adaptive_softmax_factor=2.0) if untied else {}))
     sample = sample_with_every_cluster_start(d)
     net_output = model(**sample["net_input"])
     log_p = model.get_normalized_probs(net_output, log_probs=True, sample=sample)  # a sample changes nothing
@@ -109,7 +109,7 @@ def test_tied_by_default_untied_on_request(sorted_dictionary):
     d = sorted_dictionary
     count = lambda m: sum(p.numel() for p in m.parameters())
     full = build("alm_lstm", d, adaptive_softmax_cutoff=None)
-    tied, untied = build("alm_lstm", d), build("alm_lstm", d, adaptive_softmax_untied=True)
+    tied, untied = build("alm_lstm", d), build("alm_lstm", d, adaptive_softmax_untied=True, adaptive_softmax_factor=2.0)
     assert count(tied) == count(full) + 2 * (12 + 1)  # one logit per tail cluster: U h + u
     assert count(untied) > count(tied) + (len(d) - 8) * 12 // 16  # the tails' own projections and words
     # a tail word's probability is read from its embedding row

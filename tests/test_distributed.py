@@ -31,7 +31,8 @@ VARIANTS = [
     ("attentive_lm adaptive (tied)", AttentiveLanguageModel, AttentiveLMDecoder, AttentiveLMConfig,
      dict(adaptive_softmax_cutoff="8,14")),
     ("amsrn adaptive untied", AMSRNLanguageModel, AMSRNDecoder, AMSRNConfig,
-     dict(adaptive_softmax_cutoff="12,14,16", adaptive_softmax_untied=True, adaptive_softmax_dropout=0.0)),
+     dict(adaptive_softmax_cutoff="12,14,16", adaptive_softmax_untied=True, adaptive_softmax_factor=2.0,
+          adaptive_softmax_dropout=0.0)),
     ("pointer_sentinel_lm adaptive", PointerSentinelLanguageModel, PointerSentinelDecoder, PointerSentinelConfig,
      dict(adaptive_softmax_cutoff="12,14,16", pointer_window=5)),
 ]

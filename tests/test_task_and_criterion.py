@@ -49,12 +49,18 @@ def sample_task():
 
 
 def test_training_sentences_are_cut_but_valid_ones_scored_whole_by_default(sample_task):
+    """Sentences are cut at --tokens-per-sample where fairseq's trainer loads a split to train on
+    (it alone passes data_selector and tpu); a split scored, whatever its name (eval-lm
+    --gen-subset train), is read whole (issue 57: train scored 318.50 cut, 319.04 whole)."""
     sample_task.args.eval_tokens_per_sample = 0
-    for split in ("train", "valid"):
-        sample_task.load_dataset(split)
+    sample_task.load_dataset("train", data_selector=None, tpu=False)  # as the trainer calls it
+    sample_task.load_dataset("valid")
     train, valid = sample_task.dataset("train"), sample_task.dataset("valid")
     assert train.sizes.max() <= 10 and len(train) > len(train.dataset.dataset)
     assert len(valid) == len(valid.dataset.dataset) == 400 and valid.sizes.max() > 10
+    sample_task.load_dataset("train")  # as fairseq-eval-lm --gen-subset train loads it: whole sentences
+    scored = sample_task.dataset("train")
+    assert len(scored) == len(scored.dataset.dataset) and scored.sizes.max() > 10
 
 
 def test_task_keeps_every_token_of_the_real_sample(sample_task):

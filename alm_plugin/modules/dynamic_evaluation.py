@@ -210,7 +210,7 @@ class DynamicEvaluator:
                               "cannot read: use --dynamic-eval-rule sgd, or fairseq-eval-lm with the training data")
         sums, count = [torch.zeros_like(p) for p in self.parameters], 0
         try:
-            batches = iter(self.training_batches(self.settings.stats_batches))
+            batches = iter(self.training_batches(self.settings.stats_batches, self.settings.segment))
             first = next(batches, None)
         except MissingDataError as missing:
             raise rms_without_training_data(str(missing)) from None
@@ -370,7 +370,7 @@ def mean_nll(model, net_output, target) -> torch.Tensor:
 
 def attach_dynamic_eval(cfg, model, training_batches, segments_are_sentences: bool):
     """Give ``model`` the evaluator the task's ``--dynamic-eval-*`` options ask for (if any);
-    ``training_batches(n)``: the task's training batches, for rms."""
+    ``training_batches(n, segment)``: n of the task's training batches, for rms."""
     from .neural_cache import CACHE_MODELS
 
     settings = check_options(cfg, segments_are_sentences)

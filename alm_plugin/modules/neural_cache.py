@@ -178,8 +178,9 @@ def cached_log_probs(cache: NeuralCache, log_model: Tensor, net_output, sample, 
     log_model = log_model.clone()
     features, padding = extra["features"].detach(), target.eq(padding_idx)
     net_input = sample["net_input"]
-    if net_input.get("stream_ids") is not None:
-        return check_finite(cache.log_probs(log_model, features, target, padding, net_input["stream_ids"],
+    if net_input.get("stream_ids") is not None:  # a stream's cache remembers what it read, scored or not
+        read = sample.get("read_target", target)
+        return check_finite(cache.log_probs(log_model, features, read, read.eq(padding_idx), net_input["stream_ids"],
                                             net_input["stream_positions"]), target, padding)
     ids = sample["id"]
     if not torch.equal(ids, torch.arange(int(ids[0]), int(ids[0]) + ids.numel(), device=ids.device)):

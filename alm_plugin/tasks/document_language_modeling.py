@@ -11,11 +11,13 @@ train a medium LSTM and as the neural cache and the Pointer Sentinel-LSTM read t
 
 There are no sentences in a chunk, so the paper's "sum over the sentence, average over the
 batch" becomes Zaremba's recipe: with ``--sentence-avg`` the loss is the NLL summed over the
-chunk's steps and averaged over the streams (``nsentences`` = streams), lr 1.
+chunk's steps and averaged over the streams that hold a scored word in the chunk, lr 1.
 
 ``fairseq-eval-lm`` scores each split the same way, the streams in order; ``--batch-size 1``
-reads it as one stream (the exact document-level figure; more streams start more of the text
-from a fresh state). ``--neural-cache-window N`` adds the neural cache, one per stream.
+reads it as one stream (the exact document-level figure). With more streams, each stream but
+the first reads ``--stream-burn-in`` words of the text before its first scored word (read, not
+scored), so its state is a reader's that got there, not a fresh one in mid-document.
+``--neural-cache-window N`` adds the neural cache, one per stream, filled from the burn-in too.
 ``open_vocabulary_language_modeling`` is this task for the character-level models.
 """
 import logging
@@ -36,9 +38,11 @@ from ..errors import MissingDataError, OptionError
 from ..data.word_streams import WordStreamDataset
 from ..modules.dynamic_evaluation import DynamicEvalOptions, check_options as dynamic_options
 from ..modules.neural_cache import CACHE_MODELS, NeuralCacheOptions
-from .word_lm_options import WordLMOptionsMixin
+from .sentence_language_modeling import refuse_an_empty_split
+from .word_lm_options import WordLMOptionsMixin, loaded_for_training
 
 logger = logging.getLogger(__name__)
+BURN_IN = 100  # --stream-burn-in's default: see its help and docs/models.md for the measurement
 
 
 @dataclass
@@ -53,7 +57,13 @@ class WordStreamConfig(FairseqDataclass):
 
 @dataclass
 class DocumentLanguageModelingConfig(WordStreamConfig, NeuralCacheOptions, DynamicEvalOptions):
-    pass
+    stream_burn_in: int = field(default=BURN_IN, metadata={
+        "help": "evaluation read as several streams (fairseq-eval-lm --batch-size N, fairseq-train's validation, "
+                "fairseq-validate): each stream but the first first reads this many words of the text before its "
+                "first scored word (from a line start; read, not scored: every word is scored once), so it scores "
+                "from a reader's state, not a fresh one in mid-document. 0: fresh starts (the old reading). "
+                "Training streams start fresh (docs/models.md)"})
+
 
 
 class WordStreamTask(FairseqTask):
@@ -83,6 +93,7 @@ class WordStreamTask(FairseqTask):
                 "--batch-size N (e.g. 20-32 for training; 1 for exact evaluation).")
         paths = utils.split_paths(self.cfg.data)
         split_path = os.path.join(paths[(epoch - 1) % len(paths)], split)
+        refuse_an_empty_split(split_path, split)
         lines = data_utils.load_indexed_dataset(split_path, self.dictionary, combine=combine)
         if lines is None:
             raise MissingDataError(
@@ -96,15 +107,22 @@ class WordStreamTask(FairseqTask):
             initialised = torch.distributed.is_initialized()
             self.cfg.data_parallel_rank = distributed_utils.get_data_parallel_rank() if initialised else 0
             self.cfg.data_parallel_size = distributed_utils.get_data_parallel_world_size() if initialised else 1
-        streams, chunk = self.reading(split)
+        training = loaded_for_training(kwargs)
+        streams, chunk = self.reading(split, training)
+        burn_in = 0 if training else self.burn_in()
         self.datasets[split] = WordStreamDataset(
             words, streams, chunk, self.dictionary.pad(),
-            self.dictionary.eos(), self.cfg.data_parallel_rank, self.cfg.data_parallel_size)
-        if not split.startswith("train") and streams * self.cfg.data_parallel_size > 1:
+            self.dictionary.eos(), self.cfg.data_parallel_rank, self.cfg.data_parallel_size, burn_in=burn_in)
+        if not training and streams * self.cfg.data_parallel_size > 1:
             # fairseq-train's validation (and checkpoint_best) reads it so: say what that measures
-            logger.info(f"'{split}' is read as {streams * self.cfg.data_parallel_size} streams, each from a fresh "
-                        "state at a line start; fairseq-eval-lm --batch-size 1 reads it as one stream, the exact "
-                        "figure (docs/models.md: how far apart the two are)")
+            logger.info(f"'{split}' is read as {streams * self.cfg.data_parallel_size} streams, each but the first "
+                        + (f"after reading up to {burn_in} words before it (not scored)" if burn_in else
+                           "from a fresh state at a line start")
+                        + "; fairseq-eval-lm --batch-size 1 reads it as one stream, the exact figure")
+
+    def burn_in(self) -> int:
+        """Words a stream reads before its first scored one when a split is scored as several."""
+        return 0
 
     def get_batch_iterator(self, dataset, num_workers=0, epoch=1, data_buffer_size=0,
                            skip_remainder_batch=False, **kwargs):
@@ -132,11 +150,17 @@ class WordStreamTask(FairseqTask):
                 "stream_positions": torch.full((source.size(0),), item["position"]),
             },
             "target": target,
+            # the words after each input, also where a stream reads without scoring (its burn-in):
+            # what the neural cache remembers
+            "read_target": item["read_target"].contiguous(),
+            # where each row's scored words begin (after a burn-in's padded targets): fairseq's
+            # SequenceScorer (eval-lm) takes a row's scores from there, as for --context-window
+            "start_indices": (real.cumsum(1) == 0).sum(1).tolist(),
             "nsentences": source.size(0),
             "ntokens": int(real.sum()),
         }
 
-    def reading(self, split):
+    def reading(self, split, training):
         """``(streams, tokens per chunk)`` of ``split``: ``--batch-size`` x ``--tokens-per-sample``."""
         return self.cfg.batch_size, self.cfg.tokens_per_sample
 
@@ -146,6 +170,9 @@ class WordStreamTask(FairseqTask):
         if context_window > 0:
             raise OptionError("--context-window does not apply: the model carries its state from "
                               "chunk to chunk of each stream; drop the option.")
+        if num_shards > 1:  # every shard would score the whole split
+            raise OptionError(f"--num-shards {num_shards}: the streams of a split are read in one process; drop "
+                              "--num-shards / --shard-id (--batch-size N reads it as N parallel streams)")
         return self.get_batch_iterator(dataset, num_workers=num_workers,
                                        data_buffer_size=data_buffer_size).next_epoch_itr(shuffle=False)
 
@@ -179,18 +206,24 @@ class DocumentLanguageModelingTask(WordLMOptionsMixin, WordStreamTask):
                 "(e.g. 100; the last M states are carried from chunk to chunk).")
         return self.attach_test_time_options(model)
 
-    def reading(self, split):
-        """With dynamic evaluation an evaluation split is one stream of segments (whatever --batch-size):
-        one step after each segment, the figure independent of the batching."""
-        settings = None if split.startswith("train") else dynamic_options(self.cfg, segments_are_sentences=False)
-        return (1, settings.segment) if settings is not None else super().reading(split)
+    def reading(self, split, training):
+        """With dynamic evaluation a split scored is one stream of segments (whatever --batch-size,
+        whatever the split's name): one step after each segment, the figure independent of the batching."""
+        settings = None if training else dynamic_options(self.cfg, segments_are_sentences=False)
+        return (1, settings.segment) if settings is not None else super().reading(split, training)
 
-    def dynamic_eval_training_batches(self, count):
-        """``count`` batches of the training split as 20 streams of segments, state carried: where rms
-        dynamic evaluation measures each weight's gradient (MS)."""
-        settings = dynamic_options(self.cfg, segments_are_sentences=False)
+    def burn_in(self) -> int:
+        if self.cfg.stream_burn_in < 0:
+            raise OptionError(f"--stream-burn-in {self.cfg.stream_burn_in}: the words a stream reads before it "
+                              f"scores must be 0 or more (default {BURN_IN})")
+        return self.cfg.stream_burn_in
+
+    def dynamic_eval_training_batches(self, count, segment):
+        """``count`` batches of the training split as 20 streams of ``segment`` words, state carried:
+        where rms dynamic evaluation measures each weight's gradient (MS). The segment comes from the
+        evaluator (eval-lm's options, or alm-score's and alm-cache-grid's, which the task never sees)."""
         words = self.load_words("train")
-        dataset = WordStreamDataset(words, 20, settings.segment, self.dictionary.pad(), self.dictionary.eos())
+        dataset = WordStreamDataset(words, 20, segment, self.dictionary.pad(), self.dictionary.eos())
         return (self.collate([dataset[i]]) for i in range(min(count, len(dataset))))
 
     # The hub (``from_pretrained``: score, sample) reads each sentence alone, from a fresh state,

@@ -38,7 +38,7 @@ from ..errors import MissingDataError, OptionError
 from ..data import SentenceBlockDataset
 from ..modules.dynamic_evaluation import DynamicEvalOptions
 from ..modules.neural_cache import NeuralCacheOptions
-from .word_lm_options import WordLMOptionsMixin
+from .word_lm_options import WordLMOptionsMixin, loaded_for_training
 
 logger = logging.getLogger(__name__)
 
@@ -96,10 +96,10 @@ class SentenceLanguageModelingTask(WordLMOptionsMixin, LanguageModelingTask):
         self.model_position_limit = limit if isinstance(limit, int) and limit < 100_000 else 0
         return self.attach_test_time_options(model)
 
-    def dynamic_eval_training_batches(self, count):
-        """``count`` batches of 32 training sentences, in corpus order: where rms dynamic evaluation
-        measures each weight's gradient (MS)."""
-        self.load_dataset("train")
+    def dynamic_eval_training_batches(self, count, segment=None):
+        """``count`` batches of 32 training sentences (cut as training cuts them), in corpus order:
+        where rms dynamic evaluation measures each weight's gradient (MS); a segment is a sentence."""
+        self.load_dataset("train", as_training=True)
         itr = self.get_batch_iterator(CorpusOrder(self.dataset("train")), max_sentences=32, max_tokens=32 * 400)
         return itertools.islice(itr.next_epoch_itr(shuffle=False), count)
 
@@ -131,7 +131,7 @@ class SentenceLanguageModelingTask(WordLMOptionsMixin, LanguageModelingTask):
                                         self.args.shorten_method, self.args.tokens_per_sample,
                                         self.args.seed)
         if self.args.sample_break_mode == "eos":
-            training = split.startswith("train")
+            training = loaded_for_training(kwargs)  # not a split named train* that eval-lm scores
             limit = self.args.tokens_per_sample if training else getattr(self.args, "eval_tokens_per_sample", 0)
             model_limit = getattr(self, "model_position_limit", 0)
             if not training and model_limit and (limit == 0 or limit > model_limit):

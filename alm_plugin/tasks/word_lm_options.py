@@ -6,9 +6,17 @@ from ..modules.dynamic_evaluation import attach_dynamic_eval, refuse_dynamic_eva
 from ..modules.neural_cache import attach_neural_cache, refuse_cache_in_training
 
 
+def loaded_for_training(load_dataset_kwargs) -> bool:
+    """Whether fairseq's trainer loads a split to train on it: it alone passes ``data_selector`` and
+    ``tpu`` to ``load_dataset`` (fairseq-eval-lm --gen-subset train or fairseq-validate --valid-subset
+    train load the same split to score it, and must read it as any split scored)."""
+    return bool(load_dataset_kwargs.get("as_training")) or "tpu" in load_dataset_kwargs \
+        or "data_selector" in load_dataset_kwargs
+
+
 class WordLMOptionsMixin:
     """Put before the fairseq task class; the task reads its options from ``self.args`` and gives
-    ``dynamic_eval_training_batches(n)`` (rms dynamic evaluation's statistics)."""
+    ``dynamic_eval_training_batches(n, segment)`` (rms dynamic evaluation's statistics)."""
 
     segments_are_sentences = True  # dynamic evaluation's segment: a sentence, or N tokens of a stream
 
