@@ -597,6 +597,10 @@ def test_eval_lm_on_burnt_in_streams_equals_the_hand_computation_and_the_one_str
     one = eval_lm_result(run("eval_lm", *common, "--batch-size", "1")[1])[0]
     validated = float(json_records(outputs["attentive_lm"], "valid")[-1]["valid_nll_loss"])  # 10 streams, update 40
     assert four == pytest.approx(one, rel=5e-4) and validated == pytest.approx(one, rel=5e-4)
+    # with the neural cache each stream's past is at least its window: its cache holds what one stream's would
+    cached = [eval_lm_result(run("eval_lm", *common, "--batch-size", streams, *CACHE, "--stream-burn-in", "30")[1])[0]
+              for streams in ("1", "4")]
+    assert cached[1] == pytest.approx(cached[0], rel=5e-4) and cached[0] < one
 
 
 def test_a_split_named_train_is_scored_as_any_split_is(stream_model, tmp_path):

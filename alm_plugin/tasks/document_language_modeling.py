@@ -61,7 +61,8 @@ class DocumentLanguageModelingConfig(WordStreamConfig, NeuralCacheOptions, Dynam
         "help": "evaluation read as several streams (fairseq-eval-lm --batch-size N, fairseq-train's validation, "
                 "fairseq-validate): each stream but the first first reads this many words of the text before its "
                 "first scored word (from a line start; read, not scored: every word is scored once), so it scores "
-                "from a reader's state, not a fresh one in mid-document. 0: fresh starts (the old reading). "
+                "from a reader's state, not a fresh one in mid-document; with the neural cache, at least its "
+                "window. 0: fresh starts (the old reading). "
                 "Training streams start fresh (docs/models.md)"})
 
 
@@ -216,7 +217,10 @@ class DocumentLanguageModelingTask(WordLMOptionsMixin, WordStreamTask):
         if self.cfg.stream_burn_in < 0:
             raise OptionError(f"--stream-burn-in {self.cfg.stream_burn_in}: the words a stream reads before it "
                               f"scores must be 0 or more (default {BURN_IN})")
-        return self.cfg.stream_burn_in
+        # with the neural cache, a past as long as its window: each stream's cache then holds what
+        # the one-stream reading's would
+        window = getattr(self.cfg, "neural_cache_window", 0) or 0
+        return max(self.cfg.stream_burn_in, window) if self.cfg.stream_burn_in else 0
 
     def dynamic_eval_training_batches(self, count, segment):
         """``count`` batches of the training split as 20 streams of ``segment`` words, state carried:
