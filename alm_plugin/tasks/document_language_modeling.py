@@ -27,7 +27,7 @@ from typing import Optional
 
 import torch
 from fairseq import utils
-from fairseq.data import Dictionary, data_utils, iterators
+from fairseq.data import Dictionary, iterators
 from fairseq.dataclass import FairseqDataclass
 from fairseq.distributed import utils as distributed_utils
 from fairseq.tasks import FairseqTask, register_task
@@ -35,10 +35,10 @@ from fairseq.tasks.language_modeling import LanguageModelingTask
 from omegaconf import II
 
 from ..errors import MissingDataError, OptionError
+from ..data.splits import load_split
 from ..data.word_streams import WordStreamDataset
 from ..modules.dynamic_evaluation import DynamicEvalOptions, check_options as dynamic_options
 from ..modules.neural_cache import CACHE_MODELS, NeuralCacheOptions
-from .sentence_language_modeling import refuse_an_empty_split
 from .word_lm_options import WordLMOptionsMixin, loaded_for_training
 
 logger = logging.getLogger(__name__)
@@ -92,14 +92,7 @@ class WordStreamTask(FairseqTask):
             raise OptionError(
                 f"{self.__class__.__name__} reads the corpus as --batch-size parallel streams: pass "
                 "--batch-size N (e.g. 20-32 for training; 1 for exact evaluation).")
-        paths = utils.split_paths(self.cfg.data)
-        split_path = os.path.join(paths[(epoch - 1) % len(paths)], split)
-        refuse_an_empty_split(split_path, split)
-        lines = data_utils.load_indexed_dataset(split_path, self.dictionary, combine=combine)
-        if lines is None:
-            raise MissingDataError(
-                f"no '{split}' data in {os.path.dirname(split_path)}: binarise it with "
-                "fairseq-preprocess --only-source (see examples/language_model/prepare_lm_data.py)")
+        lines = load_split(self.cfg.data, split, self.dictionary, epoch, combine=combine)
         return torch.cat([lines[i] for i in range(len(lines))])
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):

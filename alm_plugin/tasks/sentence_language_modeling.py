@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from fairseq import utils
-from fairseq.data import BaseWrapperDataset, MonolingualDataset, TokenBlockDataset, data_utils
+from fairseq.data import BaseWrapperDataset, MonolingualDataset, TokenBlockDataset
 from fairseq.data.shorten_dataset import maybe_shorten_dataset
 from fairseq.tasks import register_task
 from fairseq.tasks.language_modeling import (
@@ -36,6 +36,7 @@ from fairseq.tasks.language_modeling import (
 
 from ..errors import MissingDataError, OptionError
 from ..data import SentenceBlockDataset
+from ..data.splits import load_split
 from ..modules.dynamic_evaluation import DynamicEvalOptions
 from ..modules.neural_cache import NeuralCacheOptions
 from .word_lm_options import WordLMOptionsMixin, loaded_for_training
@@ -118,15 +119,7 @@ class SentenceLanguageModelingTask(WordLMOptionsMixin, LanguageModelingTask):
                                           num_shards=num_shards, **kwargs)
 
     def load_dataset(self, split: str, epoch=1, combine=False, **kwargs):
-        paths = utils.split_paths(self.args.data)
-        split_path = os.path.join(paths[(epoch - 1) % len(paths)], split)
-        refuse_an_empty_split(split_path, split)
-        dataset = data_utils.load_indexed_dataset(split_path, self.dictionary,
-                                                  self.args.dataset_impl, combine=combine)
-        if dataset is None:
-            raise MissingDataError(
-                f"no '{split}' data in {os.path.dirname(split_path)}: binarise it with "
-                f"fairseq-preprocess --only-source (see examples/language_model/prepare_lm_data.py)")
+        dataset = load_split(self.args.data, split, self.dictionary, epoch, self.args.dataset_impl, combine)
         dataset = maybe_shorten_dataset(dataset, split, self.args.shorten_data_split_list,
                                         self.args.shorten_method, self.args.tokens_per_sample,
                                         self.args.seed)
@@ -189,19 +182,6 @@ def check_sample_lengths(args):
     if eval_tokens < 0:
         raise OptionError(f"--eval-tokens-per-sample {eval_tokens}: give 0 (whole sentences, the default) "
                           "or the most tokens per evaluation sample")
-
-
-def refuse_an_empty_split(split_path: str, split: str) -> None:
-    """A split binarised from a text of no line has an empty ``.bin``, which fairseq's
-    ``MMapIndexedDataset`` cannot map: ``ValueError: cannot mmap an empty file`` (naming no split),
-    then an ``Exception ignored`` traceback from its ``__del__``. Refused by name before it is opened."""
-    from fairseq.data.indexed_dataset import data_file_path, index_file_path
-
-    data = data_file_path(split_path)
-    if os.path.isfile(index_file_path(split_path)) and os.path.isfile(data) and os.path.getsize(data) == 0:
-        raise MissingDataError(f"the '{split}' split in {os.path.dirname(split_path)} holds no line ({split}.bin is "
-                               "empty): binarise a text of at least one line with fairseq-preprocess --only-source, "
-                               "or name another split")
 
 
 class CorpusOrder(BaseWrapperDataset):
