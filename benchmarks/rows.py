@@ -25,12 +25,26 @@ SIZE, DROPOUT = "200", "0.2"
 MEMORY, STREAMS = "100", 20  # M (and the pointer's L) = 100: the Pointer Sentinel-LSTM's window
 
 
+# Our word decoders once dropped h_t twice on its way to the softmax (alm_lstm, the pointer) and
+# fed the attention dropped states; a row trained since drops every tensor once and says so.
+DROPOUT_LAYOUT = "each tensor once"
+
+
 @dataclass(frozen=True)
 class Row:
     description: str
     args: tuple  # the model's and the optimizer's arguments
     reading: str = "sentence"  # sentence | stream | fairseq | characters (see above)
     full_softmax_twin: str = None  # a row that only changes the output layer: the row it is compared with
+
+    @property
+    def has_our_decoder(self):
+        """Trained by our word decoder (``HistoryAttentionLSTMDecoder``): its dropout layout matters."""
+        return self.reading in ("sentence", "stream")
+
+    def before_the_dropout_fix(self, result):
+        """A result of our word decoder trained before every tensor was dropped once."""
+        return self.has_our_decoder and result.get("dropout_layout") != DROPOUT_LAYOUT
 
 
 @dataclass(frozen=True)

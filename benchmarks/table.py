@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fairseq_runs import ROOT, characters_per_word, fairseq, prepare, records  # noqa: E402
-from rows import CORPORA  # noqa: E402
+from rows import CORPORA, DROPOUT_LAYOUT  # noqa: E402
 
 # how this run scores, set once by main(): the device's flag for every command, the commands at once
 DEVICE_FLAGS, JOBS = ["--cpu"], 1
@@ -145,6 +145,7 @@ def run_row(corpus, name, save_root, threads, results_dir, epochs, cut=False):
     model = model_config(os.path.join(save, "checkpoint_best.pt"))  # a named architecture's size is not in args
     result = {"row": name, "description": row.description, "args": list(row.args), "commit": commit(),
               "device": device_name(), **({"cut_at_epoch": last} if last < epochs else {}),
+              **({"dropout_layout": DROPOUT_LAYOUT} if row.has_our_decoder else {}),
               "recipe": {"size": option(row, "--hidden-size", "--decoder-hidden-size", "--decoder-embed-dim")
                          or str(model.get("hidden_size")),
                          "dropout": option(row, "--dropout", "--decoder-dropout-out") or str(model.get("dropout")),
@@ -425,9 +426,14 @@ def main():
             print(f"{name}: valid {result['valid_ppl']:.1f}, test {result['test_ppl']:.1f}", flush=True)
         return
     for name in names:
-        if os.path.exists(os.path.join(results_dir, f"{name}.json")):
-            print(f"{name}: done already ({results_dir}/{name}.json)", flush=True)
-            continue
+        path = os.path.join(results_dir, f"{name}.json")
+        if os.path.exists(path):
+            with open(path) as f:
+                stale = corpus.rows[name].before_the_dropout_fix(json.load(f))
+            if not stale:
+                print(f"{name}: done already ({path})", flush=True)
+                continue
+            print(f"{name}: {path} was trained before the dropout fix: retrained, the JSON replaced", flush=True)
         print(f"{name}: {'scoring what it trained' if args.cut else 'training'} ...", flush=True)
         r = run_row(corpus, name, save_dir, args.threads, results_dir, args.epochs or corpus.epochs, cut=args.cut)
         print(f"{name}: valid {r['valid_ppl']:.1f}, test {r['test_ppl']:.1f}, {r['train_minutes']:.0f} min", flush=True)

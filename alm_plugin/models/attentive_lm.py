@@ -36,15 +36,21 @@ class AttentiveLMConfig(HistoryAttentionConfig):
     concat_activation: ChoiceEnum(["tanh", "linear"]) = field(default="tanh", metadata={
         "help": "the concat layer's non-linearity: tanh (Eq. 7, the paper) or linear (none, "
                 "as in the authors' released code)"})
+    zero_context: bool = field(default=False, metadata={
+        "help": "an ablation with no attention: the concat layer is kept and fed c_t = 0, "
+                "h'_t = tanh(W_c [h_t ; 0]); no attention is built (what the authors' released code "
+                "trains). Against alm_lstm it measures the layer, against attentive_lm the attention"})
 
 
 class AttentiveLMDecoder(HistoryAttentionLSTMDecoder):
     def __init__(self, cfg: AttentiveLMConfig, dictionary, source_dim: int = 0):
         super().__init__(cfg, dictionary, source_dim)
-        score = SCORES[cfg.attention_score](cfg.hidden_size, cfg.attention_dim or cfg.hidden_size)
-        self.attention = CausalHistoryAttention(score, include_current=False,
-                                                initial_slot=cfg.attention_sentinel,
-                                                window=cfg.memory_window)
+        self.zero_context = cfg.zero_context
+        if not self.zero_context:
+            score = SCORES[cfg.attention_score](cfg.hidden_size, cfg.attention_dim or cfg.hidden_size)
+            self.attention = CausalHistoryAttention(score, include_current=False,
+                                                    initial_slot=cfg.attention_sentinel,
+                                                    window=cfg.memory_window)
         self.concat = nn.Linear(2 * cfg.hidden_size + source_dim, cfg.embed_dim, bias=cfg.combination_bias)
         self.concat_tanh = cfg.concat_activation == "tanh"
         self.reset_parameters()

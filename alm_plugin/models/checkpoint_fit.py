@@ -41,7 +41,7 @@ OPTIONS_BUFFER = "architecture_options"
 
 def _may_differ(name: str) -> bool:
     """Options that change training only, not the function of trained parameters."""
-    return "dropout" in name or name in ("init_range", "_name")
+    return "dropout" in name or name in ("init_range", "forget_gate_bias", "attend_dropped_states", "_name")
 
 
 def _meaning(name: str, value):

@@ -44,8 +44,12 @@ class RecurrentLMConfig(AdaptiveSoftmaxConfig):
     hidden_size: int = field(default=650, metadata={"help": "LSTM hidden size"})
     num_layers: int = field(default=2, metadata={"help": "number of stacked LSTM layers"})
     dropout: float = field(default=0.5, metadata={
-        "help": "dropout on the non-recurrent connections: embeddings, between LSTM layers, "
-                "LSTM output and the layer before the softmax"})
+        "help": "dropout on the non-recurrent connections, each tensor once: the embeddings, "
+                "between the LSTM layers, and the vector the output layer reads (h'_t; h_t itself "
+                "for alm_lstm and the pointer's p_vocab). The attention reads h_t undropped"})
+    forget_gate_bias: float = field(default=0.0, metadata={
+        "help": "the LSTM forget gates' bias starts here (the paper: every bias 0; the authors' "
+                "released code and TensorFlow: 1.0)"})
     init_range: float = field(default=0.05, metadata={
         "help": "weights start uniform in [-init_range, init_range], biases at 0 (paper: 0.05)"})
 
@@ -56,6 +60,10 @@ class HistoryAttentionConfig(RecurrentLMConfig):
         "help": "attend over at most this many previous states; 0 = the whole sample (with "
                 "--sample-break-mode eos: the sentence, the paper's per-sentence reset)"})
     combination_bias: bool = combination_bias_field(default=False)
+    attend_dropped_states: bool = field(default=False, metadata={
+        "help": "the attention's memory and queries read h_t after a dropout of their own (the "
+                "concat layer still reads h_t undropped); off: they read h_t as the LSTM gives it, "
+                "as the authors' released code does"})
 
 
 class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecoder):
@@ -78,6 +86,8 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
         self.adaptive_softmax = build_adaptive_softmax(cfg, dictionary, cfg.embed_dim)
         self.source_dim = source_dim
         self.attention = None
+        self.zero_context = False  # attention left out, the combination layer fed c_t = 0
+        self.attend_dropped_states = getattr(cfg, "attend_dropped_states", False)  # no such option without attention
         self.memory_starts_with_h0 = False  # AMSRN: the first slot is the initial state h_0
         if source_dim:
             self.source_attention = SourceAttention(cfg.hidden_size, source_dim)
@@ -87,14 +97,21 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
         self.register_fingerprint(dictionary)
 
     def reset_parameters(self):
-        """Uniform weights in [-r, r] and zero biases, as in the paper (call after building)."""
+        """Uniform weights in [-r, r] and zero biases, as in the paper (call after building);
+        ``--forget-gate-bias`` starts the LSTM's forget gates elsewhere (torch orders the gates
+        i, f, g, o and adds ``bias_ih`` to ``bias_hh``: the value goes in ``bias_ih`` alone)."""
         for name, param in self.named_parameters():
             if "bias" in name:
                 nn.init.zeros_(param)
             else:
                 nn.init.uniform_(param, -self.cfg.init_range, self.cfg.init_range)
+        forget = self.cfg.forget_gate_bias
         with torch.no_grad():
             self.embed_tokens.weight[self.padding_idx].zero_()
+            if forget:
+                hidden = self.cfg.hidden_size
+                for layer in range(self.cfg.num_layers):
+                    getattr(self.lstm, f"bias_ih_l{layer}")[hidden:2 * hidden].fill_(forget)
 
     def combine(self, states: Tensor, context: Tensor, *source_context: Tensor) -> Tensor:
         raise NotImplementedError
@@ -149,19 +166,22 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
         else:
             hidden = (cache["hidden"].transpose(0, 1).contiguous(), cache["cell"].transpose(0, 1).contiguous())
         states, (h, c) = self.lstm(x, hidden)
-        states = self.dropout(states)
+        # h_t is dropped once, on its way to the softmax (below); the attention reads it as it is
+        # unless --attend-dropped-states gives the attention a dropout of its own
+        attended = self.dropout(states) if self.attend_dropped_states else states
         memory, memory_tokens = {}, tokens
-        if self.attention is None:  # the plain LSTM: no history, no context
-            context, weights = None, None
+        if self.attention is None:  # the plain LSTM (no history), or the concat layer fed c_t = 0
+            context = states.new_zeros(states.shape) if self.zero_context else None
+            weights = None
         elif incremental_state is None:
             past, past_tokens = (None, None) if carried is None else carried["memory"]
-            context, weights = self.attention(states, tokens.eq(self.padding_idx), self.attention_queries(states),
+            context, weights = self.attention(attended, tokens.eq(self.padding_idx), self.attention_queries(attended),
                                               initial_slot, past, None if past is None else past_tokens.eq(self.padding_idx))
             if past is not None:
                 memory_tokens = torch.cat([past_tokens, tokens], dim=1)
         else:
             memory = None if cache is None else {"memory": cache["memory"], "keys": cache["keys"]}
-            context, weights, memory = self.attention.step(states, memory, self.attention_queries(states),
+            context, weights, memory = self.attention.step(attended, memory, self.attention_queries(attended),
                                                            initial_slot)
             # the words of the remembered states, trimmed as the memory is (the pointer's targets)
             memory_tokens = tokens if cache is None else torch.cat([cache["tokens"], tokens], dim=1)
@@ -176,7 +196,7 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
                 "hidden": h.transpose(0, 1), "cell": c.transpose(0, 1), **memory})
         if streaming:
             self.carry.save(stream_ids, stream_positions + tokens.size(1),
-                            {"hidden": (h, c), "memory": self._kept_memory(carried, states, tokens)}, mode)
+                            {"hidden": (h, c), "memory": self._kept_memory(carried, attended, tokens)}, mode)
         source_context, source_weights = self.attend_source(states, encoder_out)
         features = self.dropout(self.combine(states, context, *source_context))
         # "attn" is what fairseq's generator reads (source attention, --print-alignment);
