@@ -38,9 +38,9 @@ def records(output, kind):
     return [json.loads(m.group(1)) for m in re.finditer(r"\| " + kind + r" \| (\{.*\})", output)]
 
 
-def prepare(corpus, name, sentences=0, open_vocabulary=False):
+def prepare(corpus, name, sentences=0, open_vocabulary=False, train_only=False):
     """``data-bin/<name>``: ``corpus`` of ../shared/data binarised by prepare_lm_data.py (once),
-    ``sentences`` training sentences of it (0: all)."""
+    ``sentences`` training sentences of it (0: all; ``train_only``: valid, test and the dictionary whole)."""
     data = os.path.join(ROOT, "data-bin", name)
     if not all(os.path.exists(os.path.join(data, f"{split}.bin")) for split in ("train", "valid", "test")):
         if not os.path.exists(os.path.join(ROOT, "..", "shared", "data", corpus)):
@@ -49,7 +49,8 @@ def prepare(corpus, name, sentences=0, open_vocabulary=False):
         command = [sys.executable, "examples/language_model/prepare_lm_data.py", "--corpus", corpus, "--name", name,
                    "--force",  # a split is missing: replace what a failed or older run left
                    *(["--open-vocabulary"] if open_vocabulary else []),
-                   *(["--sample-sentences", str(sentences)] if sentences else [])]
+                   *(["--sample-sentences", str(sentences)] if sentences else []),
+                   *(["--sample-train-only"] if train_only else [])]
         proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
         if proc.returncode != 0:
             sys.exit(f"preparing {name} failed:\n{(proc.stdout + proc.stderr)[-3000:]}")

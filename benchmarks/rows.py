@@ -63,6 +63,7 @@ class Corpus:
     data_name: str = None  # data-bin/<data_name> when the rows read another corpus's data (a slice)
     source: str = None  # ../shared/data/<source> that data-bin/<data_name> is prepared from
     sentences: int = 0  # a slice: the first N training sentences (valid and test: N / 10)
+    sample_train_only: bool = False  # a slice scored on the whole valid and test, with the whole corpus's dictionary
     open_vocabulary: bool = False  # prepared for the character models
     max_update: int = None  # a slice: stop after this many updates (the rows' first epoch, cut)
     test_time: bool = True  # the neural cache and dynamic evaluation chosen on valid, scored on test
@@ -254,6 +255,29 @@ PTB_SLICE = Corpus("ptb-slice", epochs=3, anneal_after=None, data_name="ptb-10k"
                                 *(("--concat-activation", "linear") if suffix else ()), *ADAM))
        for score in ("single", "combined") for suffix in ("", "-linear")},
 })
+# The dropout layout and the recipe's choices (docs/models.md, "Dropout" and "The recipe"): the first
+# 10,000 PTB training sentences, the whole valid and test and the full dictionary, 2 x 256, dropout
+# 0.5, the paper's SGD at lr 1 throughout, 4 epochs; each row one choice away from `single`.
+CHOICE = ("--embed-dim", "256", "--hidden-size", "256", "--num-layers", "2", "--dropout", "0.5", *sgd(4))
+SINGLE = ("--arch", "attentive_lm", "--attention-score", "single")
+PTB_CHOICES = Corpus("ptb-choices", epochs=4, anneal_after=None, data_name="ptb-10k-whole-dev", source="ptb",
+                     sentences=10000, sample_train_only=True, test_time=False, rows={
+    "lstm": Row("LSTM (`alm_lstm`)", ("--arch", "alm_lstm", *CHOICE)),
+    "single": Row("`attentive_lm` single", (*SINGLE, *CHOICE)),
+    "single-attend-dropped": Row("`attentive_lm` single, `--attend-dropped-states`",
+                                 (*SINGLE, "--attend-dropped-states", *CHOICE)),
+    "amsrn": Row("`amsrn` tied", ("--arch", "amsrn", "--memory-selection", "tied", *CHOICE)),
+    "amsrn-attend-dropped": Row("`amsrn` tied, `--attend-dropped-states`",
+                                ("--arch", "amsrn", "--memory-selection", "tied", "--attend-dropped-states", *CHOICE)),
+    "single-zero-context": Row("`attentive_lm` single, context zeroed: the layer without the attention",
+                               (*SINGLE, "--zero-context", *CHOICE)),
+    "single-forget-bias-1": Row("`attentive_lm` single, `--forget-gate-bias 1` (the released code)",
+                                (*SINGLE, "--forget-gate-bias", "1", *CHOICE)),
+    "single-truncate": Row("`attentive_lm` single, training sentences over 35 tokens truncated (the paper)",
+                           (*SINGLE, "--shorten-method", "truncate", "--shorten-data-split-list", "train", *CHOICE)),
+    "single-corpus-order": Row("`attentive_lm` single, `--corpus-order` (the released code's batches)",
+                               (*SINGLE, "--corpus-order", *CHOICE)),
+})
 # Kawakami et al. (2017) Tables 4-5. One recipe for every character row: LSTMs of 256 with 128-d
 # characters, dropout 0.3, Adam 0.002, clip 10, chunks of 35 words (the paper: 600-d, dropout 0.5;
 # 600-d costs ~4x, measured below). The epoch budget makes the slowest row, the char LSTM (it runs
@@ -295,4 +319,5 @@ WIKITEXT2_PAPER = [("Zoneout + Variational LSTM (Merity et al.)", "20M", "108.7"
                    ("Neural cache, size 2000 (Grave et al.)", "–", "–", "68.9")]
 
 CORPORA = {corpus.name: corpus for corpus in (PTB, PTB_PAPER, PTB_PAPER_DRY, WIKITEXT2, WIKITEXT2_CUTOFFS,
-                                              PTB_POINTER_LOSS, PTB_SLICE, PTB_CHARS, WIKITEXT2_CHARS, HCLM_SLICE)}
+                                              PTB_POINTER_LOSS, PTB_SLICE, PTB_CHOICES, PTB_CHARS, WIKITEXT2_CHARS,
+                                              HCLM_SLICE)}

@@ -413,7 +413,7 @@ def main():
         return
     if not os.path.exists(os.path.join(corpus.data, "train.bin")):
         prepare(corpus.source or corpus.name, corpus.data_name or corpus.name, corpus.sentences,
-                corpus.open_vocabulary)
+                corpus.open_vocabulary, corpus.sample_train_only)
     if args.evaluate_only:
         for name in names:
             path = os.path.join(results_dir, f"{name}.json")

@@ -64,6 +64,12 @@ class SentenceLanguageModelingConfig(LanguageModelingConfig, NeuralCacheOptions,
                           "whole sentences, so scores do not depend on where a sentence is cut; > 0 cuts "
                           "long sentences into pieces that lose their context (a WARNING counts them)"},
     )
+    corpus_order: bool = field(
+        default=False,
+        metadata={"help": "train on batches of consecutive sentences in the corpus's order, the same "
+                          "every epoch (the Attentive LM authors' released code); default: fairseq's "
+                          "batches of like-length sentences, shuffled every epoch"},
+    )
 
 
 @register_task("sentence_language_modeling", dataclass=SentenceLanguageModelingConfig)
@@ -147,12 +153,15 @@ class SentenceLanguageModelingTask(WordLMOptionsMixin, LanguageModelingTask):
             blocks = TokenBlockDataset(dataset, dataset.sizes, self.args.tokens_per_sample,
                                        pad=self.dictionary.pad(), eos=self.dictionary.eos(),
                                        break_mode=self.args.sample_break_mode, include_targets=True)
-        self.datasets[split] = MonolingualDataset(
+        dataset = MonolingualDataset(
             dataset=blocks, sizes=blocks.sizes, src_vocab=self.dictionary,
             tgt_vocab=self.output_dictionary,
             add_eos_for_other_targets=self.args.sample_break_mode != "none",
             shuffle=True, targets=self.targets, add_bos_token=self.args.add_bos_token,
         )
+        if getattr(self.args, "corpus_order", False) and loaded_for_training(kwargs):
+            dataset = CorpusOrder(dataset)  # batches never shuffled: see get_batch_iterator
+        self.datasets[split] = dataset
 
     def get_batch_iterator(self, dataset, max_tokens=None, max_sentences=None, max_positions=None,
                            ignore_invalid_inputs=False, required_batch_size_multiple=1, **kwargs):
@@ -166,8 +175,11 @@ class SentenceLanguageModelingTask(WordLMOptionsMixin, LanguageModelingTask):
             raise OptionError(f"--max-tokens {max_tokens} is below the longest sample of this split ({longest} "
                               "tokens; sentences are scored whole): raise --max-tokens to at least "
                               f"{longest}, or batch by --batch-size")
-        return super().get_batch_iterator(dataset, max_tokens, max_sentences, max_positions,
-                                          ignore_invalid_inputs, 1, **kwargs)
+        iterator = super().get_batch_iterator(dataset, max_tokens, max_sentences, max_positions,
+                                              ignore_invalid_inputs, 1, **kwargs)
+        if isinstance(dataset, CorpusOrder):  # --corpus-order: the same batches in the same order every epoch
+            iterator.disable_shuffling = True
+        return iterator
 
 
 def check_sample_lengths(args):

@@ -96,7 +96,11 @@ def write_full_dictionary(text_dir):
         with open(os.path.join(text_dir, f"{split}.txt"), encoding="utf-8") as f:
             for line in f:
                 counts.update(line.split())
-    path = os.path.join(text_dir, "dict.txt")
+    return write_dictionary(counts, os.path.join(text_dir, "dict.txt"))
+
+
+def write_dictionary(counts, path):
+    """A fairseq dict.txt of ``counts``, most frequent first (fairseq's own symbols left out)."""
     with open(path, "w", encoding="utf-8") as out:
         for word, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
             if word in FAIRSEQ_SPECIAL_SYMBOLS:  # already in every fairseq dictionary
@@ -115,6 +119,9 @@ def main():
                         help="lines are paragraphs: split them into sentences (on by default for wikitext-2)")
     parser.add_argument("--sample-sentences", type=int, default=0,
                         help="keep only the first N training sentences (and N/10 valid and test ones)")
+    parser.add_argument("--sample-train-only", action="store_true",
+                        help="with --sample-sentences: keep valid and test whole and the dictionary of the "
+                             "whole training text, so the slice is scored on the full corpus's words")
     parser.add_argument("--threshold", type=int, default=0,
                         help="map training words seen at most this many times to <unk> (fairseq-preprocess --thresholdsrc)")
     parser.add_argument("--open-vocabulary", action="store_true",
@@ -156,6 +163,11 @@ def main():
     name = args.name or args.corpus or os.path.basename(os.path.normpath(args.raw_dir))
     text_dir = os.path.join(args.text_dir, name)
     bin_dir = os.path.join(args.destdir, name)
+    if args.sample_train_only and not args.sample_sentences:
+        parser.error("--sample-train-only keeps the whole training text's dictionary for a slice: give --sample-sentences N")
+    if args.sample_train_only and (args.open_vocabulary or args.threshold):
+        parser.error("--sample-train-only takes its dictionary from the whole training text: drop --open-vocabulary "
+                     "and --threshold")
     if args.open_vocabulary and args.threshold:
         parser.error("--open-vocabulary keeps every word: drop --threshold")
     for path in (bin_dir, text_dir):
@@ -172,14 +184,19 @@ def main():
     staged = []
     try:
         new_text, new_bin = stage(text_dir, staged), stage(bin_dir, staged)
+        train_counts = collections.Counter()  # --sample-train-only: the whole training text's words
         for split, path in files.items():
             limit = args.sample_sentences if split == "train" else max(1, args.sample_sentences // 10)
+            whole = args.sample_train_only and split != "train"
             try:
                 sentences = []
                 for sentence in read_sentences(path, paragraphs, tokenizer):
-                    if args.sample_sentences and len(sentences) >= limit:
+                    if args.sample_train_only and split == "train":
+                        train_counts.update(sentence.split())
+                    elif args.sample_sentences and not whole and len(sentences) >= limit:
                         break
-                    sentences.append(sentence)
+                    if whole or not args.sample_sentences or len(sentences) < limit:
+                        sentences.append(sentence)
             except ValueError as error:
                 sys.exit(f"error: {error}")
             if not sentences:
@@ -198,6 +215,8 @@ def main():
         ]
         if args.open_vocabulary:
             command += ["--srcdict", write_full_dictionary(new_text)]
+        elif args.sample_train_only:
+            command += ["--srcdict", write_dictionary(train_counts, os.path.join(new_text, "dict.txt"))]
         elif args.threshold:
             command += ["--thresholdsrc", str(args.threshold)]
         print(" ".join(command))
