@@ -1,8 +1,10 @@
 """The ``adaptive-softmax`` block: what the tied adaptive softmax saves in a training step and in
 evaluation (``benchmarks/output_layer_speed.py``'s JSON) and what it costs in quality (the PTB stream
 LSTM with it against the same row with the full softmax)."""
+from rows import PTB
+
 from .statements import met, pct
-from .tables import result_json
+from .tables import label, result_json
 
 SPEED_GOAL, POINTER_GOAL, QUALITY_GOAL = 1.5, 0.85, 3.0  # x PTB full step; x alm_lstm; % test ppl
 
@@ -51,10 +53,14 @@ def quality(results):
     full, adaptive = results.get("lstm-stream"), results.get("lstm-stream-adaptive")
     if adaptive is None or full is None:
         return "The PTB row with the adaptive softmax (`lstm-stream-adaptive`) has not finished yet."
+    if PTB.rows["lstm-stream"].before_the_dropout_fix(full) != PTB.rows["lstm-stream-adaptive"].before_the_dropout_fix(adaptive):
+        stale = "lstm-stream" if PTB.rows["lstm-stream"].before_the_dropout_fix(full) else "lstm-stream-adaptive"
+        return (f"The adaptive softmax's PTB rows are of two dropout layouts until `{stale}` is retrained "
+                f"(`python benchmarks/table.py --corpus ptb --rows {stale} --threads 1`): not compared.")
     lines = ["| row | valid ppl | test ppl | test + neural cache | params | train min | tokens/s |",
              "|---|---|---|---|---|---|---|"]
     for name, r in (("lstm-stream", full), ("lstm-stream-adaptive", adaptive)):
-        lines.append(f"| `{name}`: {r['description']} | {r['valid_ppl']:.1f} | {r['test_ppl']:.1f} | "
+        lines.append(f"| `{name}`: {label(PTB, name, r)} | {r['valid_ppl']:.1f} | {r['test_ppl']:.1f} | "
                      f"{r.get('test_ppl_cache', float('nan')):.1f} | {r['params'] / 1e6:.2f}M | {r['train_minutes']:.0f} | "
                      f"{r['train_tokens_per_s']:,} |")
     change = pct(adaptive["test_ppl"], full["test_ppl"])

@@ -10,7 +10,7 @@ The paper counts its perplexity without each sentence's first word: its figures 
 from rows import PTB, PTB_PAPER, SIZE
 
 from .statements import head, pct, span, standing_on_both
-from .tables import best_epoch, cell, paper_figures, unlogged
+from .tables import before_the_fix_note, best_epoch, cell, label, one_layout, paper_figures, unlogged
 
 BASELINE, ATTENTION = "lstm", ("single", "combined")
 PAPER_SIZE = "2 x 650"  # the rows' archs, alm_lstm_ptb and attentive_lm_ptb
@@ -29,7 +29,7 @@ def cut(r):
 
 
 def table_row(corpus, name, size, r):
-    description = corpus.rows[name].description
+    description = label(corpus, name, r)
     paper = PTB_PAPER.paper.get(name, "") if corpus is PTB_PAPER else ""  # the 2 x 200 rows: the ptb-table block
     if r is None:
         return f"| {description} | {size} | not run yet | | | | | | | | | | {paper} |"
@@ -171,4 +171,8 @@ def statement(paper, small):
 
 def block(paper, small):
     """``paper``: the 2 x 650 rows' JSON; ``small``: every full-PTB row's (``PTB.load()``)."""
-    return "\n\n".join([table(paper, small), *pending(paper), statement(paper, small)])
+    shown = {n: r for n, r in small.items() if n in PTB_PAPER.rows}
+    (paper_kept, paper_notes), (small_kept, small_notes) = one_layout(PTB_PAPER, paper, BASELINE), one_layout(PTB, shown, BASELINE)
+    footnote = before_the_fix_note(PTB_PAPER, paper) or before_the_fix_note(PTB, shown)
+    return "\n\n".join([table(paper, small), *footnote,
+                        *pending(paper), "\n".join([statement(paper_kept, small_kept), *dict.fromkeys(paper_notes + small_notes)])])

@@ -5,7 +5,7 @@ import os
 from rows import PTB, ROOT, SIZE
 
 from .statements import head, pct, span
-from .tables import best_epoch, is_stream, unlogged
+from .tables import before_the_fix_note, best_epoch, is_stream, label, one_layout, unlogged
 
 PICTURE = os.path.join(ROOT, "docs", "ptb_valid_ppl.png")
 
@@ -27,9 +27,10 @@ def table(results):
         if r is None:
             lines.append(f"| {row.description} | not run yet | | | | | | | | {PTB.paper.get(name, '')} |")
             continue
+        description = label(PTB, name, r)
         entropy = f"{r['test_attn_entropy']:.2f}" if "test_attn_entropy" in r else "–"
         speed = f"{r['train_tokens_per_s']:,}" if r["train_tokens_per_s"] else "–"  # no epoch logged: unknown
-        lines.append(f"| {row.description} | {r['valid_ppl']:.1f} | **{r['test_ppl']:.1f}** | "
+        lines.append(f"| {description} | {r['valid_ppl']:.1f} | **{r['test_ppl']:.1f}** | "
                      f"{r['test_paper_ppl']:.1f} | {best_epoch(r)}/{r['epochs']}{unlogged(r)} | {entropy} | "
                      f"{r['params'] / 1e6:.2f}M | {r['train_minutes']:.0f} | {speed} | "
                      f"{PTB.paper.get(name, '')} |")
@@ -104,7 +105,8 @@ def statement(results):
     if last:
         lines.append(f"{len(last)} of {len(results)} rows had their best epoch last: still improving when the "
                      f"{PTB.epochs}-epoch budget stopped them, so this compares the models at an equal budget, not "
-                     "at convergence (the paper trains 2 x 650 for 39+ epochs).")
+                     "at convergence (the paper trains 2 x 650 until valid has not improved for 10 epochs; the "
+                     "authors' released code for at most 100).")
     minutes = [r["train_minutes"] for r in results.values()]
     lines.append(f"Rows trained with one thread each, two side by side with other work: {span(minutes)} "
                  "minutes a row (not the 2-core budget).")
@@ -114,7 +116,8 @@ def statement(results):
 def block(results):
     """``results``: every full-PTB row's JSON (``PTB.load()``), the stream rows' too."""
     results = sentence_level(results)
-    return f"{table(results)}\n\n{statement(results)}"
+    kept, notes = one_layout(PTB, results, "lstm")
+    return "\n\n".join([table(results), *before_the_fix_note(PTB, results), "\n".join([statement(kept), *notes])])
 
 
 def draw(results, path=PICTURE):

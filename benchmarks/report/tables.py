@@ -56,3 +56,42 @@ def paper_figures(text):
     """A paper's figures as ``rows.py`` writes them, ``"71.7 / 70.1 (2 x 650)"`` -> ``(71.7, 70.1)``."""
     valid, test = text.split(" (")[0].split(" / ")
     return float(valid), float(test)
+
+
+BEFORE_THE_FIX = "‡"
+
+
+def before_the_fix_note(corpus, results):
+    """The footnote of a table holding a row marked ``BEFORE_THE_FIX`` (none otherwise)."""
+    if not any(corpus.rows[n].before_the_dropout_fix(r) for n, r in results.items() if n in corpus.rows):
+        return []
+    return [f"{BEFORE_THE_FIX} trained before every tensor was dropped once (the LSTM and the pointer dropped h_t "
+            "twice, the attention read dropped states: docs/models.md, \"Dropout\"); `benchmarks/table.py` "
+            "retrains such a row and replaces its JSON."]
+
+
+def label(corpus, name, r):
+    """A row's description, marked where its JSON was trained before the dropout fix."""
+    description = corpus.rows[name].description
+    stale = r is not None and corpus.rows[name].before_the_dropout_fix(r)
+    return f"{description} {BEFORE_THE_FIX}" if stale else description
+
+
+def one_layout(corpus, results, base):
+    """``(kept, notes)``: the rows trained under the dropout layout of ``base`` (the statement's
+    baseline; the fixed layout where it has not run) and fairseq's own rows, which any layout may
+    be compared with; ``notes`` name the rows left out and say when the statement stands on rows
+    trained before the fix. A statement compares only rows of one layout."""
+    stale = lambda n: corpus.rows[n].before_the_dropout_fix(results[n])
+    reference = stale(base) if base in results else False
+    kept = {n: r for n, r in results.items() if not corpus.rows[n].has_our_decoder or stale(n) == reference}
+    left = [n for n in results if n not in kept]
+    notes = []
+    if reference:
+        notes.append(f"These figures stand on rows trained before the dropout fix ({BEFORE_THE_FIX}), compared "
+                     "among themselves.")
+    if left:
+        why = ("until the baseline is retrained (they were trained after the dropout fix)" if reference else
+               f"until retrained (trained before the dropout fix, {BEFORE_THE_FIX})")
+        notes.append(f"Left out of the comparison {why}: " + "; ".join(corpus.rows[n].description for n in left) + ".")
+    return kept, notes

@@ -1,0 +1,49 @@
+"""The generated tables while rows are retrained after the dropout fix (benchmarks/report/tables.py):
+a row trained before it is marked, and a statement compares only rows of one layout, naming the rows
+it leaves out. Fast: JSON in memory only (no fairseq run)."""
+import importlib
+
+import pytest
+
+import conftest
+
+
+@pytest.fixture
+def report(monkeypatch):
+    monkeypatch.syspath_prepend(str(conftest.ROOT) + "/benchmarks")
+    return importlib.import_module("report")
+
+
+def row(test, fixed, **more):
+    """A full-PTB sentence row's JSON as table.py writes it; ``fixed``: trained after the dropout fix."""
+    return {"valid_ppl": test + 4, "test_ppl": test, "test_paper_ppl": test * 0.8, "valid_ppl_per_epoch": [test + 50],
+            "epochs": 10, "best_epoch": 10, "params": 2.7e6, "train_minutes": 30, "train_tokens_per_s": 5000,
+            **({"dropout_layout": "each tensor once"} if fixed else {}), **more}
+
+
+def test_a_row_trained_before_the_fix_is_marked_and_left_out(report):
+    results = {"lstm": row(100.0, fixed=True), "single": row(95.0, fixed=False), "combined": row(99.0, fixed=True),
+               "fairseq-lstm_lm": row(108.0, fixed=False)}
+    block = report.ptb_table.block(results)
+    lines = {line.split(" | ")[0].lstrip("| "): line for line in block.splitlines() if line.startswith("| ")}
+    assert "`attentive_lm` single (Eq. 7 tanh, no b_c) ‡" in lines  # marked
+    assert "`attentive_lm` combined (Eq. 10)" in lines and "fairseq `lstm_lm` (tied, cross-check)" in lines
+    assert "‡ trained before every tensor was dropped once" in block
+    statement = block.split("**What it shows", 1)[1]
+    assert "combined (Eq. 10) 99.0 (-1.0%)" in statement  # same layout: compared
+    assert "95.0" not in statement  # the stale row's figure: not compared, only named
+    assert "Left out of the comparison until retrained" in statement and "single (Eq. 7 tanh, no b_c)." in statement
+    assert "+8.0% against our LSTM" in statement  # fairseq's own rows: any layout
+
+
+def test_a_baseline_trained_before_the_fix_compares_its_own_layout(report):
+    results = {"lstm": row(100.0, fixed=False), "single": row(95.0, fixed=False), "combined": row(99.0, fixed=True)}
+    statement = report.ptb_table.block(results).split("**What it shows", 1)[1]
+    assert "single (Eq. 7 tanh, no b_c) 95.0 (-5.0%)" in statement
+    assert "stand on rows trained before the dropout fix" in statement
+    assert "until the baseline is retrained" in statement and "99.0" not in statement
+
+
+def test_no_mark_once_every_row_is_retrained(report):
+    block = report.ptb_table.block({"lstm": row(100.0, fixed=True), "single": row(95.0, fixed=True)})
+    assert "‡" not in block and "Left out" not in block
