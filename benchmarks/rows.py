@@ -139,6 +139,9 @@ PTB = Corpus("ptb", epochs=10, anneal_after=4, rows={
     "single-linear": Row("`attentive_lm` single, `--concat-activation linear`",
                          ("--arch", "attentive_lm", "--attention-score", "single", "--concat-activation", "linear",
                           *OURS, *PTB_RECIPE)),
+    "single-zero-context": Row("`attentive_lm` single, context zeroed: the layer without the attention",
+                               ("--arch", "attentive_lm", "--attention-score", "single", "--zero-context", *OURS,
+                                *PTB_RECIPE)),
     "amsrn": _ptb["amsrn"],
     **{f"amsrn-entropy-{weight}": Row(f"`amsrn` tied + entropy, lambda {float(weight):.1f}",
                                       ("--arch", "amsrn", "--memory-selection", "tied", "--attention-entropy-weight",
@@ -200,6 +203,9 @@ PTB_PAPER = Corpus("ptb-paper", epochs=20, anneal_after=12, data_name="ptb", sou
                                                 *PAPER_RECIPE)),
     "combined": Row("`attentive_lm_ptb` combined", ("--arch", "attentive_lm_ptb", "--attention-score", "combined",
                                                     *PAPER_RECIPE)),
+    "single-zero-context": Row("`attentive_lm_ptb` single, context zeroed: the layer without the attention",
+                               ("--arch", "attentive_lm_ptb", "--attention-score", "single", "--zero-context",
+                                *PAPER_RECIPE)),
 }, paper=PTB.paper, dynamic_lrs="0.3,1", dynamic_decays="0.01")
 # its dry run on a CPU (run.sh --dry-run paper): the same rows and route at 2 x 32 on the shipped
 # sample, 2 epochs, one grid point

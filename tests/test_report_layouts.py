@@ -47,3 +47,15 @@ def test_a_baseline_trained_before_the_fix_compares_its_own_layout(report):
 def test_no_mark_once_every_row_is_retrained(report):
     block = report.ptb_table.block({"lstm": row(100.0, fixed=True), "single": row(95.0, fixed=True)})
     assert "‡" not in block and "Left out" not in block
+
+
+def test_the_layer_and_the_attention_each_against_its_own_baseline(report):
+    results = {"lstm": row(100.0, fixed=True), "single-zero-context": row(90.0, fixed=True),
+               "single": row(90.5, fixed=True)}
+    statement = report.ptb_table.block(results).split("**What it shows", 1)[1]
+    layer = statement.split("The layer and the attention apart: ", 1)[1]
+    assert "context zeroed: the layer without the attention against the LSTM" in layer
+    assert "(-9.6% / -10.0%): ahead on valid and test" in layer  # valid 94 against 104
+    assert "the attention on top of the layer" in layer and "(+0.5% / +0.6%): level on valid and test" in layer
+    # the context-zeroed row is no attention row
+    assert "Attention helps here: `attentive_lm` single (Eq. 7 tanh, no b_c)" in statement

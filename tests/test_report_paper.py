@@ -32,7 +32,7 @@ def row(valid, test, **more):
             "valid_ppl_per_epoch": [valid], "params": 2.0e7, "train_minutes": 9.6, "train_tokens_per_s": 52000,
             "epochs": 20, "best_epoch": 20, "device": PAPER, "recipe": {"epochs": 20},
             "cache": {"window": 2000, "theta": 0.5, "lambda": 0.2}, "dynamic": {"lr": 1.0, "decay": 0.01},
-            "both": {"lr": 0.3, "decay": 0.01}, **more}
+            "both": {"lr": 0.3, "decay": 0.01}, "dropout_layout": "each tensor once", **more}
 
 
 def paper_block(report, folder, rows):
@@ -50,11 +50,12 @@ def table_lines(text):
 def test_without_json_the_block_gives_the_commands_and_no_figure(report, tmp_path):
     text = paper_block(report, tmp_path / "none", {})
     paper_rows = [line for line in table_lines(text) if "| 2 x 650" in line]
-    assert len(paper_rows) == 3 and all("| not run yet |" in line for line in paper_rows)
+    assert len(paper_rows) == 4 and all("| not run yet |" in line for line in paper_rows)
     # no figure of ours: the only numbers on those rows are the paper's, in its own column
-    assert [re.findall(r"\d+\.\d", line.rsplit("|", 2)[0].split("2 x 650", 1)[1]) for line in paper_rows] == [[]] * 3
-    assert "`bash benchmarks/gpu/run.sh paper lstm single`, then `bash benchmarks/gpu/run.sh paper combined`" in text
-    assert "(0 of 3 rows, generated from the JSON)" in text and "nothing to compare at the paper's scale yet" in text
+    assert [re.findall(r"\d+\.\d", line.rsplit("|", 2)[0].split("2 x 650", 1)[1]) for line in paper_rows] == [[]] * 4
+    assert ("`bash benchmarks/gpu/run.sh paper lstm single`, then `bash benchmarks/gpu/run.sh paper combined "
+            "single-zero-context`") in text
+    assert "(0 of 4 rows, generated from the JSON)" in text and "nothing to compare at the paper's scale yet" in text
     assert "ahead on" not in text and "behind on" not in text  # the 2 x 200 rows tie: level
     assert "level on valid and test" in text
     assert len({line.count("|") for line in table_lines(text)}) == 1  # every row has the header's columns
@@ -68,7 +69,8 @@ def test_the_statement_says_ahead_or_behind_as_the_figures_fall(report, tmp_path
     assert ("Attention against the same-code LSTM at 2 x 650 (valid / test ppl): the LSTM 100.0 / 95.0; "
             "`attentive_lm_ptb` single 95.0 / 90.2 (-5.0% / -5.0%): ahead on valid and test; "
             "`attentive_lm_ptb` combined 100.5 / 99.8 (+0.5% / +5.0%): level on valid, behind on test.") in text
-    assert "(3 of 3 rows, generated from the JSON)" in text and "Not run yet" not in text
+    assert "(3 of 4 rows, generated from the JSON)" in text
+    assert "Not run yet at 2 x 650, so no figures: `attentive_lm_ptb` single, context zeroed" in text
     # the test-time options, each and both, and attention against the LSTM with both
     assert ("LSTM (ours, `alm_lstm_ptb`) 95.0: the cache -10.0% (85.5), dynamic evaluation -8.0% (87.4), "
             "both -15.0% (80.8)") in text
@@ -81,7 +83,7 @@ def test_the_statement_says_ahead_or_behind_as_the_figures_fall(report, tmp_path
     text = paper_block(report, tmp_path / "behind", {"lstm": lstm, "single": row(105.0, 99.75)})
     assert "`attentive_lm_ptb` single 105.0 / 99.8 (+5.0% / +5.0%): behind on valid and test." in text
     assert "ahead on" not in text.split("At 2 x 200")[0]
-    assert "Filled by `bash benchmarks/gpu/run.sh paper combined`, on a lent GPU" in text
+    assert "Filled by `bash benchmarks/gpu/run.sh paper combined single-zero-context`, on a lent GPU" in text
 
 
 def test_a_row_cut_by_the_clock_is_named(report, tmp_path):

@@ -36,7 +36,8 @@
 #                evaluation); benchmarks/gpu/step_profile.py (aten calls and kernels of one step).
 # char     (300, not in the 8 minutes) char_cache_lm against hclm at the paper's 600-d.
 # paper [ROW...] (565, a command of its own) the Attentive LM paper's Table 1 at 2 x 650 (rows lstm,
-#                single, combined of --corpus ptb-paper in benchmarks/rows.py; default lstm single):
+#                single, combined, single-zero-context of --corpus ptb-paper in benchmarks/rows.py;
+#                default lstm single):
 #                installs if needed, binarises PTB, starts each row detached (setsid: it trains on
 #                between commands while the machine is held) as benchmarks/table.py --device cuda,
 #                which scores a row the moment it has trained, 8 scoring commands at once, and writes
@@ -69,7 +70,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-python3}
 STEPS_KNOWN=(install tests cli speed char fairseq-speed paper)
-PAPER_ROWS_KNOWN=(lstm single combined)
+PAPER_ROWS_KNOWN=(lstm single combined single-zero-context)
 DRY=0; PREPARE=0; CUT=0; WANT=(); PAPER_ROWS=()
 for arg in "$@"; do
   case $arg in

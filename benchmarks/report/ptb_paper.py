@@ -9,7 +9,7 @@ The paper counts its perplexity without each sentence's first word: its figures 
 ``paper_ppl`` (docs/models.md), while every other figure here is ``ppl``, every word counted."""
 from rows import PTB, PTB_PAPER, SIZE
 
-from .statements import head, pct, span, standing_on_both
+from .statements import head, layer_and_attention, pct, span, standing_on_both
 from .tables import before_the_fix_note, best_epoch, cell, label, one_layout, paper_figures, unlogged
 
 BASELINE, ATTENTION = "lstm", ("single", "combined")
@@ -154,6 +154,7 @@ def statement(paper, small):
     if comparable(small):
         lines.append(f"At 2 x {SIZE} on a CPU ({PTB.epochs} epochs, the full-PTB table above): "
                      + versus(PTB, small) + ".")
+    lines += layer_and_attention(PTB_PAPER, paper, TOLERANCE)
     lines.append(f"Level: within {TOLERANCE:g}% either way, which one seed per row cannot tell apart.")
     lines += against_the_paper(paper)
     lines += test_time(paper)

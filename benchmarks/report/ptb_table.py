@@ -4,7 +4,7 @@ import os
 
 from rows import PTB, ROOT, SIZE
 
-from .statements import head, pct, span
+from .statements import LAYER_ROW, head, layer_and_attention, pct, span
 from .tables import before_the_fix_note, best_epoch, is_stream, label, one_layout, unlogged
 
 PICTURE = os.path.join(ROOT, "docs", "ptb_valid_ppl.png")
@@ -61,7 +61,8 @@ def statement(results):
     if lstm is None:
         return f"{first_line} The LSTM baseline has not run yet: nothing to compare with."
     base = lstm["test_ppl"]
-    ours = [n for n in PTB.rows if n in results and n != "lstm" and not n.startswith("fairseq")]
+    # the attention rows (the context-zeroed one has none: layer_and_attention says what it shows)
+    ours = [n for n in PTB.rows if n in results and n not in ("lstm", LAYER_ROW) and not n.startswith("fairseq")]
     change = {n: pct(results[n]["test_ppl"], base) for n in ours}
     lines = [first_line, f"Test perplexity against the equal LSTM's {base:.1f}: " + "; ".join(
         f"{PTB.rows[n].description} {results[n]['test_ppl']:.1f} ({change[n]:+.1f}%)" for n in ours) + "."]
@@ -89,6 +90,7 @@ def statement(results):
                      f"valid {with_bc['valid_ppl']:.1f} against {without['valid_ppl']:.1f}): through the tied "
                      "output it is a unigram shortcut that takes the clipped SGD steps, which is why "
                      "`--combination-bias` is off by default.")
+    lines += layer_and_attention(PTB, results)
     lines += entropy_choice(results, base)
     for name in ("fairseq-lstm_lm", "fairseq-transformer_lm"):
         if name in results:

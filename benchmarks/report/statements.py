@@ -57,3 +57,24 @@ def gate_note(r, description):
             + " and ends at "
             f"{r['valid_pointer_gate']:.3f} on valid: the pointer trained for {len(gates) - len(stuck)} of "
             f"{len(gates)} epochs (docs/models.md)."]
+
+
+LAYER_ROW = "single-zero-context"  # the concat layer fed c_t = 0: no attention
+
+
+def layer_and_attention(corpus, results, tolerance=1.0):
+    """What the concat layer does (the context-zeroed row against the LSTM) and what the attention
+    adds on top of it (single against the context-zeroed row), each against its own baseline,
+    on valid and test; nothing until the LSTM and the layer's row have both run."""
+    lstm, layer, single = (results.get(n) for n in ("lstm", LAYER_ROW, "single"))
+    if lstm is None or layer is None:
+        return []
+    change = lambda r, base: (pct(r["valid_ppl"], base["valid_ppl"]), pct(r["test_ppl"], base["test_ppl"]))
+    parts = [f"{corpus.rows[LAYER_ROW].description} against the LSTM (valid / test): {layer['valid_ppl']:.1f} / "
+             f"{layer['test_ppl']:.1f} against {lstm['valid_ppl']:.1f} / {lstm['test_ppl']:.1f} "
+             "({:+.1f}% / {:+.1f}%): ".format(*change(layer, lstm)) + standing_on_both(*change(layer, lstm), tolerance)]
+    if single is not None:
+        parts.append(f"the attention on top of the layer (single against the context-zeroed row): {single['valid_ppl']:.1f}"
+                     f" / {single['test_ppl']:.1f} " + "({:+.1f}% / {:+.1f}%): ".format(*change(single, layer))
+                     + standing_on_both(*change(single, layer), tolerance))
+    return ["The layer and the attention apart: " + "; ".join(parts) + "."]
