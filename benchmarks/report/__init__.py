@@ -8,6 +8,7 @@
     ptb_stream         full PTB as document streams, the neural cache, dynamic evaluation (and its picture)
     adaptive_softmax   the adaptive softmax's speed and quality
     wikitext_2         WikiText-2 beside the paper's Table 2 (wikitext_2_choices: the slices that chose its settings)
+    ptb_choices        the dropout layout and the recipe's choices, one at a time on a PTB slice
     char_tables        the character models beside Kawakami et al.'s
 
 They share ``statements`` (relative changes, where a row stands, a goal's verdict) and ``tables``
@@ -25,7 +26,7 @@ import sys
 
 from rows import PTB, PTB_PAPER, ROOT
 
-from . import adaptive_softmax, char_tables, ptb_paper, ptb_stream, ptb_table, train_speed, wikitext_2
+from . import adaptive_softmax, char_tables, ptb_choices, ptb_paper, ptb_stream, ptb_table, train_speed, wikitext_2
 
 PAGE = os.path.join(ROOT, "docs", "benchmarks.md")
 
@@ -44,6 +45,7 @@ def blocks(ptb_results_dir=None, paper_results_dir=None, draw=True):
             "ptb-stream": ptb_stream.block(results),
             "adaptive-softmax": adaptive_softmax.block(results),
             "wikitext-2": wikitext_2.block(),
+            "ptb-choices": ptb_choices.block(),
             "char-tables": char_tables.block()}
 
 

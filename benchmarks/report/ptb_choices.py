@@ -1,0 +1,48 @@
+"""The ``ptb-choices`` block: the dropout layout and the recipe's other choices, each a row one
+choice away from its reference on a PTB slice (``--corpus ptb-choices`` in rows.py), valid ppl
+after each epoch and the whole-sentence valid / test of the best checkpoint, and a verdict per
+choice against its reference."""
+from rows import PTB_CHOICES
+
+from .statements import head, pct, standing_on_both
+
+TOLERANCE = 1.0  # % either way that counts as level: one seed per row
+# each row against the row it differs from in one choice
+REFERENCE = {"single": "lstm", "single-zero-context": "lstm", "amsrn-attend-dropped": "amsrn",
+             **{n: "single" for n in PTB_CHOICES.rows if n.startswith("single-") and n != "single-zero-context"}}
+
+
+def table(results):
+    epochs = PTB_CHOICES.epochs
+    lines = ["| row | " + " | ".join(f"valid after epoch {e}" for e in range(1, epochs + 1))
+             + " | valid ppl | test ppl | against | valid / test change |", "|---" * (epochs + 5) + "|"]
+    for name, row in PTB_CHOICES.rows.items():
+        r = results.get(name)
+        if r is None:
+            lines.append(f"| {row.description} | not run yet |" + " |" * (epochs + 3))
+            continue
+        curve = [f"{p:.1f}" if p is not None else "–" for p in r["valid_ppl_per_epoch"]]
+        base = results.get(REFERENCE.get(name))
+        change = (f"{pct(r['valid_ppl'], base['valid_ppl']):+.1f}% / {pct(r['test_ppl'], base['test_ppl']):+.1f}%"
+                  if base else "–")
+        lines.append(f"| {row.description} | " + " | ".join(curve + [""] * (epochs - len(curve)))
+                     + f" | {r['valid_ppl']:.1f} | {r['test_ppl']:.1f} | {REFERENCE.get(name, '–')} | {change} |")
+    return "\n".join(lines)
+
+
+def statement(results):
+    lines = [head("What each choice does", len(results), len(PTB_CHOICES.rows))]
+    compared = [n for n in PTB_CHOICES.rows if n in results and REFERENCE.get(n) in results]
+    for name in compared:
+        r, base = results[name], results[REFERENCE[name]]
+        change = pct(r["valid_ppl"], base["valid_ppl"]), pct(r["test_ppl"], base["test_ppl"])
+        lines.append(f"{PTB_CHOICES.rows[name].description} against {REFERENCE[name]}: valid {r['valid_ppl']:.1f} "
+                     f"against {base['valid_ppl']:.1f}, test {r['test_ppl']:.1f} against {base['test_ppl']:.1f} "
+                     f"({change[0]:+.1f}% / {change[1]:+.1f}%): {standing_on_both(*change, TOLERANCE)}.")
+    lines.append(f"Level: within {TOLERANCE:g}% either way, which one seed per row cannot tell apart.")
+    return "\n".join(lines)
+
+
+def block():
+    results = PTB_CHOICES.load()
+    return f"{table(results)}\n\n{statement(results)}"
