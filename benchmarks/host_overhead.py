@@ -1,7 +1,7 @@
 """What a fairseq training update costs on the host besides the model's step, and how often it
 reads a device value on the host (issue 63), on the CPU.
 
-``fairseq-train`` runs in this process (the console script's ``cli_main``), tiny models (2 x 16)
+``fairseq-train`` runs in-process (what the console script's ``cli_main`` runs), tiny models (2 x 16)
 at the paper's batch (32 sentences of <= 35 words, or 32 streams of 35), SGD, clip 5,
 ``--sentence-avg``, ``--num-workers 0``, one thread. For each case:
 
@@ -9,22 +9,31 @@ at the paper's batch (32 sentences of <= 35 words, or 32 streams of 35), SGD, cl
   backward), the median over the updates after the first few;
 - syncs: the operations of one update that read a device value on the host (``HostSyncs``), each
   a GPU -> CPU synchronisation on a GPU; ``ours`` are those in ``alm_plugin``;
-- where the host time goes (a second run with the trainer's pieces timed): fairseq's seeding,
-  clip, smoothed values and its config look-ups, which the plugin can or cannot mend.
+- the figures: a digest of every update's logged figures (loss, NLL, paper NLL, attention
+  entropy, sample size) and of the trained weights: code that keeps the numbers keeps the digest;
+- where the host time goes (one more run, the trainer's pieces timed, not in the medians):
+  fairseq's seeding, clip, meters, smoothed values and config look-ups, which the plugin can or
+  cannot mend, and the trainer's isfinite / new_tensor checks timed alone.
 
-    python -m benchmarks.host_overhead --label after --json benchmarks/results/cpu/host_overhead.json
+    python -m benchmarks.host_overhead before=b6545b6 after=alm_plugin --json benchmarks/results/cpu/host_overhead.json
 
-``--label`` names the code measured (``before`` / ``after`` a change); each label's figures are
-kept in the JSON beside the others'. ``tests/test_host_syncs.py`` counts the syncs with the same
-``HostSyncs``.
+``before`` and ``after`` name the plugins measured: a git revision (its alm_plugin exported with
+``git archive``) or a directory. Each plugin runs in processes of its own (fairseq imports a
+plugin once a process), the plugins' runs interleaved, so that the machine's drifts (other jobs
+on a shared machine) hit them alike: compare the labels of one run, not figures of two.
+``tests/test_host_syncs.py`` counts the syncs with the same ``HostSyncs``.
 """
 import argparse
 import collections
 import contextlib
+import hashlib
+import json
 import logging
 import os
 import platform
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import traceback
@@ -43,6 +52,7 @@ READS = {aten._local_scalar_dense.default, aten.nonzero.default, aten.masked_sel
          aten.equal.default}
 MASK_INDEXED = {aten.index.Tensor, aten.index_put.default, aten.index_put_.default}
 
+FIGURES = ("loss", "nll_loss", "paper_nll_loss", "attn_entropy", "sample_size")  # what an update logs
 TINY = ["--embed-dim", "16", "--hidden-size", "16", "--num-layers", "2"]
 RECIPE = ["--cpu", "--num-workers", "0", "--optimizer", "sgd", "--lr", "1", "--clip-norm", "5", "--sentence-avg",
           "--criterion", "attention_cross_entropy", "--batch-size", "32", "--seed", "1"]
@@ -56,9 +66,9 @@ CASES = {
 }
 
 
-def case_args(case, data=SAMPLE_DATA):
+def case_args(case, data=SAMPLE_DATA, plugin=os.path.join(ROOT, "alm_plugin")):
     """fairseq-train's arguments (after the program's name) for one case."""
-    return [data, "--user-dir", os.path.join(ROOT, "alm_plugin"), *RECIPE, *TINY, *CASES[case]]
+    return [data, "--user-dir", plugin, *RECIPE, *TINY, *CASES[case]]
 
 
 def _mask_indexed(func, args) -> bool:
@@ -133,17 +143,19 @@ def train(argv):
     distributed_utils.call_main(convert_namespace_to_omegaconf(args), fairseq_train.main)
 
 
-def measure(case, updates=60, skip=5, counted=3, parts=False):
+def measure(case, updates=60, skip=5, counted=3, parts=False, plugin=os.path.join(ROOT, "alm_plugin")):
     """Runs the case for ``updates`` updates; returns the per-update medians (ms) of the trainer's
     step and the task's, the syncs of update ``counted``, and with ``parts`` the medians of the
     trainer's pieces."""
+    from fairseq.logging import metrics
     from fairseq.logging.meters import MetersDict
     from fairseq.tasks import FairseqTask
     from fairseq.trainer import Trainer
     from omegaconf import DictConfig
 
     step_ms, task_ms, piece_ms, syncs = [], [], collections.defaultdict(list), HostSyncs()
-    inside = {"task": 0.0, "pieces": collections.Counter(), "lookups": 0}
+    inside = {"task": 0.0, "pieces": collections.Counter(), "lookups": 0, "log": None}
+    trained = hashlib.sha256()  # every update's figures, then the weights: the same bits, the same digest
 
     def trainer_step(original):
         def step(self, samples, raise_oom=False):
@@ -155,6 +167,11 @@ def measure(case, updates=60, skip=5, counted=3, parts=False):
                 spent = time.perf_counter() - start
             step_ms.append(spent * 1e3)
             task_ms.append(inside["task"] * 1e3)
+            log = inside["log"]
+            trained.update(repr([float(log[key]) for key in FIGURES if key in log]).encode())
+            if number == updates:
+                for parameter in self.model.parameters():
+                    trained.update(parameter.detach().numpy().tobytes())
             for piece, seconds in inside["pieces"].items():
                 piece_ms[piece].append(seconds * 1e3)
             piece_ms["config look-ups (count)"].append(inside["lookups"])
@@ -165,7 +182,9 @@ def measure(case, updates=60, skip=5, counted=3, parts=False):
         def step(self, *args, **kwargs):
             start = time.perf_counter()
             try:
-                return original(self, *args, **kwargs)
+                result = original(self, *args, **kwargs)
+                inside["log"] = result[2]
+                return result
             finally:
                 inside["task"] += time.perf_counter() - start
         return step
@@ -184,11 +203,15 @@ def measure(case, updates=60, skip=5, counted=3, parts=False):
     def counted_lookup(original):
         def lookup(self, key):
             inside["lookups"] += 1
-            return original(self, key)
+            start = time.perf_counter()
+            try:
+                return original(self, key)
+            finally:
+                inside["pieces"]["config look-ups"] += time.perf_counter() - start
         return lookup
 
     with contextlib.ExitStack() as stack:
-        args = [*case_args(case), "--max-update", str(updates), "--no-save", "--disable-validation",
+        args = [*case_args(case, plugin=plugin), "--max-update", str(updates), "--no-save", "--disable-validation",
                 "--no-progress-bar", "--log-interval", str(10 * updates),
                 "--save-dir", stack.enter_context(tempfile.TemporaryDirectory())]
         stack.enter_context(patched(Trainer, "train_step", trainer_step))
@@ -197,7 +220,9 @@ def measure(case, updates=60, skip=5, counted=3, parts=False):
             for owner, name, piece in ((Trainer, "_set_seed", "seeding"), (Trainer, "zero_grad", "zero_grad"),
                                        (Trainer, "clip_grad_norm", "clip"),
                                        (Trainer, "_reduce_and_log_stats", "reduce and log stats"),
-                                       (MetersDict, "get_smoothed_values", "smoothed values")):
+                                       (MetersDict, "get_smoothed_values", "smoothed values"),
+                                       (metrics, "log_scalar", "meters"), (metrics, "log_derived", "meters"),
+                                       (metrics, "log_speed", "meters")):
                 stack.enter_context(patched(owner, name, timed(piece)))
             stack.enter_context(patched(DictConfig, "__getattr__", counted_lookup))
         train(args)
@@ -207,55 +232,120 @@ def measure(case, updates=60, skip=5, counted=3, parts=False):
 
     host = [s - t for s, t in zip(step_ms, task_ms)]
     figures = {"updates": len(step_ms), "host_ms": median(host), "step_ms": median(step_ms),
-               "task_ms": median(task_ms), "syncs": syncs.total, "ours": syncs.ours, "where": dict(syncs.found)}
+               "task_ms": median(task_ms), "syncs": syncs.total, "ours": syncs.ours, "where": dict(syncs.found),
+               "trained": trained.hexdigest()[:16]}
     if parts:
         figures["parts_ms"] = {piece: median(values) for piece, values in piece_ms.items()}
+    return figures
+
+
+def trainer_checks_ms(repeats=2000):
+    """What fairseq's trainer does with the gradients' norm besides the clip, timed alone: two
+    ``torch.isfinite`` read in an ``if`` (the update's last reads but the smoothed values) and the
+    ``clip`` meter's ``torch.where`` of two ``new_tensor`` (a blocking copy each on a GPU)."""
+    norm = torch.tensor(3.0)
+
+    def checks():
+        if not torch.isfinite(norm).all() or not torch.isfinite(norm):
+            raise FloatingPointError
+        torch.where(norm > 5.0, norm.new_tensor(100), norm.new_tensor(0))
+
+    checks()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        checks()
+    return round((time.perf_counter() - start) / repeats * 1e3, 4)
+
+
+def plugin_directory(source, keep):
+    """``source``: an alm_plugin directory, or a git revision of this repository whose alm_plugin is
+    exported (``git archive``, read-only) into a temporary directory that ``keep`` holds."""
+    if os.path.isdir(source):
+        return os.path.abspath(source)
+    into = keep.enter_context(tempfile.TemporaryDirectory())
+    archive = subprocess.run(["git", "archive", source, "alm_plugin"], cwd=ROOT, capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", into], input=archive.stdout, check=True)
+    return os.path.join(into, "alm_plugin")
+
+
+def measured_in_a_process(cases, plugin, updates, parts):
+    """``measure`` of every case in a fresh process (fairseq imports a plugin once a process, so
+    each plugin gets its own): ``{case: figures}``."""
+    command = [sys.executable, "-m", "benchmarks.host_overhead", "--one", ",".join(cases), "--updates", str(updates)]
+    proc = subprocess.run([*command, *(["--parts"] if parts else [])], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "OMP_NUM_THREADS": "1", "ALM_HOST_OVERHEAD_PLUGIN": plugin})
+    if proc.returncode != 0:
+        raise SystemExit(f"{plugin} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def compare(plugins, cases, updates, repeats):
+    """Every plugin's cases ``repeats`` times, the plugins interleaved (the machine's drifts hit all
+    alike), then once with the pieces timed: ``{label: {case: figures}}``, the medians of the timed runs."""
+    runs = collections.defaultdict(lambda: collections.defaultdict(list))
+    for repeat in range(repeats + 1):
+        for label, plugin in plugins.items():
+            for case, result in measured_in_a_process(cases, plugin, updates, parts=repeat == repeats).items():
+                runs[label][case].append(result)
+                print(f"  run {repeat + 1}: {label:8s} {case:18s} host {result['host_ms']:6.3f} ms an update, "
+                      f"{result['syncs']} syncs ({result['ours']} ours)", flush=True)
+    figures = {}
+    for label, by_case in runs.items():
+        figures[label] = {}
+        for case, results in by_case.items():
+            last, timed = results[-1], results[:-1]
+            figures[label][case] = {
+                **{key: round(statistics.median(r[key] for r in timed), 3) for key in ("host_ms", "step_ms", "task_ms")},
+                "syncs": last["syncs"], "ours": last["ours"], "where": last["where"], "parts_ms": last["parts_ms"],
+                "trained": last["trained"] if len({r["trained"] for r in results}) == 1 else "differs between runs"}
     return figures
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.host_overhead", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--label", default="after", help="what code is measured (before / after a change)")
+    parser.add_argument("plugins", nargs="*", metavar="LABEL=SOURCE",
+                        help="the plugins measured, side by side: an alm_plugin directory or a git revision "
+                             "(default: after=alm_plugin, this tree's); e.g. before=b6545b6 after=alm_plugin")
     parser.add_argument("--updates", type=int, default=60, help="updates a run (the first 5 are not timed)")
-    parser.add_argument("--repeats", type=int, default=3, help="runs of each case, interleaved; medians of their medians")
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs of each case and plugin, interleaved; "
+                                                                "medians of their medians (then one with the pieces timed)")
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated, of: " + ", ".join(CASES))
-    parser.add_argument("--json", help="write the figures here, beside other labels' figures already there")
+    parser.add_argument("--json", help="write the figures here (each label's replaces that label's figures)")
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # a single run, in the process compare() starts
+    parser.add_argument("--parts", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    torch.set_num_threads(1)
-    logging.disable(logging.WARNING)  # fairseq's INFO lines (and the model's one-time notes)
-    cases = [c.strip() for c in args.cases.split(",")]
-    runs = collections.defaultdict(list)
-    for repeat in range(args.repeats):
-        for case in cases:
-            runs[case].append(measure(case, args.updates, parts=repeat == args.repeats - 1))
-            print(f"  run {repeat + 1}: {case:18s} host {runs[case][-1]['host_ms']:6.3f} ms an update, "
-                  f"{runs[case][-1]['syncs']} syncs ({runs[case][-1]['ours']} ours)", flush=True)
-    figures = {}
-    for case, results in runs.items():
-        last = results[-1]
-        figures[case] = {**{key: round(statistics.median(r[key] for r in results), 3)
-                            for key in ("host_ms", "step_ms", "task_ms")},
-                         "syncs": last["syncs"], "ours": last["ours"], "where": last["where"],
-                         "parts_ms": last["parts_ms"]}
-        print(f"{case:18s} host {figures[case]['host_ms']:6.3f} ms (step {figures[case]['step_ms']:.2f}, task "
-              f"{figures[case]['task_ms']:.2f}), {last['syncs']} syncs, {last['ours']} ours")
-        for where, count in sorted(last["where"].items()):
-            print(f"    {count} x {where}")
-        print("    parts (ms, one run): " + ", ".join(f"{k} {v}" for k, v in last["parts_ms"].items()))
+    if args.one:
+        torch.set_num_threads(1)
+        logging.disable(logging.WARNING)  # fairseq's INFO lines (and the models' one-time notes)
+        plugin = os.environ.get("ALM_HOST_OVERHEAD_PLUGIN", os.path.join(ROOT, "alm_plugin"))
+        print(json.dumps({case: measure(case, args.updates, parts=args.parts, plugin=plugin)
+                          for case in args.one.split(",")}))
+        return
+    sources = dict(p.split("=", 1) for p in args.plugins) or {"after": "alm_plugin"}
+    with contextlib.ExitStack() as keep:
+        plugins = {label: plugin_directory(source, keep) for label, source in sources.items()}
+        figures = compare(plugins, [c.strip() for c in args.cases.split(",")], args.updates, args.repeats)
+    for label, by_case in figures.items():
+        for case, f in by_case.items():
+            print(f"{label:8s} {case:18s} host {f['host_ms']:6.3f} ms (step {f['step_ms']:.2f}, task {f['task_ms']:.2f}), "
+                  f"{f['syncs']} syncs, {f['ours']} ours; figures and weights {f['trained']}")
+            print("    " + ", ".join(f"{n} x {where}" for where, n in sorted(f["where"].items())))
+            print("    pieces (ms, one run): " + ", ".join(f"{k} {v}" for k, v in f["parts_ms"].items()))
     if args.json:
-        import json
         result = {"runs": {}}
         if os.path.exists(args.json):
             with open(args.json) as f:
                 result = json.load(f)
-        result["runs"][args.label] = {
-            "cases": figures, "device": f"CPU, 1 thread ({platform.processor() or platform.machine()})",
-            "command": f"python -m benchmarks.host_overhead {' '.join(argv or [])}".strip(),
-            "updates": args.updates, "repeats": args.repeats, "torch": torch.__version__}
+        for label, by_case in figures.items():
+            result["runs"][label] = {
+                "cases": by_case, "trainer_checks_ms": trainer_checks_ms(), "plugin": sources[label],
+                "device": f"CPU, 1 thread ({platform.machine()}), side by side with " + ", ".join(
+                    other for other in figures if other != label),
+                "updates": args.updates, "repeats": args.repeats, "torch": torch.__version__}
+        result["command"] = "python -m benchmarks.host_overhead " + " ".join(argv or [])
         write_json(args.json, result)
 
 
 if __name__ == "__main__":
-    import sys
     main(sys.argv[1:])
