@@ -19,6 +19,13 @@ train on. Left alone: ``--fp16-no-flatten-grads`` and ``--memory-efficient-fp16`
 they train in float16 on the CPU), and the evaluation tools (half precision on the CPU).
 
 ``--cpu``: see ``clip_grad_norm_``.
+
+And two of fairseq's per-update costs on the host (issue 63), mended where the numbers stay
+the same: ``set_torch_seed`` (before every update) seeds the generators directly, and
+``clip_grad_norm_`` takes the gradients' norms in one ``torch._foreach_norm``. The others
+(the trainer's ``isfinite`` checks and ``new_tensor`` copies, its smoothed values computed every
+update, its config look-ups) sit in fairseq's ``Trainer.train_step`` and would need a fork of
+it: measured and left (docs/benchmarks.md, "The host's share of an update").
 """
 import torch
 from fairseq import tasks, utils
@@ -97,27 +104,29 @@ def _has_grad(p):
 
 @torch.no_grad()
 def clip_grad_norm_(params, max_norm, aggregate_norm_fn=None) -> torch.Tensor:
-    """fairseq's ``utils.clip_grad_norm_`` with the total norm on the gradients' device.
+    """fairseq's ``utils.clip_grad_norm_``, the norms in one ``torch._foreach_norm``, the total norm
+    on the gradients' device.
 
-    Without apex's ``multi_tensor_l2norm``, fairseq 0.12 puts the norm on
+    Without apex's ``multi_tensor_l2norm``, fairseq 0.12 takes one ``torch.norm`` per gradient in a
+    Python loop (and warns, every update on a GPU), and puts the norm on
     ``torch.cuda.current_device()`` whenever ``torch.cuda.is_available()``, whatever device the
     gradients are on; ``fairseq-train --cpu`` on a machine with a GPU then scales its CPU gradients
     by a CUDA scalar and dies (``RuntimeError: scalar tensor is expected to be on cpu but is on
-    cuda:0``). In that one case (CUDA available, no apex, several gradients, none on CUDA) this
-    computes what fairseq computes on a machine without a GPU: the norm of the per-gradient float32
-    norms, on the gradients' device; every other case is fairseq's own code. fairseq's optimizers
-    look ``utils.clip_grad_norm_`` up at each call, so replacing the module's attribute reaches them.
+    cuda:0``). With several gradients on one CPU or CUDA device and no apex, this computes
+    fairseq's figure, the norm of the per-gradient float32 norms, with the per-gradient norms in
+    one call and on the gradients' device (on the CPU the same kernel per gradient: the same bits;
+    CUDA's fused kernel may sum in another order, the last bit). Every other case is fairseq's own
+    code. fairseq's optimizers look ``utils.clip_grad_norm_`` up at each call, so replacing the
+    module's attribute reaches them.
     """
     if isinstance(params, torch.Tensor):
         params = [params]
     params = list(params)
     grads = [p.grad.detach() for p in params if _has_grad(p) and not hasattr(p, "expert")]
-    if (len(grads) < 2 or utils.multi_tensor_l2norm_available or not torch.cuda.is_available()
-            or grads[0].device.type == "cuda"):
+    if len(grads) < 2 or utils.multi_tensor_l2norm_available or not _on_one_device(grads):
         return _fairseq_clip_grad_norm_(params, max_norm, aggregate_norm_fn)
     expert_grads = [p.grad.detach() for p in params if _has_grad(p) and hasattr(p, "expert")]
-    device = grads[0].device
-    total_norm = torch.norm(torch.stack([torch.norm(g, p=2, dtype=torch.float32).to(device) for g in grads]))
+    total_norm = torch.norm(torch.stack(torch._foreach_norm(grads, 2, dtype=torch.float32)))
     if aggregate_norm_fn is not None:
         total_norm = aggregate_norm_fn(total_norm)
     if max_norm > 0:
@@ -129,8 +138,45 @@ def clip_grad_norm_(params, max_norm, aggregate_norm_fn=None) -> torch.Tensor:
 clip_grad_norm_.fairseq_original = _fairseq_clip_grad_norm_
 
 
+def _on_one_device(tensors) -> bool:
+    device = tensors[0].device
+    return device.type in ("cpu", "cuda") and all(t.device == device for t in tensors)
+
+
+_fairseq_set_torch_seed = getattr(utils.set_torch_seed, "fairseq_original", utils.set_torch_seed)
+
+
+class set_torch_seed(_fairseq_set_torch_seed):
+    """fairseq's ``utils.set_torch_seed`` (which the trainer calls before every update, with the
+    seed plus the update's number; a context manager that restores the generators' state on exit),
+    seeding the CPU generator and CUDA's directly.
+
+    fairseq calls ``torch.manual_seed``, which also queues a seeding of every backend not yet
+    started (CUDA where it is not initialised, XPU, MTIA), and each queued call formats a Python
+    traceback: ~0.5-1 ms an update on the CPU. The seeds set are the same: the CPU generator's,
+    and every CUDA device's once CUDA is initialised (before that, queued as fairseq queues them);
+    fairseq trains on no other backend.
+    """
+
+    def __init__(self, seed):
+        assert isinstance(seed, int)
+        self.rng_state = utils.get_rng_state()
+        torch.default_generator.manual_seed(seed)
+        if torch.cuda.is_initialized():
+            for generator in torch.cuda.default_generators:
+                generator.manual_seed(seed)
+        elif torch.cuda.is_available():
+            torch.cuda.manual_seed_all(seed)
+        if utils.xm is not None:
+            utils.xm.set_rng_state(seed)
+
+
+set_torch_seed.fairseq_original = _fairseq_set_torch_seed
+
+
 def install():
     """Put them in fairseq's modules (once, however often the plugin is imported)."""
     tasks.setup_task = setup_task
     FP16Optimizer.build_optimizer = classmethod(build_fp16_optimizer)
-    utils.clip_grad_norm_ = clip_grad_norm_
+    utils.clip_grad_norm_ = clip_grad_norm_  # fairseq: one torch.norm per gradient, in Python
+    utils.set_torch_seed = set_torch_seed  # fairseq: torch.manual_seed, a traceback formatted per update

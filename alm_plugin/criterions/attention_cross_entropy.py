@@ -16,6 +16,11 @@
   ``-log(g + sum_{i in I(y, x)} a_i)`` per target, ``I(y, x)`` the window positions holding the
   target; ``found`` where the target is in the window, ``all`` at every target (``-log g``
   where it is absent), as the paper's formula reads.
+
+No device value is read on the host in a training update (on a GPU each read waits for the
+device): what the loss and the logs count (the samples holding a scored token, where the first
+words are) comes with the batch, counted on the host where it is collated (``count_on_host``;
+a batch made elsewhere is counted here), and the logs get Python ints for fairseq's meters.
 """
 import logging
 import math
@@ -56,6 +61,38 @@ def attention_entropy(weights: torch.Tensor) -> torch.Tensor:
     return -(weights * weights.clamp_min(torch.finfo(weights.dtype).tiny).log()).sum(-1)
 
 
+def count_on_host(batch, dictionary):
+    """Adds to a collated ``batch``, still on the host, what the criterion counts: ``scored_rows``
+    (the samples that hold a scored token, an int) and ``first_words`` (the flat positions of the
+    targets read from a sentence boundary, as ``_first_words`` finds them). On a GPU the criterion
+    would otherwise read both from the device in every update. A batch without ``target`` (or
+    with several) is left as it is. Returns the batch."""
+    target = batch.get("target") if isinstance(batch, dict) else None
+    if not isinstance(target, torch.Tensor) or "net_input" not in batch:
+        return batch
+    net_input = batch["net_input"]
+    inputs = net_input.get("prev_output_tokens", net_input.get("src_tokens"))
+    real = target.ne(dictionary.pad())
+    if real.dim() != 2:
+        return batch
+    batch["scored_rows"] = int(real.any(1).sum())
+    if inputs is not None and inputs.shape == target.shape:
+        first = (inputs.eq(dictionary.eos()) | inputs.eq(dictionary.bos())) & real
+        batch["first_words"] = first.flatten().nonzero().squeeze(1)
+    return batch
+
+
+class CountedCollate:
+    """A dataset's collater followed by ``count_on_host``: the batch as it is finally collated
+    (whatever wraps the dataset, e.g. fairseq's context windows) gets the criterion's counts."""
+
+    def __init__(self, collate, dictionary):
+        self.collate, self.dictionary = collate, dictionary
+
+    def __call__(self, samples):
+        return count_on_host(self.collate(samples), self.dictionary)
+
+
 def target_log_probs(model, net_output, target):
     """``log p(target)`` (B, T): from our decoders' ``target_log_probs`` (the adaptive softmax
     and the pointer never form the whole distribution for it), else from the distribution."""
@@ -89,14 +126,15 @@ class AttentionCrossEntropyCriterion(FairseqCriterion):
         target = model.get_targets(sample, net_output)
         nll = -target_log_probs(model, net_output, target).masked_fill(target.eq(self.padding_idx), 0.0)  # (B, T)
         nll_loss = nll.sum()
-        first_word_nll = nll[self._first_words(sample, target)].sum()
+        first_word_nll = self._first_word_nll(sample, target, nll)
 
         ntokens = sample["ntokens"]
         real = target.ne(self.padding_idx)
+        weights = self._history_attention(model, net_output)
         # the samples that hold a scored token: a stream of the document task that has ended (or
         # reads its burn-in) is a row of padding, no sentence (issue 57)
-        rows = real.any(1).sum()
-        sample_size = int(rows) if self.sentence_avg else ntokens
+        rows = self._scored_rows(sample, real) if self.sentence_avg or weights is not None else None
+        sample_size = rows if self.sentence_avg else ntokens
         loss = nll_loss
         logging_output = {
             "nll_loss": nll_loss.data,
@@ -105,7 +143,6 @@ class AttentionCrossEntropyCriterion(FairseqCriterion):
             "nsentences": target.size(0),
             "sample_size": sample_size,
         }
-        weights = self._history_attention(model, net_output)
         if weights is not None:
             lengths = real.sum(1).clamp(min=1)
             entropy = (attention_entropy(weights) * real).sum(1) / lengths  # per sample
@@ -113,7 +150,7 @@ class AttentionCrossEntropyCriterion(FairseqCriterion):
             if self.entropy_weight != 0.0:
                 loss = loss + self.entropy_weight * regularizer
             logging_output["attn_entropy"] = regularizer.data
-            logging_output["attn_entropy_rows"] = rows.data
+            logging_output["attn_entropy_rows"] = rows
         if self.pointer_loss != "off":
             loss = loss + self._sentinel_loss(model, net_output, target, logging_output)
         gate = net_output[1].get("pointer_gate") if isinstance(net_output[1], dict) else None
@@ -134,6 +171,21 @@ class AttentionCrossEntropyCriterion(FairseqCriterion):
         term = term.masked_fill(~applied, 0.0).sum()
         logging_output["pointer_loss"] = term.data
         return term
+
+    def _first_word_nll(self, sample, target, nll):
+        """The NLL summed over the first words: gathered at the positions the collate found
+        (``count_on_host``), the elements and their order those of ``nll[mask]``, without the
+        mask's device read."""
+        positions = sample.get("first_words")
+        if positions is None or sample.get("target") is not target:
+            return nll[self._first_words(sample, target)].sum()
+        return nll.flatten()[positions].sum()
+
+    @staticmethod
+    def _scored_rows(sample, real) -> int:
+        """The samples that hold a scored token, as the collate counted them (else read here)."""
+        rows = sample.get("scored_rows")
+        return int(real.any(1).sum()) if rows is None else rows
 
     def _first_words(self, sample, target):
         """Targets predicted from a sentence boundary: the decoder's input there is ``</s>``

@@ -17,6 +17,7 @@ mask. Incremental decoding keeps the memory and its precomputed keys in a dict o
 """
 from typing import Dict, Optional, Tuple
 
+import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -24,11 +25,13 @@ from torch import Tensor
 
 from ..errors import OptionError
 
+Pairs = Tuple[Tensor, Tensor]  # the query and slot indices of the (query, slot) pairs a score computes
 INITIAL_SLOT = -(2 ** 40)  # the time of the initial slot h_0: before any state, never out of the window
 # elements of a score intermediate per chunk of queries when no graph is built: 64 MiB in fp32
 # on the CPU (eval-lm's memory on 2,048-token blocks), 512 MiB on a GPU, where every chunk is
 # another round of kernel launches
 CHUNK_ELEMENTS = {"cpu": 2 ** 24, "cuda": 2 ** 27}
+PAIR_CACHE = 512  # chunk geometries whose pair indices a module keeps (training: one per sample length)
 
 
 class SingleScore(nn.Module):
@@ -43,19 +46,21 @@ class SingleScore(nn.Module):
         """A scalar per memory slot: ``(B, S, d) -> (B, S, 1)``."""
         return self.v(torch.tanh(self.key_proj(memory)))
 
-    def forward(self, queries: Tensor, keys: Tensor, allowed: Optional[Tensor] = None) -> Tensor:
-        """Scores ``(B, Q, S)``; ``allowed`` is not needed: the grid is a free broadcast."""
+    def forward(self, queries: Tensor, keys: Tensor, pairs: Optional[Pairs] = None) -> Tensor:
+        """Scores ``(B, Q, S)``; ``pairs`` are not needed: the grid is a free broadcast."""
         return keys.transpose(1, 2).expand(-1, queries.size(1), -1)
 
 
 class CombinedScore(nn.Module):
     """Salton et al. Eq. 10: ``combined(h_i, h_t) = v . tanh(W_s h_i + W_q h_t)``.
 
-    The additive form needs an ``attention_dim`` vector per (query, slot) pair. Given the
-    ``(Q, S)`` mask of the pairs the attention may read, only those are computed (the causal
-    lower triangle: about half of the grid, the rest is not in the formula); the caller bounds
-    the intermediate by chunking the queries.
+    The additive form needs an ``attention_dim`` vector per (query, slot) pair. Given the pairs
+    the attention may read (``reads_pairs``: the caller passes their indices), only those are
+    computed (the causal lower triangle: about half of the grid, the rest is not in the formula);
+    the caller bounds the intermediate by chunking the queries.
     """
+
+    reads_pairs = True
 
     def __init__(self, state_dim: int, attention_dim: int):
         super().__init__()
@@ -66,13 +71,13 @@ class CombinedScore(nn.Module):
     def keys(self, memory: Tensor) -> Tensor:
         return self.key_proj(memory)
 
-    def forward(self, queries: Tensor, keys: Tensor, allowed: Optional[Tensor] = None) -> Tensor:
-        """Scores ``(B, Q, S)``; with ``allowed`` ``(Q, S)``, those outside it are left at 0
-        (the caller masks them)."""
+    def forward(self, queries: Tensor, keys: Tensor, pairs: Optional[Pairs] = None) -> Tensor:
+        """Scores ``(B, Q, S)``; with ``pairs`` (the query and slot indices of the pairs read), those
+        outside them are left at 0 (the caller masks them)."""
         projected = self.query_proj(queries)
-        if allowed is None:
+        if pairs is None:
             return self.v(torch.tanh(keys.unsqueeze(1) + projected.unsqueeze(2))).squeeze(-1)
-        query_index, slot_index = allowed.nonzero(as_tuple=True)
+        query_index, slot_index = pairs
         # in place: the sum and its tanh share one (B, pairs, A) buffer, the one autograd keeps
         hidden = keys[:, slot_index]
         hidden += projected[:, query_index]
@@ -93,8 +98,8 @@ class DotScore(nn.Module):
     def keys(self, memory: Tensor) -> Tensor:
         return memory
 
-    def forward(self, queries: Tensor, keys: Tensor, allowed: Optional[Tensor] = None) -> Tensor:
-        """Scores ``(B, Q, S)``; ``allowed`` is not needed: one matrix product is cheaper whole."""
+    def forward(self, queries: Tensor, keys: Tensor, pairs: Optional[Pairs] = None) -> Tensor:
+        """Scores ``(B, Q, S)``; ``pairs`` are not needed: one matrix product is cheaper whole."""
         return torch.bmm(queries, keys.transpose(1, 2))
 
 
@@ -110,9 +115,9 @@ class CausalHistoryAttention(nn.Module):
     (Salton et al. Eq. 3-4; AMSRN's ``alpha``).
 
     Args:
-        score: a score module with ``keys(memory)`` and ``forward(queries, keys, allowed)``
-            (``allowed`` ``(Q, S)``: the pairs that will be read, so a pairwise score may
-            compute only those).
+        score: a score module with ``keys(memory)`` and ``forward(queries, keys, pairs)``; a
+            score with ``reads_pairs`` gets ``pairs``, the indices of the (query, slot) pairs that
+            will be read, so it may compute only those.
         include_current: the memory runs to ``h_t`` instead of ``h_{t-1}``.
         initial_slot: the memory starts with the initial state ``h_0 = 0``.
         window: remember only the ``window`` most recent states (0: the whole sample).
@@ -123,6 +128,10 @@ class CausalHistoryAttention(nn.Module):
     With a graph (training, dynamic evaluation) the queries go in one pass: autograd keeps
     every chunk's tanh for the backward, so chunks would bound no memory, only multiply the
     kernels (at batch 128 x 35, 2 x 650: about 7 rounds of them a step).
+
+    Nothing here reads a device value on the host (on a GPU each read waits for the device):
+    which slots a query may read follows from the shapes, so the pairs are found on the host
+    (and kept per chunk geometry), and the padding mask is applied whether or not it masks anything.
     """
 
     def __init__(self, score: nn.Module, include_current: bool = False, initial_slot: bool = False,
@@ -135,15 +144,17 @@ class CausalHistoryAttention(nn.Module):
         self.initial_slot = initial_slot
         self.window = window
         self.chunk_elements = chunk_elements
+        self._pairs_by_geometry = {}
 
     def _allowed(self, query_times: Tensor, slot_times: Tensor) -> Tensor:
-        """Which memory slots each query may read: ``(Q,) x (S,) -> (Q, S)``.
+        """Which memory slots each query may read: ``(Q,) x (S,) -> (Q, S)`` (tensors, or numpy
+        arrays on the host).
 
         Times count states from 1 (``h_1`` after the chunk's first token); states carried
         from earlier chunks have times <= 0; the initial slot has time ``INITIAL_SLOT``.
         """
-        newest = query_times.unsqueeze(1) - (0 if self.include_current else 1)
-        slots = slot_times.unsqueeze(0)
+        newest = query_times[:, None] - (0 if self.include_current else 1)
+        slots = slot_times[None, :]
         allowed = slots <= newest
         if self.window > 0:
             allowed &= slots > newest - self.window
@@ -151,10 +162,31 @@ class CausalHistoryAttention(nn.Module):
             allowed |= slots == INITIAL_SLOT  # h_0 is always remembered: it is no earlier word
         return allowed
 
-    def _attend(self, queries, memory, keys, allowed, time_allowed=None) -> Tuple[Tensor, Tensor]:
-        """``allowed`` ``(B, Q, S)``; ``time_allowed`` ``(Q, S)``, the same for every row (the
-        pairs a pairwise score computes)."""
-        scores = self.score(queries, keys, time_allowed)
+    def _slot_times(self, slots: int, lead: int):
+        """The time of each of ``slots`` memory slots, ``lead`` of them before ``h_1`` (numpy)."""
+        times = np.arange(slots) - lead + 1
+        if self.initial_slot:
+            times[0] = INITIAL_SLOT
+        return times
+
+    def _pairs(self, start: int, end: int, slots: int, lead: int, device) -> Pairs:
+        """The (query, slot) pairs queries ``start..end-1`` may read among the first ``slots``
+        slots: ``_allowed`` on the host (it follows from the shapes alone), its indices in the
+        order ``nonzero`` gives them, kept per geometry (training meets one per sample length)."""
+        key = (start, end, slots, lead, self.include_current, self.initial_slot, self.window, str(device))
+        pairs = self._pairs_by_geometry.get(key)
+        if pairs is None:
+            allowed = self._allowed(np.arange(start + 1, end + 1), self._slot_times(slots, lead))
+            pairs = tuple(torch.from_numpy(index).to(device, non_blocking=True) for index in allowed.nonzero())
+            if len(self._pairs_by_geometry) >= PAIR_CACHE:
+                self._pairs_by_geometry.clear()
+            self._pairs_by_geometry[key] = pairs
+        return pairs
+
+    def _attend(self, queries, memory, keys, allowed, pairs=None) -> Tuple[Tensor, Tensor]:
+        """``allowed`` ``(B, Q, S)``; ``pairs``: the indices of the (query, slot) pairs read, the
+        same for every row (what a pairwise score computes)."""
+        scores = self.score(queries, keys, pairs)
         weights = masked_softmax(scores, allowed)
         return torch.bmm(weights, memory), weights
 
@@ -187,16 +219,16 @@ class CausalHistoryAttention(nn.Module):
         if self.initial_slot:
             slot_times[0] = INITIAL_SLOT
         slot_padding = None
-        if past is not None or (padding_mask is not None and padding_mask.any()):
+        # applied whether or not it masks anything: asking would read the mask on the host
+        if past is not None or padding_mask is not None:
             def pads(mask, length):
                 return states.new_zeros(bsz, length, dtype=torch.bool) if mask is None else mask
             slot_padding = torch.cat([pads(None, 1 if self.initial_slot else 0),
                                       pads(past_padding, 0 if past is None else past.size(1)),
                                       pads(padding_mask, tgt_len)], dim=1)
-            if not slot_padding.any():
-                slot_padding = None
 
         chunk = self._queries_per_chunk(queries, keys, tgt_len)
+        reads_pairs = getattr(self.score, "reads_pairs", False)
         contexts, weights = [], []
         for start in range(0, tgt_len, chunk):  # one pass unless the score needs a big intermediate
             end = min(tgt_len, start + chunk)
@@ -207,8 +239,9 @@ class CausalHistoryAttention(nn.Module):
             allowed = time_allowed.unsqueeze(0)
             if slot_padding is not None:
                 allowed = allowed & ~slot_padding[:, None, :last_slot]
+            pairs = self._pairs(start, end, last_slot, lead, states.device) if reads_pairs else None
             context, weight = self._attend(queries[:, start:end], memory[:, :last_slot],
-                                           keys[:, :last_slot], allowed.expand(bsz, -1, -1), time_allowed)
+                                           keys[:, :last_slot], allowed.expand(bsz, -1, -1), pairs)
             contexts.append(context)
             weights.append(F.pad(weight, (0, memory.size(1) - last_slot)))
         return torch.cat(contexts, dim=1), torch.cat(weights, dim=1)

@@ -24,7 +24,7 @@ from .adaptive_softmax import AdaptiveSoftmaxConfig, build_adaptive_softmax
 from .dictionary_fingerprint import DictionaryFingerprint
 from .lstm_helpers import UNLIMITED_POSITIONS
 from .source_attention import SourceAttention
-from .stream_carry import StreamCarry
+from .stream_carry import StreamCarry, next_chunk
 
 
 def combination_bias_field(default: bool):
@@ -141,7 +141,7 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
         return (context,), weights
 
     def extract_features(self, prev_output_tokens, encoder_out=None, incremental_state=None,
-                         stream_ids=None, stream_positions=None, **kwargs):
+                         stream_ids=None, stream_positions=None, stream_chunk=None, **kwargs):
         """With ``stream_ids``/``stream_positions`` (the document task's chunks) the LSTM state
         and the last ``--memory-window`` states of the attention memory carry over from the
         previous chunk of the same streams (``StreamCarry``; detached: truncated BPTT)."""
@@ -154,7 +154,7 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
             cache = self.get_incremental_state(incremental_state, "history")
         streaming = incremental_state is None and stream_ids is not None
         mode = "train" if self.training else "eval"
-        carried = self.carry.resume(stream_ids, stream_positions, mode) if streaming else None
+        carried = self.carry.resume(stream_ids, stream_positions, mode, stream_chunk) if streaming else None
         x = self.dropout(self.embed_tokens(tokens))
         initial_slot = self.sentinel(tokens.size(0))
         if carried is not None:
@@ -196,7 +196,8 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
                 "hidden": h.transpose(0, 1), "cell": c.transpose(0, 1), **memory})
         if streaming:
             self.carry.save(stream_ids, stream_positions + tokens.size(1),
-                            {"hidden": (h, c), "memory": self._kept_memory(carried, attended, tokens)}, mode)
+                            {"hidden": (h, c), "memory": self._kept_memory(carried, attended, tokens)}, mode,
+                            next_chunk(stream_chunk, tokens.size(1)))
         source_context, source_weights = self.attend_source(states, encoder_out)
         features = self.dropout(self.combine(states, context, *source_context))
         # "attn" is what fairseq's generator reads (source attention, --print-alignment);

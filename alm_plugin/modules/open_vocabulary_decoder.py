@@ -17,7 +17,7 @@ from ..errors import UnsupportedError
 from .dictionary_fingerprint import DictionaryFingerprint
 from .lstm_helpers import UNLIMITED_POSITIONS
 from .spelling import PAD, Spelling
-from .stream_carry import StreamCarry
+from .stream_carry import StreamCarry, next_chunk
 
 
 @dataclass
@@ -49,7 +49,7 @@ class OpenVocabularyDecoder(DictionaryFingerprint, FairseqDecoder):
             nn.init.uniform_(param, -self.cfg.init_range, self.cfg.init_range)
 
     def forward(self, src_tokens, target_tokens=None, stream_ids=None, stream_positions=None,
-                incremental_state=None, **unused):
+                incremental_state=None, stream_chunk=None, **unused):
         """src_tokens (B,T): ``w_{t-1}``; target_tokens (B,T): ``w_t``, the words to score."""
         if incremental_state is not None or target_tokens is None:
             raise UnsupportedError(
@@ -57,10 +57,10 @@ class OpenVocabularyDecoder(DictionaryFingerprint, FairseqDecoder):
                 "alm-cache-posterior); it has no word softmax to generate from. Batches come from "
                 "--task open_vocabulary_language_modeling, which supplies the target words.")
         mode = "train" if self.training else "eval"
-        state = self.carry.resume(stream_ids, stream_positions, mode)
+        state = self.carry.resume(stream_ids, stream_positions, mode, stream_chunk)
         log_probs, extra, state = self.score(src_tokens, target_tokens, state)
         next_positions = None if stream_positions is None else stream_positions + src_tokens.size(1)
-        self.carry.save(stream_ids, next_positions, state, mode)
+        self.carry.save(stream_ids, next_positions, state, mode, next_chunk(stream_chunk, src_tokens.size(1)))
         return log_probs.unsqueeze(-1), extra
 
     def score(self, src_tokens, target_tokens, state):

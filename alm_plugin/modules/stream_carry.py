@@ -10,7 +10,7 @@ Training and evaluation keep separate states (``mode``), so a validation run in 
 of an epoch (``--validate-interval-updates``) neither overwrites the training streams'
 state nor hands its own to them.
 """
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -26,22 +26,43 @@ def detach(state: Any) -> Any:
     return state
 
 
+def stream_chunk(stream_ids: Tensor, position: int) -> Tuple[Tuple[int, ...], int]:
+    """A batch's place in its streams, on the host: which streams, from which word. The tasks'
+    collate puts it in the batch's input (``stream_chunk``), so that the carry knows whether a
+    batch continues the last one without comparing device tensors (a read on the host that on a
+    GPU waits for the device, every update)."""
+    return tuple(stream_ids.tolist()), int(position)
+
+
+def next_chunk(chunk: Optional[tuple], length: int) -> Optional[tuple]:
+    """The place of the batch that continues ``chunk``, ``length`` words later."""
+    return None if chunk is None else (chunk[0], chunk[1] + length)
+
+
 class StreamCarry:
     def __init__(self):
-        self._saved = {}  # mode ("train" / "eval") -> (stream ids, next positions, state)
+        self._saved = {}  # mode ("train" / "eval") -> (stream ids, next positions, next chunk, state)
 
-    def resume(self, stream_ids: Optional[Tensor], positions: Optional[Tensor], mode: str) -> Optional[Any]:
+    def resume(self, stream_ids: Optional[Tensor], positions: Optional[Tensor], mode: str,
+               chunk: Optional[tuple] = None) -> Optional[Any]:
+        """The state saved after the previous batch if this one (``stream_ids`` from ``positions``;
+        ``chunk``: the same on the host, ``stream_chunk``) continues it, else None."""
         saved = self._saved.get(mode)
         if saved is None or stream_ids is None:
             return None
-        saved_ids, next_positions, state = saved
+        saved_ids, next_positions, expected, state = saved
+        if chunk is not None and expected is not None:  # both on the host: nothing read from the device
+            return state if chunk == expected else None
         if (saved_ids.shape == stream_ids.shape and torch.equal(saved_ids, stream_ids)
                 and torch.equal(next_positions, positions)):
             return state
         return None
 
-    def save(self, stream_ids: Optional[Tensor], next_positions: Optional[Tensor], state: Any, mode: str):
-        self._saved[mode] = None if stream_ids is None else (stream_ids, next_positions, detach(state))
+    def save(self, stream_ids: Optional[Tensor], next_positions: Optional[Tensor], state: Any, mode: str,
+             expected: Optional[tuple] = None):
+        """Keeps ``state`` for the batch that continues this one: ``stream_ids`` from
+        ``next_positions`` (``expected``: its ``stream_chunk``, where this batch had one)."""
+        self._saved[mode] = None if stream_ids is None else (stream_ids, next_positions, expected, detach(state))
 
     def reset(self):
         self._saved = {}

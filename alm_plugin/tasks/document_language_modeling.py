@@ -34,11 +34,13 @@ from fairseq.tasks import FairseqTask, register_task
 from fairseq.tasks.language_modeling import LanguageModelingTask
 from omegaconf import II
 
+from ..criterions.attention_cross_entropy import count_on_host
 from ..errors import MissingDataError, OptionError
 from ..data.splits import load_split
 from ..data.word_streams import WordStreamDataset
 from ..modules.dynamic_evaluation import DynamicEvalOptions, check_options as dynamic_options
 from ..modules.neural_cache import CACHE_MODELS, NeuralCacheOptions
+from ..modules.stream_carry import stream_chunk
 from .word_lm_options import WordLMOptionsMixin, loaded_for_training
 
 logger = logging.getLogger(__name__)
@@ -135,13 +137,14 @@ class WordStreamTask(FairseqTask):
         # contiguous: fairseq's cross_entropy views the target flat
         source, target = item["source"].contiguous(), item["target"].contiguous()
         real = target.ne(self.dictionary.pad())
-        return {
+        return count_on_host({
             "id": torch.full((source.size(0),), item["id"]),
             "net_input": {
                 "src_tokens": source,
                 "src_lengths": real.sum(1),
                 "stream_ids": item["streams"],
                 "stream_positions": torch.full((source.size(0),), item["position"]),
+                "stream_chunk": stream_chunk(item["streams"], item["position"]),  # the same, on the host
             },
             "target": target,
             # the words after each input, also where a stream reads without scoring (its burn-in):
@@ -152,7 +155,7 @@ class WordStreamTask(FairseqTask):
             "start_indices": (real.cumsum(1) == 0).sum(1).tolist(),
             "nsentences": source.size(0),
             "ntokens": int(real.sum()),
-        }
+        }, self.dictionary)
 
     def reading(self, split, training):
         """``(streams, tokens per chunk)`` of ``split``: ``--batch-size`` x ``--tokens-per-sample``."""

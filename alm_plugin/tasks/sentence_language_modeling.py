@@ -34,6 +34,7 @@ from fairseq.tasks.language_modeling import (
     LanguageModelingTask,
 )
 
+from ..criterions.attention_cross_entropy import CountedCollate
 from ..errors import MissingDataError, OptionError
 from ..data import SentenceBlockDataset
 from ..data.splits import load_split
@@ -179,6 +180,9 @@ class SentenceLanguageModelingTask(WordLMOptionsMixin, LanguageModelingTask):
                                               ignore_invalid_inputs, 1, **kwargs)
         if isinstance(dataset, CorpusOrder):  # --corpus-order: the same batches in the same order every epoch
             iterator.disable_shuffling = True
+        if not isinstance(iterator.collate_fn, CountedCollate):  # fairseq may hand back an iterator it made before
+            # the criterion's counts, made on the host: read from the device they would cost a sync an update
+            iterator.collate_fn = CountedCollate(iterator.collate_fn, self.target_dictionary)
         return iterator
 
 

@@ -4,6 +4,7 @@
 
     ptb_table          full PTB, sentence level: attention against an equal LSTM (and its picture)
     train_speed        the training step against a bare nn.LSTM LM
+    host_overhead      the host's share of a fairseq training update and its reads of device values
     ptb_paper          the paper's scale: 2 x 650 on a GPU beside the paper's and our 2 x 200 rows
     ptb_stream         full PTB as document streams, the neural cache, dynamic evaluation (and its picture)
     adaptive_softmax   the adaptive softmax's speed and quality
@@ -26,7 +27,8 @@ import sys
 
 from rows import PTB, PTB_PAPER, ROOT
 
-from . import adaptive_softmax, char_tables, ptb_choices, ptb_paper, ptb_stream, ptb_table, train_speed, wikitext_2
+from . import (adaptive_softmax, char_tables, host_overhead, ptb_choices, ptb_paper, ptb_stream, ptb_table,
+               train_speed, wikitext_2)
 
 PAGE = os.path.join(ROOT, "docs", "benchmarks.md")
 
@@ -41,6 +43,7 @@ def blocks(ptb_results_dir=None, paper_results_dir=None, draw=True):
         ptb_stream.draw(results)
     return {"ptb-table": ptb_table.block(results),
             "train-speed": train_speed.block(),
+            "host-overhead": host_overhead.block(),
             "ptb-paper": ptb_paper.block(PTB_PAPER.load(paper_results_dir), results),
             "ptb-stream": ptb_stream.block(results),
             "adaptive-softmax": adaptive_softmax.block(results),
