@@ -19,6 +19,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Sequence
 
+from .output_files import output_file
 from .scoring import ScoringError, check_outputs  # noqa: F401  (alm-rescore imports it from here)
 
 
@@ -213,8 +214,7 @@ def write_moses(path: str, groups: Dict[int, List[Hypothesis]], score: Callable[
 
 
 def write_whole(path: str, lines: List[str]) -> None:
-    """Write to a temporary file and rename it: never a half-written output."""
-    temporary = f"{path}.partial"
-    with open(temporary, "w", encoding="utf-8") as out:
+    """Write to a temporary file of a unique name beside it and rename it (``output_files``): never a
+    half-written output, never written through a link."""
+    with output_file(path) as out:
         out.writelines(lines)
-    os.replace(temporary, path)

@@ -80,13 +80,14 @@ def check_writable(path: Optional[str], option: str) -> None:
     """Before any model loads: an output that cannot be written is found now, not after the run."""
     if path is None:
         return
-    # a symbolic link is written through: its target's folder
-    folder = os.path.dirname(os.path.realpath(path) if os.path.islink(path) else os.path.abspath(path))
+    # written beside it and renamed onto it (output_files): a link is replaced, in its own folder
+    folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
         raise ScoringError(f"{option} {path} is a directory: give a file name")
     if not os.path.isdir(folder):
         raise ScoringError(f"{option} {path}: the folder {folder} does not exist; create it or give another path")
-    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+    if not os.access(folder, os.W_OK) or (os.path.isfile(path) and not os.path.islink(path)
+                                          and not os.access(path, os.W_OK)):
         raise ScoringError(f"{option} {path} cannot be written (permissions); give another path")
 
 
@@ -97,8 +98,9 @@ def check_outputs(outputs: Dict[str, Optional[str]], inputs: Dict[str, Sequence[
     it would be overwritten with what was read from it), no file of a data directory (a folder
     holding a fairseq ``dict*.txt``, or one of ``data``, the tool's ``--data``: the data the model
     reads), no other output (the first written would be lost), and can be written. A path is
-    judged by the file it names: a symbolic link (or a chain of them) by its target, which is what
-    writing it would overwrite; a hard link by its inode."""
+    judged by the file it names: a symbolic link (or a chain of them) by its target; a hard link by
+    its inode. The tools then write every output through ``output_files`` (a temporary file renamed
+    onto it), so a link to any other file is replaced, never written through."""
     taken = [(option, path) for option, paths in inputs.items() for path in paths or () if path]
     data_folders = [os.path.realpath(folder) for entry in data if entry for folder in entry.split(os.pathsep)
                     if folder]

@@ -15,7 +15,6 @@ point, the best of each kind, a ``best: PPL`` line and the ``fairseq-eval-lm`` c
 reproduces it.
 """
 import argparse
-import json
 import math
 
 import torch
@@ -24,6 +23,7 @@ from ..errors import OptionError
 from ..modules.heap import keep_freed_memory
 from ..modules.neural_cache import CACHE_MODELS, check_values, target_cache_probs
 from ..option_checks import needs, number
+from ..output_files import write_json
 from ..scoring import ScoringError, check_outputs, is_character_model, load_models, task_data
 from .tool import run_tool
 
@@ -289,8 +289,7 @@ def run(args):
             record["dynamic_grid"] = [{"lr": lr, "decay": decay, "ppl": results[(lr, decay)][(windows[0], args.thetas[0],
                                                                                            0.0)]}
                                       for lr, decay in settings]
-        with open(args.json, "w") as f:
-            json.dump(record, f, indent=1)
+        write_json(args.json, record)
 
 
 # the task options that decide how a split is cut into samples: the command carries those the
