@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Sequence
 
 from .output_files import output_file
+from .plain_text import check_plain_text
 from .scoring import ScoringError, check_outputs  # noqa: F401  (alm-rescore imports it from here)
 
 
@@ -51,6 +52,7 @@ def read_lines(path: str, what: str) -> List[str]:
         raise NBestError(f"{what} {path} does not exist (or is not a file)")
     with open(path, "rb") as f:
         data = f.read()
+    check_plain_text(data, path, NBestError)  # UTF-16 (with or without its mark), NUL bytes
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:

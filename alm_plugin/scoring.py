@@ -32,6 +32,8 @@ from typing import Dict, List, Optional, Sequence
 
 import torch
 
+from .errors import CorruptDataError
+
 logger = logging.getLogger(__name__)
 
 
@@ -62,6 +64,8 @@ def load_models(paths: List[str], data: Optional[str], use_cpu: bool, tool: str 
                                    f"with language models (trained with --task {' / '.join(LANGUAGE_MODEL_TASKS)})") from None
             raise ScoringError(f"{path}: could not load its dictionary ({error}); pass {data_option}, "
                                "the data-bin directory with the dict.txt the LM was trained on") from None
+        except CorruptDataError:  # a broken dict.txt: its own line names the file and the fix
+            raise
         except ValueError as error:  # our models' own checks: dictionary, architecture, options
             hint = f" ({data_option} must be the data-bin the LM was trained on)" if data and "dictionary" in str(error) else ""
             raise ScoringError(f"{path}: {error}{hint}") from None

@@ -35,7 +35,7 @@ from fairseq.tasks.language_modeling import LanguageModelingTask
 from omegaconf import II
 
 from ..errors import MissingDataError, OptionError
-from ..data.splits import load_split
+from ..data.splits import check_dictionary, load_split
 from ..data.word_streams import WordStreamDataset
 from ..modules.dynamic_evaluation import DynamicEvalOptions, check_options as dynamic_options
 from ..modules.neural_cache import CACHE_MODELS, NeuralCacheOptions
@@ -80,6 +80,7 @@ class WordStreamTask(FairseqTask):
         if not os.path.isfile(path):
             raise MissingDataError(f"no dict.txt in {os.path.dirname(path)}: binarise the text with "
                                    "fairseq-preprocess --only-source (see examples/language_model/prepare_lm_data.py)")
+        check_dictionary(path)  # fairseq's own load names no file nor line
         dictionary = Dictionary.load(path)
         logger.info(f"dictionary: {len(dictionary)} types")
         return cls(cfg, dictionary)
