@@ -180,11 +180,22 @@ class WordStreamTask(FairseqTask):
         return self.dictionary
 
 
+def check_burn_in(value) -> None:
+    if value is None or value < 0:
+        raise OptionError(f"--stream-burn-in {value}: the words a stream reads before it scores must be 0 or more "
+                          f"(default {BURN_IN})")
+
+
 @register_task("document_language_modeling", dataclass=DocumentLanguageModelingConfig)
 class DocumentLanguageModelingTask(WordLMOptionsMixin, WordStreamTask):
     """Word-level LMs on streams, their state and attention memory carried across chunks."""
 
     segments_are_sentences = False
+
+    @classmethod
+    def setup_task(cls, cfg, **kwargs):
+        check_burn_in(cfg.stream_burn_in)  # also where nothing is scored as streams (--disable-validation)
+        return super().setup_task(cfg, **kwargs)
 
     def build_model(self, cfg, from_checkpoint=False):
         model = super().build_model(cfg, from_checkpoint)
@@ -208,9 +219,7 @@ class DocumentLanguageModelingTask(WordLMOptionsMixin, WordStreamTask):
         return (1, settings.segment) if settings is not None else super().reading(split, training)
 
     def burn_in(self) -> int:
-        if self.cfg.stream_burn_in < 0:
-            raise OptionError(f"--stream-burn-in {self.cfg.stream_burn_in}: the words a stream reads before it "
-                              f"scores must be 0 or more (default {BURN_IN})")
+        check_burn_in(self.cfg.stream_burn_in)
         # with the neural cache, a past as long as its window: each stream's cache then holds what
         # the one-stream reading's would
         window = getattr(self.cfg, "neural_cache_window", 0) or 0
