@@ -106,6 +106,10 @@ def test_paper_rows_started_detached_train_on_after_a_sigterm(stand_in):
     os.kill(proc.pid, signal.SIGTERM)
     proc.wait(timeout=20)
     assert proc.returncode == 143 and alive(row)  # the row trains on, as designed (it is ended by the fixture)
+    try:  # and holds none of run.sh's output open: whoever reads it (subprocess, the device tool) sees its end
+        proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the detached row keeps run.sh's stdout or stderr open")
 
 
 @pytest.mark.parametrize("args", [["--dry-run", "--cut", "cli"], ["--cut", "install"], ["--dry-run", "tests", "--cut"]])

@@ -181,7 +181,9 @@ stop() {  # SIGNAL
   echo "run.sh: stopped by SIG$1: the processes it ran ended (paper's detached rows, if any, still train)" >&"$RUN_STDERR"
   [[ $1 == INT ]] && exit 130 || exit 143
 }
-exec {RUN_STDERR}>&2  # run.sh's own stderr: a trap runs inside the redirections of the step it cuts
+# run.sh's own stderr (a trap runs inside the redirections of the step it cuts); closed for what is
+# started detached, which would otherwise hold run.sh's stderr open after it ends
+exec {RUN_STDERR}>&2
 trap 'stop TERM' TERM
 trap 'stop INT' INT
 
@@ -360,7 +362,7 @@ start_mps() {
   export CUDA_MPS_PIPE_DIRECTORY=$WORK/mps/pipe CUDA_MPS_LOG_DIRECTORY=$WORK/mps/log
   if [[ -f $WORK/mps/off ]]; then unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY; return 0; fi
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-  pgrep -f nvidia-cuda-mps-control > /dev/null || setsid nvidia-cuda-mps-control -d >> "$LOGS/mps.log" 2>&1
+  pgrep -f nvidia-cuda-mps-control > /dev/null || setsid nvidia-cuda-mps-control -d >> "$LOGS/mps.log" 2>&1 {RUN_STDERR}>&-
   if fg timeout 60 $PY -c "import torch; assert torch.ones(2, device='cuda').sum().item() == 2" >> "$LOGS/mps.log" 2>&1; then
     say "paper: CUDA MPS on (the rows share the GPU's context)"
   else
@@ -386,7 +388,7 @@ step_paper() {
   }
   launch() {  # ROW [--cut]: a process of its own session, so it outlives this command
     setsid nohup env ALM_COMMIT="${ALM_COMMIT:-}" $PY "${table[@]}" --rows "$1" "${dev[@]}" --save-dir "$save" \
-      --results-dir "$out" "${@:2}" >> "$LOGS/paper_$1.log" 2>&1 < /dev/null &
+      --results-dir "$out" "${@:2}" >> "$LOGS/paper_$1.log" 2>&1 < /dev/null {RUN_STDERR}>&- &
     echo $! > "$save/$1.pid"
   }
   for row in "${PAPER_ROWS[@]}"; do
