@@ -124,14 +124,15 @@ def test_fairseq_train_refuses_a_broken_data_directory_in_one_line(tmp_path, tas
     assert code == 1 and one_line(output, "fairseq-train", message)
 
 
-@pytest.mark.parametrize("case", [*SPLIT_CASES, *DICTIONARY_CASES])
-@pytest.mark.parametrize("task", list(TASKS))
-@pytest.mark.parametrize("tool", ["eval_lm", "validate"])
+# fairseq-validate goes through the same checks as fairseq-eval-lm: the cases the issue names
+VALIDATE_CASES = ("truncated valid.bin", "random valid.idx", "truncated valid.idx", "a size in the index beyond the data",
+                  "a duplicated dictionary line", "a malformed dictionary line")
+
+
+@pytest.mark.parametrize("tool, task, case", [
+    (tool, task, case) for tool in ("eval_lm", "validate") for task in TASKS
+    for case in ([*SPLIT_CASES, *DICTIONARY_CASES] if tool == "eval_lm" else VALIDATE_CASES)])
 def test_evaluation_refuses_a_broken_data_directory_in_one_line(request, tmp_path, tool, task, case):
-    if tool == "validate" and case not in ("truncated valid.bin", "random valid.idx", "truncated valid.idx",
-                                           "a size in the index beyond the data", "a duplicated dictionary line",
-                                           "a malformed dictionary line"):
-        pytest.skip("the same checks as fairseq-eval-lm: the cases the issue names are enough")
     checkpoint, _ = request.getfixturevalue(MODELS[task])
     data, message = broken(tmp_path, case)
     split = ["--gen-subset", "valid"] if tool == "eval_lm" else ["--valid-subset", "valid"]
@@ -152,12 +153,11 @@ TOOLS = {  # prog -> (module, the model, its arguments before --data; True: it r
 }
 
 
-@pytest.mark.parametrize("case", [*SPLIT_CASES, *DICTIONARY_CASES])
-@pytest.mark.parametrize("tool", list(TOOLS))
+@pytest.mark.parametrize("tool, case", [  # a tool that reads no split: the dictionary's cases
+    (tool, case) for tool, (_, _, _, reads_splits) in TOOLS.items()
+    for case in ([*SPLIT_CASES, *DICTIONARY_CASES] if reads_splits else DICTIONARY_CASES)])
 def test_every_alm_tool_refuses_a_broken_data_directory_in_one_line(request, tmp_path, tool, case):
-    module, model, arguments, reads_splits = TOOLS[tool]
-    if case in SPLIT_CASES and not reads_splits:
-        pytest.skip(f"{tool} reads the dictionary alone")
+    module, model, arguments, _ = TOOLS[tool]
     checkpoint, _ = request.getfixturevalue(model)
     data, message = broken(tmp_path, case)
     if tool == "alm-rescore":
