@@ -28,6 +28,11 @@ class MissingDataError(UserError, FileNotFoundError):
     """A data directory without the dictionary or split asked for."""
 
 
+class CorruptDataError(UserError, ValueError):
+    """A data directory's file that cannot be what fairseq-preprocess wrote: a truncated or mismatched
+    ``.bin`` / ``.idx``, a malformed or duplicated dictionary line."""
+
+
 class UnsupportedError(UserError, NotImplementedError):
     """A tool asked of a model that does not do it (generating from a character model)."""
 

@@ -19,6 +19,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Sequence
 
+from .output_files import output_file
+from .plain_text import check_plain_text
 from .scoring import ScoringError, check_outputs  # noqa: F401  (alm-rescore imports it from here)
 
 
@@ -50,6 +52,7 @@ def read_lines(path: str, what: str) -> List[str]:
         raise NBestError(f"{what} {path} does not exist (or is not a file)")
     with open(path, "rb") as f:
         data = f.read()
+    check_plain_text(data, path, NBestError)  # UTF-16 (with or without its mark), NUL bytes
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -213,8 +216,7 @@ def write_moses(path: str, groups: Dict[int, List[Hypothesis]], score: Callable[
 
 
 def write_whole(path: str, lines: List[str]) -> None:
-    """Write to a temporary file and rename it: never a half-written output."""
-    temporary = f"{path}.partial"
-    with open(temporary, "w", encoding="utf-8") as out:
+    """Write to a temporary file of a unique name beside it and rename it (``output_files``): never a
+    half-written output, never written through a link."""
+    with output_file(path) as out:
         out.writelines(lines)
-    os.replace(temporary, path)

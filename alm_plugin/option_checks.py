@@ -4,8 +4,10 @@ and the fix (the CLIs print it as ``PROG: error: ...``). Used by the neural cach
 adaptive softmax's; test-time options yet to come go through the same two checks.
 
 Also ``--amp`` on the CPU, refused where fairseq's trainer builds its AMP optimizer (``--amp`` is a
-training option: a checkpoint trained with it on a GPU still loads anywhere)."""
+training option: a checkpoint trained with it on a GPU still loads anywhere), and a ``--save-dir``
+that names a file, refused where fairseq-train checks the folder."""
 import math
+import os
 from typing import Optional
 
 from .errors import OptionError
@@ -69,4 +71,37 @@ def _install_amp_check() -> None:
     AMPOptimizer.build_optimizer = classmethod(build_optimizer)
 
 
+def refuse_a_file_as_save_dir(save_dir) -> None:
+    """``fairseq-train --save-dir`` naming a file, or a path through one: fairseq's
+    ``verify_checkpoint_directory`` ends in a ``NotADirectoryError`` / ``FileExistsError`` traceback."""
+    path = os.path.abspath(save_dir)
+    while path and not os.path.exists(path):
+        path = os.path.dirname(path) if os.path.dirname(path) != path else ""
+    if path and not os.path.isdir(path):
+        where = "is a file" if path == os.path.abspath(save_dir) else f"runs through {path}, a file"
+        raise OptionError(f"--save-dir {save_dir} {where}, not a folder: give the folder the checkpoints go to "
+                          "(made if missing), e.g. checkpoints/NAME")
+
+
+def _install_save_dir_check() -> None:
+    """Put the check in front of fairseq's ``checkpoint_utils.verify_checkpoint_directory`` (once):
+    fairseq-train calls it through the module before it makes the folder."""
+    try:
+        from fairseq import checkpoint_utils
+    except ImportError:
+        return
+    verify = checkpoint_utils.verify_checkpoint_directory
+    if getattr(verify, "checks_for_a_file", False):
+        return
+
+    def verify_checkpoint_directory(save_dir: str) -> None:
+        refuse_a_file_as_save_dir(save_dir)
+        return verify(save_dir)
+
+    verify_checkpoint_directory.checks_for_a_file = True
+    verify_checkpoint_directory.__doc__ = verify.__doc__
+    checkpoint_utils.verify_checkpoint_directory = verify_checkpoint_directory
+
+
 _install_amp_check()
+_install_save_dir_check()

@@ -32,6 +32,8 @@ from typing import Dict, List, Optional, Sequence
 
 import torch
 
+from .errors import CorruptDataError
+
 logger = logging.getLogger(__name__)
 
 
@@ -62,6 +64,8 @@ def load_models(paths: List[str], data: Optional[str], use_cpu: bool, tool: str 
                                    f"with language models (trained with --task {' / '.join(LANGUAGE_MODEL_TASKS)})") from None
             raise ScoringError(f"{path}: could not load its dictionary ({error}); pass {data_option}, "
                                "the data-bin directory with the dict.txt the LM was trained on") from None
+        except CorruptDataError:  # a broken dict.txt: its own line names the file and the fix
+            raise
         except ValueError as error:  # our models' own checks: dictionary, architecture, options
             hint = f" ({data_option} must be the data-bin the LM was trained on)" if data and "dictionary" in str(error) else ""
             raise ScoringError(f"{path}: {error}{hint}") from None
@@ -80,13 +84,14 @@ def check_writable(path: Optional[str], option: str) -> None:
     """Before any model loads: an output that cannot be written is found now, not after the run."""
     if path is None:
         return
-    # a symbolic link is written through: its target's folder
-    folder = os.path.dirname(os.path.realpath(path) if os.path.islink(path) else os.path.abspath(path))
+    # written beside it and renamed onto it (output_files): a link is replaced, in its own folder
+    folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
         raise ScoringError(f"{option} {path} is a directory: give a file name")
     if not os.path.isdir(folder):
         raise ScoringError(f"{option} {path}: the folder {folder} does not exist; create it or give another path")
-    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+    if not os.access(folder, os.W_OK) or (os.path.isfile(path) and not os.path.islink(path)
+                                          and not os.access(path, os.W_OK)):
         raise ScoringError(f"{option} {path} cannot be written (permissions); give another path")
 
 
@@ -97,8 +102,9 @@ def check_outputs(outputs: Dict[str, Optional[str]], inputs: Dict[str, Sequence[
     it would be overwritten with what was read from it), no file of a data directory (a folder
     holding a fairseq ``dict*.txt``, or one of ``data``, the tool's ``--data``: the data the model
     reads), no other output (the first written would be lost), and can be written. A path is
-    judged by the file it names: a symbolic link (or a chain of them) by its target, which is what
-    writing it would overwrite; a hard link by its inode."""
+    judged by the file it names: a symbolic link (or a chain of them) by its target; a hard link by
+    its inode. The tools then write every output through ``output_files`` (a temporary file renamed
+    onto it), so a link to any other file is replaced, never written through."""
     taken = [(option, path) for option, paths in inputs.items() for path in paths or () if path]
     data_folders = [os.path.realpath(folder) for entry in data if entry for folder in entry.split(os.pathsep)
                     if folder]

@@ -16,9 +16,10 @@ A row reads the corpus in one of three ways (``Row.reading``):
   corpus's ``streams`` of 35 words (the paper: 25 on PTB, 10 on WikiText-2), scored in bits per
   character as one stream by ``fairseq-validate``.
 """
-import json
 import os
 from dataclasses import dataclass, field
+
+from result_files import read_result
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZE, DROPOUT = "200", "0.2"
@@ -84,8 +85,7 @@ class Corpus:
         for name in self.rows:
             path = os.path.join(results_dir or self.results, f"{name}.json")
             if os.path.exists(path):
-                with open(path) as f:
-                    found[name] = json.load(f)
+                found[name] = read_result(path)  # checked: a broken file refused by name and key
         return found
 
 

@@ -58,3 +58,48 @@ def needs_shared_data(*parts):
     path = os.path.join(SHARED_DATA, *parts)
     return pytest.mark.skipif(not os.path.exists(path),
                               reason=f"needs the real corpora in ../shared/data ({path} is absent)")
+
+
+# ---------------------------------------------------------------- tiny models shared by the session
+# Trained once per test session (a few seconds each, 2 updates), each on a copy of the shipped
+# sample it saves as its data directory, so a test that corrupted it would never harm the sample.
+
+TINY_TRAINING = ["--cpu", "--no-progress-bar", "--num-workers", "0", "--optimizer", "adam", "--lr", "0.01",
+                 "--max-update", "2", "--no-epoch-checkpoints", "--disable-validation", "--seed", "1"]
+
+
+def _tiny(tmp_path_factory, name, options):
+    import shutil
+
+    from cli import run
+
+    root = tmp_path_factory.mktemp(name)
+    data = root / "data"
+    shutil.copytree(SAMPLE_DATA, data)
+    run("train", data, "--user-dir", "alm_plugin", *options, *TINY_TRAINING, "--save-dir", root / "save")
+    return root / "save" / "checkpoint_last.pt", data
+
+
+@pytest.fixture(scope="session")
+def tiny_attentive(tmp_path_factory):
+    """(checkpoint, data): an attentive_lm (16 wide) on sentence_language_modeling."""
+    return _tiny(tmp_path_factory, "tiny_attentive", [
+        "--task", "sentence_language_modeling", "--arch", "attentive_lm", "--embed-dim", "16", "--hidden-size", "16",
+        "--num-layers", "1", "--batch-size", "64"])
+
+
+@pytest.fixture(scope="session")
+def tiny_pointer(tmp_path_factory):
+    """(checkpoint, data): a pointer_sentinel_lm (16 wide) on document_language_modeling."""
+    return _tiny(tmp_path_factory, "tiny_pointer", [
+        "--task", "document_language_modeling", "--arch", "pointer_sentinel_lm", "--pointer-window", "10",
+        "--embed-dim", "16", "--hidden-size", "16", "--num-layers", "1", "--criterion", "attention_cross_entropy",
+        "--batch-size", "10", "--tokens-per-sample", "35"])
+
+
+@pytest.fixture(scope="session")
+def tiny_char(tmp_path_factory):
+    """(checkpoint, data): a char_lstm_lm_small on open_vocabulary_language_modeling."""
+    return _tiny(tmp_path_factory, "tiny_char", [
+        "--task", "open_vocabulary_language_modeling", "--arch", "char_lstm_lm_small",
+        "--criterion", "open_vocabulary_cross_entropy", "--batch-size", "4", "--tokens-per-sample", "20"])

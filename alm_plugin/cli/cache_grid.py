@@ -15,8 +15,9 @@ point, the best of each kind, a ``best: PPL`` line and the ``fairseq-eval-lm`` c
 reproduces it.
 """
 import argparse
-import json
 import math
+import os
+import shlex
 
 import torch
 
@@ -24,6 +25,7 @@ from ..errors import OptionError
 from ..modules.heap import keep_freed_memory
 from ..modules.neural_cache import CACHE_MODELS, check_values, target_cache_probs
 from ..option_checks import needs, number
+from ..output_files import write_json
 from ..scoring import ScoringError, check_outputs, is_character_model, load_models, task_data
 from .tool import run_tool
 
@@ -289,23 +291,29 @@ def run(args):
             record["dynamic_grid"] = [{"lr": lr, "decay": decay, "ppl": results[(lr, decay)][(windows[0], args.thetas[0],
                                                                                            0.0)]}
                                       for lr, decay in settings]
-        with open(args.json, "w") as f:
-            json.dump(record, f, indent=1)
+        write_json(args.json, record)
 
 
+# the plugin's folder (--user-dir): this file is alm_plugin/cli/cache_grid.py
+PLUGIN = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # the task options that decide how a split is cut into samples: the command carries those the
 # checkpoint's task set to another value than eval-lm's default, so it reads the split as the grid did
 READING_OPTIONS = ("sample_break_mode", "tokens_per_sample", "eval_tokens_per_sample", "add_bos_token")
 
 
 def eval_lm_command(task, checkpoint, flags, split="valid"):
-    """The fairseq-eval-lm command that reads ``split`` as the grid did, with the cache ``flags``."""
+    """The fairseq-eval-lm command that reads ``split`` as the grid did, with the cache ``flags``; it
+    runs as printed from any directory: the data, the checkpoint and the plugin (``--user-dir``) by
+    absolute path, each quoted for the shell where it must be."""
     from fairseq.tasks import TASK_DATACLASS_REGISTRY
 
     # a dataclass task keeps its options in task.cfg; sentence_language_modeling, a legacy
     # fairseq task, in task.args (its task.cfg is None)
     options = task.cfg if task.cfg is not None else task.args
-    data = getattr(options, "data", None) or "DATA"
+    data = getattr(options, "data", None)
+    data = shlex.quote(os.pathsep.join(os.path.abspath(part) for part in data.split(os.pathsep))) if data else "DATA"
+    checkpoint = shlex.quote(os.path.abspath(checkpoint))
+    plugin = shlex.quote(PLUGIN)
     name = _task_name(task)
     defaults = TASK_DATACLASS_REGISTRY[name]() if name in TASK_DATACLASS_REGISTRY else None
     reading = []
@@ -315,7 +323,7 @@ def eval_lm_command(task, checkpoint, flags, split="valid"):
             continue
         flag = "--" + option.replace("_", "-")
         reading.append(flag if value is True else f"{flag} {value}")
-    return " ".join([f"fairseq-eval-lm {data} --user-dir alm_plugin --task {name} --path {checkpoint}",
+    return " ".join([f"fairseq-eval-lm {data} --user-dir {plugin} --task {name} --path {checkpoint}",
                      f"--gen-subset {split}", *reading, flags]
                     + (["--batch-size 1"] if name == "document_language_modeling" else []))
 

@@ -21,11 +21,11 @@ For a Pointer Sentinel-LSTM the posterior is the pointer's share of each word's 
 """
 import argparse
 import collections
-import json
 import math
 
 import torch
 
+from ..output_files import save_figure, write_json
 from ..scoring import ScoringError, check_outputs, load_models, task_data
 from .tool import picture_path, run_tool
 
@@ -103,7 +103,7 @@ def plot(path, dictionary, words, posteriors, n):
     ax.set_ylim(0, 1)
     ax.set_ylabel("p(cache | word)")
     ax.set_title("cache posterior per word: copied (high) or spelled (low)")
-    fig.savefig(path, dpi=110, bbox_inches="tight")
+    save_figure(fig, path, dpi=110, bbox_inches="tight")
 
 
 def main(argv=None):
@@ -182,8 +182,7 @@ def run(args):
             side: [[dictionary[w], round(means[w], 4), counts[w] + 1] for w in chosen]
             for side, chosen in (("copied", copied), ("spelled", spelled))}})
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(record, f, indent=1)
+        write_json(args.json, record)
         print(f"\nwrote {args.json}")
     if args.plot:
         plot(args.plot, dictionary, words, posteriors, args.plot_words)

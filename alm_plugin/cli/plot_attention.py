@@ -12,6 +12,7 @@ import argparse
 
 import torch
 
+from ..output_files import save_figure
 from ..scoring import ScoringError, check_outputs, load_models, task_data
 from .tool import picture_path, run_tool
 
@@ -73,7 +74,7 @@ def run(args):
         ax.set_ylabel("predicted word")
     fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label="attention weight")
     fig.suptitle(f"{model.__class__.__name__}: attention over earlier states")
-    fig.savefig(args.out, dpi=110, bbox_inches="tight")
+    save_figure(fig, args.out, dpi=110, bbox_inches="tight")
     print(f"wrote {args.out}")
 
 

@@ -39,6 +39,7 @@ import os
 import re
 import sys
 
+from ..plain_text import check_plain_text
 from ..scoring import (CharacterModelScorer, LanguageModelScorer, ScoringError, is_character_model, load_models,
                        trained_on_streams)
 from .tool import run_tool
@@ -72,6 +73,7 @@ def read_lines(files, sizes=None):
                     data = handle.read()
         except OSError as error:
             raise ScoringError(f"cannot read {label}: {error.strerror}") from None
+        check_plain_text(data, label)  # UTF-16 (with or without its mark), NUL bytes
         if data.startswith(b"\xef\xbb\xbf"):
             data = data[3:]
         raw_lines = LINE_BREAK.split(data)

@@ -36,7 +36,7 @@ from omegaconf import II
 
 from ..criterions.attention_cross_entropy import count_on_host
 from ..errors import MissingDataError, OptionError
-from ..data.splits import load_split
+from ..data.splits import check_dictionary, load_split
 from ..data.word_streams import WordStreamDataset
 from ..modules.dynamic_evaluation import DynamicEvalOptions, check_options as dynamic_options
 from ..modules.neural_cache import CACHE_MODELS, NeuralCacheOptions
@@ -82,6 +82,7 @@ class WordStreamTask(FairseqTask):
         if not os.path.isfile(path):
             raise MissingDataError(f"no dict.txt in {os.path.dirname(path)}: binarise the text with "
                                    "fairseq-preprocess --only-source (see examples/language_model/prepare_lm_data.py)")
+        check_dictionary(path)  # fairseq's own load names no file nor line
         dictionary = Dictionary.load(path)
         logger.info(f"dictionary: {len(dictionary)} types")
         return cls(cfg, dictionary)
@@ -182,11 +183,22 @@ class WordStreamTask(FairseqTask):
         return self.dictionary
 
 
+def check_burn_in(value) -> None:
+    if value is None or value < 0:
+        raise OptionError(f"--stream-burn-in {value}: the words a stream reads before it scores must be 0 or more "
+                          f"(default {BURN_IN})")
+
+
 @register_task("document_language_modeling", dataclass=DocumentLanguageModelingConfig)
 class DocumentLanguageModelingTask(WordLMOptionsMixin, WordStreamTask):
     """Word-level LMs on streams, their state and attention memory carried across chunks."""
 
     segments_are_sentences = False
+
+    @classmethod
+    def setup_task(cls, cfg, **kwargs):
+        check_burn_in(cfg.stream_burn_in)  # also where nothing is scored as streams (--disable-validation)
+        return super().setup_task(cfg, **kwargs)
 
     def build_model(self, cfg, from_checkpoint=False):
         model = super().build_model(cfg, from_checkpoint)
@@ -210,9 +222,7 @@ class DocumentLanguageModelingTask(WordLMOptionsMixin, WordStreamTask):
         return (1, settings.segment) if settings is not None else super().reading(split, training)
 
     def burn_in(self) -> int:
-        if self.cfg.stream_burn_in < 0:
-            raise OptionError(f"--stream-burn-in {self.cfg.stream_burn_in}: the words a stream reads before it "
-                              f"scores must be 0 or more (default {BURN_IN})")
+        check_burn_in(self.cfg.stream_burn_in)
         # with the neural cache, a past as long as its window: each stream's cache then holds what
         # the one-stream reading's would
         window = getattr(self.cfg, "neural_cache_window", 0) or 0

@@ -37,7 +37,7 @@ from fairseq.tasks.language_modeling import (
 from ..criterions.attention_cross_entropy import CountedCollate
 from ..errors import MissingDataError, OptionError
 from ..data import SentenceBlockDataset
-from ..data.splits import load_split
+from ..data.splits import check_dictionary, load_split
 from ..modules.dynamic_evaluation import DynamicEvalOptions
 from ..modules.neural_cache import NeuralCacheOptions
 from .word_lm_options import WordLMOptionsMixin, loaded_for_training
@@ -92,6 +92,7 @@ class SentenceLanguageModelingTask(WordLMOptionsMixin, LanguageModelingTask):
                     f"{data}/dict.<target-lang>.txt).")
             raise MissingDataError(f"no dict.txt in {data}: binarise the text with fairseq-preprocess "
                                    "--only-source (see examples/language_model/prepare_lm_data.py)")
+        check_dictionary(os.path.join(data, "dict.txt"))  # fairseq's own load names no file nor line
         if not kwargs.get("from_checkpoint"):  # a loaded model's task is not cut into samples again
             check_sample_lengths(args)
         return super().setup_task(args, **kwargs)

@@ -61,7 +61,9 @@
 # char_speed.json, train_speed_fairseq.json); logs in $ALM_GPU_WORK/logs (default
 # $TMPDIR/alm_gpu_run). Where $OUT is set (a device call), at most 8 files go there: summary.txt,
 # logs.tgz (every log and result of the run) and up to 6 of the run's JSONs.
-# Options: --dry-run, --prepare, --cut (paper), -h / --help. Exit status: 0 when every step passed,
+# SIGTERM (a `timeout` around run.sh) or SIGINT (Ctrl-C) ends what it runs in the foreground (each
+# step's processes, the PTB binarisation) and exits 143 / 130; paper's rows, started detached, train on.
+# Options: --dry-run, --prepare, --cut (paper only), -h / --help. Exit status: 0 when every step passed,
 # 1 when one failed (the later steps still run and their files come back), 2 for a bad argument
 # (also tests, cli, speed, char or fairseq-speed without --dry-run on a machine with no GPU: refused
 # in one line before anything runs),
@@ -85,6 +87,10 @@ for arg in "$@"; do
   esac
 done
 (( ${#PAPER_ROWS[@]} )) || PAPER_ROWS=(lstm single)
+if (( CUT )) && [[ " ${WANT[*]:-} " != *" paper "* ]]; then
+  echo "run.sh: --cut stops paper's rows that cannot finish in the budget: it applies to the paper step only (add paper, or drop --cut)" >&2
+  exit 2
+fi
 if (( ${#WANT[@]} == 0 && PREPARE == 0 )); then
   echo "usage: bash benchmarks/gpu/run.sh [--dry-run] [--prepare] STEP... (${STEPS_KNOWN[*]}; see --help)" >&2
   exit 2
@@ -145,6 +151,41 @@ finish() {
 }
 LOGS=""
 trap finish EXIT
+
+# What this run waits on (each step's timeout, pytest, cli_check.py and the fairseq processes under
+# them; the PTB binarisation) ends with it: on SIGTERM (as `timeout` sends) or SIGINT, each is sent
+# SIGTERM (a coreutils timeout passes it on to its command's process group). Bash runs a trap only
+# between commands, so these run in the background and are waited on (`fg`): a wait is cut by the
+# signal. paper's rows, started detached (setsid), are not among them: they train on, as designed.
+FG_PIDS=()
+forget() {  # PID: waited for, no longer this run's to end
+  local kept=() p
+  for p in "${FG_PIDS[@]:-}"; do [[ -n $p && $p != "$1" ]] && kept+=("$p"); done
+  FG_PIDS=()
+  (( ${#kept[@]} )) && FG_PIDS=("${kept[@]}")
+  return 0
+}
+fg() {  # COMMAND...: run it as a foreground command would run, ended with this run
+  "$@" &
+  local pid=$! rc
+  FG_PIDS+=("$pid")
+  wait "$pid"; rc=$?
+  forget "$pid"
+  return $rc
+}
+stop() {  # SIGNAL
+  trap - TERM INT
+  local pid
+  for pid in "${FG_PIDS[@]:-}" ${PREP_PID:-}; do [[ -n $pid ]] && kill -TERM "$pid" 2>/dev/null; done
+  for pid in "${FG_PIDS[@]:-}" ${PREP_PID:-}; do [[ -n $pid ]] && wait "$pid" 2>/dev/null; done  # not the rows
+  echo "run.sh: stopped by SIG$1: the processes it ran ended (paper's detached rows, if any, still train)" >&"$RUN_STDERR"
+  [[ $1 == INT ]] && exit 130 || exit 143
+}
+# run.sh's own stderr (a trap runs inside the redirections of the step it cuts); closed for what is
+# started detached, which would otherwise hold run.sh's stderr open after it ends
+exec {RUN_STDERR}>&2
+trap 'stop TERM' TERM
+trap 'stop INT' INT
 
 # a step's timeout: its budget, cut to what is left of GPU_RUN_BUDGET
 step_limit() { local left=$(( TOTAL - $(now) - 5 )); (( left < ${BUDGET[$1]} )) && echo "$left" || echo "${BUDGET[$1]}"; }
@@ -214,12 +255,12 @@ raise SystemExit(1 if missing else 0)
 EOF
     return "${PIPESTATUS[0]}"
   fi
-  if timeout "$limit" bash scripts/install.sh --wheelhouse .whl > "$LOGS/install.log" 2>&1; then
+  if fg timeout "$limit" bash scripts/install.sh --wheelhouse .whl > "$LOGS/install.log" 2>&1; then
     say "install.sh: $(tail -1 "$LOGS/install.log")"
   else
     say "install.sh failed ($(grep -iE 'error' "$LOGS/install.log" | tail -1)): pip --target $SITE instead"
     mkdir -p "$SITE"
-    timeout $(( limit > 40 ? limit : 40 )) $PY -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target "$SITE" \
+    fg timeout $(( limit > 40 ? limit : 40 )) $PY -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target "$SITE" \
       .whl/*.whl .whl/*.tar.gz . >> "$LOGS/install.log" 2>&1 || { say "pip --target failed: $(tail -2 "$LOGS/install.log")"; return 1; }
     touch "$SITE/.alm_fallback"
     use_site
@@ -237,16 +278,16 @@ step_tests() {
     say "tests (dry run): pytest -m cuda left out (no GPU here)"
   else
     timeout "$limit" $PY -m pytest -q -p no:cacheprovider -m cuda tests > "$LOGS/pytest_cuda.log" 2>&1 &
-    cuda_pid=$!
+    cuda_pid=$!; FG_PIDS+=("$cuda_pid")
   fi
   OMP_NUM_THREADS=4 timeout "$limit" $PY -m pytest -q -p no:cacheprovider -m "not cuda" tests/test_history_models.py \
     tests/test_char_models.py tests/test_translation_models.py > "$LOGS/pytest_models.log" 2>&1 &
-  models_pid=$!
+  models_pid=$!; FG_PIDS+=("$models_pid")
   if [[ -n $cuda_pid ]]; then
-    wait "$cuda_pid"; local c=$?
+    wait "$cuda_pid"; local c=$?; forget "$cuda_pid"
     say "pytest -m cuda: rc=$c $(tail -1 "$LOGS/pytest_cuda.log")"; (( c == 0 )) || rc=1
   fi
-  wait "$models_pid"; local m=$?
+  wait "$models_pid"; local m=$?; forget "$models_pid"
   say "pytest model tests (CPU): rc=$m $(tail -1 "$LOGS/pytest_models.log")"; (( m == 0 )) || rc=1
   return $rc
 }
@@ -255,7 +296,7 @@ step_tests() {
 step_cli() {
   local limit=$1 flags=()
   (( DRY )) && flags+=(--dry-run)
-  timeout "$limit" $PY benchmarks/gpu/cli_check.py "${flags[@]}" --budget $(( limit - 20 )) --work "$WORK/cli" \
+  fg timeout "$limit" $PY benchmarks/gpu/cli_check.py "${flags[@]}" --budget $(( limit - 20 )) --work "$WORK/cli" \
     --json "$RESULTS/cli.json" > "$LOGS/cli_check.log" 2>&1
   local rc=$?
   PRODUCED+=("$RESULTS/cli.json")
@@ -279,7 +320,7 @@ step_speed() {
     local name=$1 json=$2; shift 2
     local left; left=$(left_of "$end")
     (( left > 5 )) || { say "$name: not run (the step's budget is spent)"; return 1; }
-    timeout "$left" "$@" --json "$json" > "$LOGS/$name.log" 2>&1
+    fg timeout "$left" "$@" --json "$json" > "$LOGS/$name.log" 2>&1
     local r=$?
     [[ -f $json ]] && PRODUCED+=("$json")
     say "$name: rc=$r"
@@ -298,7 +339,7 @@ step_speed() {
 step_char() {
   local dev=(--device cuda --updates 100 --repeats 2)
   (( DRY )) && dev=(--device cpu --updates 2 --repeats 1)
-  timeout "$1" $PY benchmarks/char_speed.py "${dev[@]}" --json "$RESULTS/char_speed.json" > "$LOGS/char_speed.log" 2>&1
+  fg timeout "$1" $PY benchmarks/char_speed.py "${dev[@]}" --json "$RESULTS/char_speed.json" > "$LOGS/char_speed.log" 2>&1
   local r=$?; PRODUCED+=("$RESULTS/char_speed.json"); tail -8 "$LOGS/char_speed.log" | tee -a "$SUMMARY"; return $r
 }
 
@@ -306,7 +347,7 @@ step_fairseq-speed() {
   local data dev=(--device cuda --updates 300 --precision fp32,fp16)
   ptb_data; data=$DATA
   (( DRY )) && dev=(--device cpu --updates 5 --size 64 --threads 2)
-  timeout "$1" $PY benchmarks/train_speed.py --mode fairseq --data "$data" "${dev[@]}" --repeats 1 \
+  fg timeout "$1" $PY benchmarks/train_speed.py --mode fairseq --data "$data" "${dev[@]}" --repeats 1 \
     --json "$RESULTS/train_speed_fairseq.json" > "$LOGS/train_speed_fairseq.log" 2>&1
   local r=$?; PRODUCED+=("$RESULTS/train_speed_fairseq.json"); tail -8 "$LOGS/train_speed_fairseq.log" | tee -a "$SUMMARY"; return $r
 }
@@ -321,8 +362,8 @@ start_mps() {
   export CUDA_MPS_PIPE_DIRECTORY=$WORK/mps/pipe CUDA_MPS_LOG_DIRECTORY=$WORK/mps/log
   if [[ -f $WORK/mps/off ]]; then unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY; return 0; fi
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-  pgrep -f nvidia-cuda-mps-control > /dev/null || setsid nvidia-cuda-mps-control -d >> "$LOGS/mps.log" 2>&1
-  if timeout 60 $PY -c "import torch; assert torch.ones(2, device='cuda').sum().item() == 2" >> "$LOGS/mps.log" 2>&1; then
+  pgrep -f nvidia-cuda-mps-control > /dev/null || setsid nvidia-cuda-mps-control -d >> "$LOGS/mps.log" 2>&1 {RUN_STDERR}>&-
+  if fg timeout 60 $PY -c "import torch; assert torch.ones(2, device='cuda').sum().item() == 2" >> "$LOGS/mps.log" 2>&1; then
     say "paper: CUDA MPS on (the rows share the GPU's context)"
   else
     echo quit | nvidia-cuda-mps-control > /dev/null 2>&1; touch "$WORK/mps/off"
@@ -347,7 +388,7 @@ step_paper() {
   }
   launch() {  # ROW [--cut]: a process of its own session, so it outlives this command
     setsid nohup env ALM_COMMIT="${ALM_COMMIT:-}" $PY "${table[@]}" --rows "$1" "${dev[@]}" --save-dir "$save" \
-      --results-dir "$out" "${@:2}" >> "$LOGS/paper_$1.log" 2>&1 < /dev/null &
+      --results-dir "$out" "${@:2}" >> "$LOGS/paper_$1.log" 2>&1 < /dev/null {RUN_STDERR}>&- &
     echo $! > "$save/$1.pid"
   }
   for row in "${PAPER_ROWS[@]}"; do
@@ -377,7 +418,7 @@ assert p['state'] == 'training'; print(int(p['training_seconds_left']))" 2>/dev/
         fi
       done
     fi
-    sleep 5
+    fg sleep 5
   done
   progress | tee -a "$SUMMARY"
   PRODUCED+=("$RESULTS/paper_progress.json")

@@ -25,6 +25,7 @@ import argparse
 import os
 import sys
 
+from result_files import ResultError
 from rows import PTB, PTB_PAPER, ROOT
 
 from . import (adaptive_softmax, char_tables, host_overhead, ptb_choices, ptb_paper, ptb_stream, ptb_table,
@@ -74,6 +75,10 @@ def main(argv=None):
     parser.add_argument("--paper-results", help="read the paper-scale rows' JSON from here (default: "
                                                 "benchmarks/results/ptb-paper)")
     args = parser.parse_args(argv)
+    try:  # every results file read and checked (result_files.py) before a picture or the page is written
+        blocks(args.ptb_results, args.paper_results, draw=False)
+    except ResultError as error:
+        sys.exit(f"benchmarks/report.py: error: {error}")
     generated = blocks(args.ptb_results, args.paper_results)
     for marker, text in generated.items():
         print(f"<!-- {marker} -->\n{text}\n")

@@ -1,9 +1,9 @@
 """What the generated tables share: the JSON that the benchmark scripts wrote under
 ``benchmarks/results/`` (the rows' own JSON is read by their corpus, ``rows.Corpus.load``) and the
 cells every table writes the same way: a figure or a dash, a row's best epoch, the paper's figures."""
-import json
 import os
 
+from result_files import read_result
 from rows import ROOT
 
 RESULTS = os.path.join(ROOT, "benchmarks", "results")
@@ -14,8 +14,7 @@ def result_json(*parts):
     path = os.path.join(RESULTS, *parts)
     if not os.path.exists(path):
         return None
-    with open(path) as f:
-        return json.load(f)
+    return read_result(path)  # checked: a broken file refused by name and key
 
 
 def is_stream(corpus, name):

@@ -1,10 +1,10 @@
 """The ``wikitext-2`` block: the Attentive LM paper's Table 2 at our size. Our rows beside the
 paper's, the statement of each goal (attention, document streams, the cache, dynamic evaluation
 and where its grid may be too narrow, the pointer, fairseq's LSTM) and the settings' choices."""
-import json
 import os
 
 from grid_edge import KINDS, edge_sides, picks
+from result_files import read_result
 from rows import WIKITEXT2, WIKITEXT2_PAPER
 
 from .statements import gate_note, head, met, pct, span
@@ -167,7 +167,7 @@ def statement(results, edge=None):
 def block():
     results = WIKITEXT2.load()
     edge_path = os.path.join(WIKITEXT2.results, "dynamic-edge.json")
-    edge = json.load(open(edge_path)) if os.path.exists(edge_path) else {}
+    edge = read_result(edge_path) if os.path.exists(edge_path) else {}
     kept, notes = one_layout(WIKITEXT2, results, "lstm")
     return "\n\n".join([table(results), *before_the_fix_note(WIKITEXT2, results),
                         "\n".join([statement(kept, edge), *notes]), paper_table(), cutoff_note(), pointer_loss_note()])

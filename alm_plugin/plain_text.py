@@ -1,0 +1,28 @@
+"""Text the tools read (alm-score's input, alm-rescore's n-best lists and references) must be UTF-8
+plain text, as ``examples/language_model/prepare_lm_data.py`` requires of a corpus: UTF-16 or
+UTF-32 (with or without a byte-order mark: without one, every other byte of English text is a
+NUL) and NUL bytes are refused in one line naming the file, the line and the fix. Before, UTF-16LE
+without a mark decoded as UTF-8 (NUL is a valid character) and was scored, rc 0: 2 sentences of
+``<unk>``; ``the\\x00game`` was one ``<unk>``."""
+import re
+
+from .scoring import ScoringError
+
+LINE_BREAK = re.compile(rb"\r\n|\r|\n")
+BYTE_ORDER_MARKS = ((b"\xff\xfe\x00\x00", "UTF-32", "FF FE 00 00"), (b"\x00\x00\xfe\xff", "UTF-32", "00 00 FE FF"),
+                    (b"\xff\xfe", "UTF-16", "FF FE"), (b"\xfe\xff", "UTF-16", "FE FF"))
+
+
+def check_plain_text(data: bytes, label: str, error=ScoringError) -> None:
+    """Raise ``error`` (one line) where ``data``, read from ``label``, is not UTF-8 plain text: a
+    UTF-16 / UTF-32 byte-order mark, or a NUL byte (UTF-16 without its mark, a binary file)."""
+    for mark, encoding, shown in BYTE_ORDER_MARKS:
+        if data.startswith(mark):
+            raise error(f"{label}: {encoding} text (it begins with the byte-order mark {shown}), not UTF-8: convert it, "
+                        f"e.g. iconv -f {encoding.lower()} -t utf-8")
+    nul = data.find(b"\0")
+    if nul >= 0:
+        breaks = list(LINE_BREAK.finditer(data, 0, nul))
+        line, column = len(breaks) + 1, nul - (breaks[-1].end() if breaks else 0) + 1
+        raise error(f"{label}:{line}: a NUL byte at column {column}: this is not plain text (UTF-16, or a binary "
+                    "file?); convert it to UTF-8, e.g. iconv -f utf-16 -t utf-8, or remove the NUL bytes")

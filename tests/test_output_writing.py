@@ -1,0 +1,174 @@
+"""Every file the alm-* tools write (alm-cache-grid --json, alm-cache-posterior --json / --plot,
+alm-plot-attention --out, alm-rescore --output-1best / --output-nbest) goes to a temporary file of a
+unique name beside it and is renamed into place (alm_plugin/output_files.py): a link there, hard or
+symbolic, to a file of another data directory, another corpus or another model's checkpoint is
+replaced, never written through; what it pointed at keeps its bytes.
+
+Before: the JSON and the pictures were opened and written where they stood, so `ln
+other/valid.bin out.json; alm-cache-grid ... --json out.json` put the grid into other/valid.bin, rc 0,
+and a symbolic link onto another model's checkpoint overwrote the checkpoint; alm-rescore renamed
+a temporary file, but of a fixed name (out.partial), and a link planted there was written through."""
+import hashlib
+import json
+import os
+import shutil
+import stat
+
+import pytest
+
+from cli import run_module
+from conftest import SAMPLE_DATA
+from test_refusals import refused
+
+NBEST = "H-0\t-1.5\tthe cat sat\nP-0\t-0.5 -0.5 -0.25 -0.25\nH-0\t-2.0\ta cat\nP-0\t-1.0 -0.5 -0.5\n" \
+        "H-1\t-0.5\tthe dog\nP-1\t-0.25 -0.25 -0.25\n"
+
+# (id, module, prog, output option, the model it reads, what the output holds)
+OUTPUTS = [
+    ("cache-grid-json", "alm_plugin.cli.cache_grid", "alm-cache-grid", "--json", "tiny_attentive", "json"),
+    ("cache-posterior-json", "alm_plugin.cli.cache_posterior", "alm-cache-posterior", "--json", "tiny_pointer", "json"),
+    ("cache-posterior-plot", "alm_plugin.cli.cache_posterior", "alm-cache-posterior", "--plot", "tiny_pointer", "png"),
+    ("plot-attention-out", "alm_plugin.cli.plot_attention", "alm-plot-attention", "--out", "tiny_attentive", "png"),
+    ("rescore-1best", "alm_plugin.cli.rescore", "alm-rescore", "--output-1best", "tiny_attentive", "text"),
+    ("rescore-nbest", "alm_plugin.cli.rescore", "alm-rescore", "--output-nbest", "tiny_attentive", "text"),
+]
+
+
+def command(module, option, checkpoint, output, folder):
+    """The tool's arguments writing ``output`` with ``option`` from ``checkpoint``."""
+    if module.endswith("cache_grid"):
+        return ["--path", checkpoint, "--windows", "10", "--thetas", "0.3", "--lambdas", "0.1", option, output]
+    if module.endswith("cache_posterior"):
+        return ["--path", checkpoint, "--split", "valid", "--top", "2", "--plot-words", "10", option, output]
+    if module.endswith("plot_attention"):
+        return ["--path", checkpoint, option, output, "the cat sat"]
+    nbest = folder / "in.nbest"
+    nbest.write_text(NBEST, encoding="utf-8")
+    return ["--nbest", nbest, "--lm", checkpoint, "--hyp-form", "tok", "--lm-form", "tok", "--cpu", option, output]
+
+
+def sha(path):
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+def fingerprints(folder):
+    return {name: sha(os.path.join(folder, name)) for name in sorted(os.listdir(folder))}
+
+
+def holds(path, kind):
+    data = open(path, "rb").read()
+    if kind == "json":
+        return isinstance(json.loads(data), dict)
+    if kind == "png":
+        return data.startswith(b"\x89PNG\r\n\x1a\n")
+    return data.decode("utf-8").startswith(("0 ||| ", "the cat sat", "a cat"))
+
+
+def other_files(tmp_path):
+    """Files a link may name: another data directory, another corpus's raw text, another model's checkpoint."""
+    other = tmp_path / "other-data"
+    shutil.copytree(SAMPLE_DATA, other)
+    corpus = tmp_path / "other-corpus"
+    corpus.mkdir()
+    (corpus / "train.txt").write_text("the cat sat on the mat .\n" * 20, encoding="utf-8")
+    return other, corpus
+
+
+LINKS = {  # link kind -> (the file it names, given the folders above and another model's checkpoint)
+    "hard link into another data directory": ("hard", lambda other, corpus, ckpt: other / "valid.bin"),
+    "hard link to another corpus's text": ("hard", lambda other, corpus, ckpt: corpus / "train.txt"),
+    "symbolic link to another corpus's text": ("symbolic", lambda other, corpus, ckpt: corpus / "train.txt"),
+    "hard link onto another model's checkpoint": ("hard", lambda other, corpus, ckpt: ckpt),
+    "symbolic link onto another model's checkpoint": ("symbolic", lambda other, corpus, ckpt: ckpt),
+}
+
+
+@pytest.mark.parametrize("link", list(LINKS))
+@pytest.mark.parametrize("name, module, prog, option, model, kind", OUTPUTS, ids=[o[0] for o in OUTPUTS])
+def test_an_output_that_is_a_link_is_replaced_never_written_through(request, tmp_path, name, module, prog, option,
+                                                                    model, kind, link):
+    checkpoint, _ = request.getfixturevalue(model)
+    other, corpus = other_files(tmp_path)
+    another_model = tmp_path / "another-model" / "checkpoint_best.pt"
+    another_model.parent.mkdir()
+    shutil.copy(checkpoint, another_model)  # a copy: the session's checkpoint is never at stake
+    how, target = LINKS[link]
+    target = target(other, corpus, another_model)
+    before = {folder: fingerprints(folder) for folder in (other, corpus, another_model.parent)}
+    out = tmp_path / "out" / ("out.png" if kind == "png" else "out.json" if kind == "json" else "out.txt")
+    out.parent.mkdir()
+    os.link(target, out) if how == "hard" else out.symlink_to(target)
+    code, stdout, stderr = run_module(module, *command(module, option, checkpoint, out, tmp_path))
+    assert code == 0, stderr
+    assert {folder: fingerprints(folder) for folder in before} == before  # the linked file kept its bytes
+    assert not out.is_symlink() and os.stat(out).st_nlink == 1 and holds(out, kind)
+    assert os.listdir(out.parent) == [out.name]  # no temporary file left
+
+
+def test_a_link_planted_at_the_old_temporary_name_is_left_alone(tiny_attentive, tmp_path):
+    """Before: alm-rescore wrote {output}.partial, then renamed it: a hard link planted at
+    out.txt.partial carried the 1-best into another data directory's valid.bin."""
+    checkpoint, _ = tiny_attentive
+    other, _ = other_files(tmp_path)
+    before = fingerprints(other)
+    out = tmp_path / "out" / "best.txt"
+    out.parent.mkdir()
+    for option in ("--output-1best", "--output-nbest"):
+        os.link(other / "valid.bin", f"{out}.partial")
+        code, _, stderr = run_module("alm_plugin.cli.rescore", *command("rescore", option, checkpoint, out, tmp_path))
+        assert code == 0, stderr
+        assert fingerprints(other) == before and holds(out, "text")
+        os.unlink(f"{out}.partial")
+
+
+@pytest.mark.parametrize("name, module, prog, option, model, kind", OUTPUTS, ids=[o[0] for o in OUTPUTS])
+def test_an_output_naming_the_checkpoint_read_is_still_refused(request, tmp_path, name, module, prog, option, model,
+                                                              kind):
+    """The refusal of an output that is an input stays (a hard link to --path / --lm: its inode)."""
+    checkpoint, _ = request.getfixturevalue(model)
+    ours = tmp_path / "model.pt"
+    shutil.copy(checkpoint, ours)
+    before = sha(ours)
+    out = tmp_path / ("out.png" if kind == "png" else "out.json")
+    os.link(ours, out)
+    code, stdout, stderr = run_module(module, *command(module, option, ours, out, tmp_path))
+    read_as = "--lm" if module.endswith("rescore") else "--path"
+    assert code == 1 and refused(stderr, prog, f"{option} {out} is also {read_as}")
+    assert sha(ours) == before
+
+
+def test_a_symbolic_link_into_another_data_directory_is_refused(tiny_attentive, tmp_path):
+    """A folder holding a dict*.txt is a data directory, whichever: refused by name as before."""
+    checkpoint, _ = tiny_attentive
+    other, _ = other_files(tmp_path)
+    before = fingerprints(other)
+    out = tmp_path / "grid.json"
+    out.symlink_to(other / "valid.idx")
+    code, _, stderr = run_module("alm_plugin.cli.cache_grid", *command("cache_grid", "--json", checkpoint, out,
+                                                                       tmp_path))
+    assert code == 1 and refused(stderr, "alm-cache-grid", f"--json {out} is a link to {other / 'valid.idx'}, a file "
+                                                           f"of the data directory {other}")
+    assert fingerprints(other) == before
+
+
+# ---------------------------------------------------------------- the helper itself
+
+def test_the_helper_writes_through_a_temporary_name_and_cleans_up_after_a_failure(tmp_path):
+    from alm_plugin.output_files import output_file, write_json
+
+    path = tmp_path / "record.json"
+    path.write_text("old")
+    with pytest.raises(RuntimeError):
+        with output_file(path) as handle:
+            handle.write("half")
+            assert sorted(os.listdir(tmp_path))[0].startswith(".record.json.")  # beside it, a unique name
+            raise RuntimeError("the run failed")
+    assert path.read_text() == "old" and os.listdir(tmp_path) == ["record.json"]
+    write_json(path, {"ppl": 1.5})
+    assert json.loads(path.read_text()) == {"ppl": 1.5} and os.listdir(tmp_path) == ["record.json"]
+    umask = os.umask(0o022)
+    try:
+        write_json(tmp_path / "new.json", {})
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE(os.stat(tmp_path / "new.json").st_mode) == 0o644  # as open(path, "w") would make it
