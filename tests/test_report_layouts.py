@@ -59,3 +59,8 @@ def test_the_layer_and_the_attention_each_against_its_own_baseline(report):
     assert "the attention on top of the layer" in layer and "(+0.5% / +0.6%): level on valid and test" in layer
     # the context-zeroed row is no attention row
     assert "Attention helps here: `attentive_lm` single (Eq. 7 tanh, no b_c)" in statement
+
+
+def test_a_baseline_alone_is_said_to_have_nothing_to_compare_yet(report):
+    statement = report.ptb_table.block({"lstm": row(100.0, fixed=True), "single": row(95.0, fixed=False)})
+    assert "no attention row of its layout has finished yet" in statement and ": ." not in statement

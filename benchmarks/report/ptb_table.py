@@ -65,7 +65,8 @@ def statement(results):
     ours = [n for n in PTB.rows if n in results and n not in ("lstm", LAYER_ROW) and not n.startswith("fairseq")]
     change = {n: pct(results[n]["test_ppl"], base) for n in ours}
     lines = [first_line, f"Test perplexity against the equal LSTM's {base:.1f}: " + "; ".join(
-        f"{PTB.rows[n].description} {results[n]['test_ppl']:.1f} ({change[n]:+.1f}%)" for n in ours) + "."]
+        f"{PTB.rows[n].description} {results[n]['test_ppl']:.1f} ({change[n]:+.1f}%)" for n in ours) + "."
+        if ours else f"The equal LSTM's test perplexity is {base:.1f}; no attention row of its layout has finished yet."]
     better = [n for n in ours if change[n] < -1.0]
     if better:
         best = min(better, key=change.get)
