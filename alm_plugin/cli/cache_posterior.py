@@ -43,7 +43,8 @@ def score_split(model, task, split):
         for sample in itr:
             target = sample["target"].to(device)
             real = target.ne(task.target_dictionary.pad()).cpu()
-            net_input = {k: v.to(device) for k, v in sample["net_input"].items() if k != "src_lengths"}
+            net_input = {k: v.to(device) if torch.is_tensor(v) else v  # stream_chunk: a tuple, on the host
+                         for k, v in sample["net_input"].items() if k != "src_lengths"}
             scores, extra = model(**net_input)
             words.append(sample["target"][real])
             if pointer is None:  # the character model scores the target words themselves
