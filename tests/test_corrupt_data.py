@@ -17,9 +17,8 @@ import struct
 
 import pytest
 
-from cli import run, run_module
+from cli import last_line, refused, run, run_module
 from conftest import SAMPLE_DATA
-from test_refusals import last_line, refused
 
 REBUILD = "rebuild the data directory with fairseq-preprocess --only-source (see " \
           "examples/language_model/prepare_lm_data.py)"
