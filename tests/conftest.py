@@ -154,3 +154,22 @@ def adaptive_sentence(tmp_path_factory):
         "--adaptive-softmax-cutoff", "500,2000", "--max-update", "20", "--save-dir", save)
     return save / "checkpoint_last.pt"
 
+
+@pytest.fixture(scope="session")
+def stream_models(tmp_path_factory):
+    """(root, {arch: fairseq-train's output}): alm_lstm, attentive_lm and pointer_sentinel_lm (32 wide,
+    40 SGD updates) trained on streams of the shipped sample (state and memory carried), validated
+    at update 20 and 40; each checkpoint is ``root / arch / "checkpoint_last.pt"``."""
+    from cli import TRAIN_COMMON, run
+
+    stream_common = [*TRAIN_COMMON[:2], "--task", "document_language_modeling", *TRAIN_COMMON[4:]]
+    root = tmp_path_factory.mktemp("stream")
+    outputs = {}
+    for arch, extra in (("alm_lstm", []), ("attentive_lm", ["--memory-window", "20"]),
+                        ("pointer_sentinel_lm", ["--pointer-window", "20", "--criterion", "attention_cross_entropy"])):
+        _, outputs[arch] = run(
+            "train", SAMPLE_DATA, *stream_common, "--arch", arch, *extra, "--embed-dim", "32", "--hidden-size", "32",
+            "--optimizer", "sgd", "--lr", "1.0", "--clip-norm", "5", "--sentence-avg", "--batch-size", "10",
+            "--tokens-per-sample", "35", "--max-update", "40", "--log-interval", "8", "--save-dir", root / arch,
+            "--no-epoch-checkpoints", "--validate-interval-updates", "20")
+    return root, outputs
