@@ -1,15 +1,13 @@
 import os
 import shutil
-import sys
 
 import pytest
 import torch
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+import alm_plugin  # noqa: F401  (registers the plugin with fairseq; the root is on the path: pyproject.toml)
+from fairseq.data import Dictionary
 
-import alm_plugin  # noqa: E402,F401  (registers the plugin with fairseq)
-from fairseq.data import Dictionary  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SAMPLE_DATA = os.path.join(ROOT, "data-bin", "wikitext-2-sample")
 SHARED_DATA = os.path.join(ROOT, "..", "shared", "data")

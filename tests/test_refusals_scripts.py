@@ -62,10 +62,9 @@ def test_the_gpu_benchmarks_on_a_machine_without_a_gpu_say_so_in_one_line(monkey
     without --device they measured the CPU under a GPU benchmark's name). Run as a machine without a
     GPU sees torch (in this process: no benchmark starts on a machine with one)."""
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.setattr(sys, "argv", [script, *flags])
     with pytest.raises(SystemExit) as exit:
-        runpy.run_path(os.path.join(ROOT, "benchmarks", "gpu", script), run_name="__main__")
+        runpy.run_module(f"benchmarks.gpu.{script[:-3]}", run_name="__main__")
     err = capsys.readouterr().err
     assert exit.value.code == 2 and len(err.strip().splitlines()) == 1, err
     assert last_line(err) == (f"{script}: error: --device cuda (the default): this benchmark needs a GPU and torch "

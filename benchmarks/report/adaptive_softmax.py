@@ -1,7 +1,7 @@
 """The ``adaptive-softmax`` block: what the tied adaptive softmax saves in a training step and in
 evaluation (``benchmarks/output_layer_speed.py``'s JSON) and what it costs in quality (the PTB stream
 LSTM with it against the same row with the full softmax)."""
-from rows import PTB
+from benchmarks.rows import PTB
 
 from .statements import met, pct
 from .tables import label, result_json
@@ -56,7 +56,7 @@ def quality(results):
     if PTB.rows["lstm-stream"].before_the_dropout_fix(full) != PTB.rows["lstm-stream-adaptive"].before_the_dropout_fix(adaptive):
         stale = "lstm-stream" if PTB.rows["lstm-stream"].before_the_dropout_fix(full) else "lstm-stream-adaptive"
         return (f"The adaptive softmax's PTB rows are of two dropout layouts until `{stale}` is retrained "
-                f"(`python benchmarks/table.py --corpus ptb --rows {stale} --threads 1`): not compared.")
+                f"(`python -m benchmarks.table --corpus ptb --rows {stale} --threads 1`): not compared.")
     lines = ["| row | valid ppl | test ppl | test + neural cache | params | train min | tokens/s |",
              "|---|---|---|---|---|---|---|"]
     for name, r in (("lstm-stream", full), ("lstm-stream-adaptive", adaptive)):
@@ -78,12 +78,12 @@ def block(results):
     speed = result_json("cpu", "output_layer_speed.json")
     parts = []
     if speed is not None:
-        command = "python benchmarks/output_layer_speed.py " + " ".join(speed["argv"])
+        command = "python -m benchmarks.output_layer_speed " + " ".join(speed["argv"])
         parts += ["Training step (forward, `attention_cross_entropy`, backward, clip, SGD), `alm_lstm` 2 x 200, "
                   "20 streams x 35 words:", "", speed_table(speed, "train"), "",
                   "Evaluation, WikiText-2 valid as one stream:", "", speed_table(speed, "eval"), "",
                   speed_statement(speed), "", f"(`{command}`)"]
     else:
-        parts.append("The speed benchmark has not run yet (`python benchmarks/output_layer_speed.py`).")
+        parts.append("The speed benchmark has not run yet (`python -m benchmarks.output_layer_speed`).")
     parts += ["", quality(results)]
     return "\n".join(parts)

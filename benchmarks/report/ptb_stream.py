@@ -3,7 +3,7 @@ sentences against the stream LSTM, the test-time options (the neural cache, dyna
 and what they cost, with the picture of the cache's gain."""
 import os
 
-from rows import PTB, ROOT
+from benchmarks.rows import PTB, ROOT
 
 from .statements import gate_note, head, met, pct, standing
 from .tables import before_the_fix_note, is_stream, label, one_layout, result_json

@@ -3,8 +3,8 @@
 cells every table writes the same way: a figure or a dash, a row's best epoch, the paper's figures."""
 import os
 
-from result_files import read_result
-from rows import ROOT
+from benchmarks.result_files import read_result
+from benchmarks.rows import ROOT
 
 RESULTS = os.path.join(ROOT, "benchmarks", "results")
 

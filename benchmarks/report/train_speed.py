@@ -8,7 +8,7 @@ JSON = ("cpu", "train_speed_model.json")
 def block():
     result = result_json(*JSON)
     if result is None:
-        return ("The training step has not been measured yet (`python benchmarks/train_speed.py --mode model "
+        return ("The training step has not been measured yet (`python -m benchmarks.train_speed --mode model "
                 f"--json benchmarks/results/{'/'.join(JSON)}`).")
     by_threads = result.get("by_threads") or {result["device"]: result}
     counts = list(by_threads)
@@ -19,5 +19,5 @@ def block():
         lines.append(f"| {name} | " + " | ".join(f"{by_threads[c]['tokens_per_s'][name]:,} | "
                                                  f"{by_threads[c]['ratio'][name]:.2f}" for c in counts) + " |")
     # the table is written by this module now, no longer by the script's old --update-docs
-    command = " ".join(["python benchmarks/train_speed.py", *(a for a in first["argv"] if a != "--update-docs")])
+    command = " ".join(["python -m benchmarks.train_speed", *(a for a in first["argv"] if a != "--update-docs")])
     return "\n".join(lines) + f"\n\n({first['title'].rsplit(', CPU', 1)[0]}; `{command}`)"
