@@ -226,7 +226,7 @@ def cache_posterior(corpus, checkpoint, threads):
     """The word types the cache model copies most and spells most on test, over every repeated
     type and over those seen fewer than 5 times in train (the paper's Tables 7-8)."""
     path = os.path.join(os.path.dirname(checkpoint), "cache_posterior_test.json")
-    record = plugin_tool("cache_posterior", "--path", checkpoint, "--data", corpus.data, *DEVICE_FLAGS, "--split", "test",
+    record = plugin_tool("cache_posterior", "--path", checkpoint, "--data", corpus.data, *DEVICE_FLAGS, "--gen-subset", "test",
                          "--top", "15", "--rare-in-train", "5", "--json", path, json_out=path, threads=threads)
     return {key: record[key] for key in ("mean_posterior", "bpc", "rare_in_train", "tables")}
 

@@ -305,7 +305,7 @@ def test_the_cache_rows_copy_lists_come_from_their_json(monkeypatch):
     result = table.evaluate(WIKITEXT2_CHARS, WIKITEXT2_CHARS.rows["hclm-cache"], "cache/checkpoint_best.pt", 1)
     module, args = asked[0]
     assert module == "cache_posterior" and args[args.index("--rare-in-train") + 1] == "5"
-    assert args[args.index("--split") + 1] == "test" and result["test_cache_posterior"]["tables"] == tables
+    assert args[args.index("--gen-subset") + 1] == "test" and result["test_cache_posterior"]["tables"] == tables
     assert "test_cache_posterior" not in table.evaluate(WIKITEXT2_CHARS, WIKITEXT2_CHARS.rows["hclm"], "hclm/checkpoint_best.pt", 1)
     text = char_tables.copy_lists("WikiText-2", result["test_cache_posterior"])
     rows = text.split("|---" * 12 + "|\n")[1].splitlines()

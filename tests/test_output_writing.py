@@ -38,7 +38,7 @@ def command(module, option, checkpoint, output, folder):
     if module.endswith("cache_grid"):
         return ["--path", checkpoint, "--windows", "10", "--thetas", "0.3", "--lambdas", "0.1", option, output]
     if module.endswith("cache_posterior"):
-        return ["--path", checkpoint, "--split", "valid", "--top", "2", "--plot-words", "10", option, output]
+        return ["--path", checkpoint, "--gen-subset", "valid", "--top", "2", "--plot-words", "10", option, output]
     if module.endswith("plot_attention"):
         return ["--path", checkpoint, option, output, "the cat sat"]
     nbest = folder / "in.nbest"
@@ -183,8 +183,8 @@ def data_copy(folder):
 
 
 LINKED = [  # (module, prog, output option, the data file its link names, extra arguments)
-    ("alm_plugin.cli.cache_posterior", "alm-cache-posterior", "--json", "dict.txt", ["--split", "valid"]),
-    ("alm_plugin.cli.cache_posterior", "alm-cache-posterior", "--plot", "valid.bin", ["--split", "valid"]),
+    ("alm_plugin.cli.cache_posterior", "alm-cache-posterior", "--json", "dict.txt", ["--gen-subset", "valid"]),
+    ("alm_plugin.cli.cache_posterior", "alm-cache-posterior", "--plot", "valid.bin", ["--gen-subset", "valid"]),
     ("alm_plugin.cli.cache_grid", "alm-cache-grid", "--json", "valid.idx", ["--windows", "10", "--thetas", "0.3",
                                                                             "--lambdas", "0.1"]),
     ("alm_plugin.cli.plot_attention", "alm-plot-attention", "--out", "test.bin", ["the cat"]),
@@ -278,7 +278,7 @@ def test_cache_posterior_json_on_its_checkpoint_or_its_plot_is_refused(tmp_path,
 def test_plot_without_an_extension_prints_the_file_it_wrote(tiny_pointer, tmp_path):
     """Before: `--plot noext` wrote noext.png (matplotlib adds it) and printed `wrote noext`."""
     checkpoint, data = tiny_pointer
-    code, stdout, stderr = run_module("alm_plugin.cli.cache_posterior", "--path", checkpoint, "--split", "valid",
+    code, stdout, stderr = run_module("alm_plugin.cli.cache_posterior", "--path", checkpoint, "--gen-subset", "valid",
                                       "--plot", tmp_path / "noext", "--plot-words", "20")
     assert code == 0, stderr
     assert stdout.strip().splitlines()[-1] == f"wrote {tmp_path / 'noext.png'}"

@@ -128,10 +128,23 @@ def test_cache_posterior_refuses_a_bad_plot_or_count_before_the_run(tiny_pointer
     checkpoint, _ = tiny_pointer
     options = [str(tmp_path / o) if o.startswith("PLOT") else o for o in options]
     message = message.replace("PLOT", str(tmp_path / "PLOT"))
-    code, stdout, stderr = run_module("alm_plugin.cli.cache_posterior", "--path", checkpoint, "--split", "valid",
+    code, stdout, stderr = run_module("alm_plugin.cli.cache_posterior", "--path", checkpoint, "--gen-subset", "valid",
                                       "--json", tmp_path / "out.json", *options)
     assert code == 1 and refused(stderr, "alm-cache-posterior", message)
     assert stdout == "" and not list(tmp_path.iterdir())
+
+
+def test_cache_posterior_reads_the_old_split_option_as_gen_subset_with_a_note(tiny_pointer, tmp_path):
+    """--split, its name before alm-cache-grid's --gen-subset was taken: the same figures, and one note."""
+    checkpoint, _ = tiny_pointer
+    runs = {option: run_module("alm_plugin.cli.cache_posterior", "--path", checkpoint, option, "valid", "--json",
+                               tmp_path / f"{option[2:]}.json") for option in ("--gen-subset", "--split")}
+    assert [code for code, _, _ in runs.values()] == [0, 0]
+    assert runs["--split"][1].replace("split.json", "gen-subset.json") == runs["--gen-subset"][1]
+    notes = [line for line in runs["--split"][2].splitlines() if "note:" in line]
+    assert notes == ["alm-cache-posterior: note: --split is now --gen-subset (as in alm-cache-grid and fairseq-eval-lm)"]
+    assert "note:" not in runs["--gen-subset"][2]
+    assert (tmp_path / "split.json").read_text() == (tmp_path / "gen-subset.json").read_text()
 
 
 def test_cache_posterior_on_a_word_model_is_one_line(tiny_lm):
