@@ -115,11 +115,8 @@ def test_a_model_without_features_is_refused_by_the_cache():
     class Plain(torch.nn.Module):
         pass
 
-    class Options:
-        neural_cache_window, neural_cache_theta, neural_cache_lambda = 100, 0.3, 0.1
-
     with pytest.raises(ValueError, match="does not hand its output features to the cache.*Drop the"):
-        attach_neural_cache(Options(), Plain())
+        attach_neural_cache((100, 0.3, 0.1), Plain())
 
 
 # ---- end to end: fairseq-train, fairseq-eval-lm and alm-score on the shipped sample ----
@@ -343,7 +340,7 @@ def test_a_pointer_checkpoint_from_before_the_sentinel_scale_is_read_at_scale_1(
 def test_cache_posterior_command_shows_the_pointer_gate(stream_models):
     root, _ = stream_models
     checkpoint = root / "pointer_sentinel_lm" / "checkpoint_last.pt"
-    code, stdout, stderr = run_module("alm_plugin.cli.cache_posterior", "--path", checkpoint, "--split", "valid",
+    code, stdout, stderr = run_module("alm_plugin.cli.cache_posterior", "--path", checkpoint, "--gen-subset", "valid",
                                       "--data", SAMPLE_DATA)
     assert code == 0, stderr
     summary = stdout.splitlines()[0]

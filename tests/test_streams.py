@@ -144,7 +144,7 @@ def test_a_burnt_in_stream_reads_the_openings_and_its_own_past_before_it_scores(
     burn-in but not the opening, and eval-lm's scorer is told where each row's scores begin."""
     from fairseq.data import data_utils
     from alm_plugin.data.word_streams import PREAMBLE, WordStreamDataset
-    from alm_plugin.tasks.document_language_modeling import WordStreamTask
+    from alm_plugin.tasks.stream_task import WordStreamTask
     d = Dictionary.load(os.path.join(SAMPLE_DATA, "dict.txt"))
     lines = data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "valid"), d)
     words = torch.cat([lines[i] for i in range(len(lines))])

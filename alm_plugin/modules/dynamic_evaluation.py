@@ -85,12 +85,10 @@ class DynamicEvalSettings:
     stats_batches: int
 
 
-def check_options(cfg, segments_are_sentences: bool) -> Optional[DynamicEvalSettings]:
-    """The options as a whole, with the defaults filled in; ``None`` when dynamic evaluation is off."""
-    lr = getattr(cfg, "dynamic_eval_lr", 0.0) or 0.0
-    decay, rule = getattr(cfg, "dynamic_eval_decay", None), getattr(cfg, "dynamic_eval_rule", None)
-    eps, segment = getattr(cfg, "dynamic_eval_eps", None), getattr(cfg, "dynamic_eval_segment", None)
-    stats = getattr(cfg, "dynamic_eval_stats_batches", None)
+def check_options(lr, decay=None, rule=None, eps=None, segment=None, stats=None) -> Optional[DynamicEvalSettings]:
+    """The ``--dynamic-eval-*`` values as a whole (``None``: not given), with the defaults filled in;
+    ``None`` when dynamic evaluation is off (lr 0). Whether a segment may be given depends on the
+    model: ``TestTimeOptions.check_segments``."""
     number("--dynamic-eval-lr", lr, least=0, why="the step size (0: off)")
     for flag, value in (("--dynamic-eval-decay", decay), ("--dynamic-eval-rule", rule), ("--dynamic-eval-eps", eps),
                         ("--dynamic-eval-segment", segment), ("--dynamic-eval-stats-batches", stats)):
@@ -103,9 +101,6 @@ def check_options(cfg, segments_are_sentences: bool) -> Optional[DynamicEvalSett
     number("--dynamic-eval-eps", eps, above=0, why="it keeps the rms step finite where MS is 0")
     number("--dynamic-eval-stats-batches", stats, least=1, why="MS is a mean over training batches")
     number("--dynamic-eval-segment", segment, least=1, why="a segment holds at least one token")
-    if segment is not None and segments_are_sentences:
-        raise OptionError("--dynamic-eval-segment: on sentence_language_modeling a segment is one sentence, read "
-                          "whole from a fresh state as the model was trained: drop the option")
     if lr == 0:
         return None
     return DynamicEvalSettings(float(lr), DECAY if decay is None else float(decay), rule or "sgd",
@@ -368,27 +363,17 @@ def mean_nll(model, net_output, target) -> torch.Tensor:
     return -model.decoder.target_log_probs(net_output, target)[real].mean()
 
 
-def attach_dynamic_eval(cfg, model, training_batches, segments_are_sentences: bool):
-    """Give ``model`` the evaluator the task's ``--dynamic-eval-*`` options ask for (if any);
-    ``training_batches(n, segment)``: n of the task's training batches, for rms."""
+def attach_dynamic_eval(settings: Optional[DynamicEvalSettings], model, training_batches, data=None):
+    """Give ``model`` the evaluator of ``settings`` (``None``: none); ``training_batches(n, segment)``:
+    n of the task's training batches, for rms, read from ``data``'s training split."""
     from .neural_cache import CACHE_MODELS
 
-    settings = check_options(cfg, segments_are_sentences)
     if settings is None:
         return model
     if not hasattr(model, "dynamic_eval"):
         raise OptionError(f"--dynamic-eval-lr: dynamic evaluation adapts the word-level {CACHE_MODELS}, not "
                           f"{model.__class__.__name__}: drop the --dynamic-eval-* options for this model")
-    if settings.rule == "rms" and getattr(cfg, "data", None):
-        check_training_split(cfg.data)
+    if settings.rule == "rms" and data:
+        check_training_split(data)
     model.dynamic_eval = DynamicEvaluator(model, settings, training_batches)
     return model
-
-
-def refuse_dynamic_eval_in_training(cfg):
-    """fairseq-train and fairseq-validate (the tools that build a criterion) score with the criterion,
-    which never adapts: refused, not ignored (fairseq-validate printed the static figure)."""
-    if (getattr(cfg, "dynamic_eval_lr", 0) or 0) > 0:
-        raise OptionError("--dynamic-eval-lr is a test-time option (fairseq-eval-lm, alm-score, alm-cache-grid): "
-                          "fairseq-train and fairseq-validate score with the criterion, which never adapts: drop "
-                          "--dynamic-eval-* from fairseq-train and fairseq-validate")
