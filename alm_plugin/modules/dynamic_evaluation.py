@@ -16,9 +16,11 @@ over every trainable parameter (the tied embedding and the biases included); the
 scaled by lr. ``theta_0`` (the trained weights) is kept in memory: the checkpoint file is never
 written, and every pass starts from it (``reset``). Dropout stays off: the model stays in eval
 mode, but for its LSTMs, which record in train mode with their dropout at 0 (the same figures):
-cuDNN's LSTM refuses a backward pass in eval mode, and without cuDNN a step on a GPU took 2-3x
-as long (H200, 2 x 650: 13-15 ms a 20-token segment against 4.7-6.6 ms). The neural cache, if on, mixes into the adapted model's distribution; the step's loss is the
-model's own NLL (the cache is not trained).
+cuDNN's LSTM refuses a backward pass in eval mode, and without cuDNN a step on a GPU takes 2-3x
+as long (docs/tools.md). The neural cache, if on, mixes into the adapted model's distribution;
+the step's loss is the model's own NLL (the cache is not trained). What stops a runaway
+adaptation (``EXPLODED``, ``SHADOW``, ``DRIFT`` below) and what it was measured on: docs/models.md,
+"Dynamic evaluation: the model adapts to the text it scores".
 """
 import contextlib
 import copy
@@ -44,8 +46,7 @@ DECAY, RMS_EPS, SEGMENT, STATS_BATCHES = 0.0, 2e-5, 20, 100
 EXPLODED = 3.0
 # the first SHADOW segments of a pass are scored by the trained weights too (a frozen copy with its
 # own stream state): an adapted mean NLL this far (nats) above theirs, on the same segments, from
-# the MIN_SHADOWth on, is an adaptation gone bad from the start: stop (an lr 0.1 pass on an
-# Adam-trained attentive_lm_small went 377 -> 784 without a word before)
+# the MIN_SHADOWth on, is an adaptation gone bad from the start: stop
 SHADOW, MIN_SHADOW, WORSE = 100, 20, math.log(1.5)
 # later: the running mean NLL of the segments after the shadowed ones, DRIFT nats above the trained
 # weights' mean on them, is an adaptation running away slowly: warn once
@@ -259,8 +260,8 @@ class DynamicEvaluator:
         """Stop a pass whose adapted segments score ``WORSE`` nats a token above the trained weights on
         the same segments (from the ``MIN_SHADOW``th shadowed one on): it would print a figure far
         worse than the static model's, from weights that went bad at the start. The same over the run's
-        texts so far: texts shorter than ``MIN_SHADOW`` segments each (alm-score over 30 files of 10
-        lines at lr 0.3: 237.62 against 173.92 static, exit 0) are checked together (issue 57)."""
+        texts so far: texts shorter than ``MIN_SHADOW`` segments each (alm-score's files, the hub's
+        calls) are checked together, as one text of the same segments is."""
         shadowed = len(self.trained_nlls)
         if shadowed >= MIN_SHADOW:
             adapted = sum(self.nlls[:shadowed]) / shadowed
@@ -289,8 +290,7 @@ class DynamicEvaluator:
     def check_drift(self):
         """Warn once a pass where the segments' mean NLL since the shadowed ones has risen ``DRIFT``
         nats above the trained weights' mean on those: an adaptation that runs away slowly stays
-        finite and would otherwise be printed as a figure (Adam-trained models at lr 0.3: valid
-        316 -> 935)."""
+        finite and would otherwise be printed as a figure."""
         reference = self.trained_nlls
         later = len(self.nlls) - len(reference)
         if len(reference) < MIN_SHADOW or later <= 0 or later % DRIFT_CHECK or self.drift_warned:
