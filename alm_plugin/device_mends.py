@@ -20,7 +20,7 @@ they train in float16 on the CPU), and the evaluation tools (half precision on t
 
 ``--cpu``: see ``clip_grad_norm_``.
 
-And two of fairseq's per-update costs on the host (issue 63), mended where the numbers stay
+And two of fairseq's per-update costs on the host, mended where the numbers stay
 the same: ``set_torch_seed`` (before every update) seeds the generators directly, and
 ``clip_grad_norm_`` takes the gradients' norms in one ``torch._foreach_norm``. The others
 (the trainer's ``isfinite`` checks and ``new_tensor`` copies, its smoothed values computed every

@@ -15,7 +15,7 @@ that numpy 2 no longer has:
 
 Why not simply pin numpy<2: on an image whose scipy and scikit-learn are built for numpy 2,
 ``import sklearn`` fails once numpy is downgraded (``module 'numpy' has no attribute 'long'``),
-and fairseq imports scikit-learn at start-up, so every command fails (issue 46).
+and fairseq imports scikit-learn at start-up, so every command fails.
 
 Importing this module (``alm_plugin/__init__.py`` does it first, so ``--user-dir alm_plugin`` is
 enough) mends only what is missing:

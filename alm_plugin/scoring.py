@@ -10,7 +10,7 @@ every real token).
 With ``document=True`` the lines are read in order as one document: a model trained on
 ``document_language_modeling`` carries its state from line to line (as ``fairseq-eval-lm
 --task document_language_modeling --batch-size 1``), a sentence-level model still scores
-each line from a fresh state, and a neural cache (``neural_cache=(N, theta, lambda)``) spans
+each line from a fresh state, and a neural cache (``test_time``'s, ``TestTimeOptions``) spans
 the lines (as ``fairseq-eval-lm --neural-cache-window N ...``). ``token_log_probs(..., texts=...)``
 reads several texts (``alm-score``'s files), each a document of its own.
 
@@ -262,7 +262,7 @@ def text_bounds(count: int, texts=None):
 
 
 def trained_on_streams(task) -> bool:
-    from .tasks.document_language_modeling import WordStreamTask
+    from .tasks.stream_task import WordStreamTask
 
     return isinstance(task, WordStreamTask)
 
@@ -270,10 +270,10 @@ def trained_on_streams(task) -> bool:
 class LanguageModelScorer:
     def __init__(self, paths: List[str], data: Optional[str], use_cpu: bool, batch_tokens: int = 4000,
                  max_sentences: Optional[int] = None, tool: str = "alm-score", loaded=None,
-                 document: bool = False, neural_cache=None, dynamic_eval=None):
-        """``neural_cache``: ``(N, theta, lambda)``; ``dynamic_eval``: the ``--dynamic-eval-*`` options
-        (an argparse namespace or config), which also read the lines in order as one text."""
-        from .modules.dynamic_evaluation import DynamicEvaluator, check_options as dynamic_options
+                 document: bool = False, test_time=None):
+        """``test_time``: the run's ``TestTimeOptions`` (the neural cache, dynamic evaluation), either of
+        which also reads the lines in order as one text."""
+        from .modules.dynamic_evaluation import DynamicEvaluator
         from .modules.neural_cache import CACHE_MODELS, NeuralCache
 
         loaded = loaded or load_models(paths, data, use_cpu, tool)
@@ -288,8 +288,10 @@ class LanguageModelScorer:
         self.batch_tokens, self.max_sentences = batch_tokens, max_sentences
         self.device = next(self.models[0].parameters()).device
         self.max_tokens = min(m.max_positions() or math.inf for m in self.models)
-        self.dynamic = None if dynamic_eval is None else dynamic_options(
-            dynamic_eval, segments_are_sentences=not trained_on_streams(loaded[0][1]))
+        if test_time is not None:
+            test_time.check_segments(segments_are_sentences=not trained_on_streams(loaded[0][1]))
+        neural_cache = test_time.cache if test_time is not None else None
+        self.dynamic = test_time.dynamic if test_time is not None else None
         self.document = document or neural_cache is not None or self.dynamic is not None
         # per model: the chunk length of a model trained on streams (its state carries), else None
         self.chunks = [task.cfg.tokens_per_sample if trained_on_streams(task) else None for _, task in loaded]

@@ -4,8 +4,8 @@ size, and fairseq's word-level lstm_lm of that size on the same words as a refer
 training (fairseq-train) and scoring (fairseq-eval-lm), side by side on the same data and
 machine (runs interleaved, median of the repeats).
 
-    python benchmarks/char_speed.py                        # shipped sample, LSTMs of 600 (paper)
-    python benchmarks/char_speed.py --size 256 --embed 128
+    python -m benchmarks.char_speed                        # shipped sample, LSTMs of 600 (paper)
+    python -m benchmarks.char_speed --size 256 --embed 128
 
 fairseq reports words/s; characters/s is that times the split's characters per word (|c|
 as bpc counts it). The target: the cache costs well under 2x (ratio above 0.5).
@@ -19,11 +19,9 @@ import sys
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fairseq_runs import ROOT, characters_per_word, fairseq, records  # noqa: E402
-from timing import measure, write_json  # noqa: E402
+from benchmarks.fairseq_runs import ROOT, characters_per_word, fairseq, records
+from benchmarks.timing import measure, write_json
 
-sys.path.insert(0, ROOT)
 
 
 OPEN_VOCABULARY = (["--task", "open_vocabulary_language_modeling"], "open_vocabulary_cross_entropy")

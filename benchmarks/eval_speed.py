@@ -8,8 +8,8 @@
 3. peak memory of scoring one batch of blocks of 35 / 512 / 2048 tokens, each in a fresh
    process (peak resident set size over the model-loaded baseline).
 
-    python benchmarks/eval_speed.py                          # shipped sample, 2 x 650
-    python benchmarks/eval_speed.py --data data-bin/ptb      # PTB test set
+    python -m benchmarks.eval_speed                          # shipped sample, 2 x 650
+    python -m benchmarks.eval_speed --data data-bin/ptb      # PTB test set
 
 Untrained models: speed and memory do not depend on the weights.
 """
@@ -22,11 +22,9 @@ from argparse import Namespace
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fairseq_runs import ROOT  # noqa: E402
-from timing import tokens_per_second  # noqa: E402
+from benchmarks.fairseq_runs import ROOT
+from benchmarks.timing import tokens_per_second
 
-sys.path.insert(0, ROOT)  # the plugin, run from a checkout
 
 MODELS = ["lstm_lm", "attentive_lm single", "attentive_lm combined", "amsrn tied"]
 
@@ -150,7 +148,7 @@ def main():
     for name in MODELS:
         row = []
         for block in (35, 512, 2048):
-            out = subprocess.run([sys.executable, __file__, "--data", args.data, "--memory-child", name,
+            out = subprocess.run([sys.executable, "-m", "benchmarks.eval_speed", "--data", args.data, "--memory-child", name,
                                   str(args.size), str(block)], capture_output=True, text=True, cwd=ROOT)
             lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
             row.append(json.loads(lines[-1])["peak_mib"] if lines else float("nan"))

@@ -7,7 +7,7 @@ import re
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchmarks import ROOT
 
 
 def fairseq(tool, *args, threads=None, log=None, mode="a"):
@@ -60,8 +60,6 @@ def prepare(corpus, name, sentences=0, open_vocabulary=False, train_only=False):
 def characters_per_word(data, split):
     """The characters a word of ``data``'s ``split`` holds on average (|c|, as bits per character counts them)."""
     import torch
-    if ROOT not in sys.path:  # alm_plugin, for its spelling
-        sys.path.insert(0, ROOT)
     from fairseq.data import Dictionary, data_utils
     from alm_plugin.modules.spelling import character_counts
     d = Dictionary.load(os.path.join(data, "dict.txt"))

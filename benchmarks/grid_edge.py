@@ -8,13 +8,13 @@ runs ``alm-cache-grid`` on valid one step further on the 1-3-10 ladder (the next
 picked decay, the next smaller decay at the picked lr; not both at once), on the row's saved
 ``checkpoint_best.pt``:
 
-    python benchmarks/grid_edge.py --corpus wikitext-2 --rows lstm,lstm-stream --threads 1 --save-dir /work/ckpt/wt2
+    python -m benchmarks.grid_edge --corpus wikitext-2 --rows lstm,lstm-stream --threads 1 --save-dir /work/ckpt/wt2
 
 The table keeps its grid's figures (every row the same grid). The probe writes
 ``benchmarks/results/<corpus>/dynamic-edge.json``, a row at a time (finished rows skipped, a
 row whose picks changed since probed again): the picks, each point's valid ppl with dynamic
 evaluation alone and with the cache too, and, where a point beats a pick on valid, test with it
-(fairseq-eval-lm). ``report.py`` says what it found.
+(fairseq-eval-lm). ``report`` says what it found.
 """
 import argparse
 import json
@@ -23,9 +23,8 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rows import CORPORA  # noqa: E402
-from table import commit, eval_lm_ppl, grid_point, test_time_flags  # noqa: E402
+from benchmarks.rows import CORPORA
+from benchmarks.table import commit, eval_lm_ppl, grid_point, test_time_flags
 
 LADDER = sorted(round(m * 10.0 ** k, 8) for k in range(-5, 4) for m in (1, 3))  # 1e-5, 3e-5, ..., 1000, 3000
 KINDS = (("dynamic", "valid_ppl_dynamic", "test_ppl_dynamic"),  # (pick, the row's valid key, its test key)

@@ -41,9 +41,9 @@ import traceback
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from benchmarks import ROOT
 from benchmarks.timing import write_json
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE_DATA = os.path.join(ROOT, "data-bin", "wikitext-2-sample")
 aten = torch.ops.aten
 # what reads a device value on the host: .item() / bool() / int() / float(), an output whose size

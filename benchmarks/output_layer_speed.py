@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """What the output layer costs: the full softmax against the adaptive softmax, and the pointer.
 
-    python benchmarks/output_layer_speed.py --threads 1,2 --json benchmarks/results/cpu/output_layer_speed.json
+    python -m benchmarks.output_layer_speed --threads 1,2 --json benchmarks/results/cpu/output_layer_speed.json
 
 **Training step** (``alm_lstm`` 2 x 200, 20 streams x 35 words of each corpus's train split in
 stream order, as ``fairseq-train --task document_language_modeling`` feeds it): forward,
@@ -25,10 +25,9 @@ import sys
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fairseq_runs import ROOT  # noqa: E402
-from stream_speed import build, scoring_run  # noqa: E402
-from timing import measure_by_threads, timed_training, write_json  # noqa: E402
+from benchmarks.fairseq_runs import ROOT
+from benchmarks.stream_speed import build, scoring_run
+from benchmarks.timing import measure_by_threads, timed_training, write_json
 
 STREAMS = 20
 PTB, WT2 = os.path.join(ROOT, "data-bin", "ptb"), os.path.join(ROOT, "data-bin", "wikitext-2")

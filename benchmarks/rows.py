@@ -1,5 +1,5 @@
 """The tables' rows, declared as data: for each corpus its recipe and, for each row, the model's
-arguments and how it reads the text. ``table.py`` trains and scores them; ``report.py`` writes
+arguments and how it reads the text. ``table.py`` trains and scores them; ``report`` writes
 the docs from their JSON (``benchmarks/results/<corpus>/<row>.json``).
 
 A row reads the corpus in one of three ways (``Row.reading``):
@@ -19,9 +19,9 @@ A row reads the corpus in one of three ways (``Row.reading``):
 import os
 from dataclasses import dataclass, field
 
-from result_files import read_result
+from benchmarks import ROOT
+from benchmarks.result_files import read_result
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZE, DROPOUT = "200", "0.2"
 MEMORY, STREAMS = "100", 20  # M (and the pointer's L) = 100: the Pointer Sentinel-LSTM's window
 

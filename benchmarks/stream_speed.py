@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Document context: what carrying a memory across chunks and the neural cache cost.
 
-    python benchmarks/stream_speed.py --data data-bin/ptb --threads 1,2 \
+    python -m benchmarks.stream_speed --data data-bin/ptb --threads 1,2 \
         --json benchmarks/results/cpu/stream_speed.json
 
 **Training step** on ``document_language_modeling`` batches (20 streams x 35 words of the
@@ -27,10 +27,9 @@ import sys
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fairseq_runs import ROOT  # noqa: E402
-from timing import measure_by_threads, scoring_speed, timed_training, write_json  # noqa: E402
-from train_speed import BareLSTMLanguageModel  # noqa: E402
+from benchmarks.fairseq_runs import ROOT
+from benchmarks.timing import measure_by_threads, scoring_speed, timed_training, write_json
+from benchmarks.train_speed import BareLSTMLanguageModel
 
 STREAMS, CHUNK, MEMORY = 20, 35, "100"
 ARCHS = {

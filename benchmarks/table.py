@@ -2,9 +2,9 @@
 """Train and score a corpus's table rows (declared in ``rows.py``): every row the same size,
 recipe and budget; only the model (and how it reads the text) differs.
 
-    python benchmarks/table.py --corpus ptb --rows lstm,single       # train the rows whose JSON is missing
-    python benchmarks/table.py --corpus wikitext-2 --list            # the rows and their arguments
-    python benchmarks/report.py --update-docs                        # tables, statements, pictures
+    python -m benchmarks.table --corpus ptb --rows lstm,single       # train the rows whose JSON is missing
+    python -m benchmarks.table --corpus wikitext-2 --list            # the rows and their arguments
+    python -m benchmarks.report --update-docs                        # tables, statements, pictures
 
 Each row, in the run that trains it, writes ``benchmarks/results/<corpus>/<row>.json`` the moment
 it finishes: the arguments, commit, valid ppl per epoch (and a pointer's gate, an attention's
@@ -27,9 +27,8 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fairseq_runs import ROOT, characters_per_word, fairseq, prepare, records  # noqa: E402
-from rows import CORPORA, DROPOUT_LAYOUT  # noqa: E402
+from benchmarks.fairseq_runs import ROOT, characters_per_word, fairseq, prepare, records
+from benchmarks.rows import CORPORA, DROPOUT_LAYOUT
 
 # how this run scores, set once by main(): the device's flag for every command, the commands at once
 DEVICE_FLAGS, JOBS = ["--cpu"], 1
@@ -227,7 +226,7 @@ def cache_posterior(corpus, checkpoint, threads):
     """The word types the cache model copies most and spells most on test, over every repeated
     type and over those seen fewer than 5 times in train (the paper's Tables 7-8)."""
     path = os.path.join(os.path.dirname(checkpoint), "cache_posterior_test.json")
-    record = plugin_tool("cache_posterior", "--path", checkpoint, "--data", corpus.data, *DEVICE_FLAGS, "--split", "test",
+    record = plugin_tool("cache_posterior", "--path", checkpoint, "--data", corpus.data, *DEVICE_FLAGS, "--gen-subset", "test",
                          "--top", "15", "--rare-in-train", "5", "--json", path, json_out=path, threads=threads)
     return {key: record[key] for key in ("mean_posterior", "bpc", "rare_in_train", "tables")}
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env python
 """Training tokens/s of our models, measured side by side on the same data and machine.
 
-    python benchmarks/train_speed.py                                  # shipped sample, 2 x 650
-    python benchmarks/train_speed.py --data data-bin/ptb --updates 80 # PTB (prepare it first)
-    python benchmarks/train_speed.py --mode model --data data-bin/ptb # against a bare nn.LSTM LM
-    python benchmarks/train_speed.py --mode model --data data-bin/ptb --device cuda --batch-size 128 \
+    python -m benchmarks.train_speed                                  # shipped sample, 2 x 650
+    python -m benchmarks.train_speed --data data-bin/ptb --updates 80 # PTB (prepare it first)
+    python -m benchmarks.train_speed --mode model --data data-bin/ptb # against a bare nn.LSTM LM
+    python -m benchmarks.train_speed --mode model --data data-bin/ptb --device cuda --batch-size 128 \
         --precision fp32,bf16,fp16 --json benchmarks/results/gpu/train_speed_model_b128.json
 
 ``--mode fairseq`` (default): each run is a real `fairseq-train` (sentence_language_modeling,
@@ -30,9 +30,8 @@ import sys
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fairseq_runs import ROOT, fairseq, records  # noqa: E402
-from timing import device_name, measure, print_ratios, timed_training, write_json  # noqa: E402
+from benchmarks.fairseq_runs import ROOT, fairseq, records
+from benchmarks.timing import device_name, measure, print_ratios, timed_training, write_json
 
 
 def model_args(size, layers, dropout):
@@ -195,7 +194,7 @@ def main():
         results = {str(t): model_speeds(args, t) for t in threads}
         result = results[str(threads[0])] if len(threads) == 1 else {
             "title": "training step, every thread count in one run", "argv": sys.argv[1:], "by_threads": results}
-        write_json(args.json, result)  # docs/benchmarks.md's table: python benchmarks/report.py --update-docs
+        write_json(args.json, result)  # docs/benchmarks.md's table: python -m benchmarks.report --update-docs
         return
     if len(threads) > 1:
         parser.error("--mode fairseq runs one thread count (--threads N)")

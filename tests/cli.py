@@ -125,6 +125,17 @@ def _in_process(main, argv, stdin=None, log_to_stdout=False):
     return code, stdout.getvalue(), stderr.getvalue()
 
 
+def last_line(output):
+    return output.strip().splitlines()[-1]
+
+
+def refused(output, tool, message):
+    """The run's last line is ``tool: error: ...message...`` and no traceback came before it."""
+    assert "Traceback" not in output, output[-3000:]
+    assert last_line(output).startswith(f"{tool}: error: ") and message in last_line(output), output[-3000:]
+    return True
+
+
 def json_records(output, kind):
     """The JSON log lines of one kind (train_inner, train, valid)."""
     records = []

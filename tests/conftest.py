@@ -1,14 +1,13 @@
 import os
-import sys
+import shutil
 
 import pytest
 import torch
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+import alm_plugin  # noqa: F401  (registers the plugin with fairseq; the root is on the path: pyproject.toml)
+from fairseq.data import Dictionary
 
-import alm_plugin  # noqa: E402,F401  (registers the plugin with fairseq)
-from fairseq.data import Dictionary  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SAMPLE_DATA = os.path.join(ROOT, "data-bin", "wikitext-2-sample")
 SHARED_DATA = os.path.join(ROOT, "..", "shared", "data")
@@ -54,6 +53,23 @@ def random_tokens(dictionary, bsz, length, generator=None):
     return torch.randint(dictionary.nspecial, len(dictionary), (bsz, length), generator=generator)
 
 
+def short_split(root, lines, name="valid"):
+    """``root`` with the sample's dictionary and a ``name`` split of the valid split's first ``lines``
+    lines (0: a split binarised from an empty text, whose .bin is empty, as fairseq-preprocess writes it)."""
+    from fairseq.data import data_utils, indexed_dataset
+
+    os.makedirs(root, exist_ok=True)
+    shutil.copy(os.path.join(SAMPLE_DATA, "dict.txt"), root)
+    d = Dictionary.load(os.path.join(SAMPLE_DATA, "dict.txt"))
+    valid = data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "valid"), d)
+    builder = indexed_dataset.make_builder(os.path.join(root, f"{name}.bin"), impl="mmap", vocab_size=len(d))
+    for i in range(lines):
+        builder.add_item(valid[i])
+    builder.finalize(os.path.join(root, f"{name}.idx"))
+    return root
+
+
+
 def needs_shared_data(*parts):
     path = os.path.join(SHARED_DATA, *parts)
     return pytest.mark.skipif(not os.path.exists(path),
@@ -69,8 +85,6 @@ TINY_TRAINING = ["--cpu", "--no-progress-bar", "--num-workers", "0", "--optimize
 
 
 def _tiny(tmp_path_factory, name, options):
-    import shutil
-
     from cli import run
 
     root = tmp_path_factory.mktemp(name)
@@ -98,8 +112,62 @@ def tiny_pointer(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def tiny_lstm(tmp_path_factory):
+    """(checkpoint, data): an alm_lstm (16 wide, 2 layers) on sentence_language_modeling."""
+    return _tiny(tmp_path_factory, "tiny_lstm", [
+        "--task", "sentence_language_modeling", "--arch", "alm_lstm", "--embed-dim", "16", "--hidden-size", "16",
+        "--batch-size", "64"])
+
+
+@pytest.fixture(scope="session")
+def tiny_lstm_stream(tmp_path_factory):
+    """(checkpoint, data): an alm_lstm (16 wide) on document_language_modeling."""
+    return _tiny(tmp_path_factory, "tiny_lstm_stream", [
+        "--task", "document_language_modeling", "--arch", "alm_lstm", "--embed-dim", "16", "--hidden-size", "16",
+        "--num-layers", "1", "--criterion", "attention_cross_entropy", "--batch-size", "10",
+        "--tokens-per-sample", "35"])
+
+
+@pytest.fixture(scope="session")
 def tiny_char(tmp_path_factory):
     """(checkpoint, data): a char_lstm_lm_small on open_vocabulary_language_modeling."""
     return _tiny(tmp_path_factory, "tiny_char", [
         "--task", "open_vocabulary_language_modeling", "--arch", "char_lstm_lm_small",
         "--criterion", "open_vocabulary_cross_entropy", "--batch-size", "4", "--tokens-per-sample", "20"])
+
+
+# ---------------------------------------------------------------- trained models shared by several files
+# Longer trainings than the tiny models', for tests whose figures need a model that has learnt something.
+
+@pytest.fixture(scope="session")
+def adaptive_sentence(tmp_path_factory):
+    """alm_lstm (24 wide) with the adaptive softmax (--adaptive-softmax-cutoff 500,2000), 20 Adam
+    updates on sentences of the shipped sample."""
+    from cli import TRAIN_COMMON, run
+
+    save = tmp_path_factory.mktemp("adaptive_sentence")
+    run("train", SAMPLE_DATA, *TRAIN_COMMON, "--arch", "alm_lstm", "--embed-dim", "24", "--hidden-size", "24",
+        "--num-layers", "1", "--criterion", "attention_cross_entropy", "--optimizer", "adam", "--lr", "0.01",
+        "--batch-size", "32", "--no-epoch-checkpoints", "--disable-validation", "--seed", "1",
+        "--adaptive-softmax-cutoff", "500,2000", "--max-update", "20", "--save-dir", save)
+    return save / "checkpoint_last.pt"
+
+
+@pytest.fixture(scope="session")
+def stream_models(tmp_path_factory):
+    """(root, {arch: fairseq-train's output}): alm_lstm, attentive_lm and pointer_sentinel_lm (32 wide,
+    40 SGD updates) trained on streams of the shipped sample (state and memory carried), validated
+    at update 20 and 40; each checkpoint is ``root / arch / "checkpoint_last.pt"``."""
+    from cli import TRAIN_COMMON, run
+
+    stream_common = [*TRAIN_COMMON[:2], "--task", "document_language_modeling", *TRAIN_COMMON[4:]]
+    root = tmp_path_factory.mktemp("stream")
+    outputs = {}
+    for arch, extra in (("alm_lstm", []), ("attentive_lm", ["--memory-window", "20"]),
+                        ("pointer_sentinel_lm", ["--pointer-window", "20", "--criterion", "attention_cross_entropy"])):
+        _, outputs[arch] = run(
+            "train", SAMPLE_DATA, *stream_common, "--arch", arch, *extra, "--embed-dim", "32", "--hidden-size", "32",
+            "--optimizer", "sgd", "--lr", "1.0", "--clip-norm", "5", "--sentence-avg", "--batch-size", "10",
+            "--tokens-per-sample", "35", "--max-update", "40", "--log-interval", "8", "--save-dir", root / arch,
+            "--no-epoch-checkpoints", "--validate-interval-updates", "20")
+    return root, outputs

@@ -17,10 +17,9 @@ from alm_plugin.models.lstm_lm import LSTMDecoder, LSTMLanguageModel
 from alm_plugin.models.pointer_sentinel_lm import (PointerSentinelConfig, PointerSentinelDecoder,
                                                    PointerSentinelLanguageModel)
 from alm_plugin.modules.history_lstm_decoder import RecurrentLMConfig
-from cli import TRAIN_COMMON, eval_lm_result, json_records, run
+from cli import TRAIN_COMMON, eval_lm_result, json_records, refused, run
 from conftest import SAMPLE_DATA
 from test_end_to_end import hand_computed_nll
-from test_refusals import refused
 
 CUTOFF = "8,16"  # head: ids 0-7 (the special symbols and 4 words); tails 8-15 and 16-end
 MODELS = {

@@ -168,7 +168,7 @@ def test_alm_score_spells_words_the_dictionary_lacks_and_can_score_lines_alone(t
 def test_cache_posterior_command_lists_copied_and_spelled_words(trained, corpus, tmp_path):
     save_dir, _ = trained
     code, out, stderr = run_module("alm_plugin.cli.cache_posterior", "--path", save_dir / "checkpoint_best.pt",
-                                   "--data", corpus[0], "--split", "test", "--plot", tmp_path / "cache.png",
+                                   "--data", corpus[0], "--gen-subset", "test", "--plot", tmp_path / "cache.png",
                                    "--top", "5", "--rare-in-train", "3", "--json", tmp_path / "posterior.json")
     assert code == 0, stderr
     assert re.search(r"test: \d+ words, \d+ characters \| bpc [\d.]+", out), out

@@ -11,12 +11,11 @@ import types
 
 import pytest
 
+from benchmarks.gpu import cli_check
 from conftest import ROOT
 
 RUN = os.path.join(ROOT, "benchmarks", "gpu", "run.sh")
 CLI_CHECK = os.path.join(ROOT, "benchmarks", "gpu", "cli_check.py")
-sys.path.insert(0, os.path.dirname(CLI_CHECK))
-import cli_check  # noqa: E402
 
 GRID = "cache N=100 theta=0.3 lambda=0.1"
 
@@ -84,7 +83,7 @@ def test_processes_at_once_come_from_the_cores(cores, threads, jobs):
 
 
 def test_jobs_below_one_are_refused_in_one_line():
-    proc = subprocess.run([sys.executable, CLI_CHECK, "--dry-run", "--jobs", "0"], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.gpu.cli_check", "--dry-run", "--jobs", "0"], capture_output=True, text=True,
                           cwd=ROOT, timeout=60)
     assert proc.returncode == 2 and "--jobs and --gpu-jobs: at least 1" in proc.stderr
 

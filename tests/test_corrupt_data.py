@@ -17,9 +17,8 @@ import struct
 
 import pytest
 
-from cli import run, run_module
+from cli import last_line, refused, run, run_module
 from conftest import SAMPLE_DATA
-from test_refusals import last_line, refused
 
 REBUILD = "rebuild the data directory with fairseq-preprocess --only-source (see " \
           "examples/language_model/prepare_lm_data.py)"
@@ -146,7 +145,7 @@ TOOLS = {  # prog -> (module, the model, its arguments before --data; True: it r
                        ["--windows", "10", "--thetas", "0.3", "--lambdas", "0.1"], True),
     "alm-cache-grid (streams)": ("alm_plugin.cli.cache_grid", "tiny_pointer",
                                  ["--windows", "10", "--thetas", "0.3", "--lambdas", "0.1"], True),
-    "alm-cache-posterior": ("alm_plugin.cli.cache_posterior", "tiny_pointer", ["--split", "valid"], True),
+    "alm-cache-posterior": ("alm_plugin.cli.cache_posterior", "tiny_pointer", ["--gen-subset", "valid"], True),
     "alm-score": ("alm_plugin.cli.score", "tiny_attentive", [], False),
     "alm-plot-attention": ("alm_plugin.cli.plot_attention", "tiny_attentive", ["the cat"], False),
     "alm-rescore": ("alm_plugin.cli.rescore", "tiny_attentive", [], False),

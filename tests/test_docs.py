@@ -81,12 +81,12 @@ def test_layout_paths_exist():
     assert not absent, f"docs/layout.md lists paths that do not exist: {absent}"
 
 
-def test_report_fills_markers_and_keeps_the_rest(tmp_path, monkeypatch):
-    """``benchmarks/report.py --update-docs`` fills docs/benchmarks.md's markers (the README no
+def test_report_fills_markers_and_keeps_the_rest(tmp_path):
+    """``python -m benchmarks.report --update-docs`` fills docs/benchmarks.md's markers (the README no
     longer has them); everything outside the markers is kept."""
     page = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
     assert begin_end("ptb-table")[0] not in (ROOT / "README.md").read_text(encoding="utf-8")
-    report = benchmarks_module(monkeypatch, "report")
+    report = benchmarks_module("report")
     copy = tmp_path / "benchmarks.md"
     for marker in ("ptb-table", "ptb-stream"):
         copy.write_text(page, encoding="utf-8")
@@ -99,23 +99,22 @@ def test_report_fills_markers_and_keeps_the_rest(tmp_path, monkeypatch):
         assert written.split(end)[1] == page.split(end)[1]
 
 
-def test_benchmarks_page_is_what_the_json_generates(monkeypatch):
-    """Every generated block of docs/benchmarks.md equals what report.py writes from the committed
+def test_benchmarks_page_is_what_the_json_generates():
+    """Every generated block of docs/benchmarks.md equals what benchmarks.report writes from the committed
     JSON: a result committed without regenerating the page (or a page edited by hand) fails here."""
     page = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
     stale = []
-    for marker, text in benchmarks_module(monkeypatch, "report").blocks(draw=False).items():
+    for marker, text in benchmarks_module("report").blocks(draw=False).items():
         begin, end = begin_end(marker)
         if page.split(begin)[1].split(end)[0] != f"\n{text}\n":
             stale.append(marker)
-    assert not stale, f"docs/benchmarks.md's {stale} blocks are stale: run python benchmarks/report.py --update-docs"
+    assert not stale, f"docs/benchmarks.md's {stale} blocks are stale: run python -m benchmarks.report --update-docs"
 
 
 def test_benchmarks_import_no_cycle():
-    """benchmarks/ scripts import each other downwards only (rows -> table/report, timing -> speed scripts).
-    A package (report/) counts as one module, its files' imports together (their relative imports stay
-    inside it); the script a package of its name shadows (report.py, its command line) is imported by
-    nothing, so it is left out."""
+    """benchmarks/ modules import each other downwards only (rows -> table/report, timing -> speed
+    scripts), each as ``benchmarks.NAME``. A package (report/, gpu/) counts as one module, its files'
+    imports together (their imports of one another stay inside it)."""
     import ast
     files = {p.parent.name: sorted(p.parent.glob("*.py")) for p in (ROOT / "benchmarks").glob("*/__init__.py")}
     files.update({p.stem: [p] for p in (ROOT / "benchmarks").glob("*.py") if p.stem not in files})
@@ -123,10 +122,11 @@ def test_benchmarks_import_no_cycle():
     for name, paths in files.items():
         found = set()
         for tree in (ast.parse(path.read_text(encoding="utf-8")) for path in paths):
-            found |= {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-            found |= {n.module.split(".")[0] for n in ast.walk(tree)
-                      if isinstance(n, ast.ImportFrom) and n.module and not n.level}
-        imports[name] = found & set(files)
+            found |= {a.name.split(".")[1] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+                      if a.name.startswith("benchmarks.")}
+            found |= {n.module.split(".")[1] for n in ast.walk(tree)
+                      if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("benchmarks.")}
+        imports[name] = (found & set(files)) - {name}
     assert "report" in imports and imports["report"] >= {"rows", "grid_edge"}  # the package, read as one
 
     def reaches(start, goal, seen=()):
@@ -136,10 +136,10 @@ def test_benchmarks_import_no_cycle():
     assert not cycles, f"import cycle through benchmarks/{cycles}"
 
 
-def test_wikitext2_statement_states_the_goals_from_the_figures(monkeypatch):
+def test_wikitext2_statement_states_the_goals_from_the_figures():
     """The generated WikiText-2 statement: each goal's verdict follows the numbers (met / not met),
     and a result against attention is said as plainly as one for it."""
-    wt2_statement = benchmarks_module(monkeypatch, "report").wikitext_2.statement
+    wt2_statement = benchmarks_module("report").wikitext_2.statement
     row = lambda test, **more: {"valid_ppl": test + 3, "test_ppl": test, "params": 5e6, "train_minutes": 100,
                                 "epochs": 4, **more}
     results = {"lstm": row(120.0), "single": row(121.0),
@@ -166,7 +166,7 @@ def test_wikitext2_statement_states_the_goals_from_the_figures(monkeypatch):
     assert text.count("the largest lr") == 1 and "the smallest decay" not in text
     assert "Not tried beyond the grid yet for LSTM (ours, `alm_lstm`), document streams (" in text
     # grid_edge.py's probe: a step beyond that loses on valid lets the pick stand
-    picks = benchmarks_module(monkeypatch, "grid_edge").picks
+    picks = benchmarks_module("grid_edge").picks
     point = {"lr": 3.0, "decay": 0.03, "valid_ppl_dynamic": 95.0, "valid_ppl_cache_dynamic": 72.0}
     probe = {"lstm-stream": {"picks": picks(results["lstm-stream"]), "beyond": [point]}}
     text = wt2_statement(results, probe)
@@ -188,8 +188,8 @@ def test_wikitext2_statement_states_the_goals_from_the_figures(monkeypatch):
 def test_grid_edge_probes_one_step_beyond_and_scores_test_only_for_a_winner(monkeypatch):
     """benchmarks/grid_edge.py: the points one ladder step past the grid's edge (none inside it), for
     either pick, and test is read only where a point beats that pick on valid, with its own flags."""
-    edge = benchmarks_module(monkeypatch, "grid_edge")
-    from rows import WIKITEXT2  # lr 0.3, 1 x decay 0.01, 0.03
+    edge = benchmarks_module("grid_edge")
+    from benchmarks.rows import WIKITEXT2  # lr 0.3, 1 x decay 0.01, 0.03
     assert edge.beyond(WIKITEXT2, {"lr": 1.0, "decay": 0.01}) == [(3.0, 0.01), (1.0, 0.003)]
     assert edge.beyond(WIKITEXT2, {"lr": 1.0, "decay": 0.03}) == [(3.0, 0.03)]
     assert edge.beyond(WIKITEXT2, {"lr": 0.3, "decay": 0.03}) == []
@@ -221,16 +221,16 @@ def test_grid_edge_probes_one_step_beyond_and_scores_test_only_for_a_winner(monk
 def test_grid_edge_refuses_an_unknown_row():
     import subprocess
     import sys
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "grid_edge.py"), "--rows", "lstm-strem",
-                           "--save-dir", "nowhere"], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.grid_edge", "--rows", "lstm-strem",
+                           "--save-dir", "nowhere"], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 1 and "unknown rows ['lstm-strem'] for --corpus wikitext-2; choose from lstm," in proc.stderr
 
 
 def test_test_time_flags_of_each_choice(monkeypatch):
     """table.py scores test with each choice's eval-lm flags: the cache's, dynamic evaluation's (a stream
     row steps every segment, a sentence row every sentence) and both (dynamic's, then the cache's)."""
-    table = benchmarks_module(monkeypatch, "table")
-    from rows import WIKITEXT2
+    table = benchmarks_module("table")
+    from benchmarks.rows import WIKITEXT2
     cache = {"window": 500, "theta": 0.3, "lambda": 0.1}
     chosen = {**cache, "ppl_with_cache": 80.0, "dynamic": {"lr": 1.0, "decay": 0.01, "segment": 20, "ppl": 85.0},
               "both": {"lr": 0.3, "decay": 0.03, "segment": 20, "ppl": 75.0, "window": 2000, "theta": 1.0,
@@ -253,11 +253,11 @@ def test_test_time_flags_of_each_choice(monkeypatch):
                             "--neural-cache-theta", "1.0", "--neural-cache-lambda", "0.2"]
 
 
-def test_character_statement_follows_the_figures(monkeypatch):
+def test_character_statement_follows_the_figures():
     """The generated character-model statement: each claim's verdict follows the bpc (better / not
     better, the WikiText-2-against-PTB claim holds or not), and a row not finished is named with the
     command that runs it, never as a table row."""
-    char_tables = benchmarks_module(monkeypatch, "report").char_tables
+    char_tables = benchmarks_module("report").char_tables
     row = lambda bpc: {"valid_bpc": bpc + 0.02, "test_bpc": bpc, "valid_ppl": 300.0, "test_ppl": 290.0,
                        "best_epoch": 6, "epochs": 6, "params": 1.6e6, "train_minutes": 80}
     results = {"PTB": {"char-lstm": row(1.60), "hclm": row(1.50), "hclm-cache": row(1.48)},
@@ -275,7 +275,7 @@ def test_character_statement_follows_the_figures(monkeypatch):
     assert "**it does not hold here**" in text
     results["WikiText-2"]["hclm-cache"], results["PTB"]["hclm-cache"] = row(1.70), row(1.48)
     assert "-10.5% against -1.3% (the paper -10.2% against -2.3%): it holds here." in char_tables.statement(results)
-    assert ("Not in the tables yet, queued: WikiText-2 char-lstm (`python benchmarks/table.py --corpus "
+    assert ("Not in the tables yet, queued: WikiText-2 char-lstm (`python -m benchmarks.table --corpus "
             "wikitext-2-chars --rows char-lstm --threads 1`)") in text
     results["PTB"]["hclm"]["bpc_per_epoch"] = [1.60, 1.55, 1.52]
     assert ("Valid bpc was still falling in the last epoch (its change from the one before) for PTB HCLM (`hclm`) "
@@ -288,9 +288,9 @@ def test_the_cache_rows_copy_lists_come_from_their_json(monkeypatch):
     """table.py asks alm-cache-posterior for the cache row's lists (Table 7 and Table 8's rare-in-train
     filter) and keeps them in the row's JSON; the docs show them side by side, a shorter list ending in
     blank cells, with corpus words that markdown would eat (``<unk>``, ``|``) escaped."""
-    table = benchmarks_module(monkeypatch, "table")
-    char_tables = benchmarks_module(monkeypatch, "report").char_tables
-    from rows import WIKITEXT2_CHARS
+    table = benchmarks_module("table")
+    char_tables = benchmarks_module("report").char_tables
+    from benchmarks.rows import WIKITEXT2_CHARS
     def validate(tool, *args, threads=None):  # a model with a cache logs its use
         split = args[args.index("--valid-subset") + 1]
         cache = {f"{split}_cache_use": "0.1"} if "cache" in args[args.index("--path") + 1] else {}
@@ -305,7 +305,7 @@ def test_the_cache_rows_copy_lists_come_from_their_json(monkeypatch):
     result = table.evaluate(WIKITEXT2_CHARS, WIKITEXT2_CHARS.rows["hclm-cache"], "cache/checkpoint_best.pt", 1)
     module, args = asked[0]
     assert module == "cache_posterior" and args[args.index("--rare-in-train") + 1] == "5"
-    assert args[args.index("--split") + 1] == "test" and result["test_cache_posterior"]["tables"] == tables
+    assert args[args.index("--gen-subset") + 1] == "test" and result["test_cache_posterior"]["tables"] == tables
     assert "test_cache_posterior" not in table.evaluate(WIKITEXT2_CHARS, WIKITEXT2_CHARS.rows["hclm"], "hclm/checkpoint_best.pt", 1)
     text = char_tables.copy_lists("WikiText-2", result["test_cache_posterior"])
     rows = text.split("|---" * 12 + "|\n")[1].splitlines()
@@ -315,11 +315,11 @@ def test_the_cache_rows_copy_lists_come_from_their_json(monkeypatch):
     assert char_tables.markdown_text("a|b") == "a\\|b"
 
 
-def test_table_takes_the_streams_from_the_corpus(monkeypatch):
+def test_table_takes_the_streams_from_the_corpus():
     """table.py trains a corpus's stream and character rows on its own number of streams (the
     paper's 25 on PTB, 10 on WikiText-2, 20 for the word streams) and scores every one as one stream."""
-    table = benchmarks_module(monkeypatch, "table")
-    from rows import PTB, PTB_CHARS, WIKITEXT2_CHARS
+    table = benchmarks_module("table")
+    from benchmarks.rows import PTB, PTB_CHARS, WIKITEXT2_CHARS
     batch = lambda corpus, row, training: table.task_args(corpus, corpus.rows[row], training)[
         table.task_args(corpus, corpus.rows[row], training).index("--batch-size") + 1]
     assert [batch(PTB_CHARS, "hclm", True), batch(WIKITEXT2_CHARS, "hclm", True), batch(PTB, "lstm-stream", True)] \
@@ -327,21 +327,20 @@ def test_table_takes_the_streams_from_the_corpus(monkeypatch):
     assert {batch(PTB_CHARS, "hclm-cache", False), batch(PTB, "lstm-stream", False)} == {"1"}
 
 
-def benchmarks_module(monkeypatch, name):
+def benchmarks_module(name):
     import importlib
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    return importlib.import_module(name)
+    return importlib.import_module(f"benchmarks.{name}")
 
 
 def begin_end(marker):
     return f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
 
 
-def test_a_killed_row_resumes_after_its_finished_grid(monkeypatch, tmp_path):
+def test_a_killed_row_resumes_after_its_finished_grid(tmp_path):
     """benchmarks/table.py reuses a row's finished alm-cache-grid choice only if it read the current
     checkpoint (written after it) with the windows and dynamic points asked for now."""
     import json
-    finished_grid = benchmarks_module(monkeypatch, "table").finished_grid
+    finished_grid = benchmarks_module("table").finished_grid
     checkpoint, grid = tmp_path / "checkpoint_best.pt", tmp_path / "cache_grid.json"
     checkpoint.write_bytes(b"weights")
     record = {"split": "valid", "grid": [{"window": w, "theta": 0.1, "lambda": 0.1, "ppl": 90.0} for w in (100, 500)],
@@ -363,8 +362,8 @@ def test_a_killed_grid_resumes_after_its_finished_points(monkeypatch, tmp_path):
     import dataclasses
     import json
     import subprocess
-    table = benchmarks_module(monkeypatch, "table")
-    from rows import WIKITEXT2
+    table = benchmarks_module("table")
+    from benchmarks.rows import WIKITEXT2
     corpus = dataclasses.replace(WIKITEXT2, cache_windows="100,500", dynamic_lrs="0.3,1", dynamic_decays="0.01")
     checkpoint = tmp_path / "checkpoint_best.pt"
     checkpoint.write_bytes(b"weights")
@@ -392,3 +391,13 @@ def test_a_killed_grid_resumes_after_its_finished_points(monkeypatch, tmp_path):
     assert ran == [1.0] and reused == 1
     assert chosen["dynamic"]["lr"] == 1.0 and chosen["both"]["ppl"] == 55.0 and chosen["window"] == 500
     assert [p["lr"] for p in chosen["dynamic_grid"]] == [0.3, 1.0]
+
+
+def test_tools_md_names_only_paths_that_exist_or_says_they_do_not_yet():
+    """Before: "What was measured on one ... is in benchmarks.md and `benchmarks/results/gpu/`", a
+    folder the repository does not have (run.sh writes it on the machine it runs on)."""
+    text = open(os.path.join(ROOT, "docs", "tools.md"), encoding="utf-8").read()
+    for paragraph in text.split("\n\n"):
+        for path in re.findall(r"`((?:alm_plugin|benchmarks|scripts|tests|docs)/[\w./-]*)`", paragraph):
+            if not os.path.exists(os.path.join(ROOT, path)):
+                assert "not in the repository" in " ".join(paragraph.split()), (path, paragraph)

@@ -13,9 +13,8 @@ from fairseq.data import Dictionary, data_utils
 
 from alm_plugin.errors import OptionError
 from alm_plugin.modules.dynamic_evaluation import DynamicEvalSettings, DynamicEvaluator
-from cli import TRAIN_COMMON, eval_lm_result, run, run_module
+from cli import TRAIN_COMMON, eval_lm_result, refused, run, run_module
 from conftest import SAMPLE_DATA
-from test_refusals import refused
 
 TINY = ["--embed-dim", "24", "--hidden-size", "24", "--num-layers", "1", "--criterion", "attention_cross_entropy",
         "--optimizer", "adam", "--lr", "0.01", "--batch-size", "32", "--no-epoch-checkpoints", "--disable-validation",
@@ -388,3 +387,84 @@ def test_dynamic_evaluation_reuses_freed_memory_instead_of_faulting_in_fresh_pag
     # glibc's own threshold moves with the process's history: fixed at its default (128 KB) for the control
     assert faults(MALLOC_MMAP_THRESHOLD_="131072") < 5_000
     assert faults(MALLOC_MMAP_THRESHOLD_="131072", ALM_RELEASE_FREED_MEMORY="1") > 50_000
+
+
+# ---------------------------------------------------------------- texts shorter than the check's 20 segments
+
+
+def test_short_texts_are_checked_together_as_one_text_is():
+    """Texts of 10 segments, each from the trained weights (alm-score's files, hub calls): none reaches
+    the check's 20 segments alone; together they are checked as one text of the same segments is
+    (tests/test_dynamic_evaluation.py: one text, stopped at its 20th). Before: no check at all."""
+    from test_adaptive_softmax import build
+    d, segments = random_segments(seed=1, length=10, count=30)
+    torch.manual_seed(0)
+    model = build("alm_lstm", d, adaptive_softmax_cutoff=None)
+    model.dynamic_eval = DynamicEvaluator(model, DynamicEvalSettings(18.0, 0.0, "sgd", 2e-5, 20, 1))
+    with pytest.raises(OptionError, match=r"made the model worse: over texts 1-2 \(each from the trained weights\) "
+                                          r"the 20 segments scored at the trained weights too average [\d.]+ nats a "
+                                          r"token adapted against [\d.]+ \(perplexity x[\d.]+\): lower "
+                                          r"--dynamic-eval-lr or raise --dynamic-eval-decay"):
+        with torch.no_grad():
+            for text in range(3):
+                model.start_text()
+                segment_log_probs(model, segments[10 * text: 10 * text + 10], None)
+    model.start_text()
+    # a gentle lr over short texts: no refusal, each text from the trained weights, the run's count kept
+    model.dynamic_eval = DynamicEvaluator(model, DynamicEvalSettings(0.01, 0.0, "sgd", 2e-5, 20, 1))
+    trained = [p.detach().clone() for p in model.parameters()]
+    with torch.no_grad():
+        for text in range(3):
+            model.start_text()
+            for p, q in zip(model.parameters(), trained):
+                torch.testing.assert_close(p, q)
+            segment_log_probs(model, segments[4 * text: 4 * text + 4], None)
+    assert model.dynamic_eval.earlier_texts == 2 and model.dynamic_eval.earlier_shadowed == 8
+
+
+@pytest.fixture(scope="module")
+def ten_line_texts(tmp_path_factory):
+    root = tmp_path_factory.mktemp("texts")
+    d = Dictionary.load(os.path.join(SAMPLE_DATA, "dict.txt"))
+    lines = data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "valid"), d)
+    files = []
+    for text in range(3):
+        files.append(root / f"text{text}.txt")
+        files[-1].write_text("".join(d.string(lines[i]) + "\n" for i in range(10 * text, 10 * text + 10)),
+                             encoding="utf-8")
+    return files
+
+
+def test_alm_score_over_many_short_files_is_stopped_where_it_makes_the_model_worse(sentence_model, ten_line_texts):
+    """Before: ppl 7,086.69 against 302.35 static, rc 0 (each file 10 lines, below the check's 20)."""
+    code, out, err = run_module("alm_plugin.cli.score", "--path", sentence_model, "--dynamic-eval-lr", "3",
+                                *ten_line_texts)
+    assert code == 1 and refused(err, "alm-score", "dynamic evaluation made the model worse: over texts 1-2")
+    assert out == ""  # no row: no figure for part of the texts
+
+
+# ---------------------------------------------------------------- the hub
+
+
+SENTENCE = "The game was released in Japan ."
+
+
+def test_each_hub_score_call_starts_from_the_trained_weights(adaptive_sentence):
+    """Before: the same sentence scored -21.66, -0.146, -0.0205 (lr 1), the model adapting across calls."""
+    import torch
+    from alm_plugin.models.lstm_lm import LSTMLanguageModel
+    directory, name = str(adaptive_sentence.parent), adaptive_sentence.name
+    static = LSTMLanguageModel.from_pretrained(directory, name, SAMPLE_DATA).eval()
+    lm = LSTMLanguageModel.from_pretrained(directory, name, SAMPLE_DATA, dynamic_eval_lr=1.0).eval()
+    assert lm.models[0].dynamic_eval is not None
+    trained = [p.detach().clone() for p in lm.models[0].parameters()]
+    expected = static.score(SENTENCE)["positional_scores"]
+    for _ in range(3):  # the first segment of a text is scored at the trained weights
+        torch.testing.assert_close(lm.score(SENTENCE)["positional_scores"], expected)
+    for p, q in zip(lm.models[0].parameters(), trained):  # and the call leaves the trained weights
+        torch.testing.assert_close(p, q)
+    # a list is one text: its sentences adapt in order, the first at the trained weights, the next adapted
+    first, second = lm.score([SENTENCE, SENTENCE])
+    torch.testing.assert_close(first["positional_scores"], expected)
+    assert float(second["positional_scores"].sum()) > float(expected.sum()) + 1.0
+    torch.testing.assert_close(lm.score([SENTENCE, SENTENCE])[1]["positional_scores"], second["positional_scores"])

@@ -148,11 +148,10 @@ def test_fairseq_train_refuses_bf16_in_one_line(tmp_path, case):
     assert not save.exists() or not list(save.iterdir())  # fairseq makes the directory first; nothing in it
 
 
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
-    save = tmp_path_factory.mktemp("bf16")
-    run("train", SAMPLE_DATA, *TRAIN_COMMON, *TINY, "--max-update", "1", "--save-dir", save)
-    return save / "checkpoint_last.pt"
+@pytest.fixture
+def checkpoint(tiny_lstm):
+    """The shared tiny alm_lstm (sentence_language_modeling): the refusal comes before a batch is read."""
+    return tiny_lstm[0]
 
 
 @pytest.mark.parametrize("tool", ["eval_lm", "validate"])

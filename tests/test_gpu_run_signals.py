@@ -22,11 +22,11 @@ RUN = os.path.join(ROOT, "benchmarks", "gpu", "run.sh")
 STAND_IN = """#!/usr/bin/env bash
 # the Python run.sh calls: cli_check.py and paper's rows sleep (pids recorded), the rest is Python
 case " $* " in
-  *" benchmarks/gpu/cli_check.py "*)
+  *" -m benchmarks.gpu.cli_check "*)
     echo $$ > "$MARKS/cli_check.pid"; sleep 300 & echo $! > "$MARKS/fairseq.pid"; wait; exit 0 ;;
   *" -m pytest "*) echo $$ >> "$MARKS/pytest.pid"; exec sleep 300 ;;
   *" --progress "*) echo "row: training"; exit 0 ;;
-  *" benchmarks/table.py "*) echo $$ > "$MARKS/row.pid"; exec sleep 300 ;;
+  *" -m benchmarks.table "*) echo $$ > "$MARKS/row.pid"; exec sleep 300 ;;
   *) exec "$REAL_PYTHON" "$@" ;;
 esac
 """

@@ -120,11 +120,11 @@ def test_the_hubs_batches_of_several_sentences_are_measured(sentence_task):
 
 
 def test_with_user_dir_alm_plugin_fairseq_runs_on_numpy_2():
-    """A fresh process: fairseq fails while numpy has no compat, then works once alm_plugin is imported."""
+    """A fresh process (from the repository root, as a user runs fairseq there): fairseq fails while numpy
+    has no compat, then works once alm_plugin is imported."""
     script = f"""
 import sys, numpy
 numpy.__dict__.pop("compat", None); sys.modules["numpy.compat"] = None  # numpy 2
-sys.path.insert(0, {ROOT!r})
 from fairseq.data import TokenBlockDataset
 import torch
 def blocks():

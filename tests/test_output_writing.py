@@ -16,9 +16,8 @@ import stat
 
 import pytest
 
-from cli import run_module
+from cli import last_line, refused, run_module
 from conftest import SAMPLE_DATA
-from test_refusals import refused
 
 NBEST = "H-0\t-1.5\tthe cat sat\nP-0\t-0.5 -0.5 -0.25 -0.25\nH-0\t-2.0\ta cat\nP-0\t-1.0 -0.5 -0.5\n" \
         "H-1\t-0.5\tthe dog\nP-1\t-0.25 -0.25 -0.25\n"
@@ -39,7 +38,7 @@ def command(module, option, checkpoint, output, folder):
     if module.endswith("cache_grid"):
         return ["--path", checkpoint, "--windows", "10", "--thetas", "0.3", "--lambdas", "0.1", option, output]
     if module.endswith("cache_posterior"):
-        return ["--path", checkpoint, "--split", "valid", "--top", "2", "--plot-words", "10", option, output]
+        return ["--path", checkpoint, "--gen-subset", "valid", "--top", "2", "--plot-words", "10", option, output]
     if module.endswith("plot_attention"):
         return ["--path", checkpoint, option, output, "the cat sat"]
     nbest = folder / "in.nbest"
@@ -172,3 +171,115 @@ def test_the_helper_writes_through_a_temporary_name_and_cleans_up_after_a_failur
     finally:
         os.umask(umask)
     assert stat.S_IMODE(os.stat(tmp_path / "new.json").st_mode) == 0o644  # as open(path, "w") would make it
+
+
+# ---------------------------------------------------------------- an output inside the data directory the model reads, refused
+
+
+def data_copy(folder):
+    """A copy of the shipped sample (a test that failed would destroy its own copy, never the sample)."""
+    shutil.copytree(SAMPLE_DATA, folder)
+    return folder
+
+
+LINKED = [  # (module, prog, output option, the data file its link names, extra arguments)
+    ("alm_plugin.cli.cache_posterior", "alm-cache-posterior", "--json", "dict.txt", ["--gen-subset", "valid"]),
+    ("alm_plugin.cli.cache_posterior", "alm-cache-posterior", "--plot", "valid.bin", ["--gen-subset", "valid"]),
+    ("alm_plugin.cli.cache_grid", "alm-cache-grid", "--json", "valid.idx", ["--windows", "10", "--thetas", "0.3",
+                                                                            "--lambdas", "0.1"]),
+    ("alm_plugin.cli.plot_attention", "alm-plot-attention", "--out", "test.bin", ["the cat"]),
+]
+
+
+@pytest.mark.parametrize("module, prog, option, target, extra", LINKED)
+def test_an_output_linked_into_the_data_directory_is_refused_and_nothing_is_written(tiny_pointer, tmp_path, module,
+                                                                                     prog, option, target, extra):
+    """Before: `ln -s DB/dict.txt out.json; alm-cache-posterior ... --json out.json` wrote the JSON
+    through the link, rc 0 (`Incorrect dictionary format` afterwards); the same onto valid.idx."""
+    checkpoint, _ = tiny_pointer
+    data = data_copy(tmp_path / "data")
+    before = fingerprints(data)
+    link = tmp_path / ("out.png" if option in ("--plot", "--out") else "out.json")
+    link.symlink_to(data / target)
+    code, stdout, stderr = run_module(module, "--path", checkpoint, "--data", data, option, link, *extra)
+    assert code == 1 and refused(stderr, prog, f"{option} {link} is a link to {data / target}, a file of the data "
+                                               f"directory {data} (the data the model reads): writing it would "
+                                               "destroy the data; give another path")
+    assert fingerprints(data) == before and link.is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data", link.name]
+
+
+def test_a_link_through_a_linked_folder_a_chain_and_a_hard_link_are_refused_too(tiny_pointer, tmp_path):
+    checkpoint, _ = tiny_pointer
+    data = data_copy(tmp_path / "data")
+    before = fingerprints(data)
+    (tmp_path / "folder").symlink_to(data)  # folder/valid.idx is data/valid.idx
+    (tmp_path / "first.json").symlink_to(data / "dict.txt")
+    (tmp_path / "chain.json").symlink_to(tmp_path / "first.json")
+    os.link(data / "valid.bin", tmp_path / "hard.json")  # the same inode: found through --data
+    grid = ["--windows", "10", "--thetas", "0.3", "--lambdas", "0.1", "--data", data]
+    for output, says in ((tmp_path / "folder" / "valid.idx", "is a file of the data directory"),
+                         (tmp_path / "chain.json", f"is a link to {data / 'dict.txt'}, a file of the data directory"),
+                         (tmp_path / "hard.json", "is a file of the data directory")):
+        code, _, stderr = run_module("alm_plugin.cli.cache_grid", "--path", checkpoint, *grid, "--json", output)
+        assert code == 1 and refused(stderr, "alm-cache-grid", f"--json {output} {says}"), output
+    assert fingerprints(data) == before
+
+
+def test_an_output_in_the_checkpoints_saved_data_directory_is_refused_without_data(tiny_pointer, tmp_path):
+    """No --data: the data directory saved in the checkpoint is the one protected."""
+    checkpoint, data = tiny_pointer
+    before = fingerprints(data)
+    link = tmp_path / "out.json"
+    link.symlink_to(data / "test.idx")
+    code, _, stderr = run_module("alm_plugin.cli.cache_posterior", "--path", checkpoint, "--json", link)
+    assert code == 1 and refused(stderr, "alm-cache-posterior", f"--json {link} is a link to {data / 'test.idx'}")
+    assert fingerprints(data) == before
+
+
+# ---------------------------------------------------------------- an output on an input, or in a folder that does not exist
+
+
+@pytest.fixture
+def tiny_lm(tiny_lstm):
+    """The shared tiny alm_lstm's checkpoint (sentence_language_modeling)."""
+    return tiny_lstm[0]
+
+
+@pytest.mark.parametrize("module, prog, option, extra", [
+    ("alm_plugin.cli.plot_attention", "alm-plot-attention", "--out", ["the cat"]),
+    ("alm_plugin.cli.cache_posterior", "alm-cache-posterior", "--plot", []),
+    ("alm_plugin.cli.cache_grid", "alm-cache-grid", "--json", []),
+])
+def test_every_tool_refuses_an_output_in_a_missing_folder_before_loading(tmp_path, module, prog, option, extra):
+    """The checkpoint is never read (it does not exist): the output is checked first, not after the run."""
+    out = tmp_path / "no" / "such" / "folder" / "out.png"
+    code, stdout, stderr = run_module(module, "--path", tmp_path / "never-loaded.pt", option, out, *extra)
+    assert code == 1 and "Traceback" not in stderr, stderr
+    assert last_line(stderr) == (f"{prog}: error: {option} {out}: the folder {out.parent} does not exist; "
+                                 "create it or give another path"), stderr
+
+
+def test_cache_posterior_json_on_its_checkpoint_or_its_plot_is_refused(tmp_path, tiny_lm):
+    """--json naming the checkpoint (under another spelling) or the --plot file: one line, nothing written."""
+    checkpoint = tmp_path / "lm.pt"
+    checkpoint.write_bytes(tiny_lm.read_bytes())
+    for json_out, extra, clash in ((os.path.join(tmp_path, ".", "lm.pt"), [], "--path"),
+                                   (tmp_path / "out.png", ["--plot", tmp_path / "out.png"], "--plot")):
+        code, stdout, stderr = run_module("alm_plugin.cli.cache_posterior", "--path", checkpoint, *extra,
+                                          "--json", json_out)
+        assert code == 1 and stdout == "" and f"--json {json_out} is also {clash}" in last_line(stderr), stderr
+    assert checkpoint.read_bytes() == tiny_lm.read_bytes() and sorted(os.listdir(tmp_path)) == ["lm.pt"]
+
+
+# ---------------------------------------------------------------- the file written is the one printed
+
+
+def test_plot_without_an_extension_prints_the_file_it_wrote(tiny_pointer, tmp_path):
+    """Before: `--plot noext` wrote noext.png (matplotlib adds it) and printed `wrote noext`."""
+    checkpoint, data = tiny_pointer
+    code, stdout, stderr = run_module("alm_plugin.cli.cache_posterior", "--path", checkpoint, "--gen-subset", "valid",
+                                      "--plot", tmp_path / "noext", "--plot-words", "20")
+    assert code == 0, stderr
+    assert stdout.strip().splitlines()[-1] == f"wrote {tmp_path / 'noext.png'}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["noext.png"]

@@ -7,9 +7,7 @@ import pytest
 from fairseq.data import Dictionary, data_utils
 
 from conftest import ROOT, needs_shared_data
-
-sys.path.insert(0, os.path.join(ROOT, "examples", "language_model"))
-from prepare_lm_data import split_sentences  # noqa: E402
+from examples.language_model.prepare_lm_data import split_sentences
 
 SCRIPT = os.path.join(ROOT, "examples", "language_model", "prepare_lm_data.py")
 

@@ -1,4 +1,4 @@
-"""The docs generator (`python benchmarks/report.py --update-docs`) checks each results file it reads
+"""The docs generator (`python -m benchmarks.report --update-docs`) checks each results file it reads
 (benchmarks/result_files.py: present and parsed, the keys its block reads, finite numbers) and
 refuses a broken one in one line naming the file and the key, leaving docs/benchmarks.md and its
 pictures as they were.
@@ -24,8 +24,7 @@ ROOT = conftest.ROOT
 @pytest.fixture
 def report(monkeypatch, tmp_path):
     """The package, writing a copy of docs/benchmarks.md and drawing no picture (each draw recorded)."""
-    monkeypatch.syspath_prepend(f"{ROOT}/benchmarks")
-    report = importlib.import_module("report")
+    report = importlib.import_module("benchmarks.report")
     page = tmp_path / "benchmarks.md"
     shutil.copy(f"{ROOT}/docs/benchmarks.md", page)
     monkeypatch.setattr(report, "PAGE", str(page))
@@ -47,7 +46,7 @@ def refused_by_the_generator(report, capsys, args, message):
     with pytest.raises(SystemExit) as exit:
         report.main(["--update-docs", *args])
     line = str(exit.value.code)
-    assert line.startswith(f"benchmarks/report.py: error: {message}") and "\n" not in line
+    assert line.startswith(f"benchmarks.report: error: {message}") and "\n" not in line
     assert line.endswith(": rerun the row (benchmarks/table.py) or its script, or restore the file; the docs were left "
                          "unchanged")
     assert open(report.PAGE, encoding="utf-8").read() == page and report.drawn == []
@@ -114,7 +113,7 @@ def test_a_broken_speed_file_is_refused_too(report, capsys, tmp_path, monkeypatc
 
 def test_sound_results_generate_the_same_blocks_as_plain_json(report):
     """The checked rows read as the JSON did: every block of the repository's results, unchanged."""
-    import rows
+    from benchmarks import rows
 
     paths = {name: os.path.join(rows.PTB.results, f"{name}.json") for name in rows.PTB.rows}
     plain = {name: json.load(open(path)) for name, path in paths.items() if os.path.exists(path)}

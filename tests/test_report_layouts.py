@@ -5,13 +5,10 @@ import importlib
 
 import pytest
 
-import conftest
-
 
 @pytest.fixture
-def report(monkeypatch):
-    monkeypatch.syspath_prepend(str(conftest.ROOT) + "/benchmarks")
-    return importlib.import_module("report")
+def report():
+    return importlib.import_module("benchmarks.report")
 
 
 def row(test, fixed, **more):

@@ -17,9 +17,8 @@ PAPER = "NVIDIA H100 80GB HBM3"
 
 
 @pytest.fixture
-def report(monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    return importlib.import_module("report")
+def report():
+    return importlib.import_module("benchmarks.report")
 
 
 def row(valid, test, **more):
@@ -36,7 +35,7 @@ def row(valid, test, **more):
 
 
 def paper_block(report, folder, rows):
-    """The block as ``report.py --paper-results folder`` writes it, ``rows`` ({name: JSON}) in the folder."""
+    """The block as ``python -m benchmarks.report --paper-results folder`` writes it, ``rows`` ({name: JSON}) in the folder."""
     folder.mkdir(exist_ok=True)
     for name, result in rows.items():
         (folder / f"{name}.json").write_text(json.dumps(result))

@@ -3,6 +3,7 @@ import json
 import math
 import os
 import random
+import threading
 
 import pytest
 from fairseq.data import Dictionary, data_utils
@@ -145,3 +146,66 @@ def test_control_symbols_in_the_text_are_refused_with_the_line(model_and_text, t
         stderr.strip().splitlines()[-1]
     code, _, _ = score("--path", checkpoint, stdin="the <unk> game\n")  # the unknown word is a word
     assert code == 0
+
+
+# ---------------------------------------------------------------- a pipe as FILE, each FILE a text of its own
+
+
+def test_alm_score_reads_a_pipe_as_a_file(tiny_pointer, tmp_path):
+    """Before: `alm-score ... <(head valid.txt)` (a /dev/fd path) said "input file ... does not exist"."""
+    checkpoint, _ = tiny_pointer
+    text = "The game was released in Japan .\nIt met with positive sales .\n"
+    plain = tmp_path / "text.txt"
+    plain.write_text(text)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+
+    def feed():
+        with open(fifo, "w") as pipe:  # blocks until the tool opens the pipe
+            pipe.write(text)
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    try:
+        code, piped, stderr = run_module("alm_plugin.cli.score", "--path", checkpoint, fifo)
+    finally:
+        if writer.is_alive():  # the tool never opened the pipe: let the writer go
+            os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+        writer.join(5)
+    assert code == 0, stderr
+    code, from_file, _ = run_module("alm_plugin.cli.score", "--path", checkpoint, plain)
+    assert code == 0 and piped == from_file and len(piped.splitlines()) == 3  # the header and two rows
+
+
+@pytest.fixture(scope="module")
+def two_texts(tmp_path_factory):
+    from fairseq.data import Dictionary, data_utils
+    root = tmp_path_factory.mktemp("texts")
+    d = Dictionary.load(os.path.join(SAMPLE_DATA, "dict.txt"))
+    lines = data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "valid"), d)
+    first, second = root / "first.txt", root / "second.txt"
+    first.write_text("".join(d.string(lines[i]) + "\n" for i in range(12)), encoding="utf-8")
+    second.write_text("".join(d.string(lines[i]) + "\n" for i in range(12, 20)), encoding="utf-8")
+    return first, second
+
+
+def score_rows(*args):
+    code, out, err = run_module("alm_plugin.cli.score", *args, "--format", "jsonl")
+    assert code == 0, err
+    import json
+    return [json.loads(line) for line in out.splitlines()], err
+
+
+@pytest.mark.parametrize("options", [["--dynamic-eval-lr", "0.3"], ["--neural-cache-window", "100",
+                                                                    "--neural-cache-lambda", "0.3"]])
+def test_alm_score_reads_each_file_as_a_text_of_its_own(adaptive_sentence, two_texts, options):
+    """Before: two files were read as one text (the second adapted on the first, its cache holding it)."""
+    first, second = two_texts
+    both, _ = score_rows("--path", adaptive_sentence, *options, first, second)
+    alone = score_rows("--path", adaptive_sentence, *options, second)[0]
+    assert [row["logprob"] for row in both[12:]] == [row["logprob"] for row in alone]
+    assert [row["line"] for row in both] == list(range(1, 21))  # numbered over all the files
+    twice, _ = score_rows("--path", adaptive_sentence, *options, second, second)
+    assert [row["logprob"] for row in twice] == [row["logprob"] for row in alone] * 2
+    code, out, _ = run_module("alm_plugin.cli.score", "--help")
+    assert "Each FILE is a text of its own" in " ".join(out.split())

@@ -8,9 +8,8 @@ import sys
 
 import pytest
 
-from cli import TRAIN_COMMON, eval_lm_result, run, run_module
+from cli import TRAIN_COMMON, eval_lm_result, refused, run, run_module
 from conftest import ROOT, SAMPLE_DATA
-from test_refusals import refused
 
 TINY = ["--arch", "alm_lstm", "--embed-dim", "16", "--hidden-size", "16", "--num-layers", "1",
         "--criterion", "attention_cross_entropy", "--optimizer", "adam", "--lr", "0.01", "--batch-size", "16",
@@ -117,3 +116,16 @@ def test_importing_the_plugin_prints_no_chatter():
     proc = subprocess.run([sys.executable, "-c", "import alm_plugin.cli.score"], cwd=ROOT, capture_output=True,
                           text=True)
     assert proc.returncode == 0 and proc.stdout == "" and "tensorboardX" not in proc.stderr, proc.stderr
+
+
+GRID_POINT = ["--windows", "50", "--thetas", "0.3", "--lambdas", "0.2", "--cpu"]
+
+
+def test_lr_0_in_the_grid_is_the_static_point(adaptive_sentence):
+    """Before: --dynamic-lrs 0,0.3 answered '--dynamic-eval-decay does nothing without --dynamic-eval-lr'."""
+    code, out, err = run_module("alm_plugin.cli.cache_grid", "--path", adaptive_sentence, *GRID_POINT,
+                                "--dynamic-lrs", "0,0.3")
+    assert code == 0, err
+    assert "dynamic evaluation lr 0.3 decay 0 (sgd)" in out and "lr 0 decay" not in out
+    code, alone, err = run_module("alm_plugin.cli.cache_grid", "--path", adaptive_sentence, *GRID_POINT, "--dynamic-lrs", "0.3")
+    assert code == 0 and alone == out  # the static point is measured either way

@@ -7,8 +7,7 @@ character) and scored, rc 0 (2 sentences, 5 <unk>, ppl 25.40); `the\\x00game` wa
 <unk>; UTF-16 with its mark was refused with the advice `iconv -f latin1`."""
 import pytest
 
-from cli import run_module
-from test_refusals import refused
+from cli import refused, run_module
 
 TEXT = "The game was released in Japan .\nIt met with positive sales .\n"
 NUL_ADVICE = "this is not plain text (UTF-16, or a binary file?); convert it to UTF-8, e.g. iconv -f utf-16 -t utf-8, " \

@@ -43,7 +43,7 @@ def split_in_corpus_order(model, task, split, batch_size=64, segment=None):
     ``split`` in corpus order, as fairseq-eval-lm scores it with the cache; with the model's
     ``dynamic_eval`` on, one segment per batch (a sentence, or ``segment`` tokens of the stream),
     adapting after each, from the trained weights."""
-    from ..tasks.document_language_modeling import WordStreamTask
+    from ..tasks.stream_task import WordStreamTask
     from ..tasks.sentence_language_modeling import CorpusOrder
 
     model.neural_cache = None
@@ -221,9 +221,7 @@ def run(args):
     settings = {}
     for lr in args.dynamic_lrs:  # every point checked before the first pass
         for decay in args.dynamic_decays:
-            settings[(lr, decay)] = dynamic_options(argparse.Namespace(
-                dynamic_eval_lr=lr, dynamic_eval_decay=decay, dynamic_eval_rule=args.dynamic_rule,
-                dynamic_eval_segment=args.dynamic_segment), segments_are_sentences=not streams)
+            settings[(lr, decay)] = dynamic_options(lr, decay, args.dynamic_rule, segment=args.dynamic_segment)
     windows = [int(w) for w in args.windows]
     lambdas = [0.0, *[lam for lam in args.lambdas if lam]]
     passes = {None: split_in_corpus_order(model, task, args.gen_subset)}

@@ -1,8 +1,8 @@
 """Which words does the cache model copy, and which does it spell? (Kawakami et al. Tables 7-8)
 
     alm-cache-posterior --path checkpoints/char_cache/checkpoint_best.pt \\
-        --data data-bin/wikitext-2-sample --split test [--plot cache.png]
-    alm-cache-posterior --path checkpoints/pointer/checkpoint_best.pt --split test   # a pointer_sentinel_lm
+        --data data-bin/wikitext-2-sample --gen-subset test [--plot cache.png]
+    alm-cache-posterior --path checkpoints/pointer/checkpoint_best.pt --gen-subset test   # a pointer_sentinel_lm
     alm-cache-posterior --path ... --rare-in-train 5 --json posterior.json            # also Table 8
 
 Scores the held-out split as one stream (exact: nothing is cut) and prints, per word type
@@ -22,6 +22,7 @@ For a Pointer Sentinel-LSTM the posterior is the pointer's share of each word's 
 import argparse
 import collections
 import math
+import sys
 
 import torch
 
@@ -43,7 +44,8 @@ def score_split(model, task, split):
         for sample in itr:
             target = sample["target"].to(device)
             real = target.ne(task.target_dictionary.pad()).cpu()
-            net_input = {k: v.to(device) for k, v in sample["net_input"].items() if k != "src_lengths"}
+            net_input = {k: v.to(device) if torch.is_tensor(v) else v  # stream_chunk: a tuple, on the host
+                         for k, v in sample["net_input"].items() if k != "src_lengths"}
             scores, extra = model(**net_input)
             words.append(sample["target"][real])
             if pointer is None:  # the character model scores the target words themselves
@@ -106,12 +108,22 @@ def plot(path, dictionary, words, posteriors, n):
     save_figure(fig, path, dpi=110, bbox_inches="tight")
 
 
+class RenamedOption(argparse.Action):
+    """``--split``, this tool's name for ``--gen-subset`` before: still read, with a note."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        print(f"{parser.prog}: note: --split is now --gen-subset (as in alm-cache-grid and fairseq-eval-lm)",
+              file=sys.stderr)
+        setattr(namespace, self.dest, value)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="alm-cache-posterior", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--path", required=True, help="checkpoint of a char_cache_lm model")
     parser.add_argument("--data", help="data-bin directory (default: the one saved in the checkpoint)")
-    parser.add_argument("--split", default="test", help="split to analyse (default: test)")
+    parser.add_argument("--gen-subset", default="test", help="split to analyse (default: test), as alm-cache-grid's")
+    parser.add_argument("--split", action=RenamedOption, dest="gen_subset", help=argparse.SUPPRESS)
     parser.add_argument("--min-count", type=int, default=2, help="only word types seen this often")
     parser.add_argument("--top", type=int, default=15, help="how many types to list per side")
     parser.add_argument("--rare-in-train", type=int, default=0, metavar="N",
@@ -148,24 +160,24 @@ def run(args):
                            "or a pointer_sentinel_lm")
     dictionary = task.target_dictionary
     in_train = training_counts(task) if args.rare_in_train else None  # before scoring: a missing split fails fast
-    words, log_probs, posteriors, characters, gate = score_split(model, task, args.split)
+    words, log_probs, posteriors, characters, gate = score_split(model, task, args.gen_subset)
 
     nll = -log_probs.double().sum().item()
     per_character = (f"{characters} characters | bpc {nll / characters / math.log(2):.4f} | " if characters
                      else "")
-    print(f"{args.split}: {words.numel()} words, {per_character}word ppl {math.exp(nll / words.numel()):.2f} | "
+    print(f"{args.gen_subset}: {words.numel()} words, {per_character}word ppl {math.exp(nll / words.numel()):.2f} | "
           f"mean cache posterior {posteriors.mean().item():.3f}"
           + (f" | mean sentinel gate {gate:.3f}" if gate is not None else ""))
     means, counts = posterior_by_type(words, posteriors, args.min_count)
     # the character model copies from its word cache or spells; the pointer copies or uses its softmax
     sources = ("copied from the cache", "spelled by the LM") if gate is None else ("copied by the pointer",
                                                                                  "from the softmax")
-    seen = f"seen at least {max(args.min_count, 2)} times in {args.split}"
+    seen = f"seen at least {max(args.min_count, 2)} times in {args.gen_subset}"
     tables = {seen: means}
     if args.rare_in_train:
         tables[f"{seen} and fewer than {args.rare_in_train} times in train"] = {
             w: m for w, m in means.items() if in_train[w] < args.rare_in_train}
-    record = {"path": str(args.path), "split": args.split, "words": words.numel(), "characters": characters,
+    record = {"path": str(args.path), "split": args.gen_subset, "words": words.numel(), "characters": characters,
               "bpc": nll / characters / math.log(2) if characters else None,
               "word_ppl": math.exp(nll / words.numel()), "mean_posterior": posteriors.mean().item(),
               "mean_sentinel_gate": gate, "min_count": args.min_count, "rare_in_train": args.rare_in_train,

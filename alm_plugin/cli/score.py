@@ -152,10 +152,9 @@ def run(args):
     if "" in paths:
         raise ScoringError(f"--path {args.path!r} has an empty checkpoint path (a ':' at an end or doubled): "
                            "give CHECKPOINT, or CK1:CK2 for an ensemble")
-    from ..modules.neural_cache import check_options
-    cache = check_options(args.neural_cache_window, args.neural_cache_theta, args.neural_cache_lambda)
-    from ..modules.dynamic_evaluation import check_options as dynamic_options
-    dynamic_options(args, segments_are_sentences=False)  # before the model loads; the segment is checked after
+    from ..test_time import TestTimeOptions
+    options = TestTimeOptions.read(args)  # before the model loads; the segment is checked after
+    cache = options.cache
     texts = []  # the number of lines of each file: each a text of its own
     numbered = read_lines(args.files, texts)
     if not numbered:
@@ -173,7 +172,7 @@ def run(args):
     if len(kinds) > 1:
         raise ScoringError("an ensemble cannot mix word-level and character-level models: score them apart")
     if is_character_model(loaded[0][0]):
-        if args.dynamic_eval_lr:
+        if options.dynamic is not None:
             raise ScoringError("--dynamic-eval-lr adapts the word-level models; the character models are scored as "
                                "trained: drop the --dynamic-eval-* options")
         if cache is not None:
@@ -190,7 +189,7 @@ def run(args):
     else:
         if cache is not None and args.context == "line":
             raise ScoringError("--neural-cache-window: the cache spans the lines of a document; drop --context line")
-        if args.dynamic_eval_lr and args.context == "line":
+        if options.dynamic is not None and args.context == "line":
             raise ScoringError("--dynamic-eval-lr: the model adapts to the lines it has read, in order: drop "
                                "--context line")
         streams = any(trained_on_streams(task) for _, task in loaded)
@@ -199,8 +198,7 @@ def run(args):
                                "stream: drop --context line")
         document = args.context == "document" or streams or cache is not None
         scorer = LanguageModelScorer(paths, args.data, args.cpu, args.batch_tokens, args.batch_size, loaded=loaded,
-                                     document=document, neural_cache=cache,
-                                     dynamic_eval=args if args.dynamic_eval_lr else None)
+                                     document=document, test_time=options)
         encoded = [scorer.encode(line) for line in lines]
     characters = scorer.characters_of if isinstance(scorer, CharacterModelScorer) else None
     scores = scorer.token_log_probs(encoded, progress_bar(len(encoded)), texts=texts)

@@ -132,7 +132,7 @@ class AttentionCrossEntropyCriterion(FairseqCriterion):
         real = target.ne(self.padding_idx)
         weights = self._history_attention(model, net_output)
         # the samples that hold a scored token: a stream of the document task that has ended (or
-        # reads its burn-in) is a row of padding, no sentence (issue 57)
+        # reads its burn-in) is a row of padding, no sentence
         rows = self._scored_rows(sample, real) if self.sentence_avg or weights is not None else None
         sample_size = rows if self.sentence_avg else ntokens
         loss = nll_loss
@@ -226,7 +226,7 @@ class AttentionCrossEntropyCriterion(FairseqCriterion):
             metrics.log_scalar("pointer_gate", total("pointer_gate") / ntokens, ntokens, round=3)
         if any("attn_entropy" in log for log in logging_outputs):
             # per sample that holds a scored token: rows of padding (the document task's streams
-            # that have ended) would scale it down with the number of streams (issue 57)
+            # that have ended) would scale it down with the number of streams
             rows = total("attn_entropy_rows") if any("attn_entropy_rows" in log for log in logging_outputs) \
                 else nsentences
             metrics.log_scalar("attn_entropy", total("attn_entropy") / max(rows, 1), rows, round=3)

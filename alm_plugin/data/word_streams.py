@@ -6,23 +6,15 @@ about equal length, **each cut at a line end** (the shorter rows padded, so that
 word is a target exactly once**), and each row into chunks of ``T`` words; item ``i`` is
 chunk ``i`` of all rows of this shard. Inputs and targets overlap by one word, so no word
 is lost at a chunk boundary (fairseq's ``truncated_bptt`` example pads the last target of
-every chunk instead).
-
-Every row starts, from a fresh state, with ``</s>`` as its first input, as the one-stream
-reading and a sentence do. A row cut mid-sentence started a fresh state on a word in
-mid-text, a state a model trained with Adam may never leave (the docs' recipe on the
-shipped sample: valid 379 read as one stream, 71,510 as 20 streams cut mid-text; issue 47).
+every chunk instead). Every row starts, from a fresh state, with ``</s>`` as its first input,
+as the one-stream reading and a sentence do.
 
 With ``burn_in`` B (evaluation), every row but the first reads, before its first scored word
 and without scoring it (its targets there are padding: every word is still scored exactly
-once), first the text's opening lines (``PREAMBLE`` words at least, to a line end) and then
-the text before its first scored word from the line start at or before B words back; the
-state and attention memory it scores with are a reader's that got there. Not from a fresh
-state: a fresh state in mid-document can strand a model trained with Adam for good (issue 57:
-attentive_lm_small on the shipped sample's valid, 469 as one stream; a stream started fresh
-at one line scored 15 nats a word to its end, 3.9M ppl, and the same line read after 35 words
-of the text's opening 492), while the text's opening is where the one-stream reading itself
-starts fresh. fairseq's ``--context-window`` reads real context before each block likewise.
+once), first the text's opening lines (``PREAMBLE`` words at least, to a line end), then its
+own text from the line start at or before B words back, as fairseq's ``--context-window`` reads
+context before a block. Why the cuts and the burn-in, with what was measured: docs/models.md,
+"Document context: streams and the neural cache" and "What a stream reads before it scores".
 """
 import logging
 import math

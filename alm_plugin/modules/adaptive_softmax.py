@@ -112,7 +112,7 @@ def check_clusters(cutoff: List[int], nspecial: int, input_dim: int, untied: boo
     line: the most frequent token) into one-word clusters and every word out of the head; fairseq's
     untied tail ``k`` projects ``h`` to ``int(d // factor^(k+1))`` dimensions, which rounds to 0 for
     ``d < factor^(k+1)``: a (0, d) projection whose words get a distribution that ignores the
-    context, trained without a word (issue 57)."""
+    context, trained without a word."""
     given = ",".join(map(str, cutoff))
     if cutoff[0] <= nspecial:
         what = (f"puts special symbols (ids 0-{nspecial - 1}: <s>, <pad>, </s>, <unk>; </s> ends every line) into tail "

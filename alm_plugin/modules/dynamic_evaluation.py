@@ -16,9 +16,11 @@ over every trainable parameter (the tied embedding and the biases included); the
 scaled by lr. ``theta_0`` (the trained weights) is kept in memory: the checkpoint file is never
 written, and every pass starts from it (``reset``). Dropout stays off: the model stays in eval
 mode, but for its LSTMs, which record in train mode with their dropout at 0 (the same figures):
-cuDNN's LSTM refuses a backward pass in eval mode, and without cuDNN a step on a GPU took 2-3x
-as long (H200, 2 x 650: 13-15 ms a 20-token segment against 4.7-6.6 ms). The neural cache, if on, mixes into the adapted model's distribution; the step's loss is the
-model's own NLL (the cache is not trained).
+cuDNN's LSTM refuses a backward pass in eval mode, and without cuDNN a step on a GPU takes 2-3x
+as long (docs/tools.md). The neural cache, if on, mixes into the adapted model's distribution;
+the step's loss is the model's own NLL (the cache is not trained). What stops a runaway
+adaptation (``EXPLODED``, ``SHADOW``, ``DRIFT`` below) and what it was measured on: docs/models.md,
+"Dynamic evaluation: the model adapts to the text it scores".
 """
 import contextlib
 import copy
@@ -44,8 +46,7 @@ DECAY, RMS_EPS, SEGMENT, STATS_BATCHES = 0.0, 2e-5, 20, 100
 EXPLODED = 3.0
 # the first SHADOW segments of a pass are scored by the trained weights too (a frozen copy with its
 # own stream state): an adapted mean NLL this far (nats) above theirs, on the same segments, from
-# the MIN_SHADOWth on, is an adaptation gone bad from the start: stop (an lr 0.1 pass on an
-# Adam-trained attentive_lm_small went 377 -> 784 without a word before)
+# the MIN_SHADOWth on, is an adaptation gone bad from the start: stop
 SHADOW, MIN_SHADOW, WORSE = 100, 20, math.log(1.5)
 # later: the running mean NLL of the segments after the shadowed ones, DRIFT nats above the trained
 # weights' mean on them, is an adaptation running away slowly: warn once
@@ -85,12 +86,10 @@ class DynamicEvalSettings:
     stats_batches: int
 
 
-def check_options(cfg, segments_are_sentences: bool) -> Optional[DynamicEvalSettings]:
-    """The options as a whole, with the defaults filled in; ``None`` when dynamic evaluation is off."""
-    lr = getattr(cfg, "dynamic_eval_lr", 0.0) or 0.0
-    decay, rule = getattr(cfg, "dynamic_eval_decay", None), getattr(cfg, "dynamic_eval_rule", None)
-    eps, segment = getattr(cfg, "dynamic_eval_eps", None), getattr(cfg, "dynamic_eval_segment", None)
-    stats = getattr(cfg, "dynamic_eval_stats_batches", None)
+def check_options(lr, decay=None, rule=None, eps=None, segment=None, stats=None) -> Optional[DynamicEvalSettings]:
+    """The ``--dynamic-eval-*`` values as a whole (``None``: not given), with the defaults filled in;
+    ``None`` when dynamic evaluation is off (lr 0). Whether a segment may be given depends on the
+    model: ``TestTimeOptions.check_segments``."""
     number("--dynamic-eval-lr", lr, least=0, why="the step size (0: off)")
     for flag, value in (("--dynamic-eval-decay", decay), ("--dynamic-eval-rule", rule), ("--dynamic-eval-eps", eps),
                         ("--dynamic-eval-segment", segment), ("--dynamic-eval-stats-batches", stats)):
@@ -103,9 +102,6 @@ def check_options(cfg, segments_are_sentences: bool) -> Optional[DynamicEvalSett
     number("--dynamic-eval-eps", eps, above=0, why="it keeps the rms step finite where MS is 0")
     number("--dynamic-eval-stats-batches", stats, least=1, why="MS is a mean over training batches")
     number("--dynamic-eval-segment", segment, least=1, why="a segment holds at least one token")
-    if segment is not None and segments_are_sentences:
-        raise OptionError("--dynamic-eval-segment: on sentence_language_modeling a segment is one sentence, read "
-                          "whole from a fresh state as the model was trained: drop the option")
     if lr == 0:
         return None
     return DynamicEvalSettings(float(lr), DECAY if decay is None else float(decay), rule or "sgd",
@@ -264,8 +260,8 @@ class DynamicEvaluator:
         """Stop a pass whose adapted segments score ``WORSE`` nats a token above the trained weights on
         the same segments (from the ``MIN_SHADOW``th shadowed one on): it would print a figure far
         worse than the static model's, from weights that went bad at the start. The same over the run's
-        texts so far: texts shorter than ``MIN_SHADOW`` segments each (alm-score over 30 files of 10
-        lines at lr 0.3: 237.62 against 173.92 static, exit 0) are checked together (issue 57)."""
+        texts so far: texts shorter than ``MIN_SHADOW`` segments each (alm-score's files, the hub's
+        calls) are checked together, as one text of the same segments is."""
         shadowed = len(self.trained_nlls)
         if shadowed >= MIN_SHADOW:
             adapted = sum(self.nlls[:shadowed]) / shadowed
@@ -294,8 +290,7 @@ class DynamicEvaluator:
     def check_drift(self):
         """Warn once a pass where the segments' mean NLL since the shadowed ones has risen ``DRIFT``
         nats above the trained weights' mean on those: an adaptation that runs away slowly stays
-        finite and would otherwise be printed as a figure (Adam-trained models at lr 0.3: valid
-        316 -> 935)."""
+        finite and would otherwise be printed as a figure."""
         reference = self.trained_nlls
         later = len(self.nlls) - len(reference)
         if len(reference) < MIN_SHADOW or later <= 0 or later % DRIFT_CHECK or self.drift_warned:
@@ -368,27 +363,17 @@ def mean_nll(model, net_output, target) -> torch.Tensor:
     return -model.decoder.target_log_probs(net_output, target)[real].mean()
 
 
-def attach_dynamic_eval(cfg, model, training_batches, segments_are_sentences: bool):
-    """Give ``model`` the evaluator the task's ``--dynamic-eval-*`` options ask for (if any);
-    ``training_batches(n, segment)``: n of the task's training batches, for rms."""
+def attach_dynamic_eval(settings: Optional[DynamicEvalSettings], model, training_batches, data=None):
+    """Give ``model`` the evaluator of ``settings`` (``None``: none); ``training_batches(n, segment)``:
+    n of the task's training batches, for rms, read from ``data``'s training split."""
     from .neural_cache import CACHE_MODELS
 
-    settings = check_options(cfg, segments_are_sentences)
     if settings is None:
         return model
     if not hasattr(model, "dynamic_eval"):
         raise OptionError(f"--dynamic-eval-lr: dynamic evaluation adapts the word-level {CACHE_MODELS}, not "
                           f"{model.__class__.__name__}: drop the --dynamic-eval-* options for this model")
-    if settings.rule == "rms" and getattr(cfg, "data", None):
-        check_training_split(cfg.data)
+    if settings.rule == "rms" and data:
+        check_training_split(data)
     model.dynamic_eval = DynamicEvaluator(model, settings, training_batches)
     return model
-
-
-def refuse_dynamic_eval_in_training(cfg):
-    """fairseq-train and fairseq-validate (the tools that build a criterion) score with the criterion,
-    which never adapts: refused, not ignored (fairseq-validate printed the static figure)."""
-    if (getattr(cfg, "dynamic_eval_lr", 0) or 0) > 0:
-        raise OptionError("--dynamic-eval-lr is a test-time option (fairseq-eval-lm, alm-score, alm-cache-grid): "
-                          "fairseq-train and fairseq-validate score with the criterion, which never adapts: drop "
-                          "--dynamic-eval-* from fairseq-train and fairseq-validate")

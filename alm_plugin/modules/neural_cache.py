@@ -140,10 +140,8 @@ class NeuralCache:
         return mixed.scatter_(2, at_words, in_cache)  # a word absent from a row's cache: + log 0
 
 
-def attach_neural_cache(cfg, model):
-    """Give ``model`` the cache the task's ``--neural-cache-*`` options ask for (if any)."""
-    settings = check_options(getattr(cfg, "neural_cache_window", 0), getattr(cfg, "neural_cache_theta", None),
-                             getattr(cfg, "neural_cache_lambda", None))
+def attach_neural_cache(settings, model):
+    """Give ``model`` the cache of ``settings``, ``(window, theta, lambda)`` (``None``: none)."""
     if settings is None:
         return model
     if not hasattr(model, "neural_cache"):
@@ -152,15 +150,6 @@ def attach_neural_cache(cfg, model):
             f"the cache; the neural cache works with {CACHE_MODELS}. Drop the --neural-cache-* options for this model.")
     model.neural_cache = NeuralCache(*settings)
     return model
-
-
-def refuse_cache_in_training(cfg):
-    """fairseq-train and fairseq-validate (the tools that build a criterion) score with the criterion,
-    which never reads the cache: refused, not ignored (fairseq-validate printed the static figure)."""
-    if (getattr(cfg, "neural_cache_window", 0) or 0) > 0:
-        raise OptionError("--neural-cache-window is a test-time option (fairseq-eval-lm, alm-score, "
-                          "alm-cache-grid): nothing is trained, and fairseq-validate scores with the criterion, "
-                          "which never reads the cache. Drop --neural-cache-* from fairseq-train and fairseq-validate.")
 
 
 def cached_log_probs(cache: NeuralCache, log_model: Tensor, net_output, sample, padding_idx: int) -> Tensor:

@@ -19,7 +19,7 @@ from fairseq.tasks import register_task
 
 from ..errors import UnsupportedError
 from ..modules.spelling import character_counts
-from .document_language_modeling import WordStreamConfig, WordStreamTask
+from .stream_task import WordStreamConfig, WordStreamTask
 
 logger = logging.getLogger(__name__)
 

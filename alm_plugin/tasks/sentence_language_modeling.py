@@ -115,13 +115,13 @@ class SentenceLanguageModelingTask(WordLMOptionsMixin, LanguageModelingTask):
     def eval_lm_dataloader(self, dataset, *args, context_window=0, num_shards=1, **kwargs):
         """With the neural cache or dynamic evaluation, the sentences in corpus order (the cache spans
         them; dynamic evaluation adapts after each), one sentence per batch for dynamic evaluation."""
-        dynamic = (getattr(self.args, "dynamic_eval_lr", 0) or 0) > 0
-        if getattr(self.args, "neural_cache_window", 0) or dynamic:
+        options = self.test_time_options
+        if options.in_corpus_order:
             if context_window > 0 or num_shards > 1:
                 raise OptionError("--neural-cache-window and --dynamic-eval-lr read the split in corpus order, in "
                                   "one process: drop --context-window and score on one GPU (no --distributed-world-size)")
             dataset = CorpusOrder(dataset)
-        if dynamic:
+        if options.dynamic is not None:
             kwargs["batch_size"] = 1  # the figure does not depend on the batching: one segment at a time
         return super().eval_lm_dataloader(dataset, *args, context_window=context_window,
                                           num_shards=num_shards, **kwargs)

@@ -1,9 +1,9 @@
 #!/usr/bin/env python
 """Every word model through the command-line tools on a GPU: the GPU figure must equal the CPU figure.
 
-    python benchmarks/gpu/cli_check.py --json benchmarks/results/gpu/cli.json          # on a GPU machine
-    python benchmarks/gpu/cli_check.py --dry-run --json /tmp/cli.json                 # here: both sides --cpu
-    ALM_GPU_CLI_ARCHS=lstm ALM_GPU_CLI_OPTIONS=plain python benchmarks/gpu/cli_check.py --dry-run
+    python -m benchmarks.gpu.cli_check --json benchmarks/results/gpu/cli.json          # on a GPU machine
+    python -m benchmarks.gpu.cli_check --dry-run --json /tmp/cli.json                 # here: both sides --cpu
+    ALM_GPU_CLI_ARCHS=lstm ALM_GPU_CLI_OPTIONS=plain python -m benchmarks.gpu.cli_check --dry-run
 
 Each arch is trained briefly on the GPU on ``data-bin/wikitext-2-sample`` (``fairseq-train``, one
 epoch; ``--max-update N`` for fewer), then every test-time option is run twice on the valid split,
@@ -47,7 +47,8 @@ import sys
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks import ROOT
+
 SAMPLE = "data-bin/wikitext-2-sample"
 SENTENCE, DOCUMENT = "sentence_language_modeling", "document_language_modeling"
 SENT_RECIPE = ["--criterion", "attention_cross_entropy", "--optimizer", "adam", "--lr", "0.003", "--clip-norm", "5",

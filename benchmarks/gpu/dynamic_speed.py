@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """Evaluation tokens/s on a GPU: static scoring, the neural cache and dynamic evaluation, side by side.
 
-    python benchmarks/gpu/dynamic_speed.py --data data-bin/ptb --json benchmarks/results/gpu/dynamic_speed.json
-    python benchmarks/gpu/dynamic_speed.py --device cpu --batches 20 --repeats 1      # a quick look here
+    python -m benchmarks.gpu.dynamic_speed --data data-bin/ptb --json benchmarks/results/gpu/dynamic_speed.json
+    python -m benchmarks.gpu.dynamic_speed --device cpu --batches 20 --repeats 1      # a quick look here
 
 The GPU counterpart of ``benchmarks/results/cpu/dynamic_eval_speed.json`` (``benchmarks/stream_speed.py
 --kinds eval``): ``alm_lstm`` 2 x ``--size`` (200, the PTB table's) on the first ``--batches`` 1 x 35
@@ -20,11 +20,9 @@ import time
 
 import torch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))  # benchmarks/
-from fairseq_runs import ROOT  # noqa: E402
-from stream_speed import ARCHS, build  # noqa: E402
-from timing import device_name, measure, print_ratios, scoring_speed, write_json  # noqa: E402
+from benchmarks.fairseq_runs import ROOT
+from benchmarks.stream_speed import ARCHS, build
+from benchmarks.timing import device_name, measure, print_ratios, scoring_speed, write_json
 
 KINDS = {"eval, no cache": (), "eval, cache N=2000": ("--neural-cache-window", "2000"),
          "eval, dynamic SGD, segments of 20": ("--dynamic-eval-lr", "0.1", "--dynamic-eval-segment", "20")}

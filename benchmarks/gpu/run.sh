@@ -30,7 +30,7 @@
 #                evaluation, both, alm-score, alm-cache-grid) on valid on the GPU and with --cpu:
 #                GPU figure == CPU figure (dynamic evaluation within 0.1%); --fp16 and --amp train
 #                attentive_lm_small; --bf16 is refused in one line. cli.json; a mismatch fails.
-# speed    (130) benchmarks/train_speed.py --mode model (the training step against a bare cuDNN
+# speed    (130) benchmarks.train_speed --mode model (the training step against a bare cuDNN
 #                nn.LSTM LM) at batch 32 and 128 x 35, fp32 / bf16 / fp16 autocast, on PTB;
 #                benchmarks/gpu/dynamic_speed.py (eval tokens/s: static, cache, dynamic
 #                evaluation); benchmarks/gpu/step_profile.py (aten calls and kernels of one step).
@@ -39,7 +39,7 @@
 #                single, combined, single-zero-context of --corpus ptb-paper in benchmarks/rows.py;
 #                default lstm single):
 #                installs if needed, binarises PTB, starts each row detached (setsid: it trains on
-#                between commands while the machine is held) as benchmarks/table.py --device cuda,
+#                between commands while the machine is held) as benchmarks.table --device cuda,
 #                which scores a row the moment it has trained, 8 scoring commands at once, and writes
 #                its JSON; then waits within the budget. Rows not done: one line each (epoch, the
 #                training left), exit status 3: run the SAME command again at once (the machine
@@ -202,7 +202,7 @@ prepare() {
     bash scripts/make_wheelhouse.sh --python-version 3.12 --dest .whl --have "$(cat benchmarks/gpu/image_has.txt)" || return 1
   fi
   local w
-  for w in .whl/fairseq_fixed-*-cp3*.whl; do [[ -f $w ]] && { $PY benchmarks/gpu/slim_wheel.py "$w" || return 1; }; done
+  for w in .whl/fairseq_fixed-*-cp3*.whl; do [[ -f $w ]] && { $PY -m benchmarks.gpu.slim_wheel "$w" || return 1; }; done
   local kb; kb=$(du -sk .whl .gpu-data | awk '{ s += $1 } END { print s }')
   say "prepare: .whl $(du -sh .whl | cut -f1), .gpu-data $(du -sh .gpu-data | cut -f1): $(( kb / 1024 )) MiB to carry (limit 64)"
   (( kb < 48 * 1024 )) || { say "prepare: over 48 MiB: too close to the 64 MiB carry limit"; return 1; }
@@ -296,7 +296,7 @@ step_tests() {
 step_cli() {
   local limit=$1 flags=()
   (( DRY )) && flags+=(--dry-run)
-  fg timeout "$limit" $PY benchmarks/gpu/cli_check.py "${flags[@]}" --budget $(( limit - 20 )) --work "$WORK/cli" \
+  fg timeout "$limit" $PY -m benchmarks.gpu.cli_check "${flags[@]}" --budget $(( limit - 20 )) --work "$WORK/cli" \
     --json "$RESULTS/cli.json" > "$LOGS/cli_check.log" 2>&1
   local rc=$?
   PRODUCED+=("$RESULTS/cli.json")
@@ -327,19 +327,19 @@ step_speed() {
     grep -E "^(model|bare|alm_lstm|attentive|amsrn|eval,|training step|eval tokens|operations)" "$LOGS/$name.log" | tee -a "$SUMMARY"
     return $r
   }
-  run_speed train_speed_b32 "$RESULTS/train_speed_model_b32.json" $PY benchmarks/train_speed.py --mode model \
+  run_speed train_speed_b32 "$RESULTS/train_speed_model_b32.json" $PY -m benchmarks.train_speed --mode model \
     --data "$data" "${dev[@]}" "${ts[@]}" --batch-size 32 || rc=1
-  run_speed train_speed_b128 "$RESULTS/train_speed_model_b128.json" $PY benchmarks/train_speed.py --mode model \
+  run_speed train_speed_b128 "$RESULTS/train_speed_model_b128.json" $PY -m benchmarks.train_speed --mode model \
     --data "$data" "${dev[@]}" "${ts[@]}" "${big[@]}" --batch-size 128 || rc=1
-  run_speed dynamic_speed "$RESULTS/dynamic_speed.json" $PY benchmarks/gpu/dynamic_speed.py --data "$data" "${dyn[@]}" || rc=1
-  run_speed step_profile "$RESULTS/step_profile.json" $PY benchmarks/gpu/step_profile.py "${prof[@]}" || rc=1
+  run_speed dynamic_speed "$RESULTS/dynamic_speed.json" $PY -m benchmarks.gpu.dynamic_speed --data "$data" "${dyn[@]}" || rc=1
+  run_speed step_profile "$RESULTS/step_profile.json" $PY -m benchmarks.gpu.step_profile "${prof[@]}" || rc=1
   return $rc
 }
 
 step_char() {
   local dev=(--device cuda --updates 100 --repeats 2)
   (( DRY )) && dev=(--device cpu --updates 2 --repeats 1)
-  fg timeout "$1" $PY benchmarks/char_speed.py "${dev[@]}" --json "$RESULTS/char_speed.json" > "$LOGS/char_speed.log" 2>&1
+  fg timeout "$1" $PY -m benchmarks.char_speed "${dev[@]}" --json "$RESULTS/char_speed.json" > "$LOGS/char_speed.log" 2>&1
   local r=$?; PRODUCED+=("$RESULTS/char_speed.json"); tail -8 "$LOGS/char_speed.log" | tee -a "$SUMMARY"; return $r
 }
 
@@ -347,7 +347,7 @@ step_fairseq-speed() {
   local data dev=(--device cuda --updates 300 --precision fp32,fp16)
   ptb_data; data=$DATA
   (( DRY )) && dev=(--device cpu --updates 5 --size 64 --threads 2)
-  fg timeout "$1" $PY benchmarks/train_speed.py --mode fairseq --data "$data" "${dev[@]}" --repeats 1 \
+  fg timeout "$1" $PY -m benchmarks.train_speed --mode fairseq --data "$data" "${dev[@]}" --repeats 1 \
     --json "$RESULTS/train_speed_fairseq.json" > "$LOGS/train_speed_fairseq.log" 2>&1
   local r=$?; PRODUCED+=("$RESULTS/train_speed_fairseq.json"); tail -8 "$LOGS/train_speed_fairseq.log" | tee -a "$SUMMARY"; return $r
 }
@@ -380,7 +380,7 @@ step_paper() {
   if (( DRY )); then corpus=ptb-paper-dry; dev=(--device cpu --jobs 2 --threads 1); score_s=${PAPER_SCORE_S:-60}
   else ptb_data; [[ $DATA == data-bin/ptb ]] || { say "paper: no PTB (carry .gpu-data: run.sh --prepare here)"; return 1; }
        start_mps; fi
-  local save=$WORK/paper out=$RESULTS/$corpus table=(benchmarks/table.py --corpus "$corpus")
+  local save=$WORK/paper out=$RESULTS/$corpus table=(-m benchmarks.table --corpus "$corpus")
   mkdir -p "$save" "$out"
   running() {  # its process is alive (an init that does not reap would leave a zombie: state Z)
     local pid; pid=$(cat "$save/$1.pid" 2>/dev/null) && [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null \

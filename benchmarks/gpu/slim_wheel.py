@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Shrink fairseq-fixed's binary wheel to what the plugin imports, in place, for carrying to a GPU machine.
 
-    python benchmarks/gpu/slim_wheel.py .whl/fairseq_fixed-0.12.3.1-cp312-*.whl    # 20 MB -> ~2.5 MB
+    python -m benchmarks.gpu.slim_wheel .whl/fairseq_fixed-0.12.3.1-cp312-*.whl    # 20 MB -> ~2.5 MB
 
 Left out: fairseq/examples/ (sample audio, notebooks, research code; fairseq imports it only for
 speech tasks), and the C++ extensions libnat (Levenshtein / insertion transformers), libbase (BASE

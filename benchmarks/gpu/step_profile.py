@@ -2,10 +2,10 @@
 """How many operations one training step of each model issues: aten calls (and, on a GPU, kernels
 launched), from ``torch.profiler``, at batch 32 and 128 x 35, 2 x 650.
 
-    python benchmarks/gpu/step_profile.py --device cuda --json benchmarks/results/gpu/step_profile.json
-    python benchmarks/gpu/step_profile.py --device cpu --size 64 --batch-sizes 4      # a quick look here
+    python -m benchmarks.gpu.step_profile --device cuda --json benchmarks/results/gpu/step_profile.json
+    python -m benchmarks.gpu.step_profile --device cpu --size 64 --batch-sizes 4      # a quick look here
 
-The step is ``benchmarks/train_speed.py --mode model``'s (``timing.training``: forward, NLL,
+The step is ``python -m benchmarks.train_speed --mode model``'s (``timing.training``: forward, NLL,
 backward, clip, SGD, in float32) on random tokens of a 10,000-word vocabulary, for the bare
 ``nn.LSTM`` LM and our models; one warm-up step, then one profiled. At batch 32 a GPU step takes a
 few milliseconds: it is bound by launches, so these counts are what the models' speed ratios follow.
@@ -20,10 +20,8 @@ import time
 
 import torch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))  # benchmarks/
-from timing import device_name, training  # noqa: E402
-from train_speed import BareLSTMLanguageModel, our_model  # noqa: E402
+from benchmarks.timing import device_name, training
+from benchmarks.train_speed import BareLSTMLanguageModel, our_model
 
 MODELS = {"bare nn.LSTM LM": None, "alm_lstm": ("alm_lstm", {}),
           "attentive_lm single": ("attentive_lm", {"attention_score": "single"}),

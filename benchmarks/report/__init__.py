@@ -13,10 +13,10 @@
     char_tables        the character models beside Kawakami et al.'s
 
 They share ``statements`` (relative changes, where a row stands, a goal's verdict) and ``tables``
-(the results' JSON, the common cells). The command line is ``benchmarks/report.py``:
+(the results' JSON, the common cells). Run it from the repository root:
 
-    python benchmarks/report.py                  # print every block, draw the pictures
-    python benchmarks/report.py --update-docs    # and write the blocks between their markers
+    python -m benchmarks.report                  # print every block, draw the pictures
+    python -m benchmarks.report --update-docs    # and write the blocks between their markers
 
 It reads the rows' declarations (``rows.py``) and the JSON, nothing else: what ``table.py``,
 ``gpu/run.sh`` and the speed scripts wrote is the whole record.
@@ -25,8 +25,8 @@ import argparse
 import os
 import sys
 
-from result_files import ResultError
-from rows import PTB, PTB_PAPER, ROOT
+from benchmarks.result_files import ResultError
+from benchmarks.rows import PTB, PTB_PAPER, ROOT
 
 from . import (adaptive_softmax, char_tables, host_overhead, ptb_choices, ptb_paper, ptb_stream, ptb_table,
                train_speed, wikitext_2)
@@ -67,7 +67,7 @@ def fill_markers(path, marker, text):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="benchmarks/report.py", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.report", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--update-docs", action="store_true", help="write every block into docs/benchmarks.md "
                                                                    "between its markers")
@@ -78,7 +78,7 @@ def main(argv=None):
     try:  # every results file read and checked (result_files.py) before a picture or the page is written
         blocks(args.ptb_results, args.paper_results, draw=False)
     except ResultError as error:
-        sys.exit(f"benchmarks/report.py: error: {error}")
+        sys.exit(f"benchmarks.report: error: {error}")
     generated = blocks(args.ptb_results, args.paper_results)
     for marker, text in generated.items():
         print(f"<!-- {marker} -->\n{text}\n")

@@ -1,27 +1,19 @@
 """The ``adaptive-softmax`` block: what the tied adaptive softmax saves in a training step and in
 evaluation (``benchmarks/output_layer_speed.py``'s JSON) and what it costs in quality (the PTB stream
 LSTM with it against the same row with the full softmax)."""
-from rows import PTB
+from benchmarks.rows import PTB
 
 from .statements import met, pct
-from .tables import label, result_json
+from .tables import label, result_json, speed_table, threads
 
 SPEED_GOAL, POINTER_GOAL, QUALITY_GOAL = 1.5, 0.85, 3.0  # x PTB full step; x alm_lstm; % test ppl
 
 
-def speed_table(speed, kind):
-    threads = sorted(speed["by_threads"], key=int)
-    first = speed["by_threads"][threads[0]][kind]
-    lines = ["| " + " | ".join(["run"] + [f"tokens/s, {t} thread{'s' if t != '1' else ''} | vs baseline"
-                                          for t in threads]) + " |",
-             "|---|" + "---|---|" * len(threads)]
-    for name in first["tokens_per_s"]:
-        cells = []
-        for t in threads:
-            figures = speed["by_threads"][t][kind]
-            cells += [f"{figures['tokens_per_s'][name]:,}", f"{figures['ratio'][name]:.2f}"]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + f"\n\n(baseline: {first['baseline']}; {first['title'].split(', CPU')[0]})"
+def threads_table(speed, kind):
+    counts = sorted(speed["by_threads"], key=int)
+    first = speed["by_threads"][counts[0]][kind]
+    table = speed_table("run", [(f"{threads(t)} | vs baseline", speed["by_threads"][t][kind]) for t in counts])
+    return table + f"\n\n(baseline: {first['baseline']}; {first['title'].split(', CPU')[0]})"
 
 
 def speed_statement(speed):
@@ -36,7 +28,7 @@ def speed_statement(speed):
             for n, r in ratio.items() if "pointer" in n)}
         evaluation = speed["by_threads"][t]["eval"]["ratio"]
         lines.append(
-            f"- {t} thread{'s' if t != '1' else ''}: a WikiText-2 step with the full softmax runs at {full:.2f}x a PTB "
+            f"- {threads(t)}: a WikiText-2 step with the full softmax runs at {full:.2f}x a PTB "
             f"full-softmax step; with the tied default (2000,10000) at "
             f"{ratio['WT2 alm_lstm, adaptive 2000,10000 (tied)']:.2f}x (goal >= {SPEED_GOAL}x: "
             f"{met(ratio['WT2 alm_lstm, adaptive 2000,10000 (tied)'] >= SPEED_GOAL)}), best tied "
@@ -56,7 +48,7 @@ def quality(results):
     if PTB.rows["lstm-stream"].before_the_dropout_fix(full) != PTB.rows["lstm-stream-adaptive"].before_the_dropout_fix(adaptive):
         stale = "lstm-stream" if PTB.rows["lstm-stream"].before_the_dropout_fix(full) else "lstm-stream-adaptive"
         return (f"The adaptive softmax's PTB rows are of two dropout layouts until `{stale}` is retrained "
-                f"(`python benchmarks/table.py --corpus ptb --rows {stale} --threads 1`): not compared.")
+                f"(`python -m benchmarks.table --corpus ptb --rows {stale} --threads 1`): not compared.")
     lines = ["| row | valid ppl | test ppl | test + neural cache | params | train min | tokens/s |",
              "|---|---|---|---|---|---|---|"]
     for name, r in (("lstm-stream", full), ("lstm-stream-adaptive", adaptive)):
@@ -78,12 +70,12 @@ def block(results):
     speed = result_json("cpu", "output_layer_speed.json")
     parts = []
     if speed is not None:
-        command = "python benchmarks/output_layer_speed.py " + " ".join(speed["argv"])
+        command = "python -m benchmarks.output_layer_speed " + " ".join(speed["argv"])
         parts += ["Training step (forward, `attention_cross_entropy`, backward, clip, SGD), `alm_lstm` 2 x 200, "
-                  "20 streams x 35 words:", "", speed_table(speed, "train"), "",
-                  "Evaluation, WikiText-2 valid as one stream:", "", speed_table(speed, "eval"), "",
+                  "20 streams x 35 words:", "", threads_table(speed, "train"), "",
+                  "Evaluation, WikiText-2 valid as one stream:", "", threads_table(speed, "eval"), "",
                   speed_statement(speed), "", f"(`{command}`)"]
     else:
-        parts.append("The speed benchmark has not run yet (`python benchmarks/output_layer_speed.py`).")
+        parts.append("The speed benchmark has not run yet (`python -m benchmarks.output_layer_speed`).")
     parts += ["", quality(results)]
     return "\n".join(parts)

@@ -3,7 +3,7 @@ PTB and full WikiText-2, the statement of the paper's claims, and which words th
 (its Tables 7-8)."""
 import re
 
-from rows import PTB_CHARS, WIKITEXT2_CHARS
+from benchmarks.rows import PTB_CHARS, WIKITEXT2_CHARS
 
 from .statements import head, pct
 from .tables import paper_figures
@@ -69,7 +69,7 @@ def statement(by_corpus):
                      + "; ".join(falling) + ": the epoch budget, not the model, sets these figures.")
     missing = {corpus_name: [n for n in corpus.rows if n not in by_corpus[corpus_name]]
                for corpus_name, corpus in CORPORA.items()}
-    queued = [f"{corpus_name} {', '.join(names)} (`python benchmarks/table.py --corpus {CORPORA[corpus_name].name} "
+    queued = [f"{corpus_name} {', '.join(names)} (`python -m benchmarks.table --corpus {CORPORA[corpus_name].name} "
               f"--rows {','.join(names)} --threads 1`)" for corpus_name, names in missing.items() if names]
     if queued:
         lines.append("Not in the tables yet, queued: " + "; ".join(queued) + ".")

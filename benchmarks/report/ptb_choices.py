@@ -2,7 +2,7 @@
 choice away from its reference on a PTB slice (``--corpus ptb-choices`` in rows.py), valid ppl
 after each epoch and the whole-sentence valid / test of the best checkpoint, and a verdict per
 choice against its reference."""
-from rows import PTB_CHOICES
+from benchmarks.rows import PTB_CHOICES
 
 from .statements import head, pct, standing_on_both
 

@@ -7,7 +7,7 @@ is named with the command that fills it and given no figure.
 
 The paper counts its perplexity without each sentence's first word: its figures stand beside our
 ``paper_ppl`` (docs/models.md), while every other figure here is ``ppl``, every word counted."""
-from rows import PTB, PTB_PAPER, SIZE
+from benchmarks.rows import PTB, PTB_PAPER, SIZE
 
 from .statements import head, layer_and_attention, pct, span, standing_on_both
 from .tables import before_the_fix_note, best_epoch, cell, label, one_layout, paper_figures, unlogged

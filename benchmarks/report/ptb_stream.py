@@ -3,10 +3,10 @@ sentences against the stream LSTM, the test-time options (the neural cache, dyna
 and what they cost, with the picture of the cache's gain."""
 import os
 
-from rows import PTB, ROOT
+from benchmarks.rows import PTB, ROOT
 
 from .statements import gate_note, head, met, pct, standing
-from .tables import before_the_fix_note, is_stream, label, one_layout, result_json
+from .tables import before_the_fix_note, is_stream, label, one_layout, result_json, threads
 
 PICTURE = os.path.join(ROOT, "docs", "ptb_stream.png")
 SENTENCE_BASELINE = "lstm"  # the sentence-level LSTM of the main table
@@ -158,7 +158,7 @@ def dynamic(results):
         name = "eval, dynamic SGD, segments of 20"
         lines.append("Its cost, eval tokens/s against static scoring (PTB valid as one stream, `alm_lstm` 2 x 200, "
                      "benchmarks/results/cpu/dynamic_eval_speed.json): " + ", ".join(
-                         f"{figures[t]['eval']['ratio'][name]:.2f}x at {t} thread{'s' if t != '1' else ''}"
+                         f"{figures[t]['eval']['ratio'][name]:.2f}x at {threads(t)}"
                          for t in sorted(figures, key=int)) + " (goal >= 0.35x).")
     return "\n".join(lines)
 

@@ -2,7 +2,7 @@
 LSTM (2 x 200, 10 epochs, one recipe), the statement that answers it, and the valid curves' picture."""
 import os
 
-from rows import PTB, ROOT, SIZE
+from benchmarks.rows import PTB, ROOT, SIZE
 
 from .statements import LAYER_ROW, head, layer_and_attention, pct, span
 from .tables import before_the_fix_note, best_epoch, is_stream, label, one_layout, unlogged

@@ -3,8 +3,8 @@
 cells every table writes the same way: a figure or a dash, a row's best epoch, the paper's figures."""
 import os
 
-from result_files import read_result
-from rows import ROOT
+from benchmarks.result_files import read_result
+from benchmarks.rows import ROOT
 
 RESULTS = os.path.join(ROOT, "benchmarks", "results")
 
@@ -15,6 +15,22 @@ def result_json(*parts):
     if not os.path.exists(path):
         return None
     return read_result(path)  # checked: a broken file refused by name and key
+
+
+def threads(count):
+    """``"1"`` -> ``"1 thread"``, ``"2"`` -> ``"2 threads"``."""
+    return f"{count} thread{'s' if count != '1' else ''}"
+
+
+def speed_table(first_column, columns):
+    """Tokens/s and the ratio to the baseline of each measured run, a pair of columns per
+    ``(heading, figures)`` of ``columns`` (``figures``: a speed script's ``tokens_per_s`` and ``ratio``)."""
+    lines = [f"| {first_column} | " + " | ".join(f"tokens/s, {heading}" for heading, _ in columns) + " |",
+             "|---" * (1 + 2 * len(columns)) + "|"]
+    for name in columns[0][1]["tokens_per_s"]:
+        lines.append(f"| {name} | " + " | ".join(f"{figures['tokens_per_s'][name]:,} | {figures['ratio'][name]:.2f}"
+                                                 for _, figures in columns) + " |")
+    return "\n".join(lines)
 
 
 def is_stream(corpus, name):

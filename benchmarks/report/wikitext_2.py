@@ -3,9 +3,9 @@ paper's, the statement of each goal (attention, document streams, the cache, dyn
 and where its grid may be too narrow, the pointer, fairseq's LSTM) and the settings' choices."""
 import os
 
-from grid_edge import KINDS, edge_sides, picks
-from result_files import read_result
-from rows import WIKITEXT2, WIKITEXT2_PAPER
+from benchmarks.grid_edge import KINDS, edge_sides, picks
+from benchmarks.result_files import read_result
+from benchmarks.rows import WIKITEXT2, WIKITEXT2_PAPER
 
 from .statements import gate_note, head, met, pct, span
 from .tables import before_the_fix_note, cell, label, one_layout, unlogged
@@ -28,7 +28,7 @@ def table(results):
     queued = [name for name in WIKITEXT2.rows if name not in results]
     if queued:
         lines.append(f"\nQueued, not in the table: {'; '.join(WIKITEXT2.rows[n].description for n in queued)} "
-                     f"(`python benchmarks/table.py --corpus wikitext-2 --rows {','.join(queued)} --threads 1`; each "
+                     f"(`python -m benchmarks.table --corpus wikitext-2 --rows {','.join(queued)} --threads 1`; each "
                      "costs about a finished row's training and evaluation minutes, below).")
     return "\n".join(lines)
 
@@ -91,7 +91,7 @@ def grid_edge_note(results, rows, edge):
     if unprobed:
         lines.append("Not tried beyond the grid yet for " + "; ".join(rows[n] for n in unprobed)
                      + " (on PTB's stream LSTM lr 3 and decay 0.003 lost, which narrowed the grid): "
-                       "`python benchmarks/grid_edge.py --save-dir <table.py's>` does.")
+                       "`python -m benchmarks.grid_edge --save-dir <table.py's>` does.")
     return [" ".join(lines)]
 
 

@@ -1,7 +1,7 @@
 """The short runs that chose the WikiText-2 rows' settings, as notes below the ``wikitext-2`` block:
 the adaptive softmax's cutoffs (a slice of the stream LSTM) and the Pointer Sentinel's extra loss
 term and sentinel scale (the PTB stream row's first epochs)."""
-from rows import PTB, PTB_POINTER_LOSS, WIKITEXT2, WIKITEXT2_CUTOFFS
+from benchmarks.rows import PTB, PTB_POINTER_LOSS, WIKITEXT2, WIKITEXT2_CUTOFFS
 
 from .statements import pct
 
@@ -13,7 +13,7 @@ def option_value(row, flag, default=None):
 def cutoff_note():
     results = WIKITEXT2_CUTOFFS.load()
     if not results:
-        return "The cutoffs' slice has not run yet (`python benchmarks/table.py --corpus wikitext-2-cutoffs`)."
+        return "The cutoffs' slice has not run yet (`python -m benchmarks.table --corpus wikitext-2-cutoffs`)."
     choice = min(results, key=lambda n: results[n]["valid_ppl"])
     return ("The adaptive softmax's cutoffs, chosen on a slice (the stream LSTM's first "
             f"{WIKITEXT2_CUTOFFS.max_update} updates, a fifth of an epoch, valid ppl): " + "; ".join(
@@ -39,7 +39,7 @@ def pointer_loss_note():
             if r}
     if len(runs) < 2:
         return ("The pointer's extra loss term has not been compared yet "
-                "(`python benchmarks/table.py --corpus ptb-pointer-loss`).")
+                "(`python -m benchmarks.table --corpus ptb-pointer-loss`).")
     fmt = lambda values, form: ", ".join("–" if v is None else format(v, form) for v in values[:epochs])
     lines = [f"The Pointer Sentinel's gate on full PTB, the stream row's first {epochs} epochs (valid after each "
              "epoch; `off` at scale 1 is the full-PTB row's own first epochs). Where the gate g is 1 the extra "

@@ -152,8 +152,7 @@ def main():
 
     tokenizer = None
     if args.tokenize:
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-        from alm_plugin.text_forms import check_language
+        from alm_plugin.text_forms import check_language  # the plugin, installed (scripts/install.sh)
         from sacremoses import MosesTokenizer
         try:
             tokenizer = MosesTokenizer(lang=check_language(args.tokenize))

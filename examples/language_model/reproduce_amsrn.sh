@@ -9,7 +9,7 @@
 # The paper's table did not survive its text extraction; its words: (c) beats (a), and the
 # entropy regulariser helps on PTB. It gives no model size: 2 x 650, dropout 0.5 (the medium
 # PTB setting, as for the Attentive LM). Adam 0.002, clip 5, 32 sentences a batch, early stop.
-# Scaled down for a CPU: SIZE=256 DROPOUT=0.3 EPOCHS=3 (or benchmarks/table.py --corpus ptb-slice).
+# Scaled down for a CPU: SIZE=256 DROPOUT=0.3 EPOCHS=3 (or python -m benchmarks.table --corpus ptb-slice).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROW=${1:-c}

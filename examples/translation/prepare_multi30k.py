@@ -19,10 +19,10 @@ import shutil
 import subprocess
 import sys
 
+from alm_plugin.text_forms import TextForms  # the plugin, installed (scripts/install.sh)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, ROOT)  # the plugin, run from a checkout (as prepare_lm_data.py)
-from alm_plugin.text_forms import TextForms  # noqa: E402
 
 SHARED = os.path.join(ROOT, "..", "shared", "data", "multi30k")
 SPLITS = {"train": "train", "valid": "val", "test": "test_2016_flickr"}

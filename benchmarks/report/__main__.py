@@ -1,0 +1,3 @@
+from benchmarks.report import main
+
+main()
