@@ -81,7 +81,7 @@ def before_the_fix_note(corpus, results):
     if not any(corpus.rows[n].before_the_dropout_fix(r) for n, r in results.items() if n in corpus.rows):
         return []
     return [f"{BEFORE_THE_FIX} trained before every tensor was dropped once (the LSTM and the pointer dropped h_t "
-            "twice, the attention read dropped states: docs/models.md, \"Dropout\"); `benchmarks/table.py` "
+            "twice, the attention read dropped states: docs/models.md, \"Dropout\"); `python -m benchmarks.table` "
             "retrains such a row and replaces its JSON."]
 
 
