@@ -161,3 +161,24 @@ def test_prepare_refuses_a_nul_byte_with_its_line(tmp_path):
     assert code != 0 and "Traceback" not in output
     assert "test.txt:2: a NUL byte at column 4" in last_line(output) and "UTF-8" in last_line(output), output
     assert not (tmp_path / "bin" / "d").exists() and not (tmp_path / "text" / "d").exists()
+
+
+def test_sample_train_only_keeps_the_dev_splits_and_the_whole_dictionary(tmp_path):
+    """--sample-train-only: a slice of the training text, scored on the whole valid and test with
+    the dictionary of the whole training text (so its figures count the full corpus's words)."""
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "train.txt").write_text("a b\nc d\ne f\ng h\n")
+    for split in ("valid", "test"):
+        (raw / f"{split}.txt").write_text("a c\ne g\nb d\n")
+    subprocess.run([sys.executable, SCRIPT, "--raw-dir", raw, "--sample-sentences", "2", "--sample-train-only",
+                    "--name", "slice", "--destdir", tmp_path / "bin", "--text-dir", tmp_path / "text"],
+                   check=True, capture_output=True, cwd=tmp_path)
+    dictionary = Dictionary.load(str(tmp_path / "bin" / "slice" / "dict.txt"))
+    assert {"g", "h"} <= set(dictionary.symbols)  # from training sentences past the slice
+    counts = {split: len(data_utils.load_indexed_dataset(str(tmp_path / "bin" / "slice" / split), dictionary))
+              for split in ("train", "valid", "test")}
+    assert counts == {"train": 2, "valid": 3, "test": 3}
+    refused = subprocess.run([sys.executable, SCRIPT, "--raw-dir", raw, "--sample-train-only", "--name", "x",
+                              "--destdir", tmp_path / "bin"], capture_output=True, text=True, cwd=tmp_path)
+    assert refused.returncode == 2 and "give --sample-sentences N" in refused.stderr

@@ -326,3 +326,19 @@ def test_fairseq_validate_logs_one_attn_entropy_at_every_batch_size(attentive_st
         figures.append(float(summary.split("attn_entropy ")[1].split()[0]))
     assert figures[0] > 1.0
     assert all(abs(f / figures[0] - 1) < 0.03 for f in figures), figures
+
+
+def test_corpus_order_trains_on_consecutive_sentences_the_same_every_epoch(sample_task):
+    """--corpus-order (the released code's batches): a training batch is consecutive samples in
+    the corpus's order, never shuffled; by default fairseq shuffles batches of like-length samples."""
+    def epochs(task, count=2):
+        task.load_dataset("train", data_selector=None, tpu=False)
+        iterator = task.get_batch_iterator(task.dataset("train"), max_sentences=8, seed=1)
+        return [[batch["id"].tolist() for batch in iterator.next_epoch_itr(shuffle=True)] for _ in range(count)]
+
+    sample_task.args.corpus_order = True
+    first, second = epochs(sample_task)
+    assert first == second and first[0] == list(range(8)) and first[1] == list(range(8, 16))
+    sample_task.args.corpus_order = False
+    first, second = epochs(sample_task)
+    assert first != second and first[0] != list(range(8))
