@@ -71,7 +71,8 @@ class SentenceLanguageModelingConfig(LanguageModelingConfig, NeuralCacheOptions,
         default=False,
         metadata={"help": "train on batches of consecutive sentences in the corpus's order, the same "
                           "every epoch (the Attentive LM authors' released code); default: fairseq's "
-                          "batches of like-length sentences, shuffled every epoch"},
+                          "batches of like-length sentences, shuffled every epoch (on a PTB slice single "
+                          "valid 300.0 in corpus order against 277.6: docs/benchmarks.md, ptb-choices)"},
     )
 
 

@@ -4,7 +4,7 @@ after each epoch and the whole-sentence valid / test of the best checkpoint, and
 choice against its reference."""
 from benchmarks.rows import PTB_CHOICES
 
-from .statements import head, pct, standing_on_both
+from .statements import head, layer_and_attention, pct, standing_on_both
 
 TOLERANCE = 1.0  # % either way that counts as level: one seed per row
 # each row against the row it differs from in one choice
@@ -39,6 +39,7 @@ def statement(results):
         lines.append(f"{PTB_CHOICES.rows[name].description} against {REFERENCE[name]}: valid {r['valid_ppl']:.1f} "
                      f"against {base['valid_ppl']:.1f}, test {r['test_ppl']:.1f} against {base['test_ppl']:.1f} "
                      f"({change[0]:+.1f}% / {change[1]:+.1f}%): {standing_on_both(*change, TOLERANCE)}.")
+    lines += layer_and_attention(PTB_CHOICES, results, TOLERANCE)
     lines.append(f"Level: within {TOLERANCE:g}% either way, which one seed per row cannot tell apart.")
     return "\n".join(lines)
 
