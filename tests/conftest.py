@@ -119,6 +119,18 @@ def tiny_lstm(tmp_path_factory):
         "--batch-size", "64"])
 
 
+@pytest.fixture
+def attentive(tiny_attentive):
+    """The shared tiny attentive_lm's checkpoint (sentence_language_modeling)."""
+    return tiny_attentive[0]
+
+
+@pytest.fixture
+def tiny_lm(tiny_lstm):
+    """The shared tiny alm_lstm's checkpoint (sentence_language_modeling)."""
+    return tiny_lstm[0]
+
+
 @pytest.fixture(scope="session")
 def tiny_lstm_stream(tmp_path_factory):
     """(checkpoint, data): an alm_lstm (16 wide) on document_language_modeling."""
@@ -171,3 +183,9 @@ def stream_models(tmp_path_factory):
             "--tokens-per-sample", "35", "--max-update", "40", "--log-interval", "8", "--save-dir", root / arch,
             "--no-epoch-checkpoints", "--validate-interval-updates", "20")
     return root, outputs
+
+
+@pytest.fixture
+def lstm_stream(tiny_lstm_stream):
+    """The shared tiny alm_lstm's checkpoint (document_language_modeling)."""
+    return tiny_lstm_stream[0]

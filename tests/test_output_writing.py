@@ -240,11 +240,6 @@ def test_an_output_in_the_checkpoints_saved_data_directory_is_refused_without_da
 # ---------------------------------------------------------------- an output on an input, or in a folder that does not exist
 
 
-@pytest.fixture
-def tiny_lm(tiny_lstm):
-    """The shared tiny alm_lstm's checkpoint (sentence_language_modeling)."""
-    return tiny_lstm[0]
-
 
 @pytest.mark.parametrize("module, prog, option, extra", [
     ("alm_plugin.cli.plot_attention", "alm-plot-attention", "--out", ["the cat"]),

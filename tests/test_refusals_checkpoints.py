@@ -16,16 +16,6 @@ EVAL = ["--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--c
         "--max-valid-steps", "1"]
 
 
-@pytest.fixture
-def attentive(tiny_attentive):
-    """The shared tiny attentive_lm's checkpoint (sentence_language_modeling)."""
-    return tiny_attentive[0]
-
-
-@pytest.fixture
-def tiny_lm(tiny_lstm):
-    """The shared tiny alm_lstm's checkpoint (sentence_language_modeling)."""
-    return tiny_lstm[0]
 
 
 # ---------------------------------------------------------------- unreadable and missing checkpoints

@@ -14,15 +14,6 @@ STREAM_EVAL = ["--user-dir", "alm_plugin", "--task", "document_language_modeling
                "--batch-size", "1"]
 
 
-@pytest.fixture
-def attentive(tiny_attentive):
-    """The shared tiny attentive_lm's checkpoint (sentence_language_modeling)."""
-    return tiny_attentive[0]
-
-
-@pytest.fixture
-def lstm_stream(tiny_lstm_stream):
-    return tiny_lstm_stream[0]
 
 
 # ---------------------------------------------------------------- sample lengths

@@ -15,16 +15,6 @@ from conftest import ROOT, SAMPLE_DATA
 GRID = ["--windows", "50", "--thetas", "0.3", "--lambdas", "0.2", "--cpu"]
 
 
-@pytest.fixture
-def attentive(tiny_attentive):
-    """The shared tiny attentive_lm's checkpoint (sentence_language_modeling)."""
-    return tiny_attentive[0]
-
-
-@pytest.fixture
-def tiny_lm(tiny_lstm):
-    """The shared tiny alm_lstm's checkpoint (sentence_language_modeling)."""
-    return tiny_lstm[0]
 
 
 # ---------------------------------------------------------------- alm-score
