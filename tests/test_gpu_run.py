@@ -3,6 +3,7 @@ and refuses (its cli step, benchmarks/gpu/cli_check.py, and that step's dry run:
 import json
 import os
 import re
+import shutil
 import subprocess
 
 import pytest
@@ -55,11 +56,16 @@ def test_dry_run_of_the_paper_step_resumes_across_commands(tmp_path):
         second = run_sh("--dry-run", "paper", "lstm", env={**env, "GPU_RUN_BUDGET": "400"}, timeout=460)
         assert second.returncode == 0, second.stdout + second.stderr
         assert "paper: lstm still running (started by an earlier command)" in second.stdout
+        # a device call copies the working tree afresh before each command, removing the results a
+        # command left there: the row finished is still found (its JSON lives under the work folder)
+        shutil.rmtree(tmp_path / "results")
+        third = run_sh("--dry-run", "paper", "lstm", env={**env, "GPU_RUN_BUDGET": "60"}, timeout=120)
+        assert third.returncode == 0 and "paper: lstm done already" in third.stdout, third.stdout + third.stderr
     finally:  # a failed run leaves no row training behind
         pid_file = tmp_path / "work" / "paper" / "lstm.pid"
         if pid_file.exists():
             subprocess.run(["kill", "--", f"-{pid_file.read_text().strip()}"], capture_output=True)
-    row = json.loads((tmp_path / "results" / "ptb-paper-dry" / "lstm.json").read_text())
+    row = json.loads((tmp_path / "work" / "paper" / "results" / "ptb-paper-dry" / "lstm.json").read_text())
     assert row == json.loads((tmp_path / "results" / "lstm.json").read_text())  # the copy that comes back
     assert row["device"] == "cpu" and row["epochs"] == 2 and "cut_at_epoch" not in row
     assert len(row["valid_ppl_per_epoch"]) == 2 and row["valid_ppl_per_epoch"][1] < row["valid_ppl_per_epoch"][0]

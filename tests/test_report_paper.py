@@ -97,12 +97,12 @@ def test_a_row_cut_by_the_clock_is_named(report, tmp_path):
 
 
 def test_the_statement_says_whether_the_curves_had_settled(report, tmp_path):
-    """The gap to the paper is put down to the epoch budget only where the valid curves still fell."""
+    """The figures are put down to the epoch budget only where the valid curves still fell."""
     flat = [120.0, 110.0, 100.5, 100.45, 100.4, 100.35, 100.3]
     falling = [120.0, 115.0, 110.0, 106.0, 103.0, 101.0, 100.3]
     text = paper_block(report, tmp_path / "flat", {"lstm": row(100.3, 96.0, valid_ppl_per_epoch=flat),
                                                     "single": row(98.0, 94.0, valid_ppl_per_epoch=flat)})
-    assert "-0.20%" in text and "flat (under 0.5%), so more epochs of this schedule would not close" in text
+    assert "-0.20%" in text and "flat (under 0.5%): more epochs of this schedule would not move these figures" in text
     text = paper_block(report, tmp_path / "falling", {"lstm": row(100.3, 96.0, valid_ppl_per_epoch=flat),
                                                       "single": row(98.0, 94.0, valid_ppl_per_epoch=falling)})
     assert "still falling: the epoch budget sets these figures" in text and "flat (under" not in text

@@ -380,7 +380,10 @@ step_paper() {
   if (( DRY )); then corpus=ptb-paper-dry; dev=(--device cpu --jobs 2 --threads 1); score_s=${PAPER_SCORE_S:-60}
   else ptb_data; [[ $DATA == data-bin/ptb ]] || { say "paper: no PTB (carry .gpu-data: run.sh --prepare here)"; return 1; }
        start_mps; fi
-  local save=$WORK/paper out=$RESULTS/$corpus table=(-m benchmarks.table --corpus "$corpus")
+  # the rows' JSON live beside their checkpoints, outside the working tree: a device call copies the
+  # tree afresh before each command and removes what it did not copy (a row finished in the first
+  # command was taken for "stopped without its JSON" by the second); each is copied to $RESULTS below
+  local save=$WORK/paper out=$WORK/paper/results/$corpus table=(-m benchmarks.table --corpus "$corpus")
   mkdir -p "$save" "$out"
   running() {  # its process is alive (an init that does not reap would leave a zombie: state Z)
     local pid; pid=$(cat "$save/$1.pid" 2>/dev/null) && [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null \

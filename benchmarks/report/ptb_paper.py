@@ -119,7 +119,7 @@ def settled(paper, last=4):
     lr = f"1/{2 ** (epochs - PTB_PAPER.anneal_after)}" if epochs > PTB_PAPER.anneal_after else "1"
     return [f"Valid ppl over the last {last} epochs (lr down to {lr}): " + "; ".join(
         f"{PTB_PAPER.rows[n].description} {m:+.2f}%" for n, m in moved.items()) + ": " + (
-        f"flat (under {SETTLED:g}%), so more epochs of this schedule would not close the gap to the paper."
+        f"flat (under {SETTLED:g}%): more epochs of this schedule would not move these figures."
         if flat else "still falling: the epoch budget sets these figures.")]
 
 
