@@ -11,6 +11,7 @@ import importlib
 import io
 import json
 import logging
+import multiprocessing
 import os
 import re
 import subprocess
@@ -96,6 +97,7 @@ def _in_process(main, argv, stdin=None, log_to_stdout=False):
     sys.stdin = io.TextIOWrapper(io.BytesIO((stdin or "").encode("utf-8")), encoding="utf-8")
     torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = True, False  # torch's defaults
     code = 0
+    children = set(multiprocessing.active_children())
     try:
         os.chdir(ROOT)
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
@@ -109,6 +111,7 @@ def _in_process(main, argv, stdin=None, log_to_stdout=False):
                 sys.excepthook(*sys.exc_info())  # plugin's one-line refusals, else the traceback)
                 code = 1
     finally:
+        _end_data_loader_workers(children)
         sys.argv, sys.stdin, cwd = saved
         os.chdir(cwd)
         torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = tf32
@@ -123,6 +126,16 @@ def _in_process(main, argv, stdin=None, log_to_stdout=False):
                 logger.disabled = disabled
                 logger.setLevel(level)  # through setLevel: it clears the loggers' cached levels
     return code, stdout.getvalue(), stderr.getvalue()
+
+
+def _end_data_loader_workers(before):
+    """End the worker processes the run left (fairseq's data loaders with --num-workers > 0): a
+    process ends them at its exit; in this one an iterator that fairseq never exhausted keeps them
+    until it is collected, during a later run, whose ``_shutdown_workers`` then waits 5 s
+    (``MP_STATUS_CHECK_INTERVAL``) for a worker that does not answer."""
+    for child in set(multiprocessing.active_children()) - before:
+        child.terminate()
+        child.join(1)
 
 
 def last_line(output):

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from cli import TRAIN_COMMON, eval_lm_result, last_line, refused, run, run_module
-from conftest import SAMPLE_DATA
+from conftest import SAMPLE_DATA, short_split
 
 TINY = ["--embed-dim", "16", "--hidden-size", "16", "--num-layers", "1", "--optimizer", "adam", "--lr", "0.01",
         "--batch-size", "64", "--no-epoch-checkpoints", "--disable-validation"]
@@ -95,9 +95,9 @@ def test_an_option_that_changes_the_function_cannot_change_on_load(tmp_path):
                          "--attention-sentinel True" in output
 
 
-def test_the_same_cutoffs_written_another_way_load_the_model(adaptive_sentence):
+def test_the_same_cutoffs_written_another_way_load_the_model(adaptive_sentence, tmp_path):
     """Before: '500, 2000' on a 500,2000 model was refused as a different model."""
-    common = [SAMPLE_DATA, "--path", adaptive_sentence, "--user-dir", "alm_plugin", "--task",
+    common = [short_split(tmp_path, 40), "--path", adaptive_sentence, "--user-dir", "alm_plugin", "--task",
               "sentence_language_modeling", "--cpu", "--gen-subset", "valid", "--batch-size", "16"]
     _, plain = eval_lm_result(run("eval_lm", *common)[1])
     for written in ("500, 2000", " 500 ,2000 ", "[500, 2000]"):

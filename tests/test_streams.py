@@ -223,8 +223,8 @@ def test_a_split_named_train_is_scored_as_any_split_is(stream_models, tmp_path):
     root, _ = stream_models
     d = Dictionary.load(os.path.join(SAMPLE_DATA, "dict.txt"))
     lines = data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "valid"), d)
-    text = tmp_path / "text.txt"  # valid's first 60 lines, binarised under both names
-    text.write_text("".join(d.string(lines[i][:-1]) + "\n" for i in range(60)))
+    text = tmp_path / "text.txt"  # valid's first 20 lines, binarised under both names
+    text.write_text("".join(d.string(lines[i][:-1]) + "\n" for i in range(20)))
     data = tmp_path / "db"
     code, output = run("preprocess", "--only-source", "--srcdict", os.path.join(SAMPLE_DATA, "dict.txt"),
                        "--trainpref", text, "--validpref", text, "--destdir", data, "--workers", "1", check=False)
