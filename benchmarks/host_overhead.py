@@ -37,6 +37,7 @@ import sys
 import tempfile
 import time
 import traceback
+import warnings
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -53,12 +54,12 @@ READS = {aten._local_scalar_dense.default, aten.nonzero.default, aten.masked_sel
 MASK_INDEXED = {aten.index.Tensor, aten.index_put.default, aten.index_put_.default}
 
 FIGURES = ("loss", "nll_loss", "paper_nll_loss", "attn_entropy", "sample_size")  # what an update logs
-TINY = ["--embed-dim", "16", "--hidden-size", "16", "--num-layers", "2"]
-RECIPE = ["--cpu", "--num-workers", "0", "--optimizer", "sgd", "--lr", "1", "--clip-norm", "5", "--sentence-avg",
+RECIPE = ["--optimizer", "sgd", "--lr", "1", "--clip-norm", "5", "--sentence-avg",
           "--criterion", "attention_cross_entropy", "--batch-size", "32", "--seed", "1"]
 SENTENCES = ["--task", "sentence_language_modeling", "--tokens-per-sample", "35"]
 STREAMS = ["--task", "document_language_modeling", "--tokens-per-sample", "35", "--memory-window", "20"]
 CASES = {
+    "sentence lstm": [*SENTENCES, "--arch", "alm_lstm"],
     "sentence single": [*SENTENCES, "--arch", "attentive_lm"],
     "sentence combined": [*SENTENCES, "--arch", "attentive_lm", "--attention-score", "combined"],
     "sentence amsrn": [*SENTENCES, "--arch", "amsrn"],
@@ -66,9 +67,11 @@ CASES = {
 }
 
 
-def case_args(case, data=SAMPLE_DATA, plugin=os.path.join(ROOT, "alm_plugin")):
-    """fairseq-train's arguments (after the program's name) for one case."""
-    return [data, "--user-dir", plugin, *RECIPE, *TINY, *CASES[case]]
+def case_args(case, data=SAMPLE_DATA, plugin=os.path.join(ROOT, "alm_plugin"), device="cpu", size=16, workers=0):
+    """fairseq-train's arguments (after the program's name) for one case: 2 x ``size``, on ``device``,
+    ``workers`` data-loading processes."""
+    return [data, "--user-dir", plugin, *(["--cpu"] if device == "cpu" else []), "--num-workers", str(workers), *RECIPE,
+            "--embed-dim", str(size), "--hidden-size", str(size), "--num-layers", "2", *CASES[case]]
 
 
 def _mask_indexed(func, args) -> bool:
@@ -143,10 +146,18 @@ def train(argv):
     distributed_utils.call_main(convert_namespace_to_omegaconf(args), fairseq_train.main)
 
 
-def measure(case, updates=60, skip=5, counted=3, parts=False, plugin=os.path.join(ROOT, "alm_plugin")):
-    """Runs the case for ``updates`` updates; returns the per-update medians (ms) of the trainer's
-    step and the task's, the syncs of update ``counted``, and with ``parts`` the medians of the
-    trainer's pieces."""
+def cuda_syncs(on):
+    """Where CUDA is in use: ``torch.cuda.set_sync_debug_mode`` warns at each synchronisation while
+    ``on``; the warnings are recorded (a list) by the caller's ``warnings.catch_warnings``."""
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.set_sync_debug_mode("warn" if on else "default")
+
+
+def measure(case, updates=60, skip=5, counted=3, parts=False, plugin=os.path.join(ROOT, "alm_plugin"), **where):
+    """Runs the case for ``updates`` updates (``where``: ``case_args``'s data, device, size, workers);
+    returns the per-update medians (ms) of the trainer's step and the task's, of the time from one
+    update to the next and the tokens/s over them, the syncs of update ``counted`` (and on a GPU those
+    ``set_sync_debug_mode`` reports), and with ``parts`` the medians of the trainer's pieces."""
     from fairseq.logging import metrics
     from fairseq.logging.meters import MetersDict
     from fairseq.tasks import FairseqTask
@@ -154,6 +165,7 @@ def measure(case, updates=60, skip=5, counted=3, parts=False, plugin=os.path.joi
     from omegaconf import DictConfig
 
     step_ms, task_ms, piece_ms, syncs = [], [], collections.defaultdict(list), HostSyncs()
+    starts, tokens, device_syncs = [], [], warnings.catch_warnings(record=True)
     inside = {"task": 0.0, "pieces": collections.Counter(), "lookups": 0, "log": None}
     trained = hashlib.sha256()  # every update's figures, then the weights: the same bits, the same digest
 
@@ -161,17 +173,28 @@ def measure(case, updates=60, skip=5, counted=3, parts=False, plugin=os.path.joi
         def step(self, samples, raise_oom=False):
             number = len(step_ms) + 1
             inside["task"], inside["pieces"], inside["lookups"] = 0.0, collections.Counter(), 0
+            tokens.append(sum(sample.get("ntokens", 0) for sample in samples if sample))
             with syncs if number == counted else contextlib.nullcontext():
+                if number == counted:
+                    recorded = device_syncs.__enter__()
+                    warnings.simplefilter("always")
+                    cuda_syncs(True)
                 start = time.perf_counter()
+                starts.append(start)
                 result = original(self, samples, raise_oom)
                 spent = time.perf_counter() - start
+                if number == counted:
+                    cuda_syncs(False)
+                    inside["cuda_syncs"] = (sum("synchroniz" in str(w.message) for w in recorded)
+                                            if torch.cuda.is_available() and torch.cuda.is_initialized() else None)
+                    device_syncs.__exit__(None, None, None)
             step_ms.append(spent * 1e3)
             task_ms.append(inside["task"] * 1e3)
             log = inside["log"]
             trained.update(repr([float(log[key]) for key in FIGURES if key in log]).encode())
             if number == updates:
                 for parameter in self.model.parameters():
-                    trained.update(parameter.detach().numpy().tobytes())
+                    trained.update(parameter.detach().cpu().numpy().tobytes())
             for piece, seconds in inside["pieces"].items():
                 piece_ms[piece].append(seconds * 1e3)
             piece_ms["config look-ups (count)"].append(inside["lookups"])
@@ -211,7 +234,7 @@ def measure(case, updates=60, skip=5, counted=3, parts=False, plugin=os.path.joi
         return lookup
 
     with contextlib.ExitStack() as stack:
-        args = [*case_args(case, plugin=plugin), "--max-update", str(updates), "--no-save", "--disable-validation",
+        args = [*case_args(case, plugin=plugin, **where), "--max-update", str(updates), "--no-save", "--disable-validation",
                 "--no-progress-bar", "--log-interval", str(10 * updates),
                 "--save-dir", stack.enter_context(tempfile.TemporaryDirectory())]
         stack.enter_context(patched(Trainer, "train_step", trainer_step))
@@ -231,9 +254,12 @@ def measure(case, updates=60, skip=5, counted=3, parts=False, plugin=os.path.joi
         return round(statistics.median(values[skip:]), 3)
 
     host = [s - t for s, t in zip(step_ms, task_ms)]
+    between = [(b - a) * 1e3 for a, b in zip(starts, starts[1:])]  # one update's start to the next's
     figures = {"updates": len(step_ms), "host_ms": median(host), "step_ms": median(step_ms),
-               "task_ms": median(task_ms), "syncs": syncs.total, "ours": syncs.ours, "where": dict(syncs.found),
-               "trained": trained.hexdigest()[:16]}
+               "task_ms": median(task_ms), "update_ms": median(between),
+               "tokens_per_s": round(sum(tokens[skip:-1]) / (starts[-1] - starts[skip])),
+               "syncs": syncs.total, "ours": syncs.ours, "where": dict(syncs.found),
+               "cuda_syncs": inside.get("cuda_syncs"), "trained": trained.hexdigest()[:16]}
     if parts:
         figures["parts_ms"] = {piece: median(values) for piece, values in piece_ms.items()}
     return figures
@@ -268,10 +294,12 @@ def plugin_directory(source, keep):
     return os.path.join(into, "alm_plugin")
 
 
-def measured_in_a_process(cases, plugin, updates, parts):
+def measured_in_a_process(cases, plugin, updates, parts, where):
     """``measure`` of every case in a fresh process (fairseq imports a plugin once a process, so
     each plugin gets its own): ``{case: figures}``."""
-    command = [sys.executable, "-m", "benchmarks.host_overhead", "--one", ",".join(cases), "--updates", str(updates)]
+    command = [sys.executable, "-m", "benchmarks.host_overhead", "--one", ",".join(cases), "--updates", str(updates),
+               f"--data={where['data']}", f"--device={where['device']}", f"--size={where['size']}",
+               f"--num-workers={where['workers']}"]
     proc = subprocess.run([*command, *(["--parts"] if parts else [])], cwd=ROOT, capture_output=True, text=True,
                           env={**os.environ, "OMP_NUM_THREADS": "1", "ALM_HOST_OVERHEAD_PLUGIN": plugin})
     if proc.returncode != 0:
@@ -279,15 +307,16 @@ def measured_in_a_process(cases, plugin, updates, parts):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def compare(plugins, cases, updates, repeats):
+def compare(plugins, cases, updates, repeats, where):
     """Every plugin's cases ``repeats`` times, the plugins interleaved (the machine's drifts hit all
     alike), then once with the pieces timed: ``{label: {case: figures}}``, the medians of the timed runs."""
     runs = collections.defaultdict(lambda: collections.defaultdict(list))
     for repeat in range(repeats + 1):
         for label, plugin in plugins.items():
-            for case, result in measured_in_a_process(cases, plugin, updates, parts=repeat == repeats).items():
+            for case, result in measured_in_a_process(cases, plugin, updates, repeat == repeats, where).items():
                 runs[label][case].append(result)
                 print(f"  run {repeat + 1}: {label:8s} {case:18s} host {result['host_ms']:6.3f} ms an update, "
+                      f"{result['update_ms']:.2f} ms from one to the next, {result['tokens_per_s']} tokens/s, "
                       f"{result['syncs']} syncs ({result['ours']} ours)", flush=True)
     figures = {}
     for label, by_case in runs.items():
@@ -295,8 +324,9 @@ def compare(plugins, cases, updates, repeats):
         for case, results in by_case.items():
             last, timed = results[-1], results[:-1]
             figures[label][case] = {
-                **{key: round(statistics.median(r[key] for r in timed), 3) for key in ("host_ms", "step_ms", "task_ms")},
-                "syncs": last["syncs"], "ours": last["ours"], "where": last["where"], "parts_ms": last["parts_ms"],
+                **{key: round(statistics.median(r[key] for r in timed), 3)
+                   for key in ("host_ms", "step_ms", "task_ms", "update_ms", "tokens_per_s")},
+                "syncs": last["syncs"], "cuda_syncs": last["cuda_syncs"], "ours": last["ours"], "where": last["where"], "parts_ms": last["parts_ms"],
                 "trained": last["trained"] if len({r["trained"] for r in results}) == 1 else "differs between runs"}
     return figures
 
@@ -311,25 +341,34 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=3, help="timed runs of each case and plugin, interleaved; "
                                                                 "medians of their medians (then one with the pieces timed)")
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated, of: " + ", ".join(CASES))
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where fairseq-train trains")
+    parser.add_argument("--size", type=int, default=16, help="the models' 2 x SIZE (650: the paper's)")
+    parser.add_argument("--num-workers", type=int, default=0, help="fairseq-train's data-loading processes")
+    parser.add_argument("--data", default=SAMPLE_DATA, help="a binarised corpus (default: the shipped sample)")
     parser.add_argument("--json", help="write the figures here (each label's replaces that label's figures)")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # a single run, in the process compare() starts
     parser.add_argument("--parts", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: torch sees no GPU here (run it on the GPU machine: run.sh timing)")
+    where = {"data": args.data, "device": args.device, "size": args.size, "workers": args.num_workers}
     if args.one:
         torch.set_num_threads(1)
         logging.disable(logging.WARNING)  # fairseq's INFO lines (and the models' one-time notes)
         plugin = os.environ.get("ALM_HOST_OVERHEAD_PLUGIN", os.path.join(ROOT, "alm_plugin"))
-        print(json.dumps({case: measure(case, args.updates, parts=args.parts, plugin=plugin)
+        print(json.dumps({case: measure(case, args.updates, parts=args.parts, plugin=plugin, **where)
                           for case in args.one.split(",")}))
         return
     sources = dict(p.split("=", 1) for p in args.plugins) or {"after": "alm_plugin"}
     with contextlib.ExitStack() as keep:
         plugins = {label: plugin_directory(source, keep) for label, source in sources.items()}
-        figures = compare(plugins, [c.strip() for c in args.cases.split(",")], args.updates, args.repeats)
+        figures = compare(plugins, [c.strip() for c in args.cases.split(",")], args.updates, args.repeats, where)
     for label, by_case in figures.items():
         for case, f in by_case.items():
             print(f"{label:8s} {case:18s} host {f['host_ms']:6.3f} ms (step {f['step_ms']:.2f}, task {f['task_ms']:.2f}), "
-                  f"{f['syncs']} syncs, {f['ours']} ours; figures and weights {f['trained']}")
+                  f"update {f['update_ms']:.2f} ms, {f['tokens_per_s']:.0f} tokens/s, {f['syncs']} syncs, {f['ours']} "
+                  f"ours{'' if f['cuda_syncs'] is None else ', %d CUDA syncs' % f['cuda_syncs']}; figures and weights "
+                  f"{f['trained']}")
             print("    " + ", ".join(f"{n} x {where}" for where, n in sorted(f["where"].items())))
             print("    pieces (ms, one run): " + ", ".join(f"{k} {v}" for k, v in f["parts_ms"].items()))
     if args.json:
@@ -340,9 +379,10 @@ def main(argv=None):
         for label, by_case in figures.items():
             result["runs"][label] = {
                 "cases": by_case, "trainer_checks_ms": trainer_checks_ms(), "plugin": sources[label],
-                "device": f"CPU, 1 thread ({platform.machine()}), side by side with " + ", ".join(
+                "device": (torch.cuda.get_device_name() if args.device == "cuda" else
+                           f"CPU, 1 thread ({platform.machine()})") + ", side by side with " + ", ".join(
                     other for other in figures if other != label),
-                "updates": args.updates, "repeats": args.repeats, "torch": torch.__version__}
+                "size": args.size, "num_workers": args.num_workers, "updates": args.updates, "repeats": args.repeats, "torch": torch.__version__}
         result["command"] = "python -m benchmarks.host_overhead " + " ".join(argv or [])
         write_json(args.json, result)
 

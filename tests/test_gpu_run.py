@@ -33,7 +33,7 @@ def test_run_sh_refuses_what_it_does_not_know_before_doing_anything(tmp_path, ar
 def test_run_sh_help_names_the_steps_and_the_carry_list():
     proc = run_sh("--help")
     assert proc.returncode == 0
-    for text in ("install", "tests", "cli", "speed", '[".whl", ".gpu-data"]',
+    for text in ("install", "tests", "cli", "speed", '[".whl", ".gpu-data", ".gpu-plugins"]',
                  "bash benchmarks/gpu/run.sh install tests cli speed", "--dry-run"):
         assert text in proc.stdout
 
@@ -74,3 +74,21 @@ def test_dry_run_of_the_paper_step_resumes_across_commands(tmp_path):
         assert 1 < row[key] < 6000, key
     assert row["cache"]["chosen_on"] == row["dynamic"]["chosen_on"] == row["both"]["chosen_on"] == "valid"
     assert row["test_ppl_cache_dynamic"] < row["test_ppl"]  # the test-time options help this tiny model
+
+
+def test_dry_run_of_the_timing_step_times_each_lever_and_keeps_the_figures(tmp_path):
+    """run.sh timing, on the CPU (--dry-run: 2 x 16 single on the shipped sample, 10 updates a run):
+    fairseq-train's update timed with the host levers off (the plugins of b6545b6 and adb44ed, from
+    .gpu-plugins/ or this repository's history) and on (this tree), and with --num-workers 0 / 2;
+    every run logs the same figures and ends with the same weights, and only the plugin before the
+    sync fix reads device values of its own."""
+    env = {"ALM_GPU_RESULTS": str(tmp_path / "results"), "ALM_GPU_WORK": str(tmp_path / "work")}
+    proc = run_sh("--dry-run", "timing", env=env, timeout=400)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    runs = json.loads((tmp_path / "results" / "update_timing.json").read_text())["runs"]
+    assert set(runs) == {"before", "no-syncs", "after", "after-workers-0", "after-workers-2"}
+    assert {runs[label]["num_workers"] for label in runs} == {0, 1, 2}
+    figures = [run["cases"]["sentence single"] for run in runs.values()]
+    assert len({f["trained"] for f in figures}) == 1  # the levers leave every figure and weight as it was
+    assert all(f["update_ms"] > 0 and f["tokens_per_s"] > 0 and f["cuda_syncs"] is None for f in figures)
+    assert runs["before"]["cases"]["sentence single"]["ours"] > 0 == runs["after"]["cases"]["sentence single"]["ours"]

@@ -8,8 +8,9 @@
 #    makes .whl/ (scripts/make_wheelhouse.sh --python-version 3.12 --dest .whl --have "$(cat
 #    benchmarks/gpu/image_has.txt)": what the image lacks, ~22 MB; fairseq-fixed's cp312 wheel then
 #    slimmed by benchmarks/gpu/slim_wheel.py to what the plugin imports, 20 -> 2.2 MB) and
-#    .gpu-data/ptb/ (the raw PTB, 5.7 MB, copied from ../shared/data/ptb); both git-ignored, ~10 MB.
-# 2. On the GPU machine, the device tool's `run` with carry [".whl", ".gpu-data"], timeout_s 600:
+#    .gpu-data/ptb/ (the raw PTB, 5.7 MB, copied from ../shared/data/ptb) and .gpu-plugins/ (the older
+#    plugins the timing step measures, git archive, ~0.5 MB); all git-ignored, ~10 MB.
+# 2. On the GPU machine, the device tool's `run` with carry [".whl", ".gpu-data", ".gpu-plugins"], timeout_s 600:
 #      bash benchmarks/gpu/run.sh install tests cli speed
 # 3. Here, without a GPU: the same steps with tiny budgets, both sides of each comparison --cpu,
 #    the results under $TMPDIR/alm_gpu_dry/ (not benchmarks/results/gpu/):
@@ -55,6 +56,12 @@
 #                paper_progress.json (each row's valid curve so far). Dry run: 2 x 32 rows on the
 #                shipped sample, 2 epochs, on the CPU.
 # fairseq-speed (300, not in the 8 minutes) train_speed.py --mode fairseq against lstm_lm, fp32 / fp16.
+# timing   (200, not in the 8 minutes) a fairseq-train update at the paper's batch, 2 x 650, lstm / single /
+#                combined (benchmarks.host_overhead --device cuda): median ms an update, tokens/s, the host's
+#                share, the syncs (ours, fairseq's, and those torch.cuda.set_sync_debug_mode reports), with
+#                the host levers off (before: b6545b6; no-syncs: adb44ed, the syncs out but not the mends) and
+#                on (this tree), and --num-workers 0 / 1 / 2; update_timing.json. The older plugins come in
+#                .gpu-plugins/ (run.sh --prepare; carry it too). Dry run: 2 x 16, single, on the sample.
 #
 # Results: benchmarks/results/gpu/ (summary.txt with each step's seconds, cli.json,
 # train_speed_model_b32.json, train_speed_model_b128.json, dynamic_speed.json, step_profile.json,
@@ -71,8 +78,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-python3}
-STEPS_KNOWN=(install tests cli speed char fairseq-speed paper)
+STEPS_KNOWN=(install tests cli speed char fairseq-speed timing paper)
 PAPER_ROWS_KNOWN=(lstm single combined single-zero-context)
+# the timing step's plugins with the host levers off: before the syncs were taken out, and before the mends
+declare -A TIMING_PLUGINS=([before]=b6545b6 [no-syncs]=adb44ed)
 DRY=0; PREPARE=0; CUT=0; WANT=(); PAPER_ROWS=()
 for arg in "$@"; do
   case $arg in
@@ -106,7 +115,7 @@ for s in "${STEPS_KNOWN[@]}"; do [[ " ${WANT[*]:-} " == *" $s "* ]] && STEPS+=("
 # (each would fail in its log, the reason out of sight); --dry-run runs them on the CPU
 if (( ! DRY )); then
   ON_GPU=()
-  for s in tests cli speed char fairseq-speed; do [[ " ${STEPS[*]:-} " == *" $s "* ]] && ON_GPU+=("$s"); done
+  for s in tests cli speed char fairseq-speed timing; do [[ " ${STEPS[*]:-} " == *" $s "* ]] && ON_GPU+=("$s"); done
   if (( ${#ON_GPU[@]} )) && ! nvidia-smi -L 2>/dev/null | grep -q '^GPU' \
      && ! $PY -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
     echo "run.sh: ${ON_GPU[*]} run on a GPU and this machine has none (nvidia-smi lists no GPU, torch sees no CUDA):" \
@@ -120,12 +129,12 @@ now() { echo $(( $(date +%s) - T0 )); }
 if (( DRY )); then
   RESULTS=${ALM_GPU_RESULTS:-${TMPDIR:-/tmp}/alm_gpu_dry/results}
   WORK=${ALM_GPU_WORK:-${TMPDIR:-/tmp}/alm_gpu_dry/work}
-  declare -A BUDGET=([install]=30 [tests]=200 [cli]=330 [speed]=300 [char]=300 [fairseq-speed]=300 [paper]=280)
+  declare -A BUDGET=([install]=30 [tests]=200 [cli]=330 [speed]=300 [char]=300 [fairseq-speed]=300 [timing]=150 [paper]=280)
   TOTAL=${GPU_RUN_BUDGET:-900}
 else
   RESULTS=${ALM_GPU_RESULTS:-benchmarks/results/gpu}
   WORK=${ALM_GPU_WORK:-${TMPDIR:-/tmp}/alm_gpu_run}
-  declare -A BUDGET=([install]=60 [tests]=100 [cli]=240 [speed]=130 [char]=300 [fairseq-speed]=300 [paper]=565)
+  declare -A BUDGET=([install]=60 [tests]=100 [cli]=240 [speed]=130 [char]=300 [fairseq-speed]=300 [timing]=200 [paper]=565)
   # paper is a command of its own (a device command may take 600 s)
   [[ " ${WANT[*]:-} " == *" paper "* ]] && TOTAL=${GPU_RUN_BUDGET:-570} || TOTAL=${GPU_RUN_BUDGET:-560}
 fi
@@ -201,12 +210,17 @@ prepare() {
   if ! compgen -G ".whl/fairseq[-_]fixed-*" > /dev/null; then
     bash scripts/make_wheelhouse.sh --python-version 3.12 --dest .whl --have "$(cat benchmarks/gpu/image_has.txt)" || return 1
   fi
+  local label
+  for label in "${!TIMING_PLUGINS[@]}"; do  # the older plugins that the timing step measures
+    [[ -d .gpu-plugins/$label/alm_plugin ]] && continue
+    mkdir -p ".gpu-plugins/$label" && git archive "${TIMING_PLUGINS[$label]}" alm_plugin | tar -x -C ".gpu-plugins/$label" || return 1
+  done
   local w
   for w in .whl/fairseq_fixed-*-cp3*.whl; do [[ -f $w ]] && { $PY -m benchmarks.gpu.slim_wheel "$w" || return 1; }; done
-  local kb; kb=$(du -sk .whl .gpu-data | awk '{ s += $1 } END { print s }')
+  local kb; kb=$(du -sk .whl .gpu-data .gpu-plugins | awk '{ s += $1 } END { print s }')
   say "prepare: .whl $(du -sh .whl | cut -f1), .gpu-data $(du -sh .gpu-data | cut -f1): $(( kb / 1024 )) MiB to carry (limit 64)"
   (( kb < 48 * 1024 )) || { say "prepare: over 48 MiB: too close to the 64 MiB carry limit"; return 1; }
-  say "prepare: carry [\".whl\", \".gpu-data\"] and run: bash benchmarks/gpu/run.sh install tests cli speed"
+  say "prepare: carry [\".whl\", \".gpu-data\", \".gpu-plugins\"] and run: bash benchmarks/gpu/run.sh install tests cli speed"
 }
 
 # ---- PTB for the speed steps: raw text carried in .gpu-data/ptb, binarised here ------------------
@@ -352,6 +366,31 @@ step_fairseq-speed() {
   local r=$?; PRODUCED+=("$RESULTS/train_speed_fairseq.json"); tail -8 "$LOGS/train_speed_fairseq.log" | tee -a "$SUMMARY"; return $r
 }
 
+# ---- timing: a fairseq-train update, the host's levers off and on (issue 63) ----------------------
+step_timing() {
+  local end=$(( $(date +%s) + $1 )) data plugins=() rc=0 label
+  ptb_data; data=$DATA
+  local dev=(--device cuda --size 650 --updates 60 --repeats 1 --cases "sentence lstm,sentence single,sentence combined")
+  (( DRY )) && { data=data-bin/wikitext-2-sample; dev=(--device cpu --size 16 --updates 10 --repeats 1 --cases "sentence single"); }
+  for label in before no-syncs; do  # carried (.gpu-plugins), else from this repository's history
+    if [[ -d .gpu-plugins/$label/alm_plugin ]]; then plugins+=("$label=.gpu-plugins/$label/alm_plugin")
+    elif git rev-parse -q --verify "${TIMING_PLUGINS[$label]}^{commit}" > /dev/null 2>&1; then plugins+=("$label=${TIMING_PLUGINS[$label]}")
+    else say "timing: no .gpu-plugins/$label (run.sh --prepare here, and carry .gpu-plugins): $label left out"; fi
+  done
+  timing() {  # NAME ARGS...: one benchmarks.host_overhead run, within what is left of the step
+    local name=$1 left; shift; left=$(left_of "$end")
+    (( left > 5 )) || { say "timing $name: not run (the step's budget is spent)"; return 1; }
+    fg timeout "$left" $PY -m benchmarks.host_overhead "$@" --data "$data" "${dev[@]}" \
+      --json "$RESULTS/update_timing.json" > "$LOGS/timing_$name.log" 2>&1
+    local r=$?; say "timing $name: rc=$r"; grep -E "^[a-z0-9-]+ +sentence" "$LOGS/timing_$name.log" | tee -a "$SUMMARY"; return $r
+  }
+  timing levers "${plugins[@]}" after=alm_plugin --num-workers 1 || rc=1
+  timing workers-0 after-workers-0=alm_plugin --num-workers 0 || rc=1
+  timing workers-2 after-workers-2=alm_plugin --num-workers 2 || rc=1
+  [[ -f $RESULTS/update_timing.json ]] && PRODUCED+=("$RESULTS/update_timing.json")
+  return $rc
+}
+
 # ---- paper: the rows of --corpus ptb-paper, resumable across commands ----------------------------
 # Two training processes on one GPU time-slice it (H100: 21 / 26 s an epoch side by side against
 # ~18 alone): under CUDA's MPS they share one context and their kernels interleave. Tried once, on
@@ -464,6 +503,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>
 [[ " ${STEPS[*]} " == *" install "* ]] || $PY -c "import numpy, torch; print('torch', torch.__version__, 'numpy', numpy.__version__)" 2>&1 | tail -1 | tee -a "$SUMMARY"
 NEED_PTB=0
 [[ " ${STEPS[*]} " == *" speed "* || " ${STEPS[*]} " == *" fairseq-speed "* ]] && NEED_PTB=1
+(( DRY )) || [[ " ${STEPS[*]} " != *" timing "* ]] || NEED_PTB=1
 (( DRY )) || [[ " ${STEPS[*]} " != *" paper "* ]] || NEED_PTB=1
 # PTB is binarised in the background (fairseq-preprocess) while the tests and checks run
 (( NEED_PTB )) && [[ " ${STEPS[*]} " != *" install "* ]] && start_ptb
