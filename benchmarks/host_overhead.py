@@ -165,7 +165,7 @@ def measure(case, updates=60, skip=5, counted=3, parts=False, plugin=os.path.joi
     from omegaconf import DictConfig
 
     step_ms, task_ms, piece_ms, syncs = [], [], collections.defaultdict(list), HostSyncs()
-    starts, tokens, device_syncs = [], [], warnings.catch_warnings(record=True)
+    starts, tokens = [], []
     inside = {"task": 0.0, "pieces": collections.Counter(), "lookups": 0, "log": None}
     trained = hashlib.sha256()  # every update's figures, then the weights: the same bits, the same digest
 
@@ -174,20 +174,23 @@ def measure(case, updates=60, skip=5, counted=3, parts=False, plugin=os.path.joi
             number = len(step_ms) + 1
             inside["task"], inside["pieces"], inside["lookups"] = 0.0, collections.Counter(), 0
             tokens.append(sum(sample.get("ntokens", 0) for sample in samples if sample))
-            with syncs if number == counted else contextlib.nullcontext():
-                if number == counted:
-                    recorded = device_syncs.__enter__()
+            counting = number == counted
+            with syncs if counting else contextlib.nullcontext(), \
+                    warnings.catch_warnings(record=True) if counting else contextlib.nullcontext() as recorded:
+                if counting:
                     warnings.simplefilter("always")
                     cuda_syncs(True)
-                start = time.perf_counter()
-                starts.append(start)
-                result = original(self, samples, raise_oom)
-                spent = time.perf_counter() - start
-                if number == counted:
-                    cuda_syncs(False)
+                try:
+                    start = time.perf_counter()
+                    starts.append(start)
+                    result = original(self, samples, raise_oom)
+                    spent = time.perf_counter() - start
+                finally:
+                    if counting:
+                        cuda_syncs(False)
+                if counting:
                     inside["cuda_syncs"] = (sum("synchroniz" in str(w.message) for w in recorded)
                                             if torch.cuda.is_available() and torch.cuda.is_initialized() else None)
-                    device_syncs.__exit__(None, None, None)
             step_ms.append(spent * 1e3)
             task_ms.append(inside["task"] * 1e3)
             log = inside["log"]
@@ -349,6 +352,8 @@ def main(argv=None):
     parser.add_argument("--one", help=argparse.SUPPRESS)  # a single run, in the process compare() starts
     parser.add_argument("--parts", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.updates < 8:
+        parser.error(f"--updates {args.updates}: at least 8 (the first 5 are not timed)")
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: torch sees no GPU here (run it on the GPU machine: run.sh timing)")
     where = {"data": args.data, "device": args.device, "size": args.size, "workers": args.num_workers}
@@ -382,7 +387,7 @@ def main(argv=None):
                 "device": (torch.cuda.get_device_name() if args.device == "cuda" else
                            f"CPU, 1 thread ({platform.machine()})") + ", side by side with " + ", ".join(
                     other for other in figures if other != label),
-                "size": args.size, "num_workers": args.num_workers, "updates": args.updates, "repeats": args.repeats, "torch": torch.__version__}
+                "data": args.data, "size": args.size, "num_workers": args.num_workers, "updates": args.updates, "repeats": args.repeats, "torch": torch.__version__}
         result["command"] = "python -m benchmarks.host_overhead " + " ".join(argv or [])
         write_json(args.json, result)
 

@@ -65,14 +65,14 @@
 #
 # Results: benchmarks/results/gpu/ (summary.txt with each step's seconds, cli.json,
 # train_speed_model_b32.json, train_speed_model_b128.json, dynamic_speed.json, step_profile.json,
-# char_speed.json, train_speed_fairseq.json); logs in $ALM_GPU_WORK/logs (default
+# char_speed.json, train_speed_fairseq.json, update_timing.json); logs in $ALM_GPU_WORK/logs (default
 # $TMPDIR/alm_gpu_run). Where $OUT is set (a device call), at most 8 files go there: summary.txt,
 # logs.tgz (every log and result of the run) and up to 6 of the run's JSONs.
 # SIGTERM (a `timeout` around run.sh) or SIGINT (Ctrl-C) ends what it runs in the foreground (each
 # step's processes, the PTB binarisation) and exits 143 / 130; paper's rows, started detached, train on.
 # Options: --dry-run, --prepare, --cut (paper only), -h / --help. Exit status: 0 when every step passed,
 # 1 when one failed (the later steps still run and their files come back), 2 for a bad argument
-# (also tests, cli, speed, char or fairseq-speed without --dry-run on a machine with no GPU: refused
+# (also tests, cli, speed, char, fairseq-speed or timing without --dry-run on a machine with no GPU: refused
 # in one line before anything runs),
 # 3 when paper's rows still run (and nothing failed): run the same command again.
 set -uo pipefail
@@ -129,7 +129,7 @@ now() { echo $(( $(date +%s) - T0 )); }
 if (( DRY )); then
   RESULTS=${ALM_GPU_RESULTS:-${TMPDIR:-/tmp}/alm_gpu_dry/results}
   WORK=${ALM_GPU_WORK:-${TMPDIR:-/tmp}/alm_gpu_dry/work}
-  declare -A BUDGET=([install]=30 [tests]=200 [cli]=330 [speed]=300 [char]=300 [fairseq-speed]=300 [timing]=150 [paper]=280)
+  declare -A BUDGET=([install]=30 [tests]=200 [cli]=330 [speed]=300 [char]=300 [fairseq-speed]=300 [timing]=240 [paper]=280)
   TOTAL=${GPU_RUN_BUDGET:-900}
 else
   RESULTS=${ALM_GPU_RESULTS:-benchmarks/results/gpu}
@@ -218,7 +218,7 @@ prepare() {
   local w
   for w in .whl/fairseq_fixed-*-cp3*.whl; do [[ -f $w ]] && { $PY -m benchmarks.gpu.slim_wheel "$w" || return 1; }; done
   local kb; kb=$(du -sk .whl .gpu-data .gpu-plugins | awk '{ s += $1 } END { print s }')
-  say "prepare: .whl $(du -sh .whl | cut -f1), .gpu-data $(du -sh .gpu-data | cut -f1): $(( kb / 1024 )) MiB to carry (limit 64)"
+  say "prepare: .whl $(du -sh .whl | cut -f1), .gpu-data $(du -sh .gpu-data | cut -f1), .gpu-plugins $(du -sh .gpu-plugins | cut -f1): $(( kb / 1024 )) MiB to carry (limit 64)"
   (( kb < 48 * 1024 )) || { say "prepare: over 48 MiB: too close to the 64 MiB carry limit"; return 1; }
   say "prepare: carry [\".whl\", \".gpu-data\", \".gpu-plugins\"] and run: bash benchmarks/gpu/run.sh install tests cli speed"
 }
@@ -370,6 +370,8 @@ step_fairseq-speed() {
 step_timing() {
   local end=$(( $(date +%s) + $1 )) data plugins=() rc=0 label
   ptb_data; data=$DATA
+  (( DRY )) || [[ $DATA == data-bin/ptb ]] || { say "timing: no PTB (carry .gpu-data: run.sh --prepare here)"; return 1; }
+  rm -f "$RESULTS/update_timing.json"  # this run's labels only (the script adds each call's to the file)
   local dev=(--device cuda --size 650 --updates 60 --repeats 1 --cases "sentence lstm,sentence single,sentence combined")
   (( DRY )) && { data=data-bin/wikitext-2-sample; dev=(--device cpu --size 16 --updates 10 --repeats 1 --cases "sentence single"); }
   for label in before no-syncs; do  # carried (.gpu-plugins), else from this repository's history
