@@ -19,7 +19,8 @@ Goal: >= 0.8x (per token the cache is an N x d product, the softmax V x d). With
 goal >= 0.35x.
 
 Runs are interleaved and repeated (median); every thread count is measured in the same run.
-The models are untrained: speed does not depend on the weights.
+The models are untrained: speed does not depend on the weights. ``--device cuda`` times the same on
+a GPU (``benchmarks/gpu/run.sh speed`` runs ``--kinds eval`` there), each run to the last kernel.
 """
 import argparse
 import os
@@ -28,7 +29,7 @@ import sys
 import torch
 
 from benchmarks.fairseq_runs import ROOT
-from benchmarks.timing import measure_by_threads, scoring_speed, timed_training, write_json
+from benchmarks.timing import device_name, measure_by_threads, scoring_speed, timed_training, write_json
 from benchmarks.train_speed import BareLSTMLanguageModel
 
 STREAMS, CHUNK, MEMORY = 20, 35, "100"
@@ -38,6 +39,13 @@ ARCHS = {
     "amsrn tied M=100": ["--arch", "amsrn", "--memory-selection", "tied", "--memory-window", MEMORY],
     "pointer_sentinel_lm L=100": ["--arch", "pointer_sentinel_lm", "--pointer-window", MEMORY],
 }
+EVAL_KINDS = {"eval, no cache": (), "eval, cache N=2000": ("--neural-cache-window", "2000"),
+              "eval, dynamic SGD, segments of 20": ("--dynamic-eval-lr", "0.1", "--dynamic-eval-segment", "20")}
+
+
+def on(device, batch):
+    from fairseq import utils
+    return utils.move_to_cuda(batch) if device.type == "cuda" else batch
 
 
 def build(data, arch_args, size, batch):
@@ -57,12 +65,13 @@ def training_runs(args, size):
     task, _ = build(args.data, ARCHS["alm_lstm"], size, STREAMS)
     task.load_dataset("train")
     dataset = task.dataset("train")
-    batches = [task.collate([dataset[i]]) for i in range(args.updates)]
-    models = {name: build(args.data, arch, size, STREAMS)[1] for name, arch in ARCHS.items()}
-    bare = BareLSTMLanguageModel(len(task.dictionary), int(size), 2, 0.2)
+    batches = [on(args.device, task.collate([dataset[i]])) for i in range(args.updates)]
+    models = {name: build(args.data, arch, size, STREAMS)[1].to(args.device) for name, arch in ARCHS.items()}
+    bare = BareLSTMLanguageModel(len(task.dictionary), int(size), 2, 0.2).to(args.device)
 
     def step_all(loss_of, module):
-        return timed_training(module, lambda sample: loss_of(sample) / STREAMS, batches, lambda s: s["ntokens"])
+        return timed_training(module, lambda sample: loss_of(sample) / STREAMS, batches, lambda s: s["ntokens"],
+                              device=args.device)
 
     criterion = AttentionCrossEntropyCriterion(task, sentence_avg=True)
 
@@ -81,21 +90,18 @@ def training_runs(args, size):
 
 
 def eval_runs(args, size):
-    runs = {}
-    for name, extra in (("eval, no cache", ()), ("eval, cache N=2000", ("--neural-cache-window", "2000")),
-                        ("eval, dynamic SGD, segments of 20", ("--dynamic-eval-lr", "0.1", "--dynamic-eval-segment",
-                                                               "20"))):
-        runs[name] = scoring_run(args.data, [*ARCHS["alm_lstm"], *extra], size, args.eval_batches)
-    return runs
+    return {name: scoring_run(args.data, [*ARCHS["alm_lstm"], *extra], size, args.eval_batches, args.device)
+            for name, extra in EVAL_KINDS.items()}
 
 
-def scoring_run(data, model_args, size, batches):
+def scoring_run(data, model_args, size, batches, device=torch.device("cpu")):
     """A run timing fairseq-eval-lm's work on the first ``batches`` chunks of valid, read as one stream."""
     task, model = build(data, model_args, size, 1)
+    model.to(device)
     task.load_dataset("valid")
     dataset = task.dataset("valid")
-    samples = [task.collate([dataset[i]]) for i in range(min(len(dataset), batches))]
-    return lambda: scoring_speed(model, samples)
+    samples = [on(device, task.collate([dataset[i]])) for i in range(min(len(dataset), batches))]
+    return lambda: scoring_speed(model, samples, torch.cuda.synchronize if device.type == "cuda" else None)
 
 
 def main():
@@ -107,8 +113,13 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", default=f"1,{os.cpu_count()}", help="comma-separated thread counts")
     parser.add_argument("--kinds", default="train,eval", help="what to time: train, eval or both")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where the models run")
     parser.add_argument("--json")
     args = parser.parse_args()
+    if args.device == "cuda" and not torch.cuda.is_available():  # one line, not torch's CUDA traceback
+        parser.exit(2, f"{parser.prog}: error: --device cuda: torch sees no GPU here: run it on a GPU machine, "
+                       "or leave --device out (the CPU)\n")
+    args.device = torch.device(args.device)
     if not os.path.exists(os.path.join(args.data, "dict.txt")):
         parser.error(f"--data {args.data}: no dict.txt; prepare it with "
                      "python examples/language_model/prepare_lm_data.py --corpus ptb")
@@ -117,7 +128,7 @@ def main():
         args.threads, lambda: ([("train", training_runs(args, args.size), "alm_lstm")] if "train" in kinds else [])
         + ([("eval", eval_runs(args, args.size), "eval, no cache")] if "eval" in kinds else []), args.repeats,
         lambda kind, threads: f"{kind} tokens/s, {os.path.basename(os.path.normpath(args.data))}, 2 x {args.size}, "
-                              f"{STREAMS if kind == 'train' else 1} x {CHUNK} chunks, CPU, {threads} threads, "
+                              f"{STREAMS if kind == 'train' else 1} x {CHUNK} chunks, {device_name(args.device, threads)}, "
                               f"median of {args.repeats}")}
     write_json(args.json, result)
 

@@ -58,7 +58,7 @@ def timed_training(module, loss_of, batches, tokens, **options):
     return speed
 
 
-def scoring_speed(model, samples):
+def scoring_speed(model, samples, synchronize=None):
     """Tokens/s of what ``fairseq-eval-lm`` does per batch: the forward, ``get_normalized_probs`` with
     the batch (the whole distribution; the cache mixed in, dynamic evaluation's step), the targets'
     log probs; the stream, the cache and the adapted weights start afresh."""
@@ -72,8 +72,8 @@ def scoring_speed(model, samples):
         net = model(**{k: v for k, v in sample["net_input"].items() if k != "src_lengths"})
         model.get_normalized_probs(net, log_probs=True, sample=sample).gather(2, sample["target"].unsqueeze(-1))
 
-    with torch.no_grad():
-        return tokens_per_second(score, samples, lambda s: s["ntokens"])
+    with torch.no_grad():  # on a GPU (``synchronize``) timed to the last kernel
+        return tokens_per_second(score, samples, lambda s: s["ntokens"], synchronize)
 
 
 def measure(runs, repeats, show=lambda speed: f"{speed:8.0f} tokens/s"):

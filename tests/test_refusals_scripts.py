@@ -1,6 +1,6 @@
 """The shell and benchmark scripts refuse in one line what they cannot do here: scripts/install.sh an
 empty --wheelhouse, benchmarks/gpu/run.sh its GPU steps on a machine without a GPU, the GPU
-benchmarks (dynamic_speed, step_profile) without one."""
+benchmarks (stream_speed --device cuda, step_profile) without one."""
 import os
 import runpy
 import subprocess
@@ -55,17 +55,22 @@ def test_run_sh_refuses_its_gpu_steps_on_a_machine_without_one_before_anything(t
     assert not list(tmp_path.iterdir())
 
 
-@pytest.mark.parametrize("script", ["dynamic_speed.py", "step_profile.py"])
-@pytest.mark.parametrize("flags", [[], ["--device", "cuda"]], ids=["default", "cuda"])
-def test_the_gpu_benchmarks_on_a_machine_without_a_gpu_say_so_in_one_line(monkeypatch, capsys, script, flags):
-    """Before: dynamic_speed.py / step_profile.py --device cuda died in torch's CUDA assertion (and
-    without --device they measured the CPU under a GPU benchmark's name). Run as a machine without a
+@pytest.mark.parametrize("module, flags, message", [
+    ("gpu.step_profile", [], "--device cuda (the default): this benchmark needs a GPU and torch sees none: run it "
+                             "on a GPU machine, or pass --device cpu for a quick look here"),
+    ("gpu.step_profile", ["--device", "cuda"], "--device cuda (the default): this benchmark needs a GPU"),
+    ("stream_speed", ["--device", "cuda"], "--device cuda: torch sees no GPU here: run it on a GPU machine, or leave "
+                                           "--device out (the CPU)"),
+], ids=["step_profile", "step_profile-cuda", "stream_speed-cuda"])
+def test_the_gpu_benchmarks_on_a_machine_without_a_gpu_say_so_in_one_line(monkeypatch, capsys, module, flags, message):
+    """Before: the GPU benchmarks with --device cuda died in torch's CUDA assertion (and without
+    --device step_profile measured the CPU under a GPU benchmark's name). Run as a machine without a
     GPU sees torch (in this process: no benchmark starts on a machine with one)."""
+    script = module.rsplit(".", 1)[-1] + ".py"
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(sys, "argv", [script, *flags])
     with pytest.raises(SystemExit) as exit:
-        runpy.run_module(f"benchmarks.gpu.{script[:-3]}", run_name="__main__")
+        runpy.run_module(f"benchmarks.{module}", run_name="__main__")
     err = capsys.readouterr().err
     assert exit.value.code == 2 and len(err.strip().splitlines()) == 1, err
-    assert last_line(err) == (f"{script}: error: --device cuda (the default): this benchmark needs a GPU and torch "
-                              "sees none: run it on a GPU machine, or pass --device cpu for a quick look here")
+    assert last_line(err).startswith(f"{script}: error: {message}"), err

@@ -33,7 +33,7 @@
 #                attentive_lm_small; --bf16 is refused in one line. cli.json; a mismatch fails.
 # speed    (130) benchmarks.train_speed --mode model (the training step against a bare cuDNN
 #                nn.LSTM LM) at batch 32 and 128 x 35, fp32 / bf16 / fp16 autocast, on PTB;
-#                benchmarks/gpu/dynamic_speed.py (eval tokens/s: static, cache, dynamic
+#                benchmarks.stream_speed --kinds eval --device cuda (eval tokens/s: static, cache, dynamic
 #                evaluation); benchmarks/gpu/step_profile.py (aten calls and kernels of one step).
 # char     (300, not in the 8 minutes) char_cache_lm against hclm at the paper's 600-d.
 # paper [ROW...] (565, a command of its own) the Attentive LM paper's Table 1 at 2 x 650 (rows lstm,
@@ -64,7 +64,7 @@
 #                .gpu-plugins/ (run.sh --prepare; carry it too). Dry run: 2 x 16, single, on the sample.
 #
 # Results: benchmarks/results/gpu/ (summary.txt with each step's seconds, cli.json,
-# train_speed_model_b32.json, train_speed_model_b128.json, dynamic_speed.json, step_profile.json,
+# train_speed_model_b32.json, train_speed_model_b128.json, stream_speed.json, step_profile.json,
 # char_speed.json, train_speed_fairseq.json, update_timing.json); logs in $ALM_GPU_WORK/logs (default
 # $TMPDIR/alm_gpu_run). Where $OUT is set (a device call), at most 8 files go there: summary.txt,
 # logs.tgz (every log and result of the run) and up to 6 of the run's JSONs.
@@ -325,10 +325,10 @@ step_speed() {
   ptb_data; data=$DATA
   say "speed on $data"
   local dev=(--device cuda) ts=(--updates 60 --repeats 2 --precision fp32,bf16,fp16) big=(--updates 30)
-  local prof=(--device cuda) dyn=(--device cuda --repeats 2)
+  local prof=(--device cuda) dyn=(--device cuda --threads 1 --repeats 2)
   if (( DRY )); then
     dev=(--device cpu --size 64 --threads 2); ts=(--updates 3 --repeats 1); big=(--updates 3)
-    prof=(--device cpu --size 32 --batch-sizes 4); dyn=(--device cpu --batches 20 --repeats 1)
+    prof=(--device cpu --size 32 --batch-sizes 4); dyn=(--device cpu --threads 1 --eval-batches 20 --repeats 1)
   fi
   run_speed() {  # NAME JSON COMMAND...: within what is left of the step
     local name=$1 json=$2; shift 2
@@ -345,7 +345,7 @@ step_speed() {
     --data "$data" "${dev[@]}" "${ts[@]}" --batch-size 32 || rc=1
   run_speed train_speed_b128 "$RESULTS/train_speed_model_b128.json" $PY -m benchmarks.train_speed --mode model \
     --data "$data" "${dev[@]}" "${ts[@]}" "${big[@]}" --batch-size 128 || rc=1
-  run_speed dynamic_speed "$RESULTS/dynamic_speed.json" $PY -m benchmarks.gpu.dynamic_speed --data "$data" "${dyn[@]}" || rc=1
+  run_speed stream_speed "$RESULTS/stream_speed.json" $PY -m benchmarks.stream_speed --kinds eval --data "$data" "${dyn[@]}" || rc=1
   run_speed step_profile "$RESULTS/step_profile.json" $PY -m benchmarks.gpu.step_profile "${prof[@]}" || rc=1
   return $rc
 }
