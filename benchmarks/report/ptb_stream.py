@@ -79,8 +79,11 @@ def statement(results):
     if cached:
         lines.append(cache_sentence(results, cached, versus, sentence))
     lines.extend(speed_note())
-    lines.append("The sentence-level rows of the main table have no cache figures: their checkpoints were not "
-                 "kept (they trained on an earlier machine); `alm-cache-grid` gives them from a checkpoint.")
+    uncached = [PTB.rows[n].description for n, r in results.items() if n in PTB.rows and not is_stream(PTB, n)
+                and PTB.rows[n].reading != "fairseq" and "test_ppl_cache" not in r]
+    if uncached:
+        lines.append("Sentence-level rows of the main table without cache figures (their checkpoints were not kept; "
+                     "`alm-cache-grid` gives them from a checkpoint): " + "; ".join(uncached) + ".")
     return "\n".join(lines)
 
 
