@@ -117,6 +117,23 @@ def train_row(corpus, row, save, threads, log, epochs):
                    log=log, mode="w" if fresh else "a")
 
 
+def set_aside(save, stale_json):
+    """Before a stale row (its JSON trained before the dropout fix) is retrained: its checkpoints, if
+    they are what that JSON was scored from (not newer than it), go to ``<save>.before-the-dropout-fix``
+    (``-2``, ... if taken), so that training starts afresh instead of resuming the old weights; a
+    retraining killed part-way (its checkpoint newer than the stale JSON) resumes. Returns where they
+    went, or None."""
+    last = os.path.join(save, "checkpoint_last.pt")
+    if not os.path.exists(last) or os.path.getmtime(last) > os.path.getmtime(stale_json):
+        return None
+    aside, n = f"{save}.before-the-dropout-fix", 1
+    while os.path.exists(aside):
+        n += 1
+        aside = f"{save}.before-the-dropout-fix-{n}"
+    os.replace(save, aside)
+    return aside
+
+
 def run_row(corpus, name, save_root, threads, results_dir, epochs, cut=False):
     """Train the row (resuming its checkpoint_last.pt) and score it; ``cut``: train no further and
     score the epochs trained so far (a row stopped by the clock), the JSON saying where it was cut."""
@@ -433,6 +450,9 @@ def main():
                 print(f"{name}: done already ({path})", flush=True)
                 continue
             print(f"{name}: {path} was trained before the dropout fix: retrained, the JSON replaced", flush=True)
+            aside = set_aside(os.path.join(save_dir, name), path)
+            if aside:
+                print(f"{name}: its old checkpoints (what that JSON was scored from) moved to {aside}", flush=True)
         print(f"{name}: {'scoring what it trained' if args.cut else 'training'} ...", flush=True)
         r = run_row(corpus, name, save_dir, args.threads, results_dir, args.epochs or corpus.epochs, cut=args.cut)
         print(f"{name}: valid {r['valid_ppl']:.1f}, test {r['test_ppl']:.1f}, {r['train_minutes']:.0f} min", flush=True)

@@ -1,6 +1,7 @@
-"""The generated tables while rows are retrained after the dropout fix (benchmarks/report/tables.py):
-a row trained before it is marked, and a statement compares only rows of one layout, naming the rows
-it leaves out. Fast: JSON in memory only (no fairseq run)."""
+"""The tables while rows are retrained after the dropout fix: benchmarks/report/tables.py marks a row
+trained before it, and a statement compares only rows of one layout, naming the rows it leaves out;
+benchmarks/table.py retrains such a row from scratch, never from the old weights. Fast: JSON in
+memory and empty files only (no fairseq run)."""
 import importlib
 
 import pytest
@@ -61,3 +62,25 @@ def test_the_layer_and_the_attention_each_against_its_own_baseline(report):
 def test_a_baseline_alone_is_said_to_have_nothing_to_compare_yet(report):
     statement = report.ptb_table.block({"lstm": row(100.0, fixed=True), "single": row(95.0, fixed=False)})
     assert "no attention row of its layout has finished yet" in statement and ": ." not in statement
+
+
+def test_a_stale_row_is_retrained_from_scratch_and_a_killed_retraining_resumes(tmp_path):
+    """Before: table.py replaced a stale row's JSON but resumed its checkpoint_last.pt where one was
+    left, so the old weights, trained before the fix, would have been scored as the fixed layout."""
+    import os
+    from benchmarks.table import set_aside
+    save, stale = tmp_path / "single", tmp_path / "single.json"
+    save.mkdir()
+    (save / "checkpoint_last.pt").write_bytes(b"old weights")
+    stale.write_text("{}")
+    os.utime(save / "checkpoint_last.pt", (1000, 1000))  # trained, then scored into the JSON
+    os.utime(stale, (2000, 2000))
+    assert set_aside(str(save), str(stale)) == f"{save}.before-the-dropout-fix" and not save.exists()
+    assert (tmp_path / "single.before-the-dropout-fix" / "checkpoint_last.pt").read_bytes() == b"old weights"
+    save.mkdir()  # the retraining, killed after an epoch: its checkpoint is newer than the stale JSON
+    (save / "checkpoint_last.pt").write_bytes(b"new weights")
+    os.utime(save / "checkpoint_last.pt", (3000, 3000))
+    assert set_aside(str(save), str(stale)) is None and (save / "checkpoint_last.pt").exists()
+    os.utime(save / "checkpoint_last.pt", (1500, 1500))  # another old run: set aside beside the first
+    assert set_aside(str(save), str(stale)) == f"{save}.before-the-dropout-fix-2"
+    assert set_aside(str(tmp_path / "never-trained"), str(stale)) is None
