@@ -325,7 +325,7 @@ def compare(plugins, cases, updates, repeats, where):
     for label, by_case in runs.items():
         figures[label] = {}
         for case, results in by_case.items():
-            last, timed = results[-1], results[:-1]
+            last, timed = results[-1], results[:-1] or results  # --repeats 0: the pieces' run alone
             figures[label][case] = {
                 **{key: round(statistics.median(r[key] for r in timed), 3)
                    for key in ("host_ms", "step_ms", "task_ms", "update_ms", "tokens_per_s")},
@@ -341,8 +341,9 @@ def main(argv=None):
                         help="the plugins measured, side by side: an alm_plugin directory or a git revision "
                              "(default: after=alm_plugin, this tree's); e.g. before=b6545b6 after=alm_plugin")
     parser.add_argument("--updates", type=int, default=60, help="updates a run (the first 5 are not timed)")
-    parser.add_argument("--repeats", type=int, default=3, help="timed runs of each case and plugin, interleaved; "
-                                                                "medians of their medians (then one with the pieces timed)")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="timed runs of each case and plugin, interleaved; medians of their medians (then one "
+                             "with the pieces timed; 0: that one alone, as a dry run does)")
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated, of: " + ", ".join(CASES))
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where fairseq-train trains")
     parser.add_argument("--size", type=int, default=16, help="the models' 2 x SIZE (650: the paper's)")

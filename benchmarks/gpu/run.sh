@@ -373,7 +373,7 @@ step_timing() {
   (( DRY )) || [[ $DATA == data-bin/ptb ]] || { say "timing: no PTB (carry .gpu-data: run.sh --prepare here)"; return 1; }
   rm -f "$RESULTS/update_timing.json"  # this run's labels only (the script adds each call's to the file)
   local dev=(--device cuda --size 650 --updates 60 --repeats 1 --cases "sentence lstm,sentence single,sentence combined")
-  (( DRY )) && { data=data-bin/wikitext-2-sample; dev=(--device cpu --size 16 --updates 10 --repeats 1 --cases "sentence single"); }
+  (( DRY )) && { data=data-bin/wikitext-2-sample; dev=(--device cpu --size 16 --updates 10 --repeats 0 --cases "sentence single"); }
   for label in before no-syncs; do  # carried (.gpu-plugins), else from this repository's history
     if [[ -d .gpu-plugins/$label/alm_plugin ]]; then plugins+=("$label=.gpu-plugins/$label/alm_plugin")
     elif git rev-parse -q --verify "${TIMING_PLUGINS[$label]}^{commit}" > /dev/null 2>&1; then plugins+=("$label=${TIMING_PLUGINS[$label]}")
