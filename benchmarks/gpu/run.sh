@@ -9,7 +9,7 @@
 #    benchmarks/gpu/image_has.txt)": what the image lacks, ~22 MB; fairseq-fixed's cp312 wheel then
 #    slimmed by benchmarks/gpu/slim_wheel.py to what the plugin imports, 20 -> 2.2 MB) and
 #    .gpu-data/ptb/ (the raw PTB, 5.7 MB, copied from ../shared/data/ptb) and .gpu-plugins/ (the older
-#    plugins the timing step measures, git archive, ~0.5 MB); all git-ignored, ~10 MB.
+#    plugins the timing step measures, git archive, ~1 MB); all git-ignored, ~11 MB.
 # 2. On the GPU machine, the device tool's `run` with carry [".whl", ".gpu-data", ".gpu-plugins"], timeout_s 600:
 #      bash benchmarks/gpu/run.sh install tests cli speed
 # 3. Here, without a GPU: the same steps with tiny budgets, both sides of each comparison --cpu,
