@@ -35,7 +35,7 @@ def table_row(corpus, name, size, r):
         return f"| {description} | {size} | not run yet | | | | | | | | | | {paper} |"
     stopped = " (cut after epoch {} of {})".format(*cut(r)) if cut(r) else ""
     speed = f"{r['train_tokens_per_s']:,}" if r["train_tokens_per_s"] else "–"
-    return (f"| {description} | {size}, {r.get('device', 'CPU')} | {r['valid_ppl']:.1f} | **{r['test_ppl']:.1f}** | "
+    return (f"| {description} | {size}, {r.get('device', 'CPU').replace('cpu', 'CPU')} | {r['valid_ppl']:.1f} | **{r['test_ppl']:.1f}** | "
             f"{r['valid_paper_ppl']:.1f} / {r['test_paper_ppl']:.1f} | {cell(r, 'test_ppl_cache')} | "
             f"{cell(r, 'test_ppl_dynamic')} | {cell(r, 'test_ppl_cache_dynamic')} | "
             f"{best_epoch(r)}/{r['epochs']}{unlogged(r)}{stopped} | {r['params'] / 1e6:.2f}M | "
