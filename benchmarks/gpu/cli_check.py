@@ -83,17 +83,8 @@ def eval_flags(option, lr=DYNAMIC_LR):
 
 
 SCORE_LINES = "The game was released in Japan .\nIt was the first song on the album .\nHe died in 1990 .\n"
-# The one tolerance, for every figure of every option: the GPU figure must be within RTOL relative of
-# the CPU figure. They are not bit-equal because the GPU's kernels (cuBLAS, cuDNN) and the CPU's sum
-# in different orders, so a figure's last float bits differ, and a figure printed to 2 decimals can
-# land on either side of a rounding boundary: the H100 run of 2026-11-27 printed amsrn's valid ppl
-# 232.33 on the GPU and 232.32 on the CPU (4.3e-5 relative) and a grid point 5.6e-6 apart. 1e-4 is
-# one unit of the last printed digit of a perplexity of 100 (the sample's figures are 150-3000) and
-# of a line's logprob of -1 at 4 decimals (a line's are -15 and below). Dynamic evaluation (an SGD
-# step per segment, on each device) needs nothing looser: it is pulled back to the trained weights
-# every step (decay), and the first GPU run printed its perplexities equal to the digit, at lr 0.3.
-# A real difference (a mask, a cache or a state lost on one device) moves a figure by far more: a
-# 0.1% difference fails.
+# The one tolerance, for every figure of every option: the GPU figure within RTOL relative of the
+# CPU's (the devices sum in different orders; why 1e-4: docs/tools.md, "On a GPU").
 RTOL = 1e-4
 TOLERANCES = {option: f"every figure within {RTOL:g} relative of the CPU's" for option in OPTIONS}
 
