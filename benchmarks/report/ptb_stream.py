@@ -80,7 +80,7 @@ def statement(results):
         lines.append(cache_sentence(results, cached, versus, sentence))
     lines.extend(speed_note())
     uncached = [PTB.rows[n].description for n, r in results.items() if n in PTB.rows and not is_stream(PTB, n)
-                and PTB.rows[n].reading != "fairseq" and "test_ppl_cache" not in r]
+                and PTB.rows[n].has_our_decoder and "test_ppl_cache" not in r]
     if uncached:
         lines.append("Sentence-level rows of the main table without cache figures (their checkpoints were not kept; "
                      "`alm-cache-grid` gives them from a checkpoint): " + "; ".join(uncached) + ".")
