@@ -146,11 +146,22 @@ def train(argv):
     distributed_utils.call_main(convert_namespace_to_omegaconf(args), fairseq_train.main)
 
 
-def cuda_syncs(on):
-    """Where CUDA is in use: ``torch.cuda.set_sync_debug_mode`` warns at each synchronisation while
-    ``on``; the warnings are recorded (a list) by the caller's ``warnings.catch_warnings``."""
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        torch.cuda.set_sync_debug_mode("warn" if on else "default")
+@contextlib.contextmanager
+def counting_syncs(host_syncs):
+    """``host_syncs`` (``HostSyncs``) on, and where CUDA is in use ``torch.cuda.set_sync_debug_mode``
+    warning at each synchronisation; yields ``{"cuda": None}``, given the count of those on exit."""
+    cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
+    found = {"cuda": None}
+    with host_syncs, warnings.catch_warnings(record=True) as recorded:
+        warnings.simplefilter("always")
+        if cuda:
+            torch.cuda.set_sync_debug_mode("warn")
+        try:
+            yield found
+        finally:
+            if cuda:
+                torch.cuda.set_sync_debug_mode("default")
+                found["cuda"] = sum("synchroniz" in str(w.message) for w in recorded)
 
 
 def measure(case, updates=60, skip=5, counted=3, parts=False, plugin=os.path.join(ROOT, "alm_plugin"), **where):
@@ -174,23 +185,13 @@ def measure(case, updates=60, skip=5, counted=3, parts=False, plugin=os.path.joi
             number = len(step_ms) + 1
             inside["task"], inside["pieces"], inside["lookups"] = 0.0, collections.Counter(), 0
             tokens.append(sum(sample.get("ntokens", 0) for sample in samples if sample))
-            counting = number == counted
-            with syncs if counting else contextlib.nullcontext(), \
-                    warnings.catch_warnings(record=True) if counting else contextlib.nullcontext() as recorded:
-                if counting:
-                    warnings.simplefilter("always")
-                    cuda_syncs(True)
-                try:
-                    start = time.perf_counter()
-                    starts.append(start)
-                    result = original(self, samples, raise_oom)
-                    spent = time.perf_counter() - start
-                finally:
-                    if counting:
-                        cuda_syncs(False)
-                if counting:
-                    inside["cuda_syncs"] = (sum("synchroniz" in str(w.message) for w in recorded)
-                                            if torch.cuda.is_available() and torch.cuda.is_initialized() else None)
+            with counting_syncs(syncs) if number == counted else contextlib.nullcontext() as found:
+                start = time.perf_counter()
+                starts.append(start)
+                result = original(self, samples, raise_oom)
+                spent = time.perf_counter() - start
+            if number == counted:
+                inside["cuda_syncs"] = found["cuda"]
             step_ms.append(spent * 1e3)
             task_ms.append(inside["task"] * 1e3)
             log = inside["log"]

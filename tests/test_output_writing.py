@@ -240,7 +240,6 @@ def test_an_output_in_the_checkpoints_saved_data_directory_is_refused_without_da
 # ---------------------------------------------------------------- an output on an input, or in a folder that does not exist
 
 
-
 @pytest.mark.parametrize("module, prog, option, extra", [
     ("alm_plugin.cli.plot_attention", "alm-plot-attention", "--out", ["the cat"]),
     ("alm_plugin.cli.cache_posterior", "alm-cache-posterior", "--plot", []),

@@ -16,8 +16,6 @@ EVAL = ["--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--c
         "--max-valid-steps", "1"]
 
 
-
-
 # ---------------------------------------------------------------- unreadable and missing checkpoints
 
 

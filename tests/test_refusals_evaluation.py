@@ -14,8 +14,6 @@ STREAM_EVAL = ["--user-dir", "alm_plugin", "--task", "document_language_modeling
                "--batch-size", "1"]
 
 
-
-
 # ---------------------------------------------------------------- sample lengths
 
 

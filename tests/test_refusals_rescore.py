@@ -10,7 +10,6 @@ from cli import last_line, run_module
 from conftest import SAMPLE_DATA
 
 
-
 NBEST = "H-0\t-1.5\tthe cat sat\nP-0\t-0.5 -0.5 -0.25 -0.25\nH-0\t-2.0\ta cat\nP-0\t-1.0 -0.5 -0.5\n" \
         "H-1\t-0.5\tthe dog\nP-1\t-0.25 -0.25 -0.25\n"
 

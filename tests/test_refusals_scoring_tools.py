@@ -15,8 +15,6 @@ from conftest import ROOT, SAMPLE_DATA
 GRID = ["--windows", "50", "--thetas", "0.3", "--lambdas", "0.2", "--cpu"]
 
 
-
-
 # ---------------------------------------------------------------- alm-score
 
 

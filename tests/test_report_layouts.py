@@ -3,6 +3,7 @@ trained before it, and a statement compares only rows of one layout, naming the 
 benchmarks/table.py retrains such a row from scratch, never from the old weights. Fast: JSON in
 memory and empty files only (no fairseq run)."""
 import importlib
+import os
 
 import pytest
 
@@ -67,7 +68,6 @@ def test_a_baseline_alone_is_said_to_have_nothing_to_compare_yet(report):
 def test_a_stale_row_is_retrained_from_scratch_and_a_killed_retraining_resumes(tmp_path):
     """Before: table.py replaced a stale row's JSON but resumed its checkpoint_last.pt where one was
     left, so the old weights, trained before the fix, would have been scored as the fixed layout."""
-    import os
     from benchmarks.table import set_aside
     save, stale = tmp_path / "single", tmp_path / "single.json"
     save.mkdir()
