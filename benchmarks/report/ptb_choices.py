@@ -4,9 +4,9 @@ after each epoch and the whole-sentence valid / test of the best checkpoint, and
 choice against its reference."""
 from benchmarks.rows import PTB_CHOICES
 
-from .statements import head, layer_and_attention, pct, standing_on_both
+from .statements import LEVEL, changes, head, layer_and_attention, pct
+from .tables import header
 
-TOLERANCE = 1.0  # % either way that counts as level: one seed per row
 # each row against the row it differs from in one choice
 REFERENCE = {"single": "lstm", "single-zero-context": "lstm", "amsrn-attend-dropped": "amsrn",
              **{n: "single" for n in PTB_CHOICES.rows if n.startswith("single-") and n != "single-zero-context"}}
@@ -14,15 +14,14 @@ REFERENCE = {"single": "lstm", "single-zero-context": "lstm", "amsrn-attend-drop
 
 def table(results):
     epochs = PTB_CHOICES.epochs
-    lines = ["| row | " + " | ".join(f"valid after epoch {e}" for e in range(1, epochs + 1))
-             + " | valid ppl | test ppl | against | valid / test change |", "|---" * (epochs + 5) + "|"]
+    lines = header("row", *(f"valid after epoch {e}" for e in range(1, epochs + 1)), "valid ppl", "test ppl",
+                   "against", "valid / test change")
     for name, row in PTB_CHOICES.rows.items():
-        r = results.get(name)
+        r, base = results.get(name), results.get(REFERENCE.get(name))
         if r is None:
             lines.append(f"| {row.description} | not run yet |" + " |" * (epochs + 3))
             continue
         curve = [f"{p:.1f}" if p is not None else "–" for p in r["valid_ppl_per_epoch"]]
-        base = results.get(REFERENCE.get(name))
         change = (f"{pct(r['valid_ppl'], base['valid_ppl']):+.1f}% / {pct(r['test_ppl'], base['test_ppl']):+.1f}%"
                   if base else "–")
         lines.append(f"| {row.description} | " + " | ".join(curve + [""] * (epochs - len(curve)))
@@ -32,16 +31,12 @@ def table(results):
 
 def statement(results):
     lines = [head("What each choice does", len(results), len(PTB_CHOICES.rows))]
-    compared = [n for n in PTB_CHOICES.rows if n in results and REFERENCE.get(n) in results]
-    for name in compared:
+    for name in (n for n in PTB_CHOICES.rows if n in results and REFERENCE.get(n) in results):
         r, base = results[name], results[REFERENCE[name]]
-        change = pct(r["valid_ppl"], base["valid_ppl"]), pct(r["test_ppl"], base["test_ppl"])
         lines.append(f"{PTB_CHOICES.rows[name].description} against {REFERENCE[name]}: valid {r['valid_ppl']:.1f} "
                      f"against {base['valid_ppl']:.1f}, test {r['test_ppl']:.1f} against {base['test_ppl']:.1f} "
-                     f"({change[0]:+.1f}% / {change[1]:+.1f}%): {standing_on_both(*change, TOLERANCE)}.")
-    lines += layer_and_attention(PTB_CHOICES, results, TOLERANCE)
-    lines.append(f"Level: within {TOLERANCE:g}% either way, which one seed per row cannot tell apart.")
-    return "\n".join(lines)
+                     f"{changes(r, base)}.")
+    return "\n".join(lines + layer_and_attention(PTB_CHOICES, results) + [LEVEL])
 
 
 def block():

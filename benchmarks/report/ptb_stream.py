@@ -5,34 +5,20 @@ import os
 
 from benchmarks.rows import PTB, ROOT
 
-from .statements import gate_note, head, met, pct, standing
-from .tables import before_the_fix_note, is_stream, label, one_layout, result_json, threads
+from .statements import gain, gate_note, head, met, pct, standing
+from .tables import before_the_fix_note, cost, figure, header, label, one_layout, result_json, threads
 
 PICTURE = os.path.join(ROOT, "docs", "ptb_stream.png")
-SENTENCE_BASELINE = "lstm"  # the sentence-level LSTM of the main table
-STREAM_BASELINE = "lstm-stream"
+SENTENCE_BASELINE, STREAM_BASELINE = "lstm", "lstm-stream"  # the main table's LSTM, and the one read as streams
 # {name: description} of the stream rows, in order (a row that only changes the output layer is the
 # adaptive softmax's block)
-ROWS = {n: row.description for n, row in PTB.rows.items() if is_stream(PTB, n) and row.full_softmax_twin is None}
-
-
-def cache_flags(r):
-    c = r.get("cache")
-    return f"N {c['window']}, θ {c['theta']}, λ {c['lambda']}" if c else "–"
-
-
-def attention_note(r):
-    if "valid_pointer_gate" in r:
-        return f"gate {r['valid_pointer_gate']:.3f}"
-    if "valid_attn_entropy" in r:
-        return f"entropy {r['valid_attn_entropy']:.2f}"
-    return "–"
+ROWS = {n: row.description for n, row in PTB.rows.items() if row.reading == "stream" and row.full_softmax_twin is None}
 
 
 def table(results):
-    lines = ["| row | valid ppl | test ppl | vs stream LSTM | + neural cache (chosen on valid) | valid + cache | "
-             "**test + cache** | cache gain | best epoch | attention (valid) | params | train min | tokens/s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = header("row", "valid ppl", "test ppl", "vs stream LSTM", "+ neural cache (chosen on valid)",
+                   "valid + cache", "**test + cache**", "cache gain", "best epoch", "attention (valid)", "params",
+                   "train min", "tokens/s")
     base = results.get(STREAM_BASELINE)
     for name, description in ROWS.items():
         r = results.get(name)
@@ -40,24 +26,24 @@ def table(results):
             lines.append(f"| {description} | not run yet | | | | | | | | | | | |")
             continue
         versus = f"{pct(r['test_ppl'], base['test_ppl']):+.1f}%" if base and name != STREAM_BASELINE else "–"
-        cached = "test_ppl_cache" in r
-        lines.append(
-            f"| {label(PTB, name, r)} | {r['valid_ppl']:.1f} | {r['test_ppl']:.1f} | {versus} | {cache_flags(r)} | "
-            + (f"{r['valid_ppl_cache']:.1f} | **{r['test_ppl_cache']:.1f}** | "
-               f"{pct(r['test_ppl_cache'], r['test_ppl']):+.1f}% | " if cached else "– | – | – | ")
-            + f"{r.get('best_epoch', '?')}/{r['epochs']} | {attention_note(r)} | {r['params'] / 1e6:.2f}M | "
-              f"{r['train_minutes']:.0f} | {r['train_tokens_per_s']:,} |")
+        flags = f"N {c['window']}, θ {c['theta']}, λ {c['lambda']}" if (c := r.get("cache")) else "–"
+        cached = (f"{r['valid_ppl_cache']:.1f} | **{r['test_ppl_cache']:.1f}** | {gain(r, '_cache'):+.1f}%"
+                  if "test_ppl_cache" in r else "– | – | –")
+        attention = (f"gate {r['valid_pointer_gate']:.3f}" if "valid_pointer_gate" in r else
+                     f"entropy {r['valid_attn_entropy']:.2f}" if "valid_attn_entropy" in r else "–")
+        lines.append(f"| {label(PTB, name, r)} | {r['valid_ppl']:.1f} | {r['test_ppl']:.1f} | {versus} | {flags} | "
+                     f"{cached} | {r.get('best_epoch', '?')}/{r['epochs']} | {attention} | {cost(r)} | "
+                     f"{r['train_tokens_per_s']:,} |")
     return "\n".join(lines)
 
 
 def statement(results):
     done = [n for n in ROWS if n in results]
     first_line = head("What document context shows", len(done), len(ROWS), "stream rows")
-    stream = results.get(STREAM_BASELINE)
+    stream, sentence = results.get(STREAM_BASELINE), results.get(SENTENCE_BASELINE)
     if stream is None:
         return f"{first_line} The stream LSTM has not run yet: nothing to compare with."
     lines = [first_line]
-    sentence = results.get(SENTENCE_BASELINE)
     if sentence:
         change = pct(stream["test_ppl"], sentence["test_ppl"])
         lines.append(f"Document context {'helps' if change < -1 else 'does not help'} the equal LSTM: read as 20 "
@@ -67,19 +53,16 @@ def statement(results):
     # the rows with a memory spanning sentences: their test ppl against the stream LSTM's
     versus = {n: pct(results[n]["test_ppl"], stream["test_ppl"]) for n in done if n != STREAM_BASELINE}
     if versus:
-        ahead = [n for n in versus if versus[n] <= -3.0]
-        verdict = ("ahead of the stream LSTM by >= 3%: " + ", ".join(ROWS[n] for n in ahead) if ahead else
+        ahead = [ROWS[n] for n in versus if versus[n] <= -3.0]
+        verdict = ("ahead of the stream LSTM by >= 3%: " + ", ".join(ahead) if ahead else
                    "**no model with a memory spanning sentences beats the stream LSTM** here (the goal was >= 3%)")
-        lines.append("Against the stream LSTM's test " + f"{stream['test_ppl']:.1f}: " + "; ".join(
+        lines.append(f"Against the stream LSTM's test {stream['test_ppl']:.1f}: " + "; ".join(
             f"{ROWS[n]} {results[n]['test_ppl']:.1f} ({versus[n]:+.1f}%)" for n in versus) + f". So {verdict}. "
             "One seed per row: a difference under ~1% is no evidence either way.")
-    for n in done:
-        lines.extend(gate_note(results[n], ROWS[n]))
-    cached = [n for n in done if "test_ppl_cache" in results[n]]
-    if cached:
-        lines.append(cache_sentence(results, cached, versus, sentence))
-    lines.extend(speed_note())
-    uncached = [PTB.rows[n].description for n, r in results.items() if n in PTB.rows and not is_stream(PTB, n)
+    lines += [note for n in done for note in gate_note(results[n], ROWS[n])]
+    lines += cache_sentence(results, [n for n in done if "test_ppl_cache" in results[n]], versus, sentence)
+    lines += speed_note()
+    uncached = [PTB.rows[n].description for n, r in results.items() if n in PTB.rows and PTB.rows[n].reading != "stream"
                 and PTB.rows[n].has_our_decoder and "test_ppl_cache" not in r]
     if uncached:
         lines.append("Sentence-level rows of the main table without cache figures (their checkpoints were not kept; "
@@ -90,43 +73,43 @@ def statement(results):
 def cache_sentence(results, cached, versus, sentence):
     """What the neural cache gains on each stream row, and on the stream LSTM against what the best
     trained memory gains (``versus``: each memory row's test ppl against the stream LSTM's)."""
-    gains = {n: pct(results[n]["test_ppl_cache"], results[n]["test_ppl"]) for n in cached}
+    if not cached:
+        return []
+    gains = {n: gain(results[n], "_cache") for n in cached}
     best = min(cached, key=lambda n: results[n]["test_ppl_cache"])
-    best_trained = min(versus, key=lambda n: results[n]["test_ppl"]) if versus else None
+    trained = min(versus, key=lambda n: results[n]["test_ppl"]) if versus else None  # the best trained memory
     how = {"level": "gains about as much as", "ahead": "gains more than", "behind": "gains less than"}
-    return ("The neural cache (nothing trained; window, θ and λ chosen on valid): " + "; ".join(
+    return ["The neural cache (nothing trained; window, θ and λ chosen on valid): " + "; ".join(
         f"{ROWS[n]} {results[n]['test_ppl']:.1f} -> {results[n]['test_ppl_cache']:.1f} ({gains[n]:+.1f}%)"
         for n in cached) + f". Best overall: {ROWS[best]} with the cache, test {results[best]['test_ppl_cache']:.1f}"
         + (f" ({pct(results[best]['test_ppl_cache'], sentence['test_ppl']):+.1f}% against the sentence-level "
            f"LSTM)." if sentence else ".")
         + f" {sum(g <= -10 for g in gains.values())} of {len(cached)} rows gain >= 10% (Grave et al.: 12% on PTB)."
         + (f" On the stream LSTM the cache ({gains[STREAM_BASELINE]:+.1f}%) "
-           + how[standing(gains[STREAM_BASELINE] - versus[best_trained], 1)]
-           + f" the best trained memory, {ROWS[best_trained]} ({versus[best_trained]:+.1f}%)."
-           if best_trained and STREAM_BASELINE in gains else ""))
+           + how[standing(gains[STREAM_BASELINE] - versus[trained])]
+           + f" the best trained memory, {ROWS[trained]} ({versus[trained]:+.1f}%)."
+           if trained and STREAM_BASELINE in gains else "")]
 
 
 def speed_note():
-    """What carrying a memory and the cache cost, from benchmarks/stream_speed.py's JSON: every
-    thread count of one run."""
+    """What carrying a memory and the cache cost: every thread count of one run of stream_speed.py."""
     speed = result_json("cpu", "stream_speed.json")
     if speed is None:
         return []
     by_threads = speed["by_threads"]
     counts = sorted(by_threads, key=int)
+    first = by_threads[counts[0]]
     ratio = lambda part, name: " / ".join(f"{by_threads[t][part]['ratio'][name]:.2f}" for t in counts)
-    train = [n for n in by_threads[counts[0]]["train"]["ratio"] if n != by_threads[counts[0]]["train"]["baseline"]]
-    cached = [n for n in by_threads[counts[0]]["eval"]["ratio"] if n != by_threads[counts[0]]["eval"]["baseline"]]
+    fast = lambda part, names, goal: met(all(by_threads[t][part]["ratio"][n] >= goal for t in counts for n in names))
+    train, cached = ([n for n in first[part]["ratio"] if n != first[part]["baseline"]] for part in ("train", "eval"))
     attention = [n for n in train if n.startswith(("attentive_lm", "amsrn"))]
-    fast_step = all(by_threads[t]["train"]["ratio"][n] >= 0.85 for t in counts for n in attention)
-    fast_eval = all(by_threads[t]["eval"]["ratio"][n] >= 0.8 for t in counts for n in cached)
-    repeats = by_threads[counts[0]]["train"]["title"].rsplit(", ", 1)[-1]  # "median of N"
+    repeats = first["train"]["title"].rsplit(", ", 1)[-1]  # "median of N"
     return [f"Speed ({' / '.join(counts)} threads, one run of benchmarks/stream_speed.py, {repeats}; "
             "benchmarks/results/cpu/stream_speed.json): the stream training step against `alm_lstm`: "
             + "; ".join(f"{n} {ratio('train', n)}" for n in train)
-            + f" (goal for attention >= 0.85: {met(fast_step)}). Evaluation (`--batch-size 1`): "
+            + f" (goal for attention >= 0.85: {fast('train', attention, 0.85)}). Evaluation (`--batch-size 1`): "
             + "; ".join(f"{n} {ratio('eval', n)} of the speed without it" for n in cached)
-            + f" (goal >= 0.8: {met(fast_eval)})."]
+            + f" (goal >= 0.8: {fast('eval', cached, 0.8)})."]
 
 
 def dynamic(results):
@@ -136,15 +119,15 @@ def dynamic(results):
     if not done:
         return ("Dynamic evaluation: no stream row reports it yet (`benchmarks/table.py` computes it in the run "
                 "that trains a row).")
-    lines = ["| row | test ppl | dynamic evaluation (chosen on valid) | valid + dynamic | **test + dynamic** | gain | "
-             "test + cache | **test + cache + dynamic** | gain |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = header("row", "test ppl", "dynamic evaluation (chosen on valid)", "valid + dynamic", "**test + dynamic**",
+                   "gain", "test + cache", "**test + cache + dynamic**", "gain")
     for n in done:
         r, d = results[n], results[n]["dynamic"]
         lines.append(f"| {ROWS[n]} | {r['test_ppl']:.1f} | SGD lr {d['lr']:g}, decay {d['decay']:g}, segments of "
                      f"{d['segment']} | {r['valid_ppl_dynamic']:.1f} | **{r['test_ppl_dynamic']:.1f}** | "
-                     f"{pct(r['test_ppl_dynamic'], r['test_ppl']):+.1f}% | {r['test_ppl_cache']:.1f} | "
-                     f"**{r['test_ppl_cache_dynamic']:.1f}** | {pct(r['test_ppl_cache_dynamic'], r['test_ppl']):+.1f}% |")
-    gains = {n: pct(results[n]["test_ppl_dynamic"], results[n]["test_ppl"]) for n in done}
+                     f"{gain(r, '_dynamic'):+.1f}% | {r['test_ppl_cache']:.1f} | **{r['test_ppl_cache_dynamic']:.1f}** | "
+                     f"{gain(r, '_cache_dynamic'):+.1f}% |")
+    gains = {n: gain(results[n], "_dynamic") for n in done}
     lines += ["", "**Dynamic evaluation (generated from the JSON).** " + "; ".join(
         f"{ROWS[n]}: {results[n]['test_ppl']:.1f} -> {results[n]['test_ppl_dynamic']:.1f} ({gains[n]:+.1f}%), with "
         f"the cache {results[n]['test_ppl_cache_dynamic']:.1f}" for n in done)
@@ -157,12 +140,11 @@ def dynamic(results):
                       f"{results[STREAM_BASELINE]['test_ppl_cache']:.1f}).")
     speed = result_json("cpu", "dynamic_eval_speed.json")
     if speed is not None:
-        figures = speed["by_threads"]
         name = "eval, dynamic SGD, segments of 20"
         lines.append("Its cost, eval tokens/s against static scoring (PTB valid as one stream, `alm_lstm` 2 x 200, "
                      "benchmarks/results/cpu/dynamic_eval_speed.json): " + ", ".join(
-                         f"{figures[t]['eval']['ratio'][name]:.2f}x at {threads(t)}"
-                         for t in sorted(figures, key=int)) + " (goal >= 0.35x).")
+                         f"{speed['by_threads'][t]['eval']['ratio'][name]:.2f}x at {threads(t)}"
+                         for t in sorted(speed["by_threads"], key=int)) + " (goal >= 0.35x).")
     return "\n".join(lines)
 
 
@@ -176,28 +158,22 @@ def block(results):
 
 
 def draw(results, path=PICTURE):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     done = [n for n in ROWS if n in results]
     if not done:
         return
-    fig, ax = plt.subplots(figsize=(7, 3.8))
+    fig, ax = figure((7, 3.8))
     x = range(len(done))
     plain = [results[n]["test_ppl"] for n in done]
     cached = [results[n].get("test_ppl_cache", float("nan")) for n in done]
-    ax.bar([i - 0.2 for i in x], plain, width=0.4, label="model alone")
-    ax.bar([i + 0.2 for i in x], cached, width=0.4, label="+ neural cache")
-    for i, (p, c) in enumerate(zip(plain, cached)):
-        ax.text(i - 0.2, p + 1, f"{p:.1f}", ha="center", fontsize=7)
-        ax.text(i + 0.2, c + 1, f"{c:.1f}", ha="center", fontsize=7)
+    for shift, figures, legend in ((-0.2, plain, "model alone"), (0.2, cached, "+ neural cache")):
+        ax.bar([i + shift for i in x], figures, width=0.4, label=legend)
+        for i, p in enumerate(figures):
+            ax.text(i + shift, p + 1, f"{p:.1f}", ha="center", fontsize=7)
     if SENTENCE_BASELINE in results:
         ax.axhline(results[SENTENCE_BASELINE]["test_ppl"], color="gray", linestyle="--", linewidth=1,
                    label=f"sentence-level LSTM ({results[SENTENCE_BASELINE]['test_ppl']:.1f})")
-    ax.set_xticks(list(x))
-    ax.set_xticklabels([n.replace("-stream", "") for n in done])
-    ax.set_ylabel("test perplexity")
-    ax.set_ylim(min(c for c in cached + plain if c == c) * 0.8, max(plain) * 1.12)
+    ax.set(xticks=list(x), xticklabels=[n.replace("-stream", "") for n in done], ylabel="test perplexity",
+           ylim=(min(c for c in cached + plain if c == c) * 0.8, max(plain) * 1.12))
     ax.set_title("Full PTB, document streams (2 x 200, 10 epochs): with and without the cache", fontsize=9)
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()

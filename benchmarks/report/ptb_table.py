@@ -5,35 +5,28 @@ import os
 from benchmarks.rows import PTB, ROOT, SIZE
 
 from .statements import LAYER_ROW, head, layer_and_attention, pct, span
-from .tables import before_the_fix_note, best_epoch, is_stream, label, one_layout, unlogged
+from .tables import before_the_fix_note, best_epoch, cost, figure, header, label, one_layout, tokens, unlogged
 
 PICTURE = os.path.join(ROOT, "docs", "ptb_valid_ppl.png")
 
 
 def sentence_level(by_name):
-    """The entries of ``by_name`` (keyed by PTB's row names) for the rows that read one sentence at a
-    time: this block's (the stream rows have their own, ``ptb_stream``)."""
-    return {n: r for n, r in by_name.items() if not is_stream(PTB, n)}
+    """The entries of ``by_name`` for the rows that read one sentence at a time (the stream rows: ``ptb_stream``)."""
+    return {n: r for n, r in by_name.items() if PTB.rows[n].reading != "stream"}
 
 
 def table(results):
-    lines = ["| row | valid ppl | test ppl | test paper_ppl | best epoch | attention entropy (nats) | "
-             "params | train min | tokens/s | paper valid / test |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for name, row in PTB.rows.items():
-        r = results.get(name)
-        if is_stream(PTB, name):
-            continue
+    lines = header("row", "valid ppl", "test ppl", "test paper_ppl", "best epoch", "attention entropy (nats)",
+                   "params", "train min", "tokens/s", "paper valid / test")
+    for name, row in sentence_level(PTB.rows).items():
+        r, paper = results.get(name), PTB.paper.get(name, "")
         if r is None:
-            lines.append(f"| {row.description} | not run yet | | | | | | | | {PTB.paper.get(name, '')} |")
+            lines.append(f"| {row.description} | not run yet | | | | | | | | {paper} |")
             continue
-        description = label(PTB, name, r)
         entropy = f"{r['test_attn_entropy']:.2f}" if "test_attn_entropy" in r else "–"
-        speed = f"{r['train_tokens_per_s']:,}" if r["train_tokens_per_s"] else "–"  # no epoch logged: unknown
-        lines.append(f"| {description} | {r['valid_ppl']:.1f} | **{r['test_ppl']:.1f}** | "
+        lines.append(f"| {label(PTB, name, r)} | {r['valid_ppl']:.1f} | **{r['test_ppl']:.1f}** | "
                      f"{r['test_paper_ppl']:.1f} | {best_epoch(r)}/{r['epochs']}{unlogged(r)} | {entropy} | "
-                     f"{r['params'] / 1e6:.2f}M | {r['train_minutes']:.0f} | {speed} | "
-                     f"{PTB.paper.get(name, '')} |")
+                     f"{cost(r)} | {tokens(r)} | {paper} |")
     return "\n".join(lines)
 
 
@@ -74,16 +67,15 @@ def statement(results):
     elif ours:
         best, worst = min(ours, key=change.get), max(ours, key=change.get)
         lines.append(f"**No attention row beats the equal LSTM** at this size and budget (closest: "
-                     f"{PTB.rows[best].description}, {change[best]:+.1f}%; furthest: {PTB.rows[worst].description}, {change[worst]:+.1f}%). "
-                     "One seed per row: differences of a few tenths of a percent are no evidence either way.")
-        first = {n: results[n]["valid_ppl_per_epoch"][0] for n in ours}
-        first = {n: p for n, p in first.items() if p is not None}
-        lstm_first = lstm["valid_ppl_per_epoch"][0]
-        if first and lstm_first is not None:
-            lines.append(f"The attention rows start slower (valid after epoch 1: {min(first.values()):.0f} to "
-                         f"{max(first.values()):.0f}, the LSTM {lstm_first:.0f}); "
-                         f"their final valid is {min(results[n]['valid_ppl'] for n in ours):.1f} to "
-                         f"{max(results[n]['valid_ppl'] for n in ours):.1f}, the LSTM's {lstm['valid_ppl']:.1f}.")
+                     f"{PTB.rows[best].description}, {change[best]:+.1f}%; furthest: {PTB.rows[worst].description}, "
+                     f"{change[worst]:+.1f}%). One seed per row: differences of a few tenths of a percent are no "
+                     "evidence either way.")
+        first = [p for p in (results[n]["valid_ppl_per_epoch"][0] for n in ours) if p is not None]
+        final = [results[n]["valid_ppl"] for n in ours]
+        if first and lstm["valid_ppl_per_epoch"][0] is not None:
+            lines.append(f"The attention rows start slower (valid after epoch 1: {min(first):.0f} to {max(first):.0f}, "
+                         f"the LSTM {lstm['valid_ppl_per_epoch'][0]:.0f}); their final valid is {min(final):.1f} to "
+                         f"{max(final):.1f}, the LSTM's {lstm['valid_ppl']:.1f}.")
     if "single" in results and "single-bc" in results:
         with_bc, without = results["single-bc"], results["single"]
         lines.append(f"The bias b_c of Eq. 7 as printed costs the single model {with_bc['test_ppl']:.1f} against "
@@ -91,17 +83,13 @@ def statement(results):
                      f"valid {with_bc['valid_ppl']:.1f} against {without['valid_ppl']:.1f}): through the tied "
                      "output it is a unigram shortcut that takes the clipped SGD steps, which is why "
                      "`--combination-bias` is off by default.")
-    lines += layer_and_attention(PTB, results)
-    lines += entropy_choice(results, base)
-    for name in ("fairseq-lstm_lm", "fairseq-transformer_lm"):
-        if name in results:
-            lines.append(f"{PTB.rows[name].description}: test {results[name]['test_ppl']:.1f} "
-                         f"({pct(results[name]['test_ppl'], base):+.1f}% against our LSTM).")
+    lines += layer_and_attention(PTB, results) + entropy_choice(results, base)
+    lines += [f"{PTB.rows[n].description}: test {results[n]['test_ppl']:.1f} ({pct(results[n]['test_ppl'], base):+.1f}% "
+              "against our LSTM)." for n in ("fairseq-lstm_lm", "fairseq-transformer_lm") if n in results]
     if "fairseq-transformer_lm" in results:
         transformer = results["fairseq-transformer_lm"]["test_ppl"]
-        recurrent = {n: results[n]["test_ppl"] for n in ["lstm", *ours]}
-        ahead = sum(p < transformer for p in recurrent.values())
-        lines.append(f"Against the transformer a user would pick today: {ahead} of {len(recurrent)} of our "
+        ahead = sum(results[n]["test_ppl"] < transformer for n in ["lstm", *ours])
+        lines.append(f"Against the transformer a user would pick today: {ahead} of {len(ours) + 1} of our "
                      f"rows reach a lower test perplexity than its {transformer:.1f}, at this one size and budget "
                      "(2 layers of 200, 10 epochs of 42k sentences; not a verdict on larger settings).")
     last = [n for n, r in results.items() if best_epoch(r) == r["epochs"]]
@@ -110,9 +98,8 @@ def statement(results):
                      f"{PTB.epochs}-epoch budget stopped them, so this compares the models at an equal budget, not "
                      "at convergence (the paper trains 2 x 650 until valid has not improved for 10 epochs; the "
                      "authors' released code for at most 100).")
-    minutes = [r["train_minutes"] for r in results.values()]
-    lines.append(f"Rows trained with one thread each, two side by side with other work: {span(minutes)} "
-                 "minutes a row (not the 2-core budget).")
+    lines.append(f"Rows trained with one thread each, two side by side with other work: "
+                 f"{span([r['train_minutes'] for r in results.values()])} minutes a row (not the 2-core budget).")
     return "\n".join(lines)
 
 
@@ -124,27 +111,20 @@ def block(results):
 
 
 def draw(results, path=PICTURE):
-    results = sentence_level(results)
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import matplotlib.ticker
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    results = sentence_level(results)
+    fig, ax = figure((7, 4.2))
     for name, r in results.items():
         logged = [(e, p) for e, p in enumerate(r["valid_ppl_per_epoch"], 1) if p is not None]
-        if not logged:
-            continue
-        ax.plot(*zip(*logged), marker="o", markersize=3, label=PTB.rows[name].description.replace("`", ""),
-                linestyle="--" if name.startswith("fairseq") else "-")
-    ax.set_yscale("log")
+        if logged:
+            ax.plot(*zip(*logged), marker="o", markersize=3, label=PTB.rows[name].description.replace("`", ""),
+                    linestyle="--" if name.startswith("fairseq") else "-")
     values = [p for r in results.values() for p in r["valid_ppl_per_epoch"] if p is not None] or [100]
+    ax.set(yscale="log", xlabel="epoch", ylabel="valid perplexity (log scale; sentences cut at 35)",
+           title=f"Full PTB, 2 x {SIZE}, SGD lr 1 (halved after epoch {PTB.anneal_after}), --sentence-avg")
     ax.set_yticks([t for t in (100, 110, 120, 130, 150, 175, 200, 250, 300, 400, 600, 1000)
                    if min(values) * 0.9 <= t <= max(values) * 1.1])
-    ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
-    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("valid perplexity (log scale; sentences cut at 35)")
-    ax.set_title(f"Full PTB, 2 x {SIZE}, SGD lr 1 (halved after epoch {PTB.anneal_after}), --sentence-avg")
+    ax.yaxis.set(major_formatter=matplotlib.ticker.ScalarFormatter(), minor_formatter=matplotlib.ticker.NullFormatter())
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()

@@ -1,12 +1,19 @@
-"""What the generated statements share: the relative change between two figures, the head that
-says how many rows a statement stands on, a goal's verdict, the one wording of where a row stands
-against another (ahead / behind / level, within a tolerance the statement states), and the note on
-a pointer whose sentinel gate sits at 1."""
+"""What the generated statements share: the relative change between two figures, the head that says
+how many rows a statement stands on, a goal's verdict, the one wording of where a row stands against
+another (ahead / behind / level), the note on a pointer whose sentinel gate sits at 1."""
+
+TOLERANCE = 1.0  # % either way that counts as level: one seed per row
+LEVEL = f"Level: within {TOLERANCE:g}% either way, which one seed per row cannot tell apart."
 
 
 def pct(value, base):
     """``value`` against ``base``, in percent (a lower perplexity: negative)."""
     return 100 * (value / base - 1)
+
+
+def gain(r, suffix):
+    """What a test-time option (``test_ppl<suffix>``) changes in a row's test ppl, in percent."""
+    return pct(r[f"test_ppl{suffix}"], r["test_ppl"])
 
 
 def head(claim, done, total, rows="rows"):
@@ -24,19 +31,23 @@ def span(values):
     return low if low == high else f"{low} to {high}"
 
 
-def standing(change, tolerance):
-    """Where a figure ``change`` percent from another's stands (lower is better): ``"ahead"``,
-    ``"behind"``, or ``"level"`` where the change is under ``tolerance`` percent either way."""
-    if abs(change) < tolerance:
-        return "level"
-    return "ahead" if change < 0 else "behind"
+def standing(change):
+    """Where a figure ``change`` percent from another's stands (lower is better): ahead, behind or level."""
+    return "level" if abs(change) < TOLERANCE else "ahead" if change < 0 else "behind"
 
 
-def standing_on_both(valid_change, test_change, tolerance):
-    """Where a row stands on valid and on test, in one phrase: ``"ahead on valid and test"``,
-    ``"level on valid, behind on test"``."""
-    on_valid, on_test = standing(valid_change, tolerance), standing(test_change, tolerance)
-    return f"{on_valid} on valid and test" if on_valid == on_test else f"{on_valid} on valid, {on_test} on test"
+def changes(r, base, suffix=""):
+    """``r`` against ``base`` on valid and test (``suffix``: with a test-time option), in one phrase:
+    ``"(-5.0% / +0.5%): ahead on valid, level on test"``."""
+    valid, test = (pct(r[f"{split}_ppl{suffix}"], base[f"{split}_ppl{suffix}"]) for split in ("valid", "test"))
+    on_valid, on_test = standing(valid), standing(test)
+    return (f"({valid:+.1f}% / {test:+.1f}%): " + (f"{on_valid} on valid and test" if on_valid == on_test else
+                                                   f"{on_valid} on valid, {on_test} on test"))
+
+
+def figures(r, suffix=""):
+    """``r``'s valid / test perplexity, ``"95.0 / 90.2"``."""
+    return f"{r[f'valid_ppl{suffix}']:.1f} / {r[f'test_ppl{suffix}']:.1f}"
 
 
 def gate_note(r, description):
@@ -54,27 +65,22 @@ def gate_note(r, description):
     return [f"{description}: the sentinel gate sat at 1 (pointer unused) after epoch"
             f"{'s' if len(stuck) > 1 else ''} {stuck[0]}" + (f"-{stuck[-1]}" if len(stuck) > 1 else "")
             + f", left it in epoch {stuck[-1] + 1}" + (" when SGD's step halved (lr 1 -> 0.5)" if annealed else "")
-            + " and ends at "
-            f"{r['valid_pointer_gate']:.3f} on valid: the pointer trained for {len(gates) - len(stuck)} of "
-            f"{len(gates)} epochs (docs/models.md)."]
+            + f" and ends at {r['valid_pointer_gate']:.3f} on valid: the pointer trained for "
+              f"{len(gates) - len(stuck)} of {len(gates)} epochs (docs/models.md)."]
 
 
 LAYER_ROW = "single-zero-context"  # the concat layer fed c_t = 0: no attention
 
 
-def layer_and_attention(corpus, results, tolerance=1.0):
-    """What the concat layer does (the context-zeroed row against the LSTM) and what the attention
-    adds on top of it (single against the context-zeroed row), each against its own baseline,
-    on valid and test; nothing until the LSTM and the layer's row have both run."""
+def layer_and_attention(corpus, results):
+    """What the concat layer does (the context-zeroed row against the LSTM) and what the attention adds on
+    top of it (single against the context-zeroed row); nothing until the LSTM and the layer's row have run."""
     lstm, layer, single = (results.get(n) for n in ("lstm", LAYER_ROW, "single"))
     if lstm is None or layer is None:
         return []
-    change = lambda r, base: (pct(r["valid_ppl"], base["valid_ppl"]), pct(r["test_ppl"], base["test_ppl"]))
-    parts = [f"{corpus.rows[LAYER_ROW].description} against the LSTM (valid / test): {layer['valid_ppl']:.1f} / "
-             f"{layer['test_ppl']:.1f} against {lstm['valid_ppl']:.1f} / {lstm['test_ppl']:.1f} "
-             "({:+.1f}% / {:+.1f}%): ".format(*change(layer, lstm)) + standing_on_both(*change(layer, lstm), tolerance)]
+    parts = [f"{corpus.rows[LAYER_ROW].description} against the LSTM (valid / test): {figures(layer)} against "
+             f"{figures(lstm)} {changes(layer, lstm)}"]
     if single is not None:
-        parts.append(f"the attention on top of the layer (single against the context-zeroed row): {single['valid_ppl']:.1f}"
-                     f" / {single['test_ppl']:.1f} " + "({:+.1f}% / {:+.1f}%): ".format(*change(single, layer))
-                     + standing_on_both(*change(single, layer), tolerance))
+        parts.append("the attention on top of the layer (single against the context-zeroed row): "
+                     f"{figures(single)} {changes(single, layer)}")
     return ["The layer and the attention apart: " + "; ".join(parts) + "."]

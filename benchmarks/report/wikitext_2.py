@@ -1,49 +1,44 @@
 """The ``wikitext-2`` block: the Attentive LM paper's Table 2 at our size. Our rows beside the
 paper's, the statement of each goal (attention, document streams, the cache, dynamic evaluation
 and where its grid may be too narrow, the pointer, fairseq's LSTM) and the settings' choices."""
-import os
-
 from benchmarks.grid_edge import KINDS, edge_sides, picks
-from benchmarks.result_files import read_result
 from benchmarks.rows import WIKITEXT2, WIKITEXT2_PAPER
 
-from .statements import gate_note, head, met, pct, span
-from .tables import before_the_fix_note, cell, label, one_layout, unlogged
+from .statements import gain, gate_note, head, met, pct, span
+from .tables import (OPTIONS, before_the_fix_note, cell, cost, header, label, one_layout, result_json, table_command,
+                     unlogged)
 from .wikitext_2_choices import cutoff_note, pointer_loss_note
 
 GOALS = {"cache": 25, "dynamic": 15, "pointer": 10, "best": 40}  # % below: stream rows; vs stream LSTM; vs lstm
 
 
 def table(results):
-    lines = ["| row | reads | valid ppl | test ppl | + cache | + dynamic eval | + both | best epoch | params | "
-             "train min | tokens/s | the paper's valid / test |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for name, row in WIKITEXT2.rows.items():
-        r = results.get(name)
-        if r is None:  # named below the table with the command that runs it
-            continue
-        lines.append(f"| {label(WIKITEXT2, name, r)} | {row.reading} | {r['valid_ppl']:.1f} | **{r['test_ppl']:.1f}** | "
-                     f"{cell(r, 'test_ppl_cache')} | {cell(r, 'test_ppl_dynamic')} | {cell(r, 'test_ppl_cache_dynamic')} | "
-                     f"{r.get('best_epoch', '?')}/{r['epochs']}{unlogged(r)} | {r['params'] / 1e6:.2f}M | "
-                     f"{r['train_minutes']:.0f} | {r['train_tokens_per_s'] or '–'} | {WIKITEXT2.paper.get(name, '')} |")
+    lines = header("row", "reads", "valid ppl", "test ppl", "+ cache", "+ dynamic eval", "+ both", "best epoch",
+                   "params", "train min", "tokens/s", "the paper's valid / test")
+    for name in (n for n in WIKITEXT2.rows if n in results):  # a row not run: named below with its command
+        r = results[name]
+        lines.append(f"| {label(WIKITEXT2, name, r)} | {WIKITEXT2.rows[name].reading} | {r['valid_ppl']:.1f} | "
+                     f"**{r['test_ppl']:.1f}** | " + " | ".join(cell(r, f"test_ppl{s}") for _, s in OPTIONS)
+                     + f" | {r.get('best_epoch', '?')}/{r['epochs']}{unlogged(r)} | {cost(r)} | "
+                       f"{r['train_tokens_per_s'] or '–'} | {WIKITEXT2.paper.get(name, '')} |")
     queued = [name for name in WIKITEXT2.rows if name not in results]
     if queued:
         lines.append(f"\nQueued, not in the table: {'; '.join(WIKITEXT2.rows[n].description for n in queued)} "
-                     f"(`python -m benchmarks.table --corpus wikitext-2 --rows {','.join(queued)} --threads 1`; each "
-                     "costs about a finished row's training and evaluation minutes, below).")
+                     f"({table_command(WIKITEXT2.name, queued)}; each costs about a finished row's training and "
+                     "evaluation minutes, below).")
     return "\n".join(lines)
 
 
 def paper_table():
-    lines = ["| the paper's Table 2 (Salton et al. 2017, as printed) | params | valid | test |", "|---|---|---|---|"]
-    lines += [f"| {system} | {params} | {valid} | {test} |" for system, params, valid, test in WIKITEXT2_PAPER]
-    return "\n".join(lines)
+    return "\n".join(header("the paper's Table 2 (Salton et al. 2017, as printed)", "params", "valid", "test")
+                     + [f"| {' | '.join(system)} |" for system in WIKITEXT2_PAPER])
 
 
 def best_option(r):
-    """The lowest test ppl a row reaches and with what: (ppl, label)."""
-    options = [("alone", "test_ppl"), ("with the cache", "test_ppl_cache"), ("with dynamic evaluation",
-               "test_ppl_dynamic"), ("with the cache and dynamic evaluation", "test_ppl_cache_dynamic")]
-    return min((r[key], label) for label, key in options if key in r)
+    """The lowest test ppl a row reaches and with what: (ppl, how)."""
+    options = {"alone": "", "with the cache": "_cache", "with dynamic evaluation": "_dynamic",
+               "with the cache and dynamic evaluation": "_cache_dynamic"}
+    return min((r[f"test_ppl{s}"], how) for how, s in options.items() if f"test_ppl{s}" in r)
 
 
 def grid_edge_note(results, rows, edge):
@@ -62,6 +57,13 @@ def grid_edge_note(results, rows, edge):
     # a probe answers to the picks it saw: one made before the row was evaluated again counts as not run
     probed = [n for n in edged if n in edge and edge[n]["picks"] == picks(results[n])]
     setting = lambda p: f"lr {p['lr']:g} decay {p['decay']:g}"
+
+    def win(n, p, kind, valid, test):
+        change = pct(p[f"test_ppl_{kind}"], results[n][test])
+        return (f"{rows[n]} at {setting(p)}{' with the cache' if kind == 'both' else ''}: valid {p[valid]:.1f} "
+                f"against {results[n][valid]:.1f}, test {p[f'test_ppl_{kind}']:.1f} against the table's "
+                f"{results[n][test]:.1f} ({change:+.1f}%, "
+                + ("better on test too" if change < 0 else "**not better on test**") + ")")
     if probed:
         lines.append("One step beyond, on valid alone / with the cache (`benchmarks/grid_edge.py`; the table keeps "
                      "the grid's figures): " + "; ".join(
@@ -69,29 +71,21 @@ def grid_edge_note(results, rows, edge):
                                                     f"{p['valid_ppl_cache_dynamic']:.1f}" for p in edge[n]["beyond"])
                          + f" against the picks' {results[n]['valid_ppl_dynamic']:.1f} / "
                            f"{results[n]['valid_ppl_cache_dynamic']:.1f}" for n in probed) + ".")
-        wins = []
-        for n in probed:
-            for p in edge[n]["beyond"]:
-                for kind, valid, test in KINDS:
-                    if f"test_ppl_{kind}" in p:
-                        change = pct(p[f"test_ppl_{kind}"], results[n][test])
-                        how = " with the cache" if kind == "both" else ""
-                        wins.append(f"{rows[n]} at {setting(p)}{how}: valid {p[valid]:.1f} against "
-                                    f"{results[n][valid]:.1f}, test {p[f'test_ppl_{kind}']:.1f} against the table's "
-                                    f"{results[n][test]:.1f} ({change:+.1f}%, "
-                                    + ("better on test too" if change < 0 else "**not better on test**") + ")")
+        wins = [win(n, p, *kind) for n in probed for p in edge[n]["beyond"] for kind in KINDS
+                if f"test_ppl_{kind[0]}" in p]
         if wins:
-            lines.append("**A step beyond wins on valid** (one step was tried; further is untried): " + "; ".join(wins) + ".")
-        standing = [n for n in probed if not any(f"test_ppl_{kind}" in p for p in edge[n]["beyond"]
-                                                 for kind, _, _ in KINDS)]
+            lines.append("**A step beyond wins on valid** (one step was tried; further is untried): " + "; ".join(wins)
+                         + ".")
+        standing = [rows[n] for n in probed if not any(f"test_ppl_{kind}" in p for p in edge[n]["beyond"]
+                                                       for kind, _, _ in KINDS)]
         if standing:
-            lines.append("No step beyond beats the picks, alone or with the cache, for "
-                         + "; ".join(rows[n] for n in standing) + ": their grid picks stand.")
-    unprobed = [n for n in edged if n not in probed]
+            lines.append("No step beyond beats the picks, alone or with the cache, for " + "; ".join(standing)
+                         + ": their grid picks stand.")
+    unprobed = [rows[n] for n in edged if n not in probed]
     if unprobed:
-        lines.append("Not tried beyond the grid yet for " + "; ".join(rows[n] for n in unprobed)
-                     + " (on PTB's stream LSTM lr 3 and decay 0.003 lost, which narrowed the grid): "
-                       "`python -m benchmarks.grid_edge --save-dir <table.py's>` does.")
+        lines.append("Not tried beyond the grid yet for " + "; ".join(unprobed) + " (on PTB's stream LSTM lr 3 and "
+                     "decay 0.003 lost, which narrowed the grid): `python -m benchmarks.grid_edge --save-dir "
+                     "<table.py's>` does.")
     return [" ".join(lines)]
 
 
@@ -103,40 +97,37 @@ def statement(results, edge=None):
     if not results:
         return f"{first_line} No row has finished yet."
     lines = [first_line]
-    if lstm:
-        attention = [n for n in ("single", "combined", "amsrn") if n in results]
-        if attention:
-            change = {n: pct(results[n]["test_ppl"], lstm["test_ppl"]) for n in attention}
-            beats = [n for n in attention if change[n] < -1]
-            lines.append("Attention within the sentence against the equal LSTM's test "
-                         f"{lstm['test_ppl']:.1f}: " + "; ".join(f"{rows[n]} {results[n]['test_ppl']:.1f} "
-                                                               f"({change[n]:+.1f}%)" for n in attention)
-                         + (". It beats the LSTM on WikiText-2 (on PTB it tied)." if beats else
-                            ". **It does not beat the equal LSTM on WikiText-2 either** (on PTB it tied); the "
-                            "paper's 69.7 against 99.3 compares a 50M-parameter model with another paper's LSTM."))
-        if stream:
-            lines.append(f"Document streams: the same LSTM reading the articles in order with its state carried, "
-                         f"test {stream['test_ppl']:.1f} against {lstm['test_ppl']:.1f} reset at every sentence "
-                         f"({pct(stream['test_ppl'], lstm['test_ppl']):+.1f}%).")
+    attention = [n for n in ("single", "combined", "amsrn") if n in results]
+    if lstm and attention:
+        change = {n: pct(results[n]["test_ppl"], lstm["test_ppl"]) for n in attention}
+        lines.append(f"Attention within the sentence against the equal LSTM's test {lstm['test_ppl']:.1f}: "
+                     + "; ".join(f"{rows[n]} {results[n]['test_ppl']:.1f} ({change[n]:+.1f}%)" for n in attention)
+                     + (". It beats the LSTM on WikiText-2 (on PTB it tied)." if any(c < -1 for c in change.values())
+                        else ". **It does not beat the equal LSTM on WikiText-2 either** (on PTB it tied); the "
+                             "paper's 69.7 against 99.3 compares a 50M-parameter model with another paper's LSTM."))
+    if lstm and stream:
+        lines.append(f"Document streams: the same LSTM reading the articles in order with its state carried, "
+                     f"test {stream['test_ppl']:.1f} against {lstm['test_ppl']:.1f} reset at every sentence "
+                     f"({pct(stream['test_ppl'], lstm['test_ppl']):+.1f}%).")
     ours = [n for n in rows if n in results and not n.startswith("fairseq")]
     stream_rows = [n for n in ours if WIKITEXT2.rows[n].reading == "stream"]
-    for option, key, goal in (("The neural cache", "test_ppl_cache", GOALS["cache"]),
-                              ("Dynamic evaluation", "test_ppl_dynamic", GOALS["dynamic"])):
-        done = [n for n in ours if key in results[n]]
-        if done:
-            gain = {n: pct(results[n][key], results[n]["test_ppl"]) for n in done}
-            reached = [n for n in stream_rows if n in gain and gain[n] <= -goal]
+    for option, suffix, goal in (("The neural cache", "_cache", GOALS["cache"]),
+                                 ("Dynamic evaluation", "_dynamic", GOALS["dynamic"])):
+        gains = {n: gain(results[n], suffix) for n in ours if f"test_ppl{suffix}" in results[n]}
+        reached = [n for n in stream_rows if n in gains and gains[n] <= -goal]
+        if gains:
             lines.append(f"{option} (settings chosen on valid): " + "; ".join(
-                f"{rows[n]} {gain[n]:+.1f}%" for n in done) + f". Goal >= {goal}% below each stream row's test "
-                + (f"ppl: {met(len(reached) == len(stream_rows))} ({len(reached)} of {len(stream_rows)} "
-                   "stream rows)." if stream_rows else "ppl: no stream row has finished yet."))
-    lines.extend(grid_edge_note(results, rows, edge or {}))
+                f"{rows[n]} {g:+.1f}%" for n, g in gains.items()) + f". Goal >= {goal}% below each stream row's test "
+                + (f"ppl: {met(len(reached) == len(stream_rows))} ({len(reached)} of {len(stream_rows)} stream rows)."
+                   if stream_rows else "ppl: no stream row has finished yet."))
+    lines += grid_edge_note(results, rows, edge or {})
     if stream and "ps-lstm-stream" in results:
-        change = pct(results["ps-lstm-stream"]["test_ppl"], stream["test_ppl"])
-        lines.append(f"The Pointer Sentinel-LSTM against the stream LSTM: {results['ps-lstm-stream']['test_ppl']:.1f} "
-                     f"against {stream['test_ppl']:.1f} ({change:+.1f}%; goal >= {GOALS['pointer']}% ahead: "
+        pointer = results["ps-lstm-stream"]
+        change = pct(pointer["test_ppl"], stream["test_ppl"])
+        lines.append(f"The Pointer Sentinel-LSTM against the stream LSTM: {pointer['test_ppl']:.1f} against "
+                     f"{stream['test_ppl']:.1f} ({change:+.1f}%; goal >= {GOALS['pointer']}% ahead: "
                      f"{met(change <= -GOALS['pointer'])}).")
-        lines.extend(gate_note(results["ps-lstm-stream"], rows["ps-lstm-stream"]))
+        lines += gate_note(pointer, rows["ps-lstm-stream"])
     if ours:
         best = min(ours, key=lambda n: best_option(results[n])[0])
         ppl, how = best_option(results[best])
@@ -166,8 +157,7 @@ def statement(results, edge=None):
 
 def block():
     results = WIKITEXT2.load()
-    edge_path = os.path.join(WIKITEXT2.results, "dynamic-edge.json")
-    edge = read_result(edge_path) if os.path.exists(edge_path) else {}
     kept, notes = one_layout(WIKITEXT2, results, "lstm")
+    edge = result_json(WIKITEXT2.name, "dynamic-edge.json") or {}
     return "\n\n".join([table(results), *before_the_fix_note(WIKITEXT2, results),
                         "\n".join([statement(kept, edge), *notes]), paper_table(), cutoff_note(), pointer_loss_note()])

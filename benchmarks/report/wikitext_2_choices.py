@@ -4,30 +4,31 @@ term and sentinel scale (the PTB stream row's first epochs)."""
 from benchmarks.rows import PTB, PTB_POINTER_LOSS, WIKITEXT2, WIKITEXT2_CUTOFFS
 
 from .statements import pct
+from .tables import header
 
 
-def option_value(row, flag, default=None):
-    return row.args[row.args.index(flag) + 1] if flag in row.args else default
+def option(args, flag, default=None):
+    """The value of ``flag`` in a row's arguments."""
+    return args[args.index(flag) + 1] if flag in args else default
 
 
 def cutoff_note():
     results = WIKITEXT2_CUTOFFS.load()
     if not results:
         return "The cutoffs' slice has not run yet (`python -m benchmarks.table --corpus wikitext-2-cutoffs`)."
-    choice = min(results, key=lambda n: results[n]["valid_ppl"])
+    cutoffs = {n: WIKITEXT2_CUTOFFS.rows[n].description.rsplit(" ", 1)[1] for n in results}
     return ("The adaptive softmax's cutoffs, chosen on a slice (the stream LSTM's first "
             f"{WIKITEXT2_CUTOFFS.max_update} updates, a fifth of an epoch, valid ppl): " + "; ".join(
-                f"{WIKITEXT2_CUTOFFS.rows[n].description.rsplit(' ', 1)[1]}: valid {r['valid_ppl']:.1f} at "
-                f"{r['train_tokens_per_s']:,} tokens/s" for n, r in results.items())
-            + f". Valid picks {WIKITEXT2_CUTOFFS.rows[choice].description.rsplit(' ', 1)[1]}; the rows use "
-              f"`--adaptive-softmax-cutoff {option_value(WIKITEXT2.rows['lstm'], '--adaptive-softmax-cutoff')}`.")
+                f"{cutoffs[n]}: valid {r['valid_ppl']:.1f} at {r['train_tokens_per_s']:,} tokens/s"
+                for n, r in results.items())
+            + f". Valid picks {cutoffs[min(results, key=lambda n: results[n]['valid_ppl'])]}; the rows use "
+              f"`--adaptive-softmax-cutoff {option(WIKITEXT2.rows['lstm'].args, '--adaptive-softmax-cutoff')}`.")
 
 
 def pointer_choice(args):
     """``(--pointer-loss, --sentinel-scale)`` of a row's arguments; absent: off and 1, what the rows
     trained before the scale's default became 0.1 used (every row now states both)."""
-    row = type("Args", (), {"args": list(args)})
-    return option_value(row, "--pointer-loss", "off"), option_value(row, "--sentinel-scale", "1")
+    return option(args, "--pointer-loss", "off"), option(args, "--sentinel-scale", "1")
 
 
 def pointer_loss_note():
@@ -46,21 +47,21 @@ def pointer_loss_note():
              "term -log(g + sum a_i) is 0 and its gradient vanishes with the pointer's weights: it shapes where a "
              "used pointer points but cannot revive a saturated gate. `--sentinel-scale 0.1` moves the sentinel "
              "at 1/100 of SGD's rate (the model unchanged):", "",
-             "| `--pointer-loss` | `--sentinel-scale` | valid ppl by epoch | sentinel gate by epoch |", "|---|---|---|---|"]
+             *header("`--pointer-loss`", "`--sentinel-scale`", "valid ppl by epoch", "sentinel gate by epoch")]
     order = ["off", "found", "all"]
     for (loss, scale), r in sorted(runs.items(), key=lambda item: (-float(item[0][1]), order.index(item[0][0]))):
         lines.append(f"| {loss} | {scale} | {fmt(r['valid_ppl_per_epoch'], '.1f')} | "
                      f"{fmt(r.get('pointer_gate_per_epoch', []), '.3g')} |")
     valid = {choice: r["valid_ppl_per_epoch"][epochs - 1] for choice, r in runs.items()}
-    gate = lambda choice: ((runs[choice].get("pointer_gate_per_epoch") or [])[epochs - 1:] or [None])[0]
+    gate = lambda choice: (((runs[choice].get("pointer_gate_per_epoch") or [])[epochs - 1:] or [None])[0]
+                           if choice in runs else None)
     for loss in ("found", "all"):  # the term where the gate is free to move
         for scale in sorted({s for _, s in runs}, key=float):
-            if ((loss, scale) in runs and ("off", scale) in runs and gate(("off", scale)) not in (None, 1)
-                    and gate((loss, scale)) is not None):
-                lines += ["", f"With a working gate (scale {scale}) the term `{loss}` moved it from "
-                              f"{gate(('off', scale)):.3g} to {gate((loss, scale)):.3g} after epoch {epochs} "
-                              f"({'towards' if gate((loss, scale)) > gate(('off', scale)) else 'away from'} the "
-                              f"softmax) and valid by {pct(valid[(loss, scale)], valid[('off', scale)]):+.1f}%."]
+            off, on = gate(("off", scale)), gate((loss, scale))
+            if off not in (None, 1) and on is not None:
+                lines += ["", f"With a working gate (scale {scale}) the term `{loss}` moved it from {off:.3g} to "
+                              f"{on:.3g} after epoch {epochs} ({'towards' if on > off else 'away from'} the softmax) "
+                              f"and valid by {pct(valid[(loss, scale)], valid[('off', scale)]):+.1f}%."]
     loss, scale = best = min(valid, key=valid.get)
     gap = f" ({pct(valid[best], valid[('off', '1')]):+.1f}% against off at scale 1)" if ("off", "1") in valid else ""
     used = pointer_choice(WIKITEXT2.rows["ps-lstm-stream"].args)
