@@ -1,61 +1,50 @@
-#!/usr/bin/env python
-"""Evaluation-side benchmarks, each measured side by side in one run:
+"""Evaluation-side benchmarks of untrained models (speed and memory do not depend on the weights):
 
 1. fairseq-eval-lm scoring tokens/s of our models against fairseq's lstm_lm of the same size
-   (the same `eval_lm` function and batches fairseq-eval-lm uses);
-2. incremental generation (history kept in incremental_state) against recomputing the
-   full prefix at every step;
-3. peak memory of scoring one batch of blocks of 35 / 512 / 2048 tokens, each in a fresh
-   process (peak resident set size over the model-loaded baseline).
+   (fairseq's own ``eval_lm`` on its batches);
+2. incremental generation (history kept in incremental_state) against the full prefix recomputed;
+3. the peak memory of scoring 8 blocks of 35 / 512 / 2048 tokens, each in a fresh process.
 
-    python -m benchmarks.eval_speed                          # shipped sample, 2 x 650
-    python -m benchmarks.eval_speed --data data-bin/ptb      # PTB test set
-
-Untrained models: speed and memory do not depend on the weights.
+    python -m benchmarks.eval_speed --data data-bin/ptb      # PTB test set, 2 x 650
 """
 import argparse
 import json
 import os
 import subprocess
 import sys
-from argparse import Namespace
 
 import torch
 
-from benchmarks.fairseq_runs import ROOT
-from benchmarks.timing import tokens_per_second
-
+from benchmarks import ROOT
+from benchmarks.timing import SAMPLE, tokens_per_second
 
 MODELS = ["lstm_lm", "attentive_lm single", "attentive_lm combined", "amsrn tied"]
 
 
 def setup_task(data, block):
-    import alm_plugin  # noqa: F401
-    from alm_plugin.tasks.sentence_language_modeling import SentenceLanguageModelingTask
-    args = Namespace(data=data, sample_break_mode="none", tokens_per_sample=block,
-                     output_dictionary_size=-1, self_target=False, future_target=False,
-                     past_target=False, add_bos_token=False, max_target_positions=None,
-                     shorten_method="none", shorten_data_split_list="", pad_to_fixed_length=False,
-                     pad_to_fixed_bsz=False, seed=1, batch_size=8, batch_size_valid=8,
-                     dataset_impl=None, data_buffer_size=10, tpu=False, use_plasma_view=False, plasma_path=None)
-    return SentenceLanguageModelingTask.setup_task(args)
+    """The sentence task as fairseq-eval-lm sets it up: blocks of ``block`` tokens, batches of 8."""
+    from fairseq import options, tasks
+    args = options.parse_args_and_arch(options.get_eval_lm_parser(), [
+        data, "--user-dir", os.path.join(ROOT, "alm_plugin"), "--task", "sentence_language_modeling",
+        "--sample-break-mode", "none", "--tokens-per-sample", str(block), "--batch-size", "8"])
+    return tasks.setup_task(args)
 
 
 def build(name, task, size):
+    """One of ``MODELS``, 2 x ``size``, without dropout, its weights drawn from seed 0."""
     from fairseq.models.lstm_lm import LSTMLanguageModel, base_architecture
     from alm_plugin.models.amsrn import AMSRNConfig, AMSRNLanguageModel
     from alm_plugin.models.attentive_lm import AttentiveLanguageModel, AttentiveLMConfig
     torch.manual_seed(0)
     if name == "lstm_lm":
-        args = Namespace(decoder_embed_dim=size, decoder_hidden_size=size, decoder_out_embed_dim=size,
-                         decoder_layers=2, share_decoder_input_output_embed=True, dropout=0.0,
-                         decoder_dropout_in=0.0, decoder_dropout_out=0.0, tokens_per_sample=100000,
-                         criterion="cross_entropy")
+        args = argparse.Namespace(decoder_embed_dim=size, decoder_hidden_size=size, decoder_out_embed_dim=size,
+                                  decoder_layers=2, share_decoder_input_output_embed=True, dropout=0.0,
+                                  decoder_dropout_in=0.0, decoder_dropout_out=0.0, tokens_per_sample=100000,
+                                  criterion="cross_entropy")
         base_architecture(args)
         model = LSTMLanguageModel.build_model(args, task)
     elif name.startswith("attentive_lm"):
-        cfg = AttentiveLMConfig(embed_dim=size, hidden_size=size, dropout=0.0,
-                                attention_score=name.split()[1])
+        cfg = AttentiveLMConfig(embed_dim=size, hidden_size=size, dropout=0.0, attention_score=name.split()[1])
         model = AttentiveLanguageModel.build_model(cfg, task)
     else:
         model = AMSRNLanguageModel.build_model(AMSRNConfig(embed_dim=size, hidden_size=size, dropout=0.0,
@@ -64,25 +53,19 @@ def build(name, task, size):
 
 
 def eval_lm_speed(task, model, split):
+    """Tokens/s of fairseq-eval-lm's ``eval_lm`` over ``split``, batches of 8 blocks."""
     from fairseq_cli.eval_lm import eval_lm
     task.load_dataset(split)
     dataset = task.dataset(split)
     itr = task.eval_lm_dataloader(dataset=dataset, batch_size=8, max_positions=100000, context_window=0,
                                   num_workers=0)
-    result = {}
-
-    def score(batches):
-        result.update(eval_lm(models=[model], source_dictionary=task.source_dictionary, batch_iterator=batches))
-
-    speed = tokens_per_second(score, [itr], lambda _: int(dataset.sizes.sum()))
-    return speed, result["perplexity"]
+    score = lambda batches: eval_lm(models=[model], source_dictionary=task.source_dictionary, batch_iterator=batches)
+    return tokens_per_second(score, [itr], lambda _: int(dataset.sizes.sum()))
 
 
 def generation_speed(model, steps, bsz=8):
     """Greedy decoding of `steps` tokens: incremental state vs full prefix recomputed."""
-    vocab = model.decoder.dictionary
-    tokens = torch.full((bsz, 1), vocab.eos())
-    timings = {}
+    tokens, timings = torch.full((bsz, 1), model.decoder.dictionary.eos()), {}
     with torch.no_grad():
         for mode in ("incremental", "full prefix"):
             seq, state = tokens.clone(), {}
@@ -91,7 +74,6 @@ def generation_speed(model, steps, bsz=8):
                 nonlocal seq
                 logits = (model(seq, incremental_state=state) if mode == "incremental" else model(seq))[0][:, -1]
                 seq = torch.cat([seq, logits.argmax(-1, keepdim=True)], 1)
-
             timings[mode] = tokens_per_second(step, range(steps), lambda _: bsz)
     return timings
 
@@ -117,7 +99,7 @@ def peak_memory_child(name, data, size, block):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", default=os.path.join(ROOT, "data-bin", "wikitext-2-sample"))
+    parser.add_argument("--data", default=SAMPLE)
     parser.add_argument("--split", default="test")
     parser.add_argument("--size", type=int, default=650)
     parser.add_argument("--block", type=int, default=512, help="tokens per eval-lm block")
@@ -132,9 +114,8 @@ def main():
     print(f"1. eval-lm scoring, {os.path.basename(os.path.normpath(args.data))} {args.split}, "
           f"blocks of {args.block}, batch 8, 2 x {args.size}")
     speeds = {}
-    for name in MODELS:
-        speeds[name], _ = eval_lm_speed(task, build(name, task, args.size), args.split)
-    for name in MODELS:
+    for name in MODELS:  # lstm_lm first: the others' reference
+        speeds[name] = eval_lm_speed(task, build(name, task, args.size), args.split)
         print(f"   {name:24s} {speeds[name]:9.0f} tokens/s  {speeds[name] / speeds['lstm_lm']:5.2f} x lstm_lm")
 
     print(f"\n2. greedy generation, batch 8, {args.steps} tokens")
@@ -146,13 +127,13 @@ def main():
     print("\n3. peak memory growth scoring 8 blocks (MiB, fresh process each)")
     print(f"   {'model':24s} " + " ".join(f"{b:>7d}" for b in (35, 512, 2048)))
     for name in MODELS:
-        row = []
-        for block in (35, 512, 2048):
-            out = subprocess.run([sys.executable, "-m", "benchmarks.eval_speed", "--data", args.data, "--memory-child", name,
-                                  str(args.size), str(block)], capture_output=True, text=True, cwd=ROOT)
+        peaks = []
+        for block in (35, 512, 2048):  # each in a fresh process: peak_memory_child
+            out = subprocess.run([sys.executable, "-m", "benchmarks.eval_speed", "--data", args.data, "--memory-child",
+                                  name, str(args.size), str(block)], capture_output=True, text=True, cwd=ROOT)
             lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
-            row.append(json.loads(lines[-1])["peak_mib"] if lines else float("nan"))
-        print(f"   {name:24s} " + " ".join(f"{m:7.0f}" for m in row))
+            peaks.append(json.loads(lines[-1])["peak_mib"] if lines else float("nan"))
+        print(f"   {name:24s} " + " ".join(f"{m:7.0f}" for m in peaks))
 
 
 if __name__ == "__main__":

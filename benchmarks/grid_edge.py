@@ -1,20 +1,11 @@
-#!/usr/bin/env python
 """One step beyond dynamic evaluation's grid, where a row's pick sits at its edge.
 
-``table.py`` chooses dynamic evaluation's SGD lr and decay on valid from the corpus's grid
-(``rows.py``: lr 0.3, 1 x decay 0.01, 0.03 on WikiText-2), alone and with the cache. Where a
-pick is the grid's largest lr or smallest decay, the best setting may lie outside it. This probe
-runs ``alm-cache-grid`` on valid one step further on the 1-3-10 ladder (the next larger lr at the
-picked decay, the next smaller decay at the picked lr; not both at once), on the row's saved
-``checkpoint_best.pt``:
+Where ``table.py``'s pick on valid (alone or with the cache) is the grid's largest lr or smallest decay, this
+runs ``alm-cache-grid`` on valid one step further on the 1-3-10 ladder (each direction in turn) and scores test
+where a point beats the pick on valid, into ``benchmarks/results/<corpus>/dynamic-edge.json`` a row at a time
+(a finished row skipped, one whose picks changed since probed again):
 
     python -m benchmarks.grid_edge --corpus wikitext-2 --rows lstm,lstm-stream --threads 1 --save-dir /work/ckpt/wt2
-
-The table keeps its grid's figures (every row the same grid). The probe writes
-``benchmarks/results/<corpus>/dynamic-edge.json``, a row at a time (finished rows skipped, a
-row whose picks changed since probed again): the picks, each point's valid ppl with dynamic
-evaluation alone and with the cache too, and, where a point beats a pick on valid, test with it
-(fairseq-eval-lm). ``report`` says what it found.
 """
 import argparse
 import json
@@ -23,6 +14,7 @@ import os
 import sys
 import time
 
+from benchmarks.result_files import write_json
 from benchmarks.rows import CORPORA
 from benchmarks.table import commit, eval_lm_ppl, grid_point, test_time_flags
 
@@ -39,8 +31,7 @@ def step(value, up):
 
 def edge_sides(corpus, pick):
     """Where ``pick`` sits at the grid's strongest adaptation: "lr" (its largest), "decay" (its smallest)."""
-    lrs = [float(v) for v in corpus.dynamic_lrs.split(",")]
-    decays = [float(v) for v in corpus.dynamic_decays.split(",")]
+    lrs, decays = ([float(v) for v in text.split(",")] for text in (corpus.dynamic_lrs, corpus.dynamic_decays))
     return [side for side, hit in (("lr", math.isclose(pick["lr"], max(lrs))),
                                    ("decay", math.isclose(pick["decay"], min(decays)))) if hit]
 
@@ -80,13 +71,6 @@ def probe(corpus, name, result, checkpoint, threads):
         found["beyond"].append(point)
     found["minutes"] = round((time.time() - started) / 60, 1)
     return found
-
-
-def write_json(path, value):
-    """Whole or not at all: a probe killed while writing keeps the file it had."""
-    with open(f"{path}.tmp", "w") as f:
-        json.dump(value, f, indent=1)
-    os.replace(f"{path}.tmp", path)
 
 
 def main():

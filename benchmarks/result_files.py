@@ -1,16 +1,13 @@
-"""The results' JSON as the docs generator (``benchmarks/report/``) reads it: each file checked, so a
-broken one is refused in one line naming the file and the key, and docs/benchmarks.md is left as
-it was.
+"""The results' JSON: written whole or not at all (``write_json``), and read for the docs generator
+(``benchmarks/report/``) checked, a broken file refused in one line naming the file and the key.
 
-``read_result(path)`` refuses a file that is empty, not JSON, or not a JSON object, and any number
-in it that is not finite (``NaN``, ``Infinity``: Python's json reads them, and the docs printed
-``nan | **nan**``, ``+nan%``, ``+inf%``). What it returns is the JSON with each object a
-``CheckedRow``: reading a key it lacks (``row["test_ppl"]``) or one that is null raises
-``ResultError`` naming the file and the key (before: ``KeyError: 'test_ppl'``, a ``TypeError``
-for ``None``, naming no file). A key read with ``.get`` or tested with ``in`` stays optional, as
-the blocks mean it; so the keys checked are exactly those its block reads."""
+``read_result(path)`` refuses a file that is empty, not JSON or not a JSON object, and any number
+that is not finite; each object it returns is a ``CheckedRow``, whose ``[key]`` raises
+``ResultError`` where the key is absent or null. A key read with ``.get`` or tested with ``in``
+stays optional: the keys checked are exactly those a block reads."""
 import json
 import math
+import os
 
 
 class ResultError(Exception):
@@ -61,3 +58,14 @@ def read_result(path):
     if not isinstance(record, dict):
         raise ResultError(f"{path} holds a JSON {type(record).__name__}, not an object of figures: {ADVICE}")
     return checked(record, path)
+
+
+def write_json(path, value):
+    """``value`` to ``path`` (if any), whole or not at all: a run killed while writing keeps the old file."""
+    if not path:
+        return
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(f"{path}.tmp", "w") as f:
+        json.dump(value, f, indent=1)
+    os.replace(f"{path}.tmp", path)
+    print(f"wrote {path}")

@@ -1,25 +1,73 @@
-"""The one timing harness every speed script uses: a loop timed over batches, the training step
-and the scoring step it times, runs interleaved and repeated (medians, ratios to a baseline), every
-thread count in one run, and the JSON they are written to.
-
-Side by side, always: a speed target is a ratio measured in one run on one machine, never an
-absolute figure (the machine is shared; a ratio survives that, a tokens/s figure does not).
+"""The one harness every speed script uses: the flags they share, a loop timed over batches, the
+training and scoring steps it times, runs interleaved and repeated (medians, ratios to a baseline:
+a ratio measured in one run survives a shared machine, a tokens/s figure does not) and every thread
+count in one run.
 """
-import json
+import argparse
 import os
 import statistics
+import sys
 import time
 
 import torch
 
+from benchmarks import ROOT
+from benchmarks.result_files import write_json
 
-def tokens_per_second(step, batches, tokens, synchronize=None):
-    """``step(batch)`` over every batch; ``tokens(batch)`` counts what it processed."""
+SAMPLE = os.path.join(ROOT, "data-bin", "wikitext-2-sample")
+SHARED = {"data": (str, "a binarised corpus"), "size": (int, "embedding and hidden size of every model"),
+          "updates": (int, "training updates (steps) a run"), "repeats": (int, "interleaved runs of each model"),
+          "threads": (str, "CPU threads; several, comma-separated, are measured in one run")}
+
+
+def speed_parser(doc, device="auto", **defaults):
+    """A parser with ``doc`` as its help, ``--json``, ``--device`` defaulting to ``device`` ("auto":
+    the GPU when there is one; None: no such flag) and each shared flag named in ``defaults``, with
+    that default: a value, or ``(value, help)``."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    for name, default in defaults.items():
+        kind, help = SHARED[name]
+        default, help = default if isinstance(default, tuple) else (default, help)
+        parser.add_argument(f"--{name}", type=kind, default=default, help=help)
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device:
+        parser.add_argument("--device", choices=["cpu", "cuda"], default=device, help="where the models run")
+    parser.add_argument("--json", help="also write the figures to this JSON file")
+    return parser
+
+
+def parse(parser, argv=None):
+    """``parser``'s arguments; ``--device cuda`` without a GPU refused in one line, not torch's CUDA traceback."""
+    args = parser.parse_args(argv)
+    if getattr(args, "device", None) == "cuda" and not torch.cuda.is_available():
+        parser.exit(2, f"{parser.prog}: error: --device cuda" + (
+            " (the default): this benchmark needs a GPU and torch sees none: run it on a GPU machine, or pass "
+            "--device cpu for a quick look here\n" if parser.get_default("device") == "cuda" else
+            ": torch sees no GPU here: run it on a GPU machine, or leave --device out (the CPU)\n"))
+    return args
+
+
+def write_figures(path, figures):
+    """``figures`` and what produced them (the command's arguments, torch's version) to ``path``, if any."""
+    write_json(path, {"argv": sys.argv[1:], "torch": torch.__version__, **figures})
+
+
+def thread_counts(text):
+    return sorted({int(t) for t in str(text).split(",")})
+
+
+def device_name(device, threads):
+    return torch.cuda.get_device_name(device) if torch.device(device).type == "cuda" else f"CPU, {threads} threads"
+
+
+def tokens_per_second(step, batches, tokens, device=None):
+    """``step(batch)`` over every batch, on a GPU to the last kernel; ``tokens(batch)`` counts what it did."""
     start = time.perf_counter()
     for batch in batches:
         step(batch)
-    if synchronize is not None:
-        synchronize()
+    if device is not None and torch.device(device).type == "cuda":
+        torch.cuda.synchronize()
     return sum(tokens(b) for b in batches) / (time.perf_counter() - start)
 
 
@@ -51,14 +99,13 @@ def training(module, loss_of, lr=1.0, clip=5.0, precision="fp32", device=torch.d
 
 def timed_training(module, loss_of, batches, tokens, **options):
     step = training(module, loss_of, **options)
-    device = options.get("device", torch.device("cpu"))
-    speed = tokens_per_second(step, batches, tokens, torch.cuda.synchronize if device.type == "cuda" else None)
+    speed = tokens_per_second(step, batches, tokens, options.get("device"))
     if not step.finite():
         raise SystemExit(f"{options.get('precision', 'fp32')}: a training loss was not finite (overflow?)")
     return speed
 
 
-def scoring_speed(model, samples, synchronize=None):
+def scoring_speed(model, samples, device=None):
     """Tokens/s of what ``fairseq-eval-lm`` does per batch: the forward, ``get_normalized_probs`` with
     the batch (the whole distribution; the cache mixed in, dynamic evaluation's step), the targets'
     log probs; the stream, the cache and the adapted weights start afresh."""
@@ -72,12 +119,15 @@ def scoring_speed(model, samples, synchronize=None):
         net = model(**{k: v for k, v in sample["net_input"].items() if k != "src_lengths"})
         model.get_normalized_probs(net, log_probs=True, sample=sample).gather(2, sample["target"].unsqueeze(-1))
 
-    with torch.no_grad():  # on a GPU (``synchronize``) timed to the last kernel
-        return tokens_per_second(score, samples, lambda s: s["ntokens"], synchronize)
+    with torch.no_grad():
+        return tokens_per_second(score, samples, lambda s: s["ntokens"], device)
 
 
-def measure(runs, repeats, show=lambda speed: f"{speed:8.0f} tokens/s"):
-    """Interleaved runs: every run once per repeat, so drifts of the machine hit all alike."""
+def measure(runs, repeats, warm_up=False, show=lambda speed: f"{speed:8.0f} tokens/s"):
+    """Interleaved runs: every run once per repeat, so drifts of the machine hit all alike; with
+    ``warm_up`` each runs once before, untimed (cuDNN plans, the allocator, autocast caches)."""
+    for run in runs.values() if warm_up else ():
+        run()
     speeds = {name: [] for name in runs}
     for repeat in range(repeats):
         for name, run in runs.items():
@@ -86,48 +136,22 @@ def measure(runs, repeats, show=lambda speed: f"{speed:8.0f} tokens/s"):
     return speeds
 
 
-def print_ratios(speeds, baseline_name, title):
-    baseline = statistics.median(speeds[baseline_name])
-    print(f"\n{title}")
-    print(f"{'model':24s} {'tokens/s':>9s} {'vs ' + baseline_name:>24s}")
-    for name, values in speeds.items():
-        median = statistics.median(values)
-        print(f"{name:24s} {median:9.0f} {median / baseline:24.2f}")
+def summary(speeds, baseline, title):
+    """Prints the medians of ``speeds``, and their ratios to ``baseline``'s; returns them for the JSON."""
+    medians = {name: statistics.median(values) for name, values in speeds.items()}
+    print(f"\n{title}\n{'model':24s} {'tokens/s':>9s} {'vs ' + baseline:>24s}")
+    for name, median in medians.items():
+        print(f"{name:24s} {median:9.0f} {median / medians[baseline]:24.2f}")
+    return {"title": title, "baseline": baseline, "tokens_per_s": {n: round(v) for n, v in medians.items()},
+            "ratio": {n: round(v / medians[baseline], 3) for n, v in medians.items()}}
 
 
-def medians_and_ratios(speeds, baseline):
-    medians = {name: statistics.median(v) for name, v in speeds.items()}
-    return ({n: round(v) for n, v in medians.items()}, {n: round(v / medians[baseline], 3) for n, v in medians.items()})
-
-
-def measure_by_threads(threads_text, make_kinds, repeats, describe):
-    """Every thread count in one run: for each, ``make_kinds()`` gives ``[(kind, runs, baseline)]``,
-    each run is warmed up once, then measured interleaved (``measure``); returns
-    ``{threads: {kind: {title, baseline, tokens_per_s, ratio}}}`` (``describe(kind, threads)``: the title)."""
+def measure_by_threads(threads, make_kinds, repeats, describe):
+    """Every thread count in one run: for each, ``make_kinds()``'s ``[(kind, runs, baseline)]`` measured
+    with a warm-up; returns ``{threads: {kind: summary}}``, each titled ``describe(kind, threads)``."""
     by_threads = {}
-    for threads in sorted({int(t) for t in str(threads_text).split(",")}):
-        torch.set_num_threads(threads)
-        figures = {}
-        for kind, runs, baseline in make_kinds():
-            for run in runs.values():  # warm-up
-                run()
-            speeds = measure(runs, repeats)
-            title = describe(kind, threads)
-            print_ratios(speeds, baseline, title)
-            tokens, ratio = medians_and_ratios(speeds, baseline)
-            figures[kind] = {"title": title, "baseline": baseline, "tokens_per_s": tokens, "ratio": ratio}
-        by_threads[str(threads)] = figures
+    for count in thread_counts(threads):
+        torch.set_num_threads(count)
+        by_threads[str(count)] = {kind: summary(measure(runs, repeats, warm_up=True), baseline, describe(kind, count))
+                                  for kind, runs, baseline in make_kinds()}
     return by_threads
-
-
-def device_name(device, threads):
-    return torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU, {threads} threads"
-
-
-def write_json(path, result):
-    if not path:
-        return
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(result, f, indent=1)
-    print(f"wrote {path}")

@@ -1,18 +1,14 @@
-#!/usr/bin/env python
-"""Shrink fairseq-fixed's binary wheel to what the plugin imports, in place, for carrying to a GPU machine.
+"""Shrink fairseq-fixed's binary wheel in place to what the plugin imports, for carrying to a GPU machine.
 
     python -m benchmarks.gpu.slim_wheel .whl/fairseq_fixed-0.12.3.1-cp312-*.whl    # 20 MB -> ~2.5 MB
 
-Left out: fairseq/examples/ (sample audio, notebooks, research code; fairseq imports it only for
-speech tasks), and the C++ extensions libnat (Levenshtein / insertion transformers), libbase (BASE
-layers) and alignment_train_cpu_binding (alignment training), each imported lazily by the one model
-that uses it; none of them by a word or character LM of this plugin. The wheel keeps its name, and
-its RECORD drops the lines of what was left out. A wheel already slimmed is left as it is.
+Left out: fairseq/examples/ (imported only for speech tasks) and the C++ extensions libnat, libbase
+and alignment_train_cpu_binding, each imported lazily by the one model (none a word or character LM)
+that uses it. The wheel keeps its name; its RECORD drops their lines. A slimmed wheel is left as it is.
 """
 import os
 import re
 import sys
-import tempfile
 import zipfile
 
 LEAVE_OUT = re.compile(r"^(fairseq/examples/|fairseq/libnat[.\w-]*\.so$|fairseq/libbase[.\w-]*\.so$|"
@@ -20,25 +16,23 @@ LEAVE_OUT = re.compile(r"^(fairseq/examples/|fairseq/libnat[.\w-]*\.so$|fairseq/
 
 
 def slim(path):
+    """Rewrites the wheel at ``path`` without what ``LEAVE_OUT`` matches; returns how many files it left out."""
     with zipfile.ZipFile(path) as wheel:
         entries = wheel.infolist()
-        dropped = [e.filename for e in entries if LEAVE_OUT.match(e.filename)]
+        dropped = {e.filename for e in entries if LEAVE_OUT.match(e.filename)}
         if not dropped:
             return 0
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), suffix=".whl.tmp")
-        os.close(fd)
-        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as out:
+        with zipfile.ZipFile(f"{path}.tmp", "w", zipfile.ZIP_DEFLATED) as out:
             for entry in entries:
-                if LEAVE_OUT.match(entry.filename):
+                if entry.filename in dropped:
                     continue
                 data = wheel.read(entry.filename)
                 if entry.filename.endswith(".dist-info/RECORD"):
-                    gone = set(dropped)
                     data = "".join(line for line in data.decode().splitlines(keepends=True)
-                                   if line.split(",", 1)[0] not in gone).encode()
+                                   if line.split(",", 1)[0] not in dropped).encode()
                 out.writestr(entry, data)
     before = os.path.getsize(path)
-    os.replace(tmp, path)
+    os.replace(f"{path}.tmp", path)  # whole or not at all
     print(f"{os.path.basename(path)}: {before / 2**20:.1f} MB -> {os.path.getsize(path) / 2**20:.1f} MB "
           f"({len(dropped)} files left out)")
     return len(dropped)
