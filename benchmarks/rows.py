@@ -2,14 +2,13 @@
 arguments and how it reads the text. ``table.py`` trains and scores them; ``report`` writes
 the docs from their JSON (``benchmarks/results/<corpus>/<row>.json``).
 
-A row reads the corpus in one of three ways (``Row.reading``):
+A row reads the corpus in one of four ways (``Row.reading``):
 
 * ``sentence``: one sentence per sample from a fresh state (``sentence_language_modeling``),
   batches of 32 sentences, cut at 35 tokens in training, scored whole at the end;
 * ``stream``: the corpus as 20 parallel streams of 35-word chunks, the LSTM state and the last
-  M memory states carried across chunks (``document_language_modeling``); 20 x 35 = 700 tokens
-  an update, about the sentence rows' 32 sentences, so the updates per epoch match; scored as
-  one stream at the end;
+  M memory states carried across chunks (``document_language_modeling``), 700 tokens an update
+  like the sentence rows' 32 sentences; scored as one stream at the end;
 * ``fairseq``: fairseq's own ``language_modeling`` task, ``--sample-break-mode none``: shuffled
   35-token blocks, no state carried between them, scored by ``fairseq-eval-lm --context-window``;
 * ``characters``: the open-vocabulary models (``open_vocabulary_language_modeling``), the
@@ -57,9 +56,7 @@ class Corpus:
     rows: dict  # name -> Row, in the tables' order
     paper: dict = field(default_factory=dict)  # row -> the paper's figures, as text
     cache_windows: str = "100,500,2000"  # alm-cache-grid --windows
-    # dynamic evaluation's grid (SGD on a segment's mean NLL), narrowed on PTB's stream LSTM (valid):
-    # lr 0.3, 1, 3 at decay 0: 95.7, 98.4, 130.1; lr 0.03-1 x decay 0, 0.001: best lr 1 decay 0.001,
-    # 94.4; lr 1, 3 x decay 0.003, 0.01: best lr 1 decay 0.01, 92.1 (the larger the decay, the better)
+    # dynamic evaluation's grid (SGD on a segment's mean NLL), narrowed on PTB's stream LSTM (docs/benchmarks.md)
     dynamic_lrs: str = "0.3,1"
     dynamic_decays: str = "0.01,0.03"
     data_name: str = None  # data-bin/<data_name> when the rows read another corpus's data (a slice)
@@ -167,10 +164,8 @@ PTB = Corpus("ptb", epochs=10, anneal_after=4, rows={
 }, paper={"single": "71.7 / 70.1 (2 x 650, patience 10)", "combined": "72.6 / 70.7 (2 x 650)"})
 
 # Full WikiText-2 (sentences split after . ? !; 2.14M training tokens, 33,278 words), every row
-# with the tied adaptive softmax. Budget: 4 epochs, lr halved after epoch 2. A WikiText-2 epoch
-# is 2.3 PTB epochs of tokens, so 4 epochs are ~12k updates of 700 tokens, about the PTB rows'
-# 10 epochs (13k): a row trains in ~1 h at one thread, and its evaluation takes at least as long again
-# (docs/benchmarks.md: the measured cost).
+# with the tied adaptive softmax; 4 epochs (~12k updates of 700 tokens, about the PTB rows' 13k),
+# lr halved after epoch 2.
 WT2_CUTOFF = "2000,10000"
 WT2_RECIPE = sgd(2)
 _wt2 = model_rows(("--adaptive-softmax-cutoff", WT2_CUTOFF), WT2_RECIPE)
@@ -188,14 +183,9 @@ WIKITEXT2 = Corpus("wikitext-2", epochs=4, anneal_after=2, rows={
     cache_windows="100,500,2000,3785")  # 3,785: awd-lstm-lm's WikiText-2 cache
 
 # The Attentive LM paper's Table 1 at its own size, on a GPU (benchmarks/gpu/run.sh paper): full
-# PTB, 2 x 650, tied 650-d embeddings, dropout 0.5 (the named architectures), the paper's recipe
-# (SGD lr 1 on the sentence-summed NLL, clip 5, batches of 32 sentences), 20 epochs, lr halved every
-# epoch after epoch 12: after epoch 20 it is below 1/256, so 20 epochs are the recipe to within what
-# its patience of 10 would add. Measured on an H100 (issue 56): ~29 s an epoch with validation, two
-# rows side by side. The grids are narrowed to what one GPU session's scoring can afford (a grid
-# point is one static and one dynamic pass over valid, run in parallel processes; the cache's windows
-# cost nothing beside them): one decay, 0.01, the 2 x 200 rows' choice for dynamic evaluation alone on
-# PTB and WikiText-2 (2 points instead of 4).
+# PTB, 2 x 650, tied, dropout 0.5 (the named architectures), the paper's recipe, 20 epochs, lr halved
+# every epoch after epoch 12 (below 1/256 by epoch 20). Dynamic evaluation's grid has one decay, 0.01
+# (the 2 x 200 rows' choice), so that a GPU session's scoring affords it.
 PAPER_RECIPE = sgd(12)
 PTB_PAPER = Corpus("ptb-paper", epochs=20, anneal_after=12, data_name="ptb", source="ptb", rows={
     "lstm": Row("LSTM (ours, `alm_lstm_ptb`)", ("--arch", "alm_lstm_ptb", *PAPER_RECIPE)),
@@ -218,17 +208,15 @@ PTB_PAPER_DRY = Corpus("ptb-paper-dry", epochs=2, anneal_after=1, data_name="wik
                                                          *TINY, *sgd(1))),
 }, cache_windows="100", dynamic_lrs="1", dynamic_decays="0.01")
 
-# Slices that chose the WikiText-2 rows' settings (the static figures only):
-# the adaptive softmax's cutoffs: the stream LSTM's first 600 updates (420k tokens, a fifth of an
-# epoch) with each candidate; the two fastest measured (benchmarks/results/cpu/output_layer_speed.json)
+# Slices that chose settings (the static figures only). The adaptive softmax's cutoffs on WikiText-2:
+# the stream LSTM's first 600 updates with each of the two fastest (cpu/output_layer_speed.json)
 WIKITEXT2_CUTOFFS = Corpus("wikitext-2-cutoffs", epochs=1, anneal_after=2, data_name="wikitext-2", max_update=600,
                            test_time=False, rows={
     f"lstm-stream-{cutoff.replace(',', '-')}": Row(f"LSTM, document streams, tied adaptive softmax {cutoff}",
                                  ("--arch", "alm_lstm", *OURS, "--adaptive-softmax-cutoff", cutoff, *WT2_RECIPE), "stream")
     for cutoff in ("2000,10000", "1000,5000,15000")})
 # the Pointer Sentinel's gate: the PTB stream row's first 3 epochs with each extra loss term and
-# sentinel scale ('off' at scale 1: the full-PTB row itself, whose first 3 epochs are this run: same
-# seed, data order and lr)
+# sentinel scale ('off' at scale 1 is the full-PTB row itself: same seed, data order and lr)
 POINTER_CHOICES = {"found": ("found", "1"), "all": ("all", "1"),
                    "sentinel-0.1": ("off", "0.1"), "found-sentinel-0.1": ("found", "0.1")}
 PTB_POINTER_LOSS = Corpus("ptb-pointer-loss", epochs=3, anneal_after=4, data_name="ptb", test_time=False, rows={
@@ -238,9 +226,8 @@ PTB_POINTER_LOSS = Corpus("ptb-pointer-loss", epochs=3, anneal_after=4, data_nam
                                     "stream")
     for choice, (loss, scale) in POINTER_CHOICES.items()})
 
-# Short studies on slices (the static figures only; Adam, which reaches a useful model in 3 epochs):
-# the AMSRN paper's rows (a)-(d) and the Attentive LM's score functions and concat layer, on the
-# first 10,000 PTB sentences, 2 x 256, dropout 0.3, Adam 0.002, clip 5, batch 32 sentences
+# the AMSRN paper's rows (a)-(d) and the Attentive LM's score functions and concat layer on the first
+# 10,000 PTB sentences (Adam, which reaches a useful model in 3 epochs)
 SLICE = ("--embed-dim", "256", "--hidden-size", "256", "--dropout", "0.3")
 ADAM = ("--optimizer", "adam", "--lr", "0.002", "--clip-norm", "5")
 PTB_SLICE = Corpus("ptb-slice", epochs=3, anneal_after=None, data_name="ptb-10k", source="ptb", sentences=10000,
@@ -263,8 +250,7 @@ PTB_SLICE = Corpus("ptb-slice", epochs=3, anneal_after=None, data_name="ptb-10k"
        for score in ("single", "combined") for suffix in ("", "-linear")},
 })
 # The dropout layout and the recipe's choices (docs/models.md, "Dropout" and "The recipe"): the first
-# 10,000 PTB training sentences, the whole valid and test and the full dictionary, 2 x 256, dropout
-# 0.5, the paper's SGD at lr 1 throughout, 4 epochs; each row one choice away from `single`.
+# 10,000 PTB training sentences, the whole valid and test; each row one choice away from `single`.
 CHOICE = ("--embed-dim", "256", "--hidden-size", "256", "--num-layers", "2", "--dropout", "0.5", *sgd(4))
 SINGLE = ("--arch", "attentive_lm", "--attention-score", "single")
 PTB_CHOICES = Corpus("ptb-choices", epochs=4, anneal_after=None, data_name="ptb-10k-whole-dev", source="ptb",
@@ -286,14 +272,8 @@ PTB_CHOICES = Corpus("ptb-choices", epochs=4, anneal_after=None, data_name="ptb-
                                (*SINGLE, "--corpus-order", *CHOICE)),
 })
 # Kawakami et al. (2017) Tables 4-5. One recipe for every character row: LSTMs of 256 with 128-d
-# characters, dropout 0.3, Adam 0.002, clip 10, chunks of 35 words (the paper: 600-d, dropout 0.5;
-# 600-d costs ~4x, measured below). The epoch budget makes the slowest row, the char LSTM (it runs
-# its LSTM over every character of the text), train in ~2-2.5 h at one thread beside another row.
-# PTB, 60 updates of 25 x 35 words, two jobs on two cores: char LSTM 730 words/s, HCLM 1,360 (the
-# cache ~1.3x HCLM's time): an epoch (970k tokens) is 22 min for the char LSTM, so 6 epochs.
-# WikiText-2, 120 updates of 10 x 35 words (smaller batches: dearer per word), three jobs on two
-# cores: char LSTM 390 words/s, HCLM 830, so ~590 and ~1,250 as two jobs: an epoch (2.1M tokens)
-# is ~60 min for the char LSTM, so 2 epochs.
+# characters, dropout 0.3, Adam 0.002, clip 10, chunks of 35 words (the paper: 600-d, dropout 0.5);
+# the epochs let the slowest row, the char LSTM, train in ~2-2.5 h at one thread (docs/benchmarks.md).
 CHARS = ("--char-embed-dim", "128", "--hidden-size", "256", "--dropout", "0.3", "--optimizer", "adam", "--lr",
          "0.002", "--clip-norm", "10")
 CHAR_ROWS = {

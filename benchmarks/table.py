@@ -7,16 +7,9 @@ recipe and budget; only the model (and how it reads the text) differs.
     python -m benchmarks.report --update-docs                        # tables, statements, pictures
 
 Each row, in the run that trains it, writes ``benchmarks/results/<corpus>/<row>.json`` the moment
-it finishes: the arguments, commit, valid ppl per epoch (and a pointer's gate, an attention's
-entropy), minutes, tokens/s, valid/test ``ppl`` from ``fairseq-eval-lm`` and ``paper_ppl`` from
-``fairseq-validate`` (every sentence scored whole; a stream row: the split as one stream); then
-the neural cache, dynamic evaluation and both together, their settings chosen on valid by
-``alm-cache-grid``, and the test ppl with each. A character row gives bits per character
-instead (and the cache row the word types it copies and spells most, ``alm-cache-posterior``).
-Rows whose JSON exists are skipped and a killed row resumes from its ``checkpoint_last.pt``, so
-a table fills over several runs (``nohup ... &``; ``--threads 1`` to run two rows side by side).
-On a GPU (``--device cuda``, as ``benchmarks/gpu/run.sh paper`` runs the ``ptb-paper`` rows) the
-scoring commands run ``--jobs`` at a time, and ``--progress`` says where each row is.
+it finishes (``run_row``: its training record; ``evaluate``: every figure scored after it). Rows
+whose JSON exists are skipped and a killed row resumes from its ``checkpoint_last.pt``, so a table
+fills over several runs (``nohup ... &``; ``--threads 1`` to run two rows side by side).
 """
 import argparse
 import json
@@ -28,6 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from benchmarks.fairseq_runs import ROOT, characters_per_word, fairseq, prepare, records
+from benchmarks.result_files import write_json
 from benchmarks.rows import CORPORA, DROPOUT_LAYOUT
 
 # how this run scores, set once by main(): the device's flag for every command, the commands at once
@@ -67,20 +61,16 @@ def option(row, *flags):
 
 
 def checkpoint_state(path):
-    """fairseq's bookkeeping in a checkpoint: the epoch it closed and the training time so far."""
+    """fairseq's bookkeeping in a checkpoint: the epoch it closed, the training time so far, and the model's
+    settings (its architecture's defaults filled in)."""
     import torch
-    state = torch.load(path, map_location="cpu", weights_only=False)["extra_state"]
+    saved = torch.load(path, map_location="cpu", weights_only=False)
+    state, model = saved["extra_state"], saved["cfg"]["model"]
     iterator = state["train_iterator"]
     # saved at the end of an epoch, the iterator already points at the next one
     closed = iterator["epoch"] - (1 if iterator["iterations_in_epoch"] == 0 else 0)
-    return closed, state["previous_training_time"]
-
-
-def model_config(path):
-    """The model's settings a checkpoint was trained with (its architecture's defaults filled in)."""
-    import torch
-    model = torch.load(path, map_location="cpu", weights_only=False)["cfg"]["model"]
-    return vars(model) if isinstance(model, argparse.Namespace) else dict(model)  # fairseq's legacy models: args
+    model = vars(model) if isinstance(model, argparse.Namespace) else dict(model)  # fairseq's legacy models: args
+    return closed, state["previous_training_time"], model
 
 
 def commit():
@@ -104,10 +94,8 @@ def in_parallel(*calls):
 
 
 def train_row(corpus, row, save, threads, log, epochs):
-    """fairseq-train the row to ``epochs`` and return its log. Per-epoch validation cuts sentences
-    at 35 tokens like training (the final figures score every sentence whole). fairseq resumes
-    from checkpoint_last.pt; train.log keeps every run's records (a fresh start, with no
-    checkpoint to resume, starts a fresh log)."""
+    """fairseq-train the row to ``epochs`` (resuming checkpoint_last.pt) and return its log; train.log keeps
+    every run's records, a fresh start a fresh log. Per-epoch validation cuts sentences at 35 tokens."""
     fresh = not os.path.exists(os.path.join(save, "checkpoint_last.pt"))
     return fairseq("train", corpus.data, *task_args(corpus, row, True), *row.args, *criterion_args(row),
                    "--max-epoch", str(epochs), "--best-checkpoint-metric", "nll_loss",
@@ -118,11 +106,9 @@ def train_row(corpus, row, save, threads, log, epochs):
 
 
 def set_aside(save, stale_json):
-    """Before a stale row (its JSON trained before the dropout fix) is retrained: its checkpoints, if
-    they are what that JSON was scored from (not newer than it), go to ``<save>.before-the-dropout-fix``
-    (``-2``, ... if taken), so that training starts afresh instead of resuming the old weights; a
-    retraining killed part-way (its checkpoint newer than the stale JSON) resumes. Returns where they
-    went, or None."""
+    """A stale row's checkpoints, if that JSON was scored from them (not newer than it), moved to
+    ``<save>.before-the-dropout-fix[-N]`` so that it trains afresh (a retraining killed part-way resumes).
+    Returns where they went, or None."""
     last = os.path.join(save, "checkpoint_last.pt")
     if not os.path.exists(last) or os.path.getmtime(last) > os.path.getmtime(stale_json):
         return None
@@ -149,16 +135,15 @@ def run_row(corpus, name, save_root, threads, results_dir, epochs, cut=False):
         sys.exit(f"{name}: no finished epoch in {save} to score")
     # fairseq's checkpoints count the epochs and the training time over every run (its wall
     # meter in the log restarts with each process); the best epoch is the one checkpoint_best closed
-    last, seconds = checkpoint_state(os.path.join(save, "checkpoint_last.pt"))
-    best_epoch, _ = checkpoint_state(os.path.join(save, "checkpoint_best.pt"))
+    last, seconds, _ = checkpoint_state(os.path.join(save, "checkpoint_last.pt"))
+    best_epoch, _, model = checkpoint_state(os.path.join(save, "checkpoint_best.pt"))  # a named arch's size
     # by epoch, the last run's record winning; epochs trained before train.log existed are None
     valid = {int(v["epoch"]): v for v in records(train, "valid")}
     trained = {int(e["epoch"]): e for e in records(train, "train")}
     per_epoch = lambda table, key: [float(table[e][key]) if e in table else None for e in range(1, last + 1)]
-    batching = {"stream": {"batch_streams": corpus.streams, "chunk": 35},
-                "fairseq": {"batch_blocks": corpus.streams, "block": 35}, "sentence": {"batch_sentences": 32},
-                "characters": {"batch_streams": corpus.streams, "chunk": 35}}[row.reading]
-    model = model_config(os.path.join(save, "checkpoint_best.pt"))  # a named architecture's size is not in args
+    batching = {"sentence": {"batch_sentences": 32}, "fairseq": {"batch_blocks": corpus.streams, "block": 35}}.get(
+        row.reading, {"batch_streams": corpus.streams, "chunk": 35})  # streams and characters
+    words_per_s = sum(float(e["train_wps"]) for e in trained.values()) / len(trained) if trained else None
     result = {"row": name, "description": row.description, "args": list(row.args), "commit": commit(),
               "device": device_name(), **({"cut_at_epoch": last} if last < epochs else {}),
               **({"dropout_layout": DROPOUT_LAYOUT} if row.has_our_decoder else {}),
@@ -171,8 +156,7 @@ def run_row(corpus, name, save_root, threads, results_dir, epochs, cut=False):
                          **({"max_update": corpus.max_update} if corpus.max_update else {})},
               "epochs": last, "best_epoch": best_epoch, "train_minutes": round(seconds / 60, 1),
               "epochs_without_records": [e for e in range(1, last + 1) if e not in valid],
-              "train_tokens_per_s": round(sum(float(e["train_wps"]) for e in trained.values()) / len(trained))
-              if trained else None,
+              "train_tokens_per_s": round(words_per_s) if trained else None,
               "valid_ppl_per_epoch": per_epoch(valid, "valid_ppl"),
               "train_ppl_per_epoch": per_epoch(trained, "train_ppl"),
               "gnorm_per_epoch": per_epoch(trained, "train_gnorm"),
@@ -181,17 +165,14 @@ def run_row(corpus, name, save_root, threads, results_dir, epochs, cut=False):
                  for stat in ("attn_entropy", "pointer_gate", "pointer_loss", "bpc")
                  if any(f"valid_{stat}" in v for v in valid.values())},
               # the character rows: words/s times the training text's characters a word (|c|, as bpc counts)
-              **({"train_chars_per_s": round(sum(float(e["train_wps"]) for e in trained.values()) / len(trained)
-                                             * characters_per_word(corpus.data, "train"))}
+              **({"train_chars_per_s": round(words_per_s * characters_per_word(corpus.data, "train"))}
                  if trained and row.reading == "characters" else {}),
               "params": int(re.search(r"num\. shared model params: ([\d,]+)", train).group(1).replace(",", ""))}
     started = time.time()
     result.update(evaluate(corpus, row, os.path.join(save, "checkpoint_best.pt"), threads))
     # every figure after training: eval-lm, validate, the grid on valid (unless reused), test with each choice
     result["eval_minutes"] = round((time.time() - started) / 60, 1)
-    os.makedirs(results_dir, exist_ok=True)
-    with open(os.path.join(results_dir, f"{name}.json"), "w") as f:
-        json.dump(result, f, indent=1)
+    write_json(os.path.join(results_dir, f"{name}.json"), result)
     return result
 
 
@@ -290,8 +271,7 @@ def plugin_tool(module, *args, json_out, threads):
 
 
 def grid_points(corpus):
-    """Dynamic evaluation's (lr, decay) points on valid, one alm-cache-grid run each (each ~10 min
-    on WikiText-2 on a CPU, each also choosing the cache alone, a few minutes more), so that a row
+    """Dynamic evaluation's (lr, decay) points on valid, one alm-cache-grid run each, so that a row
     killed in its grid resumes after the points already finished."""
     numbers = lambda text: [float(v) for v in text.split(",")]
     return [(lr, decay) for lr in numbers(corpus.dynamic_lrs) for decay in numbers(corpus.dynamic_decays)]
@@ -376,9 +356,11 @@ def write_progress(corpus, names, save_dir, results_dir, epochs, path):
                        "valid_ppl_per_epoch": [float(valid[e]["valid_ppl"]) for e in sorted(valid)],
                        "seconds_per_epoch": per_epoch,
                        "training_seconds_left": round(per_epoch * (epochs - done_epochs)) if per_epoch else None}
+        left = found[name]["training_seconds_left"]
+        where = {"scoring": "trained, scoring", "not started": "not started"}.get(state, f"epoch {done_epochs}/{epochs}, " + (
+            f"about {left} s of training left" if left is not None else "its time an epoch not known yet"))
         curve = ", ".join(f"{float(valid[e]['valid_ppl']):.1f}" for e in sorted(valid))
-        print(f"{name}: {state}, epoch {done_epochs}/{epochs}" + (f", ~{per_epoch:.0f} s an epoch" if per_epoch else "")
-              + (f"; valid ppl {curve}" if curve else ""), flush=True)
+        print(f"{name}: {where}" + (f"; valid ppl {curve}" if curve else ""), flush=True)  # run.sh reads this line
     with open(path, "w") as f:
         json.dump(found, f, indent=1)
 
@@ -437,8 +419,7 @@ def main():
                 result = json.load(f)
             result.update(evaluate(corpus, corpus.rows[name], os.path.join(save_dir, name, "checkpoint_best.pt"),
                                    args.threads))
-            with open(path, "w") as f:
-                json.dump(result, f, indent=1)
+            write_json(path, result)
             print(f"{name}: valid {result['valid_ppl']:.1f}, test {result['test_ppl']:.1f}", flush=True)
         return
     for name in names:

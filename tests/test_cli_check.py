@@ -105,8 +105,8 @@ def test_the_plan_starts_the_trainings_then_the_longest_checks_each_pair_side_by
     assert [j.kind.rsplit("_", 1)[0] for j in checks[::4]] == cli_check.PRIORITY
     for (name, option), (gpu, cpu) in pairs.items():
         assert names.index(cpu.name) == names.index(gpu.name) + 1
-        assert gpu.partner == cpu.name and cpu.partner == gpu.name
-        assert gpu.deps == cpu.deps == [f"train_{name}"]  # the CPU side waits for the checkpoint only
+        assert gpu.partner is cpu and cpu.partner is gpu
+        assert [d.name for d in gpu.deps] == [d.name for d in cpu.deps] == [f"train_{name}"]  # the checkpoint only
         assert (gpu.slot, cpu.slot) == ("gpu", "cpu") and "--cpu" in cpu.argv and "--cpu" not in gpu.argv
         assert (gpu.kind, cpu.kind) == (f"{option}_gpu", f"{option}_cpu")
     dry, _, dry_pairs, dry_extra = cli_check.plan(plan_args(dry_run=True, max_update=5), str(tmp_path))
@@ -115,7 +115,7 @@ def test_the_plan_starts_the_trainings_then_the_longest_checks_each_pair_side_by
     assert list(dry_extra) == ["--bf16"]
 
 
-def sleeper(name, seconds, slot="cpu", deps=(), kind=None):
+def sleeper(name, seconds, slot="cpu", deps=(), kind=None):  # deps: the jobs it waits for
     return cli_check.Job(name, ["sleep", str(seconds)], slot, deps, kind=kind)
 
 
@@ -124,7 +124,7 @@ def test_no_more_processes_run_at_once_than_the_limits(tmp_path):
     t0 = time.monotonic()
     cli_check.run_jobs(jobs, {"all": 4, "gpu": 1}, 60, str(tmp_path), log=lambda *a: None)
     assert all(j.state == "done" and j.rc == 0 for j in jobs)
-    events = sorted([(j.started, 1, j.slot) for j in jobs] + [(j.started + j.seconds, -1, j.slot) for j in jobs])
+    events = sorted([(j.started, 1, j.slot) for j in jobs] + [(j.ended, -1, j.slot) for j in jobs])
     at_once, on_gpu, most, most_gpu = 0, 0, 0, 0
     for _, step, slot in events:
         at_once += step
@@ -137,22 +137,22 @@ def test_no_more_processes_run_at_once_than_the_limits(tmp_path):
 def test_a_check_the_budget_leaves_out_is_not_run_with_its_reason(tmp_path):
     """A process is not started where less of the budget is left than its kind took (nor the other
     side of its check); one running at the budget is cut; the summary counts them as not run."""
-    trains = [sleeper(f"train_{arch}", 0.2, kind="train") for arch in ("lstm", "pointer")]
-    pairs = {(arch, option): tuple(sleeper(f"{option}_{arch}_{side}", seconds, deps=[f"train_{arch}"],
+    trains = {arch: sleeper(f"train_{arch}", 0.2, kind="train") for arch in ("lstm", "pointer")}
+    pairs = {(arch, option): tuple(sleeper(f"{option}_{arch}_{side}", seconds, deps=[trains[arch]],
                                            kind=f"{option}_{side}") for side in ("gpu", "cpu"))
              for arch, option, seconds in (("lstm", "dynamic", 5), ("lstm", "cache", 30), ("pointer", "dynamic", 5))}
     for gpu, cpu in pairs.values():
-        gpu.partner, cpu.partner = cpu.name, gpu.name
+        gpu.partner, cpu.partner = cpu, gpu
     (dynamic_gpu, dynamic_cpu), (cache_gpu, cache_cpu), (later_gpu, later_cpu) = pairs.values()
     # 3 at once: the trainings; then lstm's dynamic pair and cache_gpu; at ~5.2 s 3.8 s are left: less
     # than a dynamic process took (pointer's pair is not started), more than any took (cache_cpu is)
-    jobs = [*trains, dynamic_gpu, dynamic_cpu, cache_gpu, later_gpu, later_cpu, cache_cpu]
+    jobs = [*trains.values(), dynamic_gpu, dynamic_cpu, cache_gpu, later_gpu, later_cpu, cache_cpu]
     cli_check.run_jobs(jobs, {"all": 3, "gpu": 3}, 9, str(tmp_path), log=lambda *a: None)
     assert [j.state for j in jobs] == ["done"] * 4 + ["cut", "skipped", "skipped", "cut"]
     assert later_gpu.reason.startswith("not started: 4 s of the budget left, a dynamic_gpu took 5 s at the least")
     assert later_cpu.reason == "not started: its other side dynamic_pointer_gpu skipped"
     assert cache_gpu.reason.endswith("(budget)") and cache_cpu.reason.endswith("(budget)")
-    results, _, counts = cli_check.verdicts(None, trains, pairs, {})
+    results, _, counts = cli_check.verdicts(list(trains.values()), pairs, {}, log=lambda *a: None)
     assert counts == {"pass": 0, "FAIL": 1, "not run": 2}  # lstm dynamic ran: no figure in its output
     checks = results["pointer"]["checks"]["dynamic"], results["lstm"]["checks"]["cache"]
     assert [c["verdict"] for c in checks] == ["not run", "not run"]

@@ -1,80 +1,26 @@
 #!/usr/bin/env bash
-# The GPU checks and figures (issues 16, 46) as ONE prepared command for a lent GPU machine (an
-# H100/H200 with 16 cores, Python 3.12, torch 2.11+cu130, numpy 2, no package index): install,
-# tests, cli and speed fit in 9 minutes (a command may take 10); paper is a command of its own.
+# The GPU checks and figures as ONE prepared command for a lent GPU machine (16 cores, Python 3.12,
+# torch 2.11+cu130, numpy 2, no package index). Each step, its budget and what it writes: docs/tools.md,
+# "The GPU checks in one command".
 #
-# 1. Here, once (needs the package index and ../shared/data/ptb):
-#      bash benchmarks/gpu/run.sh --prepare
-#    makes .whl/ (scripts/make_wheelhouse.sh --python-version 3.12 --dest .whl --have "$(cat
-#    benchmarks/gpu/image_has.txt)": what the image lacks, ~22 MB; fairseq-fixed's cp312 wheel then
-#    slimmed by benchmarks/gpu/slim_wheel.py to what the plugin imports, 20 -> 2.2 MB) and
-#    .gpu-data/ptb/ (the raw PTB, 5.7 MB, copied from ../shared/data/ptb) and .gpu-plugins/ (the older
-#    plugins the timing step measures, git archive, ~1 MB); all git-ignored, ~11 MB.
+# 1. Here, once (needs the package index and ../shared/data/ptb): bash benchmarks/gpu/run.sh --prepare
+#    makes the git-ignored .whl/ (what the image lacks, fairseq-fixed slimmed), .gpu-data/ptb/ (raw
+#    PTB) and .gpu-plugins/ (the older plugins the timing step measures), ~11 MB in all.
 # 2. On the GPU machine, the device tool's `run` with carry [".whl", ".gpu-data", ".gpu-plugins"], timeout_s 600:
 #      bash benchmarks/gpu/run.sh install tests cli speed
-# 3. Here, without a GPU: the same steps with tiny budgets, both sides of each comparison --cpu,
-#    the results under $TMPDIR/alm_gpu_dry/ (not benchmarks/results/gpu/):
-#      bash benchmarks/gpu/run.sh --dry-run cli          # ~4 min on 2 busy cores; any steps
+#    paper [ROW...] is a command of its own (rows: lstm single combined single-zero-context; default
+#    lstm single); it exits 3 while rows still train: run the same command again at once, GPU_RUN_BUDGET
+#    set to the device time left; --cut on the session's last command scores a row's epochs so far.
+# 3. Here, without a GPU: bash benchmarks/gpu/run.sh --dry-run STEP... (tiny budgets, both sides --cpu,
+#    results under $TMPDIR/alm_gpu_dry/).
 #
-# Steps (run in this order whatever order they are given; each has a budget in seconds, a
-# timeout, BUDGET_<STEP> overrides it; all of them end by GPU_RUN_BUDGET, 560 s, paper's 570 s):
-# install  (60)  scripts/install.sh --wheelhouse .whl (the image's numpy 2 kept; fairseq-fixed's
-#                binary wheel); if that fails, pip --target $ALM_GPU_WORK/site (as ../shared/gpu/
-#                check.sh did) and PYTHONPATH / PATH pointed there. Then, in the background, raw
-#                PTB -> data-bin/ptb (examples/language_model/prepare_lm_data.py) for speed.
-#                Dry run: checks .whl covers scripts/requirements.txt beside image_has.txt.
-# tests    (100) pytest -m cuda (causality, incremental == full, eval-lm == hand computation on
-#                the GPU) beside the model tests on the CPU (-m "not cuda": test_history_models,
-#                test_char_models, test_translation_models), in parallel.
-# cli      (240) benchmarks/gpu/cli_check.py: every word arch trained an epoch on the GPU on
-#                data-bin/wikitext-2-sample, every test-time option (plain, neural cache, dynamic
-#                evaluation, both, alm-score, alm-cache-grid) on valid on the GPU and with --cpu:
-#                GPU figure == CPU figure (dynamic evaluation within 0.1%); --fp16 and --amp train
-#                attentive_lm_small; --bf16 is refused in one line. cli.json; a mismatch fails.
-# speed    (130) benchmarks.train_speed --mode model (the training step against a bare cuDNN
-#                nn.LSTM LM) at batch 32 and 128 x 35, fp32 / bf16 / fp16 autocast, on PTB;
-#                benchmarks.stream_speed --kinds eval --device cuda (eval tokens/s: static, cache, dynamic
-#                evaluation); benchmarks/gpu/step_profile.py (aten calls and kernels of one step).
-# char     (300, not in the 8 minutes) char_cache_lm against hclm at the paper's 600-d.
-# paper [ROW...] (565, a command of its own) the Attentive LM paper's Table 1 at 2 x 650 (rows lstm,
-#                single, combined, single-zero-context of --corpus ptb-paper in benchmarks/rows.py;
-#                default lstm single):
-#                installs if needed, binarises PTB, starts each row detached (setsid: it trains on
-#                between commands while the machine is held) as benchmarks.table --device cuda,
-#                which scores a row the moment it has trained, 8 scoring commands at once, and writes
-#                its JSON; then waits within the budget. Rows not done: one line each (epoch, the
-#                training left), exit status 3: run the SAME command again at once (the machine
-#                stays warm 30 s), with GPU_RUN_BUDGET set to the device time that is left; the next
-#                command finds the running rows and waits. --cut (the session's last command): a row
-#                still training that could not finish training and scoring (PAPER_SCORE_S, 150 s) in
-#                the budget is stopped and its epochs so far scored (its JSON gives cut_at_epoch).
-#                Measured on an H100 (issue 56, MPS on): lstm + single side by side 23 / 27 s an
-#                epoch with validation, install + PTB 55 s, scoring a row ~95 s (8 commands at once):
-#                two rows in two commands (559 s + 214 s, the machine held 813 s in all); one row
-#                alone (~18 s an epoch) fits one command.
-#                Returned: the rows' JSON (commit them to benchmarks/results/ptb-paper/) and
-#                paper_progress.json (each row's valid curve so far). Dry run: 2 x 32 rows on the
-#                shipped sample, 2 epochs, on the CPU.
-# fairseq-speed (300, not in the 8 minutes) train_speed.py --mode fairseq against lstm_lm, fp32 / fp16.
-# timing   (200, not in the 8 minutes) a fairseq-train update at the paper's batch, 2 x 650, lstm / single /
-#                combined (benchmarks.host_overhead --device cuda): median ms an update, tokens/s, the host's
-#                share, the syncs (ours, fairseq's, and those torch.cuda.set_sync_debug_mode reports), with
-#                the host levers off (before: b6545b6; no-syncs: adb44ed, the syncs out but not the mends) and
-#                on (this tree), and --num-workers 0 / 1 / 2; update_timing.json. The older plugins come in
-#                .gpu-plugins/ (run.sh --prepare; carry it too). Dry run: 2 x 16, single, on the sample.
-#
-# Results: benchmarks/results/gpu/ (summary.txt with each step's seconds, cli.json,
-# train_speed_model_b32.json, train_speed_model_b128.json, stream_speed.json, step_profile.json,
-# char_speed.json, train_speed_fairseq.json, update_timing.json); logs in $ALM_GPU_WORK/logs (default
-# $TMPDIR/alm_gpu_run). Where $OUT is set (a device call), at most 8 files go there: summary.txt,
-# logs.tgz (every log and result of the run) and up to 6 of the run's JSONs.
-# SIGTERM (a `timeout` around run.sh) or SIGINT (Ctrl-C) ends what it runs in the foreground (each
-# step's processes, the PTB binarisation) and exits 143 / 130; paper's rows, started detached, train on.
-# Options: --dry-run, --prepare, --cut (paper only), -h / --help. Exit status: 0 when every step passed,
-# 1 when one failed (the later steps still run and their files come back), 2 for a bad argument
-# (also tests, cli, speed, char, fairseq-speed or timing without --dry-run on a machine with no GPU: refused
-# in one line before anything runs),
-# 3 when paper's rows still run (and nothing failed): run the same command again.
+# Steps, run in this order: install tests cli speed char fairseq-speed timing paper. Each has a budget
+# in seconds (BUDGET_<STEP> overrides it); all end by GPU_RUN_BUDGET (560 s; paper's 570 s).
+# Results: benchmarks/results/gpu/ (summary.txt and each step's JSON); logs in $ALM_GPU_WORK/logs; where
+# $OUT is set, summary.txt, logs.tgz and up to 6 JSONs go there. SIGTERM / SIGINT end what it runs in the
+# foreground (exit 143 / 130); paper's rows, started detached, train on.
+# Exit status: 0 every step passed; 1 one failed (the later steps still run); 2 a bad argument, or a GPU
+# step without --dry-run on a machine with no GPU (refused before anything runs); 3 paper's rows still run.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-python3}
@@ -113,15 +59,13 @@ STEPS=()  # the canonical order
 for s in "${STEPS_KNOWN[@]}"; do [[ " ${WANT[*]:-} " == *" $s "* ]] && STEPS+=("$s"); done
 # the steps that run on CUDA: on a machine without a GPU, say so now, before anything runs or is written
 # (each would fail in its log, the reason out of sight); --dry-run runs them on the CPU
-if (( ! DRY )); then
-  ON_GPU=()
-  for s in tests cli speed char fairseq-speed timing; do [[ " ${STEPS[*]:-} " == *" $s "* ]] && ON_GPU+=("$s"); done
-  if (( ${#ON_GPU[@]} )) && ! nvidia-smi -L 2>/dev/null | grep -q '^GPU' \
-     && ! $PY -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
-    echo "run.sh: ${ON_GPU[*]} run on a GPU and this machine has none (nvidia-smi lists no GPU, torch sees no CUDA):" \
-         "run them on the lent GPU machine, or here with --dry-run (bash benchmarks/gpu/run.sh --dry-run ${ON_GPU[*]})" >&2
-    exit 2
-  fi
+ON_GPU=()
+for s in tests cli speed char fairseq-speed timing; do [[ " ${STEPS[*]:-} " == *" $s "* ]] && ON_GPU+=("$s"); done
+if (( ! DRY && ${#ON_GPU[@]} )) && ! nvidia-smi -L 2>/dev/null | grep -q '^GPU' \
+   && ! $PY -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+  echo "run.sh: ${ON_GPU[*]} run on a GPU and this machine has none (nvidia-smi lists no GPU, torch sees no CUDA):" \
+       "run them on the lent GPU machine, or here with --dry-run (bash benchmarks/gpu/run.sh --dry-run ${ON_GPU[*]})" >&2
+  exit 2
 fi
 
 T0=$(date +%s)
@@ -166,18 +110,12 @@ trap finish EXIT
 # SIGTERM (a coreutils timeout passes it on to its command's process group). Bash runs a trap only
 # between commands, so these run in the background and are waited on (`fg`): a wait is cut by the
 # signal. paper's rows, started detached (setsid), are not among them: they train on, as designed.
-FG_PIDS=()
-forget() {  # PID: waited for, no longer this run's to end
-  local kept=() p
-  for p in "${FG_PIDS[@]:-}"; do [[ -n $p && $p != "$1" ]] && kept+=("$p"); done
-  FG_PIDS=()
-  (( ${#kept[@]} )) && FG_PIDS=("${kept[@]}")
-  return 0
-}
+declare -A FG_PIDS=()   # pid: 1, for each process this run waits on
+forget() { unset "FG_PIDS[$1]"; }  # PID: waited for, no longer this run's to end
 fg() {  # COMMAND...: run it as a foreground command would run, ended with this run
   "$@" &
   local pid=$! rc
-  FG_PIDS+=("$pid")
+  FG_PIDS[$pid]=1
   wait "$pid"; rc=$?
   forget "$pid"
   return $rc
@@ -185,8 +123,8 @@ fg() {  # COMMAND...: run it as a foreground command would run, ended with this 
 stop() {  # SIGNAL
   trap - TERM INT
   local pid
-  for pid in "${FG_PIDS[@]:-}" ${PREP_PID:-}; do [[ -n $pid ]] && kill -TERM "$pid" 2>/dev/null; done
-  for pid in "${FG_PIDS[@]:-}" ${PREP_PID:-}; do [[ -n $pid ]] && wait "$pid" 2>/dev/null; done  # not the rows
+  for pid in "${!FG_PIDS[@]}" ${PREP_PID:-}; do kill -TERM "$pid" 2>/dev/null; done
+  for pid in "${!FG_PIDS[@]}" ${PREP_PID:-}; do wait "$pid" 2>/dev/null; done  # not the rows
   echo "run.sh: stopped by SIG$1: the processes it ran ended (paper's detached rows, if any, still train)" >&"$RUN_STDERR"
   [[ $1 == INT ]] && exit 130 || exit 143
 }
@@ -253,21 +191,16 @@ step_install() {
   local limit=$1
   if (( DRY )); then  # here nothing is installed: is the wheelhouse complete for the image?
     compgen -G ".whl/fairseq[-_]fixed-*" > /dev/null || { say "no .whl/fairseq-fixed: run: bash benchmarks/gpu/run.sh --prepare"; return 1; }
-    $PY - <<'EOF' 2>&1 | tee -a "$SUMMARY"
-import os, re
-norm = lambda n: re.sub(r"[-_.]+", "-", n).lower()
-files = os.listdir(".whl")
-have = {norm(re.match(r"(.+?)-\d", f).group(1)) for f in files if re.match(r"(.+?)-\d", f)}
-image = {norm(n) for n in open("benchmarks/gpu/image_has.txt").read().strip().split(",")}
-wanted = [re.split(r"[<>=!; ]", l.strip())[0] for l in open("scripts/requirements.txt") if l.strip() and not l.startswith("#")]
-wanted += ["fairseq-fixed", "antlr4-python3-runtime"]
-missing = [w for w in wanted if norm(w) not in have | image]
-size = sum(os.path.getsize(os.path.join(".whl", f)) for f in files) / 2**20
-print(f"install (dry run): .whl has {len(files)} files, {size:.1f} MiB; would run: bash scripts/install.sh --wheelhouse .whl;"
-      + (f" MISSING from .whl and the image: {', '.join(missing)}" if missing else " every requirement is in .whl or the image"))
-raise SystemExit(1 if missing else 0)
-EOF
-    return "${PIPESTATUS[0]}"
+    norm() { tr 'A-Z' 'a-z' | sed -E 's/[-_.]+/-/g'; }  # a project's name as pip compares it
+    local have want missing=()
+    have=" $(ls .whl | sed -E 's/-[0-9].*//' | norm | tr '\n' ' ') $(tr ',' '\n' < benchmarks/gpu/image_has.txt | norm | tr '\n' ' ') "
+    for want in $(grep -vE '^(#|$)' scripts/requirements.txt | sed -E 's/[<>=!; ].*//') fairseq-fixed antlr4-python3-runtime; do
+      [[ $have == *" $(echo "$want" | norm) "* ]] || missing+=("$want")
+    done
+    say "install (dry run): .whl has $(ls .whl | wc -l) files, $(du -sh .whl | cut -f1); would run: bash scripts/install.sh" \
+        "--wheelhouse .whl; $( (( ${#missing[@]} )) && echo "MISSING from .whl and the image: ${missing[*]}" \
+        || echo "every requirement is in .whl or the image")"
+    return $(( ${#missing[@]} > 0 ))
   fi
   if fg timeout "$limit" bash scripts/install.sh --wheelhouse .whl > "$LOGS/install.log" 2>&1; then
     say "install.sh: $(tail -1 "$LOGS/install.log")"
@@ -286,42 +219,46 @@ EOF
 }
 
 # ---- tests --------------------------------------------------------------------------------------
-step_tests() {
-  local limit=$1 rc=0 cuda_pid="" models_pid
-  if (( DRY )); then
-    say "tests (dry run): pytest -m cuda left out (no GPU here)"
-  else
-    timeout "$limit" $PY -m pytest -q -p no:cacheprovider -m cuda tests > "$LOGS/pytest_cuda.log" 2>&1 &
-    cuda_pid=$!; FG_PIDS+=("$cuda_pid")
-  fi
+step_tests() {  # pytest -m cuda beside the model tests on the CPU
+  local limit=$1 rc=0 name
+  declare -A runs=()  # name: pid
+  if (( DRY )); then say "tests (dry run): pytest -m cuda left out (no GPU here)"
+  else timeout "$limit" $PY -m pytest -q -p no:cacheprovider -m cuda tests > "$LOGS/pytest_cuda.log" 2>&1 & runs[cuda]=$!; fi
   OMP_NUM_THREADS=4 timeout "$limit" $PY -m pytest -q -p no:cacheprovider -m "not cuda" tests/test_history_models.py \
-    tests/test_char_models.py tests/test_translation_models.py > "$LOGS/pytest_models.log" 2>&1 &
-  models_pid=$!; FG_PIDS+=("$models_pid")
-  if [[ -n $cuda_pid ]]; then
-    wait "$cuda_pid"; local c=$?; forget "$cuda_pid"
-    say "pytest -m cuda: rc=$c $(tail -1 "$LOGS/pytest_cuda.log")"; (( c == 0 )) || rc=1
-  fi
-  wait "$models_pid"; local m=$?; forget "$models_pid"
-  say "pytest model tests (CPU): rc=$m $(tail -1 "$LOGS/pytest_models.log")"; (( m == 0 )) || rc=1
+    tests/test_char_models.py tests/test_translation_models.py > "$LOGS/pytest_models.log" 2>&1 & runs[models]=$!
+  for name in "${!runs[@]}"; do FG_PIDS[${runs[$name]}]=1; done
+  for name in cuda models; do
+    [[ -n ${runs[$name]:-} ]] || continue
+    wait "${runs[$name]}"; local r=$?; forget "${runs[$name]}"
+    say "pytest $name: rc=$r $(tail -1 "$LOGS/pytest_$name.log")"; (( r == 0 )) || rc=1
+  done
   return $rc
 }
 
 # ---- cli ----------------------------------------------------------------------------------------
 step_cli() {
-  local limit=$1 flags=()
+  local flags=() rc
   (( DRY )) && flags+=(--dry-run)
-  fg timeout "$limit" $PY -m benchmarks.gpu.cli_check "${flags[@]}" --budget $(( limit - 20 )) --work "$WORK/cli" \
-    --json "$RESULTS/cli.json" > "$LOGS/cli_check.log" 2>&1
-  local rc=$?
-  PRODUCED+=("$RESULTS/cli.json")
-  sed -n '/^arch /,$p' "$LOGS/cli_check.log" | tee -a "$SUMMARY"
+  measured $(( $(date +%s) + $1 )) cli_check "$RESULTS/cli.json" '/^arch /,$p' $PY -m benchmarks.gpu.cli_check "${flags[@]}" \
+    --budget $(( $1 - 20 )) --work "$WORK/cli"; rc=$?
   cp -r "$WORK/cli/logs" "$LOGS/cli" 2>/dev/null
   return $rc
 }
 
 # ---- speed --------------------------------------------------------------------------------------
+# END NAME JSON SED COMMAND...: one benchmark within what is left to END (epoch seconds), logged to
+# $LOGS/NAME.log; its JSON among the files that come back, the lines the sed script SED prints to the summary
+measured() {
+  local end=$1 name=$2 json=$3 lines=$4 left r; shift 4; left=$(left_of "$end")
+  (( left > 5 )) || { say "$name: not run (the step's budget is spent)"; return 1; }
+  fg timeout "$left" "$@" --json "$json" > "$LOGS/$name.log" 2>&1; r=$?
+  [[ -f $json && " ${PRODUCED[*]:-} " != *" $json "* ]] && PRODUCED+=("$json")
+  say "$name: rc=$r"; sed -nE "$lines" "$LOGS/$name.log" | tee -a "$SUMMARY"; return $r
+}
+TABLE='/^model /,$p'  # a speed script's closing table
+
 step_speed() {
-  local limit=$1 end=$(( $(date +%s) + limit )) rc=0 data
+  local end=$(( $(date +%s) + $1 )) rc=0 data
   ptb_data; data=$DATA
   say "speed on $data"
   local dev=(--device cuda) ts=(--updates 60 --repeats 2 --precision fp32,bf16,fp16) big=(--updates 30)
@@ -330,48 +267,37 @@ step_speed() {
     dev=(--device cpu --size 64 --threads 2); ts=(--updates 3 --repeats 1); big=(--updates 3)
     prof=(--device cpu --size 32 --batch-sizes 4); dyn=(--device cpu --threads 1 --eval-batches 20 --repeats 1)
   fi
-  run_speed() {  # NAME JSON COMMAND...: within what is left of the step
-    local name=$1 json=$2; shift 2
-    local left; left=$(left_of "$end")
-    (( left > 5 )) || { say "$name: not run (the step's budget is spent)"; return 1; }
-    fg timeout "$left" "$@" --json "$json" > "$LOGS/$name.log" 2>&1
-    local r=$?
-    [[ -f $json ]] && PRODUCED+=("$json")
-    say "$name: rc=$r"
-    grep -E "^(model|bare|alm_lstm|attentive|amsrn|eval,|training step|eval tokens|operations)" "$LOGS/$name.log" | tee -a "$SUMMARY"
-    return $r
-  }
-  run_speed train_speed_b32 "$RESULTS/train_speed_model_b32.json" $PY -m benchmarks.train_speed --mode model \
-    --data "$data" "${dev[@]}" "${ts[@]}" --batch-size 32 || rc=1
-  run_speed train_speed_b128 "$RESULTS/train_speed_model_b128.json" $PY -m benchmarks.train_speed --mode model \
-    --data "$data" "${dev[@]}" "${ts[@]}" "${big[@]}" --batch-size 128 || rc=1
-  run_speed stream_speed "$RESULTS/stream_speed.json" $PY -m benchmarks.stream_speed --kinds eval --data "$data" "${dyn[@]}" || rc=1
-  run_speed step_profile "$RESULTS/step_profile.json" $PY -m benchmarks.gpu.step_profile "${prof[@]}" || rc=1
+  local lines='/^(model|bare|alm_lstm|attentive|amsrn|eval,|training step|eval tokens|operations)/p'
+  measured "$end" train_speed_b32 "$RESULTS/train_speed_model_b32.json" "$lines" $PY -m benchmarks.train_speed \
+    --mode model --data "$data" "${dev[@]}" "${ts[@]}" --batch-size 32 || rc=1
+  measured "$end" train_speed_b128 "$RESULTS/train_speed_model_b128.json" "$lines" $PY -m benchmarks.train_speed \
+    --mode model --data "$data" "${dev[@]}" "${ts[@]}" "${big[@]}" --batch-size 128 || rc=1
+  measured "$end" stream_speed "$RESULTS/stream_speed.json" "$lines" $PY -m benchmarks.stream_speed --kinds eval \
+    --data "$data" "${dyn[@]}" || rc=1
+  measured "$end" step_profile "$RESULTS/step_profile.json" "$lines" $PY -m benchmarks.gpu.step_profile "${prof[@]}" || rc=1
   return $rc
 }
 
 step_char() {
   local dev=(--device cuda --updates 100 --repeats 2)
   (( DRY )) && dev=(--device cpu --updates 2 --repeats 1)
-  fg timeout "$1" $PY -m benchmarks.char_speed "${dev[@]}" --json "$RESULTS/char_speed.json" > "$LOGS/char_speed.log" 2>&1
-  local r=$?; PRODUCED+=("$RESULTS/char_speed.json"); tail -8 "$LOGS/char_speed.log" | tee -a "$SUMMARY"; return $r
+  measured $(( $(date +%s) + $1 )) char_speed "$RESULTS/char_speed.json" "$TABLE" $PY -m benchmarks.char_speed "${dev[@]}"
 }
 
 step_fairseq-speed() {
-  local data dev=(--device cuda --updates 300 --precision fp32,fp16)
-  ptb_data; data=$DATA
+  local dev=(--device cuda --updates 300 --precision fp32,fp16)
+  ptb_data
   (( DRY )) && dev=(--device cpu --updates 5 --size 64 --threads 2)
-  fg timeout "$1" $PY -m benchmarks.train_speed --mode fairseq --data "$data" "${dev[@]}" --repeats 1 \
-    --json "$RESULTS/train_speed_fairseq.json" > "$LOGS/train_speed_fairseq.log" 2>&1
-  local r=$?; PRODUCED+=("$RESULTS/train_speed_fairseq.json"); tail -8 "$LOGS/train_speed_fairseq.log" | tee -a "$SUMMARY"; return $r
+  measured $(( $(date +%s) + $1 )) train_speed_fairseq "$RESULTS/train_speed_fairseq.json" "$TABLE" \
+    $PY -m benchmarks.train_speed --mode fairseq --data "$DATA" "${dev[@]}" --repeats 1
 }
 
 # ---- timing: a fairseq-train update, the host's levers off and on (issue 63) ----------------------
 step_timing() {
-  local end=$(( $(date +%s) + $1 )) data plugins=() rc=0 label
+  local end=$(( $(date +%s) + $1 )) data plugins=() rc=0 label json=$RESULTS/update_timing.json
   ptb_data; data=$DATA
   (( DRY )) || [[ $DATA == data-bin/ptb ]] || { say "timing: no PTB (carry .gpu-data: run.sh --prepare here)"; return 1; }
-  rm -f "$RESULTS/update_timing.json"  # this run's labels only (the script adds each call's to the file)
+  rm -f "$json"  # this run's labels only (the script adds each call's to the file)
   local dev=(--device cuda --size 650 --updates 60 --repeats 1 --cases "sentence lstm,sentence single,sentence combined")
   (( DRY )) && { data=data-bin/wikitext-2-sample; dev=(--device cpu --size 16 --updates 10 --repeats 0 --cases "sentence single"); }
   for label in before no-syncs; do  # carried (.gpu-plugins), else from this repository's history
@@ -379,17 +305,10 @@ step_timing() {
     elif git rev-parse -q --verify "${TIMING_PLUGINS[$label]}^{commit}" > /dev/null 2>&1; then plugins+=("$label=${TIMING_PLUGINS[$label]}")
     else say "timing: no .gpu-plugins/$label (run.sh --prepare here, and carry .gpu-plugins): $label left out"; fi
   done
-  timing() {  # NAME ARGS...: one benchmarks.host_overhead run, within what is left of the step
-    local name=$1 left; shift; left=$(left_of "$end")
-    (( left > 5 )) || { say "timing $name: not run (the step's budget is spent)"; return 1; }
-    fg timeout "$left" $PY -m benchmarks.host_overhead "$@" --data "$data" "${dev[@]}" \
-      --json "$RESULTS/update_timing.json" > "$LOGS/timing_$name.log" 2>&1
-    local r=$?; say "timing $name: rc=$r"; grep -E "^[a-z0-9-]+ +sentence" "$LOGS/timing_$name.log" | tee -a "$SUMMARY"; return $r
-  }
-  timing levers "${plugins[@]}" after=alm_plugin --num-workers 1 || rc=1
-  timing workers-0 after-workers-0=alm_plugin --num-workers 0 || rc=1
-  timing workers-2 after-workers-2=alm_plugin --num-workers 2 || rc=1
-  [[ -f $RESULTS/update_timing.json ]] && PRODUCED+=("$RESULTS/update_timing.json")
+  local timing=(-m benchmarks.host_overhead --data "$data" "${dev[@]}") lines='/^[a-z0-9-]+ +sentence/p'
+  measured "$end" timing_levers "$json" "$lines" $PY "${timing[@]}" "${plugins[@]}" after=alm_plugin --num-workers 1 || rc=1
+  measured "$end" timing_workers-0 "$json" "$lines" $PY "${timing[@]}" after-workers-0=alm_plugin --num-workers 0 || rc=1
+  measured "$end" timing_workers-2 "$json" "$lines" $PY "${timing[@]}" after-workers-2=alm_plugin --num-workers 2 || rc=1
   return $rc
 }
 
@@ -441,8 +360,10 @@ step_paper() {
     elif [[ -f $save/$row.pid ]]; then say "paper: $row stopped without its JSON: $(tail -1 "$LOGS/paper_$row.log")"; rc=1
     else launch "$row"; say "paper: $row started (log $LOGS/paper_$row.log)"; fi
   done
-  progress() { $PY "${table[@]}" --rows "$(IFS=,; echo "${PAPER_ROWS[*]}")" --save-dir "$save" --results-dir "$out" \
-                 --progress "$RESULTS/paper_progress.json" 2>&1 | tail -n "${#PAPER_ROWS[@]}"; }
+  progress() {  # a line a row ("ROW: epoch E/N, about S s of training left; ..."), kept for where_is
+    $PY "${table[@]}" --rows "$(IFS=,; echo "${PAPER_ROWS[*]}")" --save-dir "$save" --results-dir "$out" \
+      --progress "$RESULTS/paper_progress.json" 2>&1 | tail -n "${#PAPER_ROWS[@]}" | tee "$WORK/paper_progress.txt"; }
+  where_is() { sed -n "s/^$1: \([^;]*\).*/\1/p" "$WORK/paper_progress.txt" 2>/dev/null; }  # ROW: its progress
   local waiting=("${PAPER_ROWS[@]}") last_report=0
   while (( ${#waiting[@]} )) && (( $(left_of "$end") > 0 )); do
     local still=()
@@ -454,8 +375,8 @@ step_paper() {
       # while its scoring still fits (a row already scoring, or one with no time an epoch yet, is left alone)
       for row in "${waiting[@]}"; do
         [[ -f $save/$row.cut ]] && continue
-        local left_s; left_s=$($PY -c "import json; p = json.load(open('$RESULTS/paper_progress.json'))['$row']
-assert p['state'] == 'training'; print(int(p['training_seconds_left']))" 2>/dev/null) || continue
+        local left_s; left_s=$(where_is "$row" | sed -n 's/.*about \([0-9]*\) s of training left/\1/p')
+        [[ -n $left_s ]] || continue
         if (( left_s + score_s > $(left_of "$end") && score_s <= $(left_of "$end") )) && [[ -f $save/$row/checkpoint_best.pt ]]; then
           say "paper: $row cut (about $left_s s of training left, $(left_of "$end") s of budget): its epochs so far scored"
           pid=$(cat "$save/$row.pid"); kill -- "-$pid" 2>/dev/null; sleep 2; touch "$save/$row.cut"; launch "$row" --cut
@@ -466,22 +387,15 @@ assert p['state'] == 'training'; print(int(p['training_seconds_left']))" 2>/dev/
   done
   progress | tee -a "$SUMMARY"
   PRODUCED+=("$RESULTS/paper_progress.json")
-  for row in "${PAPER_ROWS[@]}"; do  # into logs.tgz: each row's training log and grid records
+  for row in "${PAPER_ROWS[@]}"; do  # its JSON to come back; into logs.tgz: its training log and grid records
+    if [[ -f $out/$row.json ]]; then cp "$out/$row.json" "$RESULTS/$row.json"; PRODUCED+=("$RESULTS/$row.json"); fi
     cp "$save/$row/train.log" "$LOGS/paper_${row}_train.log" 2>/dev/null
     for f in "$save/$row"/cache_grid_*.json; do [[ -f $f ]] && cp "$f" "$LOGS/paper_${row}_$(basename "$f")"; done
-  done
-  for row in "${PAPER_ROWS[@]}"; do
-    if [[ -f $out/$row.json ]]; then cp "$out/$row.json" "$RESULTS/$row.json"; PRODUCED+=("$RESULTS/$row.json"); fi
   done
   local left=() line
   for row in "${PAPER_ROWS[@]}"; do
     [[ -f $out/$row.json ]] && continue
-    if running "$row"; then
-      line=$($PY -c "import json; p = json.load(open('$RESULTS/paper_progress.json'))['$row']
-left = p['training_seconds_left']
-print(('trained, scoring' if p['state'] == 'scoring' else f\"epoch {p['epochs_done']}/{p['epochs']}, \"
-       + (f'about {left} s of training left' if left is not None else 'its time an epoch not known yet')))" 2>/dev/null)
-      left+=("$row ${line:-starting}")
+    if running "$row"; then line=$(where_is "$row"); left+=("$row ${line:-starting}")
     else say "paper: $row stopped without its JSON: $(tail -1 "$LOGS/paper_$row.log")"; rc=1; fi
   done
   if (( ${#left[@]} )); then
