@@ -111,6 +111,16 @@ def test_benchmarks_page_is_what_the_json_generates():
     assert not stale, f"docs/benchmarks.md's {stale} blocks are stale: run python -m benchmarks.report --update-docs"
 
 
+BENCHMARKS_MAX_LINES = 4211  # benchmarks/ shrinks, not grows, as it gains a block: fold what a new one repeats
+
+
+def test_benchmarks_stay_under_their_line_budget():
+    files = [*(ROOT / "benchmarks").rglob("*.py"), *(ROOT / "benchmarks").rglob("*.sh")]
+    lines = sum(len(path.read_text(encoding="utf-8").splitlines()) for path in files)
+    assert lines <= BENCHMARKS_MAX_LINES, (f"benchmarks/ (Python and shell) has {lines} lines, over its budget of "
+                                          f"{BENCHMARKS_MAX_LINES}: fold what the new code repeats")
+
+
 def test_benchmarks_import_no_cycle():
     """benchmarks/ modules import each other downwards only (rows -> table/report, timing -> speed
     scripts), each as ``benchmarks.NAME``. A package (report/, gpu/) counts as one module, its files'
