@@ -280,7 +280,7 @@ step_speed() {
 
 step_char() {
   local dev=(--device cuda --updates 100 --repeats 2)
-  (( DRY )) && dev=(--device cpu --updates 2 --repeats 1)
+  (( DRY )) && dev=(--device cpu --updates 2 --repeats 1 --size 64 --embed 32)
   measured $(( $(date +%s) + $1 )) char_speed "$RESULTS/char_speed.json" "$TABLE" $PY -m benchmarks.char_speed "${dev[@]}"
 }
 
