@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# The GPU checks and figures as ONE prepared command for a lent GPU machine (16 cores, Python 3.12,
-# torch 2.11+cu130, numpy 2, no package index). Each step, its budget and what it writes: docs/tools.md,
-# "The GPU checks in one command".
+# The GPU checks and figures as ONE prepared command for a lent GPU machine (Python 3.12, numpy 2, no
+# package index). Each step, its budget and what it writes: docs/tools.md, "The GPU checks in one command".
 #
 # 1. Here, once (needs the package index and ../shared/data/ptb): bash benchmarks/gpu/run.sh --prepare
 #    makes the git-ignored .whl/ (what the image lacks, fairseq-fixed slimmed), .gpu-data/ptb/ (raw
@@ -11,16 +10,12 @@
 #    paper [ROW...] is a command of its own (rows: lstm single combined single-zero-context; default
 #    lstm single); it exits 3 while rows still train: run the same command again at once, GPU_RUN_BUDGET
 #    set to the device time left; --cut on the session's last command scores a row's epochs so far.
-# 3. Here, without a GPU: bash benchmarks/gpu/run.sh --dry-run STEP... (tiny budgets, both sides --cpu,
-#    results under $TMPDIR/alm_gpu_dry/).
+# 3. Here, without a GPU: bash benchmarks/gpu/run.sh --dry-run STEP... (tiny budgets, all on the CPU).
 #
-# Steps, run in this order: install tests cli speed char fairseq-speed timing paper. Each has a budget
-# in seconds (BUDGET_<STEP> overrides it); all end by GPU_RUN_BUDGET (560 s; paper's 570 s).
-# Results: benchmarks/results/gpu/ (summary.txt and each step's JSON); logs in $ALM_GPU_WORK/logs; where
-# $OUT is set, summary.txt, logs.tgz and up to 6 JSONs go there. SIGTERM / SIGINT end what it runs in the
-# foreground (exit 143 / 130); paper's rows, started detached, train on.
-# Exit status: 0 every step passed; 1 one failed (the later steps still run); 2 a bad argument, or a GPU
-# step without --dry-run on a machine with no GPU (refused before anything runs); 3 paper's rows still run.
+# Steps, in this order: install tests cli speed char fairseq-speed timing paper, each within its budget
+# (BUDGET_<STEP>), all by GPU_RUN_BUDGET (560 s; paper's 570 s); results in benchmarks/results/gpu/.
+# Exit status: 0 all passed; 1 a step failed (the later ones still run); 2 a bad argument, or a GPU step
+# without --dry-run where there is no GPU; 3 paper's rows still run; 143 / 130 on SIGTERM / SIGINT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-python3}
@@ -97,9 +92,7 @@ finish() {
   if [[ -n ${OUT:-} ]]; then
     cp "$SUMMARY" "$WORK/logs.tgz" "$OUT"/ 2>/dev/null
     local n=0 f
-    for f in "${PRODUCED[@]:-}"; do
-      [[ -f $f ]] && (( n < 6 )) && cp "$f" "$OUT"/ && n=$((n + 1))
-    done
+    for f in "${PRODUCED[@]:-}"; do [[ -f $f ]] && (( n < 6 )) && cp "$f" "$OUT"/ && n=$((n + 1)); done
   fi
 }
 LOGS=""
@@ -115,9 +108,7 @@ forget() { unset "FG_PIDS[$1]"; }  # PID: waited for, no longer this run's to en
 fg() {  # COMMAND...: run it as a foreground command would run, ended with this run
   "$@" &
   local pid=$! rc
-  FG_PIDS[$pid]=1
-  wait "$pid"; rc=$?
-  forget "$pid"
+  FG_PIDS[$pid]=1; wait "$pid"; rc=$?; forget "$pid"
   return $rc
 }
 stop() {  # SIGNAL
@@ -148,14 +139,13 @@ prepare() {
   if ! compgen -G ".whl/fairseq[-_]fixed-*" > /dev/null; then
     bash scripts/make_wheelhouse.sh --python-version 3.12 --dest .whl --have "$(cat benchmarks/gpu/image_has.txt)" || return 1
   fi
-  local label
+  local label w kb
   for label in "${!TIMING_PLUGINS[@]}"; do  # the older plugins that the timing step measures
     [[ -d .gpu-plugins/$label/alm_plugin ]] && continue
     mkdir -p ".gpu-plugins/$label" && git archive "${TIMING_PLUGINS[$label]}" alm_plugin | tar -x -C ".gpu-plugins/$label" || return 1
   done
-  local w
   for w in .whl/fairseq_fixed-*-cp3*.whl; do [[ -f $w ]] && { $PY -m benchmarks.gpu.slim_wheel "$w" || return 1; }; done
-  local kb; kb=$(du -sk .whl .gpu-data .gpu-plugins | awk '{ s += $1 } END { print s }')
+  kb=$(du -sk .whl .gpu-data .gpu-plugins | awk '{ s += $1 } END { print s }')
   say "prepare: .whl $(du -sh .whl | cut -f1), .gpu-data $(du -sh .gpu-data | cut -f1), .gpu-plugins $(du -sh .gpu-plugins | cut -f1): $(( kb / 1024 )) MiB to carry (limit 64)"
   (( kb < 48 * 1024 )) || { say "prepare: over 48 MiB: too close to the 64 MiB carry limit"; return 1; }
   say "prepare: carry [\".whl\", \".gpu-data\", \".gpu-plugins\"] and run: bash benchmarks/gpu/run.sh install tests cli speed"
