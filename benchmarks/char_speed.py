@@ -50,11 +50,10 @@ def speeds(data, task, criterion, margs, updates, save_dir, threads, device="cpu
 
 def main():
     parser = speed_parser(__doc__, data=SAMPLE, size=(600, "hidden size of every LSTM (paper: 600)"), updates=60,
-                          repeats=2, threads=(os.cpu_count(), "CPU threads"))
+                          repeats=2, threads=(os.cpu_count(), "CPU threads", int))
     parser.add_argument("--embed", type=int, default=600, help="character embedding size (paper: 600)")
     parser.add_argument("--save-dir", default=os.path.join(ROOT, "checkpoints", "char_speed"))
     args = parse(parser)
-    args.threads = int(args.threads)
     per_word = {s: characters_per_word(args.data, s) for s in ("train", "valid")}
 
     def run(name, margs):

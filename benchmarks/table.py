@@ -357,7 +357,7 @@ def write_progress(corpus, names, save_dir, results_dir, epochs, path):
                        "seconds_per_epoch": per_epoch,
                        "training_seconds_left": round(per_epoch * (epochs - done_epochs)) if per_epoch else None}
         left = found[name]["training_seconds_left"]
-        where = {"scoring": "trained, scoring", "not started": "not started"}.get(state, f"epoch {done_epochs}/{epochs}, " + (
+        where = {"scoring": "trained, scoring"}.get(state, f"epoch {done_epochs}/{epochs}, " + (
             f"about {left} s of training left" if left is not None else "its time an epoch not known yet"))
         curve = ", ".join(f"{float(valid[e]['valid_ppl']):.1f}" for e in sorted(valid))
         print(f"{name}: {where}" + (f"; valid ppl {curve}" if curve else ""), flush=True)  # run.sh reads this line

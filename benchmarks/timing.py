@@ -23,11 +23,11 @@ SHARED = {"data": (str, "a binarised corpus"), "size": (int, "embedding and hidd
 def speed_parser(doc, device="auto", **defaults):
     """A parser with ``doc`` as its help, ``--json``, ``--device`` defaulting to ``device`` ("auto":
     the GPU when there is one; None: no such flag) and each shared flag named in ``defaults``, with
-    that default: a value, or ``(value, help)``."""
+    that default: a value, or ``(value, help[, type])``."""
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     for name, default in defaults.items():
         kind, help = SHARED[name]
-        default, help = default if isinstance(default, tuple) else (default, help)
+        default, help, kind = (*default, kind)[:3] if isinstance(default, tuple) else (default, help, kind)
         parser.add_argument(f"--{name}", type=kind, default=default, help=help)
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"

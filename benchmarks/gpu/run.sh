@@ -184,7 +184,7 @@ step_install() {
     norm() { tr 'A-Z' 'a-z' | sed -E 's/[-_.]+/-/g'; }  # a project's name as pip compares it
     local have want missing=()
     have=" $(ls .whl | sed -E 's/-[0-9].*//' | norm | tr '\n' ' ') $(tr ',' '\n' < benchmarks/gpu/image_has.txt | norm | tr '\n' ' ') "
-    for want in $(grep -vE '^(#|$)' scripts/requirements.txt | sed -E 's/[<>=!; ].*//') fairseq-fixed antlr4-python3-runtime; do
+    for want in $(grep -vE '^(#|$)' scripts/requirements.txt | sed -E 's/^[[:space:]]+//; s/[<>=!; \r].*//') fairseq-fixed antlr4-python3-runtime; do
       [[ $have == *" $(echo "$want" | norm) "* ]] || missing+=("$want")
     done
     say "install (dry run): .whl has $(ls .whl | wc -l) files, $(du -sh .whl | cut -f1); would run: bash scripts/install.sh" \
@@ -213,10 +213,9 @@ step_tests() {  # pytest -m cuda beside the model tests on the CPU
   local limit=$1 rc=0 name
   declare -A runs=()  # name: pid
   if (( DRY )); then say "tests (dry run): pytest -m cuda left out (no GPU here)"
-  else timeout "$limit" $PY -m pytest -q -p no:cacheprovider -m cuda tests > "$LOGS/pytest_cuda.log" 2>&1 & runs[cuda]=$!; fi
+  else timeout "$limit" $PY -m pytest -q -p no:cacheprovider -m cuda tests > "$LOGS/pytest_cuda.log" 2>&1 & runs[cuda]=$!; FG_PIDS[$!]=1; fi
   OMP_NUM_THREADS=4 timeout "$limit" $PY -m pytest -q -p no:cacheprovider -m "not cuda" tests/test_history_models.py \
-    tests/test_char_models.py tests/test_translation_models.py > "$LOGS/pytest_models.log" 2>&1 & runs[models]=$!
-  for name in "${!runs[@]}"; do FG_PIDS[${runs[$name]}]=1; done
+    tests/test_char_models.py tests/test_translation_models.py > "$LOGS/pytest_models.log" 2>&1 & runs[models]=$!; FG_PIDS[$!]=1
   for name in cuda models; do
     [[ -n ${runs[$name]:-} ]] || continue
     wait "${runs[$name]}"; local r=$?; forget "${runs[$name]}"
@@ -243,7 +242,8 @@ measured() {
   (( left > 5 )) || { say "$name: not run (the step's budget is spent)"; return 1; }
   fg timeout "$left" "$@" --json "$json" > "$LOGS/$name.log" 2>&1; r=$?
   [[ -f $json && " ${PRODUCED[*]:-} " != *" $json "* ]] && PRODUCED+=("$json")
-  say "$name: rc=$r"; sed -nE "$lines" "$LOGS/$name.log" | tee -a "$SUMMARY"; return $r
+  say "$name: rc=$r"; sed -nE "$lines" "$LOGS/$name.log" | tee -a "$SUMMARY"
+  (( r )) && tail -3 "$LOGS/$name.log" | tee -a "$SUMMARY"; return $r  # a failure: why
 }
 TABLE='/^model /,$p'  # a speed script's closing table
 
@@ -354,7 +354,7 @@ step_paper() {
     $PY "${table[@]}" --rows "$(IFS=,; echo "${PAPER_ROWS[*]}")" --save-dir "$save" --results-dir "$out" \
       --progress "$RESULTS/paper_progress.json" 2>&1 | tail -n "${#PAPER_ROWS[@]}" | tee "$WORK/paper_progress.txt"; }
   where_is() { sed -n "s/^$1: \([^;]*\).*/\1/p" "$WORK/paper_progress.txt" 2>/dev/null; }  # ROW: its progress
-  local waiting=("${PAPER_ROWS[@]}") last_report=0
+  local waiting=("${PAPER_ROWS[@]}") last_report=-999  # the first pass writes this command's progress
   while (( ${#waiting[@]} )) && (( $(left_of "$end") > 0 )); do
     local still=()
     for row in "${waiting[@]}"; do running "$row" && still+=("$row"); done

@@ -165,9 +165,10 @@ def statement(results, edge=None, ptb=None):
     return "\n".join(lines)
 
 
-def block():
+def block(ptb=None):
+    """``ptb``: the full-PTB rows' JSON the statement compares with (default: as committed)."""
     results = WIKITEXT2.load()
     kept, notes = one_layout(WIKITEXT2, results, "lstm")
     edge = result_json(WIKITEXT2.name, "dynamic-edge.json") or {}
     return "\n\n".join([table(results), *before_the_fix_note(WIKITEXT2, results),
-                        "\n".join([statement(kept, edge), *notes]), paper_table(), cutoff_note(), pointer_loss_note()])
+                        "\n".join([statement(kept, edge, ptb), *notes]), paper_table(), cutoff_note(), pointer_loss_note()])
