@@ -201,11 +201,9 @@ PTB_PAPER = Corpus("ptb-paper", epochs=20, anneal_after=12, data_name="ptb", sou
 # sample, 2 epochs, one grid point
 TINY = ("--embed-dim", "32", "--hidden-size", "32", "--num-layers", "2", "--dropout", "0.5")
 PTB_PAPER_DRY = Corpus("ptb-paper-dry", epochs=2, anneal_after=1, data_name="wikitext-2-sample", test_time=True, rows={
-    "lstm": Row("LSTM (ours, `alm_lstm`, 2 x 32)", ("--arch", "alm_lstm", *TINY, *sgd(1))),
-    "single": Row("`attentive_lm` single (2 x 32)", ("--arch", "attentive_lm", "--attention-score", "single", *TINY,
-                                                     *sgd(1))),
-    "combined": Row("`attentive_lm` combined (2 x 32)", ("--arch", "attentive_lm", "--attention-score", "combined",
-                                                         *TINY, *sgd(1))),
+    name: Row(row.description.replace("_ptb", "") + " (2 x 32)",
+              (*(a.replace("_ptb", "") for a in row.args[:-len(PAPER_RECIPE)]), *TINY, *sgd(1)))
+    for name, row in PTB_PAPER.rows.items()
 }, cache_windows="100", dynamic_lrs="1", dynamic_decays="0.01")
 
 # Slices that chose settings (the static figures only). The adaptive softmax's cutoffs on WikiText-2:
