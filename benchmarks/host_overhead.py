@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import timeit
 import traceback
 import warnings
 from unittest import mock
@@ -59,10 +60,13 @@ def case_args(case, data=SAMPLE, plugin=os.path.join(ROOT, "alm_plugin"), device
             "--embed-dim", str(size), "--hidden-size", str(size), "--num-layers", "2", *CASES[case]]
 
 
+TORCH = os.path.dirname(torch.__file__) + os.sep  # torch's frames: not every path with /torch/ (/opt/torch/.venv/...)
+
+
 def _caller() -> str:
     """``file:line`` of the innermost frame outside torch: ``alm_plugin/...`` ours, ``fairseq/...`` fairseq's."""
     for frame in reversed(traceback.extract_stack()[:-2]):
-        if f"{os.sep}torch{os.sep}" not in frame.filename:
+        if not frame.filename.startswith(TORCH):
             path = frame.filename.replace(os.sep, "/")
             if "/alm_plugin/" in path:
                 path = "alm_plugin/" + path.split("/alm_plugin/", 1)[1]
@@ -219,11 +223,8 @@ def trainer_checks_ms(repeats=2000):
             raise FloatingPointError
         torch.where(norm > 5.0, norm.new_tensor(100), norm.new_tensor(0))
 
-    checks()
-    start = time.perf_counter()
-    for _ in range(repeats):
-        checks()
-    return round((time.perf_counter() - start) / repeats * 1e3, 4)
+    checks()  # warm
+    return round(timeit.timeit(checks, number=repeats) / repeats * 1e3, 4)
 
 
 def plugin_directory(source, keep):
@@ -250,10 +251,21 @@ def measured_in_a_process(cases, plugin, updates, parts, where):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def compare(plugins, cases, updates, repeats, where):
+def compare(plugins, cases, updates, repeats, where, save=lambda figures: None):
     """Every plugin's cases ``repeats`` times, the plugins interleaved (the machine's drifts hit all
-    alike), then once with the pieces timed: ``{label: {case: figures}}``, the medians of the timed runs."""
+    alike), then once with the pieces timed: ``{label: {case: figures}}``, the medians of the timed runs,
+    handed to ``save`` after every run too (a run cut by a budget keeps what it measured)."""
     runs = collections.defaultdict(lambda: collections.defaultdict(list))
+
+    def combined(results):  # the medians of the timed runs; the syncs of the last, the pieces of their run
+        timed = [r for r in results if "parts_ms" not in r] or results  # --repeats 0: the pieces' run alone
+        return {**{key: round(statistics.median(r[key] for r in timed), 3)
+                   for key in ("host_ms", "step_ms", "task_ms", "update_ms", "tokens_per_s")},
+                **{key: results[-1][key] for key in ("syncs", "cuda_syncs", "ours", "where")},
+                "parts_ms": next((r["parts_ms"] for r in results if "parts_ms" in r), None),
+                "trained": results[-1]["trained"] if len({r["trained"] for r in results}) == 1 else "differs between runs"}
+
+    figures = lambda: {label: {case: combined(rs) for case, rs in by_case.items()} for label, by_case in runs.items()}
     for repeat in range(repeats + 1):
         for label, plugin in plugins.items():
             for case, result in measured_in_a_process(cases, plugin, updates, repeat == repeats, where).items():
@@ -261,14 +273,8 @@ def compare(plugins, cases, updates, repeats, where):
                 print(f"  run {repeat + 1}: {label:8s} {case:18s} host {result['host_ms']:6.3f} ms an update, "
                       f"{result['update_ms']:.2f} ms from one to the next, {result['tokens_per_s']} tokens/s, "
                       f"{result['syncs']} syncs ({result['ours']} ours)", flush=True)
-
-    def combined(results):  # the medians of the timed runs; the syncs and pieces of the last
-        last, timed = results[-1], results[:-1] or results  # --repeats 0: the pieces' run alone
-        return {**{key: round(statistics.median(r[key] for r in timed), 3)
-                   for key in ("host_ms", "step_ms", "task_ms", "update_ms", "tokens_per_s")},
-                **{key: last[key] for key in ("syncs", "cuda_syncs", "ours", "where", "parts_ms")},
-                "trained": last["trained"] if len({r["trained"] for r in results}) == 1 else "differs between runs"}
-    return {label: {case: combined(results) for case, results in by_case.items()} for label, by_case in runs.items()}
+            save(figures())
+    return figures()
 
 
 def main(argv=None):
@@ -296,28 +302,30 @@ def main(argv=None):
                           for case in args.one.split(",")}))
         return
     sources = dict(p.split("=", 1) for p in args.plugins) or {"after": "alm_plugin"}
+    device = torch.cuda.get_device_name() if args.device == "cuda" else f"CPU, 1 thread ({platform.machine()})"
+
+    def save(figures):  # each label's figures replace that label's in the file
+        result = json.load(open(args.json)) if os.path.exists(args.json) else {"runs": {}}
+        for label, by_case in figures.items():
+            result["runs"][label] = {
+                "cases": by_case, "trainer_checks_ms": trainer_checks_ms(), "plugin": sources[label],
+                "device": f"{device}, side by side with " + ", ".join(other for other in sources if other != label),
+                "data": args.data, "size": args.size, "num_workers": args.num_workers, "updates": args.updates,
+                "repeats": args.repeats, "torch": torch.__version__}
+        result["command"] = "python -m benchmarks.host_overhead " + " ".join(argv or [])
+        write_json(args.json, result)
     with contextlib.ExitStack() as keep:
         plugins = {label: plugin_directory(source, keep) for label, source in sources.items()}
-        figures = compare(plugins, [c.strip() for c in args.cases.split(",")], args.updates, args.repeats, where)
+        figures = compare(plugins, [c.strip() for c in args.cases.split(",")], args.updates, args.repeats, where,
+                          save if args.json else lambda figures: None)
     for label, by_case in figures.items():
         for case, f in by_case.items():
             print(f"{label:8s} {case:18s} host {f['host_ms']:6.3f} ms (step {f['step_ms']:.2f}, task {f['task_ms']:.2f}), "
                   f"update {f['update_ms']:.2f} ms, {f['tokens_per_s']:.0f} tokens/s, {f['syncs']} syncs, {f['ours']} "
                   f"ours{'' if f['cuda_syncs'] is None else ', %d CUDA syncs' % f['cuda_syncs']}; figures and weights "
                   f"{f['trained']}")
-            print("    " + ", ".join(f"{n} x {where}" for where, n in sorted(f["where"].items())))
-            print("    pieces (ms, one run): " + ", ".join(f"{k} {v}" for k, v in f["parts_ms"].items()))
-    if args.json:  # each label's figures replace that label's in the file
-        result = json.load(open(args.json)) if os.path.exists(args.json) else {"runs": {}}
-        device = torch.cuda.get_device_name() if args.device == "cuda" else f"CPU, 1 thread ({platform.machine()})"
-        for label, by_case in figures.items():
-            result["runs"][label] = {
-                "cases": by_case, "trainer_checks_ms": trainer_checks_ms(), "plugin": sources[label],
-                "device": f"{device}, side by side with " + ", ".join(other for other in figures if other != label),
-                "data": args.data, "size": args.size, "num_workers": args.num_workers, "updates": args.updates,
-                "repeats": args.repeats, "torch": torch.__version__}
-        result["command"] = "python -m benchmarks.host_overhead " + " ".join(argv or [])
-        write_json(args.json, result)
+            print("    " + ", ".join(f"{n} x {where}" for where, n in sorted(f["where"].items())) + "; pieces (ms, one "
+                  "run): " + ", ".join(f"{k} {v}" for k, v in (f["parts_ms"] or {}).items()))
 
 
 if __name__ == "__main__":
