@@ -76,6 +76,23 @@ def test_dry_run_of_the_paper_step_resumes_across_commands(tmp_path):
     assert row["test_ppl_cache_dynamic"] < row["test_ppl"]  # the test-time options help this tiny model
 
 
+def test_a_paper_row_that_stopped_without_its_json_is_started_again(tmp_path):
+    """A row whose process ended without its JSON (a fault, a kill) is started again by the next
+    command, resuming its checkpoint, not reported as stopped for every command after."""
+    env = {"ALM_GPU_RESULTS": str(tmp_path / "results"), "ALM_GPU_WORK": str(tmp_path / "work"),
+           "GPU_RUN_BUDGET": "20"}
+    (tmp_path / "work" / "paper").mkdir(parents=True)
+    (tmp_path / "work" / "paper" / "lstm.pid").write_text("999999999\n")  # no such process
+    try:
+        proc = run_sh("--dry-run", "paper", "lstm", env=env, timeout=90)
+        assert proc.returncode == 3, proc.stdout + proc.stderr
+        assert "paper: lstm had stopped without its JSON" in proc.stdout and "started again" in proc.stdout
+        assert re.search(r"still running: lstm", proc.stdout), proc.stdout
+    finally:
+        pid = (tmp_path / "work" / "paper" / "lstm.pid").read_text().strip()
+        subprocess.run(["kill", "--", f"-{pid}"], capture_output=True)
+
+
 def test_dry_run_of_the_timing_step_times_each_lever_and_keeps_the_figures(tmp_path):
     """run.sh timing, on the CPU (--dry-run: 2 x 16 single on the shipped sample, 10 updates a run):
     fairseq-train's update timed with the host levers off (the plugins of b6545b6 and adb44ed, from

@@ -348,7 +348,8 @@ step_paper() {
   for row in "${PAPER_ROWS[@]}"; do
     if [[ -f $out/$row.json ]]; then say "paper: $row done already"
     elif running "$row"; then say "paper: $row still running (started by an earlier command)"
-    elif [[ -f $save/$row.pid ]]; then say "paper: $row stopped without its JSON: $(tail -1 "$LOGS/paper_$row.log")"; rc=1
+    elif [[ -f $save/$row.pid ]]; then  # ended by a fault or a kill: started again, resuming its checkpoint
+      say "paper: $row had stopped without its JSON ($(tail -1 "$LOGS/paper_$row.log" 2>/dev/null)): started again"; launch "$row"
     else launch "$row"; say "paper: $row started (log $LOGS/paper_$row.log)"; fi
   done
   progress() {  # a line a row ("ROW: epoch E/N, about S s of training left; ..."), kept for where_is
@@ -357,8 +358,7 @@ step_paper() {
   where_is() { sed -n "s/^$1: \([^;]*\).*/\1/p" "$WORK/paper_progress.txt" 2>/dev/null; }  # ROW: its progress
   local waiting=("${PAPER_ROWS[@]}") last_report=-999  # the first pass writes this command's progress
   while (( ${#waiting[@]} )) && (( $(left_of "$end") > 0 )); do
-    local still=()
-    for row in "${waiting[@]}"; do running "$row" && still+=("$row"); done
+    local still=(); for row in "${waiting[@]}"; do running "$row" && still+=("$row"); done
     waiting=("${still[@]}")
     (( ${#waiting[@]} )) || break
     if (( $(now) - last_report >= (CUT ? 15 : 60) )); then progress >> "$LOGS/paper_progress.log"; last_report=$(now); fi
