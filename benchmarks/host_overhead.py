@@ -262,7 +262,8 @@ def compare(plugins, cases, updates, repeats, where, save=lambda figures: None):
         return {**{key: round(statistics.median(r[key] for r in timed), 3)
                    for key in ("host_ms", "step_ms", "task_ms", "update_ms", "tokens_per_s")},
                 **{key: results[-1][key] for key in ("syncs", "cuda_syncs", "ours", "where")},
-                "parts_ms": next((r["parts_ms"] for r in results if "parts_ms" in r), None),
+                "parts_ms": next((r["parts_ms"] for r in results if "parts_ms" in r), None), "timed_runs": len(timed),
+                "instrumented": len(timed) == 1 and "parts_ms" in timed[0],  # the medians from the pieces' run
                 "trained": results[-1]["trained"] if len({r["trained"] for r in results}) == 1 else "differs between runs"}
 
     figures = lambda: {label: {case: combined(rs) for case, rs in by_case.items()} for label, by_case in runs.items()}
@@ -302,16 +303,18 @@ def main(argv=None):
                           for case in args.one.split(",")}))
         return
     sources = dict(p.split("=", 1) for p in args.plugins) or {"after": "alm_plugin"}
-    device = torch.cuda.get_device_name() if args.device == "cuda" else f"CPU, 1 thread ({platform.machine()})"
 
-    def save(figures):  # each label's figures replace that label's in the file
+    def save(figures):  # each label's figures replace that label's in the file (a cut run: those it measured)
+        device = torch.cuda.get_device_name() if args.device == "cuda" else f"CPU, 1 thread ({platform.machine()})"
         result = json.load(open(args.json)) if os.path.exists(args.json) else {"runs": {}}
+        complete = len(figures) == len(sources) and all(f["parts_ms"] for c in figures.values() for f in c.values())
         for label, by_case in figures.items():
+            others = ", ".join(other for other in figures if other != label)
             result["runs"][label] = {
                 "cases": by_case, "trainer_checks_ms": trainer_checks_ms(), "plugin": sources[label],
-                "device": f"{device}, side by side with " + ", ".join(other for other in sources if other != label),
-                "data": args.data, "size": args.size, "num_workers": args.num_workers, "updates": args.updates,
-                "repeats": args.repeats, "torch": torch.__version__}
+                "device": device + (f", side by side with {others}" if others else ""), "data": args.data,
+                "size": args.size, "num_workers": args.num_workers, "updates": args.updates, "repeats": args.repeats,
+                "complete": complete, "torch": torch.__version__}
         result["command"] = "python -m benchmarks.host_overhead " + " ".join(argv or [])
         write_json(args.json, result)
     with contextlib.ExitStack() as keep:

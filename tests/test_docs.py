@@ -111,9 +111,10 @@ def test_benchmarks_page_is_what_the_json_generates():
     assert not stale, f"docs/benchmarks.md's {stale} blocks are stale: run python -m benchmarks.report --update-docs"
 
 
-# benchmarks/ shrinks, not grows, as it gains a block: fold what a new one repeats (4,211 -> 4,218: host_overhead
-# saving a cut run's figures after each run, as the GPU timing step needs; nothing it repeats was left to fold)
-BENCHMARKS_MAX_LINES = 4218
+# benchmarks/ shrinks, not grows, as it gains a block: fold what a new one repeats (4,211 -> 4,225: host_overhead
+# saving a cut run's figures after each run and saying they are cut, the paper step restarting a row that died,
+# twice at most, as the GPU runs need; nothing they repeat was left to fold)
+BENCHMARKS_MAX_LINES = 4225
 
 
 def test_benchmarks_stay_under_their_line_budget():

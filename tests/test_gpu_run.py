@@ -78,7 +78,7 @@ def test_dry_run_of_the_paper_step_resumes_across_commands(tmp_path):
 
 def test_a_paper_row_that_stopped_without_its_json_is_started_again(tmp_path):
     """A row whose process ended without its JSON (a fault, a kill) is started again by the next
-    command, resuming its checkpoint, not reported as stopped for every command after."""
+    command, resuming its checkpoint (twice at most), not reported as stopped for every command after."""
     env = {"ALM_GPU_RESULTS": str(tmp_path / "results"), "ALM_GPU_WORK": str(tmp_path / "work"),
            "GPU_RUN_BUDGET": "20"}
     (tmp_path / "work" / "paper").mkdir(parents=True)
@@ -91,6 +91,10 @@ def test_a_paper_row_that_stopped_without_its_json_is_started_again(tmp_path):
     finally:
         pid = (tmp_path / "work" / "paper" / "lstm.pid").read_text().strip()
         subprocess.run(["kill", "--", f"-{pid}"], capture_output=True)
+    # one that keeps dying is started again twice, then reported (a fault that a restart will not mend)
+    (tmp_path / "work" / "paper" / "lstm.restarts").write_text("2\n")
+    proc = run_sh("--dry-run", "paper", "lstm", env=env, timeout=90)
+    assert proc.returncode == 1 and "paper: lstm stopped without its JSON again" in proc.stdout, proc.stdout
 
 
 def test_dry_run_of_the_timing_step_times_each_lever_and_keeps_the_figures(tmp_path):

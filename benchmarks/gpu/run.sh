@@ -73,7 +73,7 @@ if (( DRY )); then
 else
   RESULTS=${ALM_GPU_RESULTS:-benchmarks/results/gpu}
   WORK=${ALM_GPU_WORK:-${TMPDIR:-/tmp}/alm_gpu_run}
-  declare -A BUDGET=([install]=60 [tests]=100 [cli]=240 [speed]=130 [char]=300 [fairseq-speed]=300 [timing]=300 [paper]=565)
+  declare -A BUDGET=([install]=60 [tests]=100 [cli]=240 [speed]=130 [char]=300 [fairseq-speed]=300 [timing]=360 [paper]=565)
   # paper is a command of its own (a device command may take 600 s)
   [[ " ${WANT[*]:-} " == *" paper "* ]] && TOTAL=${GPU_RUN_BUDGET:-570} || TOTAL=${GPU_RUN_BUDGET:-560}
 fi
@@ -297,8 +297,8 @@ step_timing() {
   done
   local timing=(-m benchmarks.host_overhead --data "$data" "${dev[@]}") lines='/^[a-z0-9-]+ +sentence/p'
   measured "$end" timing_levers "$json" "$lines" $PY "${timing[@]}" "${plugins[@]}" after=alm_plugin --num-workers 1 || rc=1
-  for w in 0 2; do  # one run each (--repeats 0): a process of three cases costs ~35 s on an H100
-    measured "$end" timing_workers-$w "$json" "$lines" $PY "${timing[@]}" after-workers-$w=alm_plugin --num-workers $w --repeats 0 || rc=1
+  for w in 0 2; do  # a process of three cases: ~35 s on an H100, two a label (a timed run, the pieces' run)
+    measured "$end" timing_workers-$w "$json" "$lines" $PY "${timing[@]}" after-workers-$w=alm_plugin --num-workers $w || rc=1
   done
   return $rc
 }
@@ -346,10 +346,14 @@ step_paper() {
     echo $! > "$save/$1.pid"
   }
   for row in "${PAPER_ROWS[@]}"; do
+    local restarts; restarts=$(cat "$save/$row.restarts" 2>/dev/null || echo 0)
     if [[ -f $out/$row.json ]]; then say "paper: $row done already"
     elif running "$row"; then say "paper: $row still running (started by an earlier command)"
-    elif [[ -f $save/$row.pid ]]; then  # ended by a fault or a kill: started again, resuming its checkpoint
-      say "paper: $row had stopped without its JSON ($(tail -1 "$LOGS/paper_$row.log" 2>/dev/null)): started again"; launch "$row"
+    elif [[ -f $save/$row.pid ]] && (( restarts < 2 )); then  # ended by a fault or a kill: started again, resuming
+      kill -- "-$(cat "$save/$row.pid")" 2>/dev/null; echo $(( restarts + 1 )) > "$save/$row.restarts"  # its children too
+      say "paper: $row had stopped without its JSON ($(tail -1 "$LOGS/paper_$row.log" 2>/dev/null)): started again"
+      launch "$row" $([[ -f $save/$row.cut ]] && echo --cut)
+    elif [[ -f $save/$row.pid ]]; then say "paper: $row stopped without its JSON again (restarted twice): $(tail -1 "$LOGS/paper_$row.log")"; rc=1
     else launch "$row"; say "paper: $row started (log $LOGS/paper_$row.log)"; fi
   done
   progress() {  # a line a row ("ROW: epoch E/N, about S s of training left; ..."), kept for where_is
