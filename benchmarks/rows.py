@@ -203,7 +203,7 @@ TINY = ("--embed-dim", "32", "--hidden-size", "32", "--num-layers", "2", "--drop
 PTB_PAPER_DRY = Corpus("ptb-paper-dry", epochs=2, anneal_after=1, data_name="wikitext-2-sample", test_time=True, rows={
     name: Row(row.description.replace("_ptb", "") + " (2 x 32)",
               (*(a.replace("_ptb", "") for a in row.args[:-len(PAPER_RECIPE)]), *TINY, *sgd(1)))
-    for name, row in PTB_PAPER.rows.items()
+    for name, row in PTB_PAPER.rows.items() if row.args[-len(PAPER_RECIPE):] == PAPER_RECIPE  # else not derivable
 }, cache_windows="100", dynamic_lrs="1", dynamic_decays="0.01")
 
 # Slices that chose settings (the static figures only). The adaptive softmax's cutoffs on WikiText-2:
