@@ -64,15 +64,16 @@ TORCH = os.path.dirname(torch.__file__) + os.sep  # torch's frames: not every pa
 
 
 def _caller() -> str:
-    """``file:line`` of the innermost frame outside torch: ``alm_plugin/...`` ours, ``fairseq/...`` fairseq's."""
+    """``file:line`` of the innermost frame outside torch: ``alm_plugin/...`` ours (the plugin fairseq imported,
+    not any path through a clone named alm_plugin), ``fairseq/...`` fairseq's."""
+    plugin = getattr(sys.modules.get("alm_plugin"), "__file__", None)
+    places = [(os.path.dirname(os.path.abspath(plugin or ".")) + os.sep, "alm_plugin/"), (ROOT + os.sep, ""),
+              (os.sep + "site-packages" + os.sep, "")][0 if plugin else 1:]
     for frame in reversed(traceback.extract_stack()[:-2]):
         if not frame.filename.startswith(TORCH):
-            path = frame.filename.replace(os.sep, "/")
-            if "/alm_plugin/" in path:
-                path = "alm_plugin/" + path.split("/alm_plugin/", 1)[1]
-            elif "/site-packages/" in path:
-                path = path.split("/site-packages/", 1)[1]
-            return f"{path}:{frame.lineno}"
+            path = os.path.abspath(frame.filename)
+            at, name = next(((at, name) for at, name in places if at in path), ("", ""))
+            return f"{(name + path.split(at, 1)[1] if at else path).replace(os.sep, '/')}:{frame.lineno}"
     return "?"
 
 
@@ -223,8 +224,7 @@ def trainer_checks_ms(repeats=2000):
             raise FloatingPointError
         torch.where(norm > 5.0, norm.new_tensor(100), norm.new_tensor(0))
 
-    checks()  # warm
-    return round(timeit.timeit(checks, number=repeats) / repeats * 1e3, 4)
+    return round(timeit.timeit(checks, setup=checks, number=repeats) / repeats * 1e3, 4)  # warmed by one call
 
 
 def plugin_directory(source, keep):

@@ -135,17 +135,29 @@ def test_the_carry_decides_on_the_host_as_it_did_on_the_device():
     assert decisions[True] == decisions[False] == [None, 0, 5, None, None, None, None]
 
 
+def read_from(path, name):
+    """``.item()`` of a tensor in a module written at ``path``, counted: ``HostSyncs.found``."""
+    import importlib.util
+    path.parent.mkdir(parents=True)
+    path.write_text("def read(value):\n    return value.item()\n")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with HostSyncs() as syncs:
+        module.read(torch.tensor(1.0))
+    return syncs
+
+
 def test_a_read_is_placed_in_the_module_that_made_it_wherever_python_is_installed(tmp_path):
     """fairseq installed in a Python under /opt/torch/.venv (the GPU image's): its reads are
     fairseq's, not put down to the plugin's frame that called it (torch's own frames are skipped
     by torch's directory, not by a ``/torch/`` anywhere in the path)."""
-    import importlib.util
-    source = tmp_path / "opt" / "torch" / ".venv" / "site-packages" / "meters.py"
-    source.parent.mkdir(parents=True)
-    source.write_text("def read(value):\n    return value.item()\n")
-    spec = importlib.util.spec_from_file_location("meters_under_a_torch_path", source)
-    meters = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(meters)
-    with HostSyncs() as syncs:
-        meters.read(torch.tensor(1.0))
+    syncs = read_from(tmp_path / "opt" / "torch" / ".venv" / "site-packages" / "meters.py", "meters_under_a_torch_path")
     assert list(syncs.found) == ["meters.py:2 _local_scalar_dense"]
+
+
+def test_only_the_imported_plugin_counts_as_ours_in_a_clone_named_alm_plugin(tmp_path):
+    """A user's clone is a directory named alm_plugin: its benchmarks and tests are not the plugin."""
+    syncs = read_from(tmp_path / "alm_plugin" / "benchmarks" / "timing.py", "a_clones_benchmark")
+    assert syncs.ours == 0, dict(syncs.found)
+    assert [where.rsplit("/", 2)[-2:] for where in syncs.found] == [["benchmarks", "timing.py:2 _local_scalar_dense"]]
