@@ -38,10 +38,9 @@ def speeds(data, task, criterion, margs, updates, save_dir, threads, device="cpu
     shutil.rmtree(save_dir, ignore_errors=True)  # else fairseq resumes the last run and trains nothing
     task = ["--user-dir", "alm_plugin", *(["--cpu"] if device == "cpu" else []), *task]
     output = fairseq("train", data, *task, "--criterion", criterion, "--optimizer", "adam", "--lr", "0.002",
-                     "--clip-norm", "10", "--batch-size", "10", "--max-update", updates,
-                     "--disable-validation", "--save-dir", save_dir, "--no-epoch-checkpoints",
-                     "--log-format", "json", "--log-interval", "1000", "--seed", "1", "--num-workers", "0",
-                     *margs, threads=threads)
+                     "--clip-norm", "10", "--batch-size", "10", "--max-update", updates, "--disable-validation",
+                     "--save-dir", save_dir, "--no-epoch-checkpoints", "--log-format", "json", "--log-interval", "1000",
+                     "--seed", "1", "--num-workers", "0", *margs, threads=threads)
     train = records(output, "train")[-1]
     output = fairseq("eval_lm", data, *task, "--path", os.path.join(save_dir, "checkpoint_last.pt"),
                      "--gen-subset", "valid", "--batch-size", "10", threads=threads)

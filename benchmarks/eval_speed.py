@@ -36,6 +36,7 @@ def build(name, task, size):
     from alm_plugin.models.amsrn import AMSRNConfig, AMSRNLanguageModel
     from alm_plugin.models.attentive_lm import AttentiveLanguageModel, AttentiveLMConfig
     torch.manual_seed(0)
+    sized = dict(embed_dim=size, hidden_size=size, dropout=0.0)  # our models' configs
     if name == "lstm_lm":
         args = argparse.Namespace(decoder_embed_dim=size, decoder_hidden_size=size, decoder_out_embed_dim=size,
                                   decoder_layers=2, share_decoder_input_output_embed=True, dropout=0.0,
@@ -44,11 +45,9 @@ def build(name, task, size):
         base_architecture(args)
         model = LSTMLanguageModel.build_model(args, task)
     elif name.startswith("attentive_lm"):
-        cfg = AttentiveLMConfig(embed_dim=size, hidden_size=size, dropout=0.0, attention_score=name.split()[1])
-        model = AttentiveLanguageModel.build_model(cfg, task)
+        model = AttentiveLanguageModel.build_model(AttentiveLMConfig(**sized, attention_score=name.split()[1]), task)
     else:
-        model = AMSRNLanguageModel.build_model(AMSRNConfig(embed_dim=size, hidden_size=size, dropout=0.0,
-                                                           memory_selection="tied"), task)
+        model = AMSRNLanguageModel.build_model(AMSRNConfig(**sized, memory_selection="tied"), task)
     return model.eval()
 
 
@@ -57,8 +56,7 @@ def eval_lm_speed(task, model, split):
     from fairseq_cli.eval_lm import eval_lm
     task.load_dataset(split)
     dataset = task.dataset(split)
-    itr = task.eval_lm_dataloader(dataset=dataset, batch_size=8, max_positions=100000, context_window=0,
-                                  num_workers=0)
+    itr = task.eval_lm_dataloader(dataset=dataset, batch_size=8, max_positions=100000, context_window=0, num_workers=0)
     score = lambda batches: eval_lm(models=[model], source_dictionary=task.source_dictionary, batch_iterator=batches)
     return tokens_per_second(score, [itr], lambda _: int(dataset.sizes.sum()))
 

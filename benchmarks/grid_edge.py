@@ -65,9 +65,8 @@ def probe(corpus, name, result, checkpoint, threads):
             # a point that beats the row's pick on valid: what it would give on test
             if kind in result and point[valid] < result[valid]:
                 point[kind] = {k: v for k, v in record[kind].items() if k != "ppl"}
-                point[f"test_ppl_{kind}"] = eval_lm_ppl(corpus, row, checkpoint, "test",
-                                                        test_time_flags(row, record[kind], cache=kind == "both"),
-                                                        threads)
+                flags = test_time_flags(row, record[kind], cache=kind == "both")
+                point[f"test_ppl_{kind}"] = eval_lm_ppl(corpus, row, checkpoint, "test", flags, threads)
         found["beyond"].append(point)
     found["minutes"] = round((time.time() - started) / 60, 1)
     return found
@@ -83,11 +82,9 @@ def main():
     corpus = CORPORA[args.corpus]
     results = corpus.load()
     names = args.rows.split(",") if args.rows else [n for n in results if "dynamic" in results[n]]
-    unknown = [n for n in names if n not in corpus.rows]
-    if unknown:
+    if unknown := [n for n in names if n not in corpus.rows]:
         sys.exit(f"unknown rows {unknown} for --corpus {corpus.name}; choose from {', '.join(corpus.rows)}")
-    unready = [n for n in names if "dynamic" not in results.get(n, {})]
-    if unready:
+    if unready := [n for n in names if "dynamic" not in results.get(n, {})]:
         sys.exit(f"rows {unready} have no finished JSON with a dynamic-evaluation pick in {corpus.results}; "
                  "run benchmarks/table.py for them first")
     path = os.path.join(corpus.results, "dynamic-edge.json")

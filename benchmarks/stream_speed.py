@@ -22,8 +22,7 @@ ARCHS = {
     "alm_lstm": ["--arch", "alm_lstm"],
     "attentive_lm single M=100": ["--arch", "attentive_lm", "--attention-score", "single", "--memory-window", MEMORY],
     "amsrn tied M=100": ["--arch", "amsrn", "--memory-selection", "tied", "--memory-window", MEMORY],
-    "pointer_sentinel_lm L=100": ["--arch", "pointer_sentinel_lm", "--pointer-window", MEMORY],
-}
+    "pointer_sentinel_lm L=100": ["--arch", "pointer_sentinel_lm", "--pointer-window", MEMORY]}
 EVAL_KINDS = {"eval, no cache": (), "eval, cache N=2000": ("--neural-cache-window", "2000"),
               "eval, dynamic SGD, segments of 20": ("--dynamic-eval-lr", "0.1", "--dynamic-eval-segment", "20")}
 

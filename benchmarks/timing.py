@@ -1,7 +1,6 @@
-"""The one harness every speed script uses: the flags they share, a loop timed over batches, the
-training and scoring steps it times, runs interleaved and repeated (medians, ratios to a baseline:
-a ratio measured in one run survives a shared machine, a tokens/s figure does not) and every thread
-count in one run.
+"""The one harness every speed script uses: the flags they share, a loop timed over batches, the training and scoring
+steps it times, runs interleaved and repeated (medians, ratios to a baseline: a ratio measured in one run survives a
+shared machine, a tokens/s figure does not) and every thread count in one run.
 """
 import argparse
 import os

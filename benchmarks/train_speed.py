@@ -43,9 +43,8 @@ def train_wps(data, args, updates, threads, device="cpu", precision="fp32"):
     placement = ["--cpu"] if device == "cpu" else PRECISION_FLAGS[precision]
     output = fairseq("train", data, "--user-dir", "alm_plugin", "--task", "sentence_language_modeling", *placement,
                      "--optimizer", "sgd", "--lr", "1.0", "--clip-norm", "5", "--batch-size", "32",
-                     "--max-update", str(updates), "--disable-validation", "--no-save",
-                     "--log-format", "json", "--log-interval", "1000", "--seed", "1", "--num-workers", "0",
-                     *args, threads=threads)
+                     "--max-update", str(updates), "--disable-validation", "--no-save", "--log-format", "json",
+                     "--log-interval", "1000", "--seed", "1", "--num-workers", "0", *args, threads=threads)
     train = records(output, "train")
     if not train:
         sys.exit(f"fairseq-train logged no training record:\n{output[-3000:]}")

@@ -63,8 +63,7 @@ def quality(results):
 
 def block(results):
     """``results``: every full-PTB row's JSON (``PTB.load()``)."""
-    speed = result_json("cpu", "output_layer_speed.json")
-    if speed is None:
+    if (speed := result_json("cpu", "output_layer_speed.json")) is None:
         return "The speed benchmark has not run yet (`python -m benchmarks.output_layer_speed`).\n\n" + quality(results)
     command = "python -m benchmarks.output_layer_speed " + " ".join(speed["argv"])
     return "\n".join(["Training step (forward, `attention_cross_entropy`, backward, clip, SGD), `alm_lstm` 2 x 200, "

@@ -1,6 +1,5 @@
-"""The ``char-tables`` block: the character models beside Kawakami et al. (2017, Tables 4-5) on full
-PTB and full WikiText-2, the statement of the paper's claims, and which words the cache copies
-(its Tables 7-8)."""
+"""The ``char-tables`` block: the character models beside Kawakami et al. (2017, Tables 4-5) on full PTB and full
+WikiText-2, the statement of the paper's claims, and which words the cache copies (its Tables 7-8)."""
 import re
 
 from benchmarks.rows import PTB_CHARS, WIKITEXT2_CHARS

@@ -10,8 +10,7 @@ from .tables import before_the_fix_note, cost, figure, header, label, one_layout
 
 PICTURE = os.path.join(ROOT, "docs", "ptb_stream.png")
 SENTENCE_BASELINE, STREAM_BASELINE = "lstm", "lstm-stream"  # the main table's LSTM, and the one read as streams
-# {name: description} of the stream rows, in order (a row that only changes the output layer is the
-# adaptive softmax's block)
+# {name: description} of the stream rows in order (one that only changes the output layer: the adaptive softmax's block)
 ROWS = {n: row.description for n, row in PTB.rows.items() if row.reading == "stream" and row.full_softmax_twin is None}
 
 
@@ -21,8 +20,7 @@ def table(results):
                    "train min", "tokens/s")
     base = results.get(STREAM_BASELINE)
     for name, description in ROWS.items():
-        r = results.get(name)
-        if r is None:
+        if (r := results.get(name)) is None:
             lines.append(f"| {description} | not run yet | | | | | | | | | | | |")
             continue
         versus = f"{pct(r['test_ppl'], base['test_ppl']):+.1f}%" if base and name != STREAM_BASELINE else "–"
@@ -93,8 +91,7 @@ def cache_sentence(results, cached, versus, sentence):
 
 def speed_note():
     """What carrying a memory and the cache cost: every thread count of one run of stream_speed.py."""
-    speed = result_json("cpu", "stream_speed.json")
-    if speed is None:
+    if (speed := result_json("cpu", "stream_speed.json")) is None:
         return []
     by_threads = speed["by_threads"]
     counts = sorted(by_threads, key=int)
@@ -138,8 +135,7 @@ def dynamic(results):
         lines[-1] += (f" The stream LSTM with the cache and dynamic evaluation: {both:.1f} "
                       f"({'below' if both < 80 else 'not below'} the goal of 80; the cache alone: "
                       f"{results[STREAM_BASELINE]['test_ppl_cache']:.1f}).")
-    speed = result_json("cpu", "dynamic_eval_speed.json")
-    if speed is not None:
+    if (speed := result_json("cpu", "dynamic_eval_speed.json")) is not None:
         name = "eval, dynamic SGD, segments of 20"
         lines.append("Its cost, eval tokens/s against static scoring (PTB valid as one stream, `alm_lstm` 2 x 200, "
                      "benchmarks/results/cpu/dynamic_eval_speed.json): " + ", ".join(

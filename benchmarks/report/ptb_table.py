@@ -60,8 +60,7 @@ def statement(results):
     lines = [first_line, f"Test perplexity against the equal LSTM's {base:.1f}: " + "; ".join(
         f"{PTB.rows[n].description} {results[n]['test_ppl']:.1f} ({change[n]:+.1f}%)" for n in ours) + "."
         if ours else f"The equal LSTM's test perplexity is {base:.1f}; no attention row of its layout has finished yet."]
-    better = [n for n in ours if change[n] < -1.0]
-    if better:
+    if better := [n for n in ours if change[n] < -1.0]:
         best = min(better, key=change.get)
         lines.append(f"Attention helps here: {PTB.rows[best].description} is {-change[best]:.1f}% below the LSTM.")
     elif ours:
@@ -92,8 +91,7 @@ def statement(results):
         lines.append(f"Against the transformer a user would pick today: {ahead} of {len(ours) + 1} of our "
                      f"rows reach a lower test perplexity than its {transformer:.1f}, at this one size and budget "
                      "(2 layers of 200, 10 epochs of 42k sentences; not a verdict on larger settings).")
-    last = [n for n, r in results.items() if best_epoch(r) == r["epochs"]]
-    if last:
+    if last := [n for n, r in results.items() if best_epoch(r) == r["epochs"]]:
         lines.append(f"{len(last)} of {len(results)} rows had their best epoch last: still improving when the "
                      f"{PTB.epochs}-epoch budget stopped them, so this compares the models at an equal budget, not "
                      "at convergence (the paper trains 2 x 650 until valid has not improved for 10 epochs; the "
@@ -115,8 +113,7 @@ def draw(results, path=PICTURE):
     results = sentence_level(results)
     fig, ax = figure((7, 4.2))
     for name, r in results.items():
-        logged = [(e, p) for e, p in enumerate(r["valid_ppl_per_epoch"], 1) if p is not None]
-        if logged:
+        if logged := [(e, p) for e, p in enumerate(r["valid_ppl_per_epoch"], 1) if p is not None]:
             ax.plot(*zip(*logged), marker="o", markersize=3, label=PTB.rows[name].description.replace("`", ""),
                     linestyle="--" if name.startswith("fairseq") else "-")
     values = [p for r in results.values() for p in r["valid_ppl_per_epoch"] if p is not None] or [100]

@@ -21,8 +21,7 @@ def table(results):
                      f"**{r['test_ppl']:.1f}** | " + " | ".join(cell(r, f"test_ppl{s}") for _, s in OPTIONS)
                      + f" | {r.get('best_epoch', '?')}/{r['epochs']}{unlogged(r)} | {cost(r)} | "
                        f"{r['train_tokens_per_s'] or '–'} | {WIKITEXT2.paper.get(name, '')} |")
-    queued = [name for name in WIKITEXT2.rows if name not in results]
-    if queued:
+    if queued := [name for name in WIKITEXT2.rows if name not in results]:
         lines.append(f"\nQueued, not in the table: {'; '.join(WIKITEXT2.rows[n].description for n in queued)} "
                      f"({table_command(WIKITEXT2.name, queued)}; each costs about a finished row's training and "
                      "evaluation minutes, below).")
@@ -81,8 +80,7 @@ def grid_edge_note(results, rows, edge):
         if standing:
             lines.append("No step beyond beats the picks, alone or with the cache, for " + "; ".join(standing)
                          + ": their grid picks stand.")
-    unprobed = [rows[n] for n in edged if n not in probed]
-    if unprobed:
+    if unprobed := [rows[n] for n in edged if n not in probed]:
         lines.append("Not tried beyond the grid yet for " + "; ".join(unprobed) + " (on PTB's stream LSTM lr 3 and "
                      "decay 0.003 lost, which narrowed the grid): `python -m benchmarks.grid_edge --save-dir "
                      "<table.py's>` does.")
@@ -131,8 +129,7 @@ def statement(results, edge=None, ptb=None):
                 + (f"ppl: {met(len(reached) == len(stream_rows))} ({len(reached)} of {len(stream_rows)} stream rows)."
                    if stream_rows else "ppl: no stream row has finished yet."))
     lines += grid_edge_note(results, rows, edge or {})
-    if stream and "ps-lstm-stream" in results:
-        pointer = results["ps-lstm-stream"]
+    if stream and (pointer := results.get("ps-lstm-stream")):
         change = pct(pointer["test_ppl"], stream["test_ppl"])
         lines.append(f"The Pointer Sentinel-LSTM against the stream LSTM: {pointer['test_ppl']:.1f} against "
                      f"{stream['test_ppl']:.1f} ({change:+.1f}%; goal >= {GOALS['pointer']}% ahead: "
@@ -145,8 +142,7 @@ def statement(results, edge=None, ptb=None):
                      + (f" ({pct(ppl, lstm['test_ppl']):+.1f}% against the sentence-level LSTM; goal >= "
                         f"{GOALS['best']}% below: {met(pct(ppl, lstm['test_ppl']) <= -GOALS['best'])})"
                         if lstm else "") + ".")
-    peer = results.get("fairseq-lstm_lm")
-    if peer and stream:
+    if (peer := results.get("fairseq-lstm_lm")) and stream:
         change = pct(stream["test_ppl"], peer["test_ppl"])
         lines.append(f"Against fairseq's `lstm_lm` (same size and recipe, its untied adaptive softmax, shuffled "
                      f"35-token blocks with no state carried, scored with 35 tokens of context): our stream LSTM "
