@@ -100,7 +100,7 @@ def train_row(corpus, row, save, threads, log, epochs):
     return fairseq("train", corpus.data, *task_args(corpus, row, True), *row.args, *criterion_args(row),
                    "--max-epoch", str(epochs), "--best-checkpoint-metric", "nll_loss",
                    *(["--max-update", str(corpus.max_update)] if corpus.max_update else []),
-                   "--no-epoch-checkpoints", "--save-dir", save, "--seed", "1", "--num-workers", "0",
+                   "--no-epoch-checkpoints", "--save-dir", save, "--seed", str(row.seed), "--num-workers", "0",
                    "--log-format", "json", "--log-interval", "200", "--no-progress-bar", threads=threads,
                    log=log, mode="w" if fresh else "a")
 
@@ -150,7 +150,7 @@ def run_row(corpus, name, save_root, threads, results_dir, epochs, cut=False):
               "recipe": {"size": option(row, "--hidden-size", "--decoder-hidden-size", "--decoder-embed-dim")
                          or str(model.get("hidden_size")),
                          "dropout": option(row, "--dropout", "--decoder-dropout-out") or str(model.get("dropout")),
-                         "epochs": corpus.epochs, "anneal_after": corpus.anneal_after,
+                         "epochs": corpus.epochs, "anneal_after": corpus.anneal_after, "seed": row.seed,
                          **({"sentences": corpus.sentences} if corpus.sentences else {}),
                          **batching, "threads": threads,
                          **({"max_update": corpus.max_update} if corpus.max_update else {})},

@@ -270,6 +270,18 @@ def test_test_time_flags_of_each_choice(monkeypatch):
                             "--neural-cache-theta", "1.0", "--neural-cache-lambda", "0.2"]
 
 
+def test_a_second_seeds_row_trains_its_twin_with_another_seed(monkeypatch, tmp_path):
+    """ptb-paper's seed rows: the twin's arguments, fairseq-train's --seed (its last) 2, and the JSON says which."""
+    table = benchmarks_module("table")
+    from benchmarks.rows import PTB_PAPER, SEEDED
+    trained = []
+    monkeypatch.setattr(table, "fairseq", lambda tool, *args, **kwargs: trained.append(list(args)))
+    for name in ("single", SEEDED["single"]):
+        table.train_row(PTB_PAPER, PTB_PAPER.rows[name], str(tmp_path), 1, str(tmp_path / "log"), 20)
+    seeds = [args[len(args) - args[::-1].index("--seed")] for args in trained]  # the value after the last --seed
+    assert seeds == ["1", "2"] and PTB_PAPER.rows[SEEDED["single"]].args == PTB_PAPER.rows["single"].args
+
+
 def test_character_statement_follows_the_figures():
     """The generated character-model statement: each claim's verdict follows the bpc (better / not
     better, the WikiText-2-against-PTB claim holds or not), and a row not finished is named with the

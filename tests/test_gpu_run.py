@@ -30,6 +30,13 @@ def test_run_sh_refuses_what_it_does_not_know_before_doing_anything(tmp_path, ar
     assert not os.path.exists(tmp_path / "results") and not os.path.exists(tmp_path / "work")
 
 
+def test_run_sh_knows_every_paper_row_of_the_table():
+    """run.sh checks the paper step's rows before it installs anything (no Python there yet): its list is rows.py's."""
+    from benchmarks.rows import PTB_PAPER
+    known = re.search(r"^PAPER_ROWS_KNOWN=\((.*)\)$", open(RUN).read(), re.M).group(1).split()
+    assert known == list(PTB_PAPER.rows)
+
+
 def test_run_sh_help_names_the_steps_and_the_carry_list():
     proc = run_sh("--help")
     assert proc.returncode == 0

@@ -49,12 +49,12 @@ def table_lines(text):
 def test_without_json_the_block_gives_the_commands_and_no_figure(report, tmp_path):
     text = paper_block(report, tmp_path / "none", {})
     paper_rows = [line for line in table_lines(text) if "| 2 x 650" in line]
-    assert len(paper_rows) == 4 and all("| not run yet |" in line for line in paper_rows)
+    assert len(paper_rows) == 7 and all("| not run yet |" in line for line in paper_rows)
     # no figure of ours: the only numbers on those rows are the paper's, in its own column
-    assert [re.findall(r"\d+\.\d", line.rsplit("|", 2)[0].split("2 x 650", 1)[1]) for line in paper_rows] == [[]] * 4
+    assert [re.findall(r"\d+\.\d", line.rsplit("|", 2)[0].split("2 x 650", 1)[1]) for line in paper_rows] == [[]] * 7
     assert ("`bash benchmarks/gpu/run.sh paper lstm single`, then `bash benchmarks/gpu/run.sh paper combined "
-            "single-zero-context`") in text
-    assert "(0 of 4 rows, generated from the JSON)" in text and "nothing to compare at the paper's scale yet" in text
+            "single-zero-context`, then `bash benchmarks/gpu/run.sh paper lstm-seed2 single-seed2`") in text
+    assert "(0 of 7 rows, generated from the JSON)" in text and "nothing to compare at the paper's scale yet" in text
     # no standing claimed at 2 x 650 without its rows (the 2 x 200 comparison below reads the committed rows)
     at_paper_scale = text.split("At 2 x 200")[0]
     assert not any(word in at_paper_scale for word in ("ahead on", "behind on", "level on"))
@@ -69,7 +69,7 @@ def test_the_statement_says_ahead_or_behind_as_the_figures_fall(report, tmp_path
     assert ("Attention against the same-code LSTM at 2 x 650 (valid / test ppl): the LSTM 100.0 / 95.0; "
             "`attentive_lm_ptb` single 95.0 / 90.2 (-5.0% / -5.0%): ahead on valid and test; "
             "`attentive_lm_ptb` combined 100.5 / 99.8 (+0.5% / +5.0%): level on valid, behind on test.") in text
-    assert "(3 of 4 rows, generated from the JSON)" in text
+    assert "(3 of 7 rows, generated from the JSON)" in text
     assert "Not run yet at 2 x 650, so no figures: `attentive_lm_ptb` single, context zeroed" in text
     # the test-time options, each and both, and attention against the LSTM with both
     assert ("LSTM (ours, `alm_lstm_ptb`) 95.0: the cache -10.0% (85.5), dynamic evaluation -8.0% (87.4), "
@@ -83,7 +83,23 @@ def test_the_statement_says_ahead_or_behind_as_the_figures_fall(report, tmp_path
     text = paper_block(report, tmp_path / "behind", {"lstm": lstm, "single": row(105.0, 99.75)})
     assert "`attentive_lm_ptb` single 105.0 / 99.8 (+5.0% / +5.0%): behind on valid and test." in text
     assert "ahead on" not in text.split("At 2 x 200")[0]
-    assert "Filled by `bash benchmarks/gpu/run.sh paper combined single-zero-context`, on a lent GPU" in text
+    assert "Filled by `bash benchmarks/gpu/run.sh paper combined single-zero-context`, then" in text
+
+
+def test_a_second_seed_stands_beside_the_first_and_the_layer_is_weighed_on_the_means(report, tmp_path):
+    """Seed 2's rows beside seed 1's with the change between them, and the layer and the attention apart on
+    the two seeds' means: a gain that one seed showed and the other did not is no longer claimed."""
+    rows = {"lstm": row(100.0, 95.0), "single-zero-context": row(96.0, 91.0), "single": row(96.0, 91.0),
+            "lstm-seed2": row(98.0, 93.0), "single-zero-context-seed2": row(98.0, 93.0), "single-seed2": row(96.0, 91.0)}
+    text = paper_block(report, tmp_path / "seeds", rows)
+    assert ("A second seed (`--seed 2`; valid / test ppl, seed 1 then seed 2): LSTM (ours, `alm_lstm_ptb`) "
+            "100.0 / 95.0, 98.0 / 93.0 (-2.0% / -2.1%);") in text
+    assert "Seeds move a row's test ppl by up to 2.2%." in text  # the layer's row: 91.0 -> 93.0
+    assert ("On the two seeds' means: the layer and the attention apart: `attentive_lm_ptb` single, context zeroed: "
+            "the layer without the attention against the LSTM (valid / test): 97.0 / 92.0 against 99.0 / 94.0 "
+            "(-2.0% / -2.1%): ahead on valid and test; the attention on top of the layer (single against the "
+            "context-zeroed row): 96.0 / 91.0 (-1.0% / -1.1%): ahead on valid and test.") in text
+    assert "A second seed" not in paper_block(report, tmp_path / "one", {"lstm": row(100.0, 95.0)})
 
 
 def test_a_row_cut_by_the_clock_is_named(report, tmp_path):

@@ -7,7 +7,7 @@
 #    PTB) and .gpu-plugins/ (the older plugins the timing step measures), ~11 MB in all.
 # 2. On the GPU machine, the device tool's `run` with carry [".whl", ".gpu-data", ".gpu-plugins"], timeout_s 600:
 #      bash benchmarks/gpu/run.sh install tests cli speed
-#    paper [ROW...] is a command of its own (rows: lstm single combined single-zero-context; default
+#    paper [ROW...] is a command of its own (rows: PAPER_ROWS_KNOWN below, benchmarks/rows.py's; default
 #    lstm single); it exits 3 while rows still train: run the same command again at once, GPU_RUN_BUDGET
 #    set to the device time left; --cut on the session's last command scores a row's epochs so far.
 # 3. Here, without a GPU: bash benchmarks/gpu/run.sh --dry-run STEP... (tiny budgets, all on the CPU).
@@ -20,7 +20,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-python3}
 STEPS_KNOWN=(install tests cli speed char fairseq-speed timing paper)
-PAPER_ROWS_KNOWN=(lstm single combined single-zero-context)
+PAPER_ROWS_KNOWN=(lstm single combined single-zero-context lstm-seed2 single-seed2 single-zero-context-seed2)
 # the timing step's plugins with the host levers off: before the syncs were taken out, and before the mends
 declare -A TIMING_PLUGINS=([before]=b6545b6 [no-syncs]=adb44ed)
 DRY=0; PREPARE=0; CUT=0; WANT=(); PAPER_ROWS=()

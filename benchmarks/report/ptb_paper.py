@@ -1,7 +1,7 @@
 """The ``ptb-paper`` block: our rows at 2 x 650 with the Attentive LM paper's recipe (``--corpus ptb-paper``,
 ``bash benchmarks/gpu/run.sh paper``) beside its figures (they stand beside our ``paper_ppl``) and our 2 x 200
 rows: does attention beat the same-code LSTM there, and what do the cache and dynamic evaluation add."""
-from benchmarks.rows import PTB, PTB_PAPER, SIZE
+from benchmarks.rows import PTB, PTB_PAPER, SEEDED, SIZE
 
 from .statements import LEVEL, changes, figures, gain, head, layer_and_attention, pct, span
 from .tables import (OPTIONS, before_the_fix_note, best_epoch, cell, cost, header, label, one_layout, paper_figures,
@@ -93,6 +93,18 @@ def settled(paper, last=4):
         if all(abs(m) < SETTLED for m in moved.values()) else "still falling: the epoch budget sets these figures.")]
 
 
+def seeds(paper):
+    """Each row beside its second seed, and the layer and the attention apart on the two seeds' means."""
+    pairs = {n: (paper[n], paper[twin]) for n, twin in SEEDED.items() if n in paper and twin in paper}
+    means = {n: {k: (a[k] + b[k]) / 2 for k in ("valid_ppl", "test_ppl")} for n, (a, b) in pairs.items()}
+    return ["A second seed (`--seed 2`; valid / test ppl, seed 1 then seed 2): " + "; ".join(
+        f"{PTB_PAPER.rows[n].description} {figures(a)}, {figures(b)} {changes(b, a).split(':')[0]}" for n, (a, b) in
+        pairs.items()) + f". Seeds move a row's test ppl by up to "
+        f"{max(abs(pct(b['test_ppl'], a['test_ppl'])) for a, b in pairs.values()):.1f}%.", *(
+        f"On the two seeds' means: {line[0].lower()}{line[1:]}" for line in layer_and_attention(PTB_PAPER, means))
+    ] if pairs else []
+
+
 def test_time(paper):
     """What each test-time option adds to each 2 x 650 row's test ppl; attention against the LSTM with both."""
     done = [n for n in PTB_PAPER.rows if n in paper and any(f"test_ppl{s}" in paper[n] for _, s in OPTIONS)]
@@ -117,7 +129,7 @@ def statement(paper, small):
              "scale yet."]
     if at_small:
         lines.append(f"At 2 x {SIZE} on a CPU ({PTB.epochs} epochs, the full-PTB table above): {at_small}.")
-    lines += [*layer_and_attention(PTB_PAPER, paper), LEVEL, *against_the_paper(paper), *test_time(paper)]
+    lines += [*layer_and_attention(PTB_PAPER, paper), *seeds(paper), LEVEL, *against_the_paper(paper), *test_time(paper)]
     stopped = [n for n in PTB_PAPER.rows if n in paper and cut(paper[n])]
     if stopped:
         lines.append("Cut by the clock, so scored short of the recipe's budget: " + "; ".join(
