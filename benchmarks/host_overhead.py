@@ -65,14 +65,14 @@ TORCH = os.path.dirname(torch.__file__) + os.sep  # torch's frames: not every pa
 
 def _caller() -> str:
     """``file:line`` of the innermost frame outside torch: ``alm_plugin/...`` ours (the plugin fairseq imported,
-    not any path through a clone named alm_plugin), ``fairseq/...`` fairseq's."""
+    not any path through a clone named alm_plugin), ``fairseq/...`` fairseq's (in a site-packages anywhere)."""
     plugin = getattr(sys.modules.get("alm_plugin"), "__file__", None)
-    places = [(os.path.dirname(os.path.abspath(plugin or ".")) + os.sep, "alm_plugin/"), (ROOT + os.sep, ""),
-              (os.sep + "site-packages" + os.sep, "")][0 if plugin else 1:]
+    places = [(os.path.dirname(os.path.abspath(plugin)) + os.sep, "alm_plugin/", str.startswith)] if plugin else []
+    places += [(os.sep + "site-packages" + os.sep, "", str.__contains__), (ROOT + os.sep, "", str.startswith)]
     for frame in reversed(traceback.extract_stack()[:-2]):
-        if not frame.filename.startswith(TORCH):
-            path = os.path.abspath(frame.filename)
-            at, name = next(((at, name) for at, name in places if at in path), ("", ""))
+        if not frame.filename.startswith(TORCH):  # a "<string>" (generated code) has no directory to place it in
+            path = frame.filename if frame.filename.startswith("<") else os.path.abspath(frame.filename)
+            at, name = next(((at, name) for at, name, found in places if found(path, at)), ("", ""))
             return f"{(name + path.split(at, 1)[1] if at else path).replace(os.sep, '/')}:{frame.lineno}"
     return "?"
 
@@ -230,7 +230,9 @@ def trainer_checks_ms(repeats=2000):
 def plugin_directory(source, keep):
     """``source``: an alm_plugin directory, or a git revision of this repository whose alm_plugin is
     exported (``git archive``, read-only) into a temporary directory that ``keep`` holds."""
-    if os.path.isdir(source):
+    if os.path.isdir(source):  # fairseq imports a plugin by its folder's name, and counts ours in alm_plugin's
+        if os.path.basename(os.path.abspath(source)) != "alm_plugin":
+            raise SystemExit(f"{source}: a plugin folder must be named alm_plugin (its reads are counted as ours by that)")
         return os.path.abspath(source)
     into = keep.enter_context(tempfile.TemporaryDirectory())
     archive = subprocess.run(["git", "archive", source, "alm_plugin"], cwd=ROOT, capture_output=True, check=True)

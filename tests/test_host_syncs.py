@@ -9,12 +9,15 @@ attentive LM and AMSRN, on a batch with padding (the document task's carrying th
 chunk's state). The plugin's count is 0 (before: 4 to 6 an update); what is left is fairseq's
 trainer and meters (docs/benchmarks.md). The figures are those the device reads gave.
 """
+import os
+
 import pytest
 import torch
 from fairseq import metrics, options, tasks
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 from fairseq.trainer import Trainer
 
+import alm_plugin
 from alm_plugin.criterions.attention_cross_entropy import AttentionCrossEntropyCriterion
 from alm_plugin.modules.history_attention import CausalHistoryAttention, CombinedScore
 from alm_plugin.modules.stream_carry import StreamCarry, next_chunk, stream_chunk
@@ -156,8 +159,24 @@ def test_a_read_is_placed_in_the_module_that_made_it_wherever_python_is_installe
     assert list(syncs.found) == ["meters.py:2 _local_scalar_dense"]
 
 
-def test_only_the_imported_plugin_counts_as_ours_in_a_clone_named_alm_plugin(tmp_path):
-    """A user's clone is a directory named alm_plugin: its benchmarks and tests are not the plugin."""
+def test_only_the_imported_plugin_counts_as_ours_in_a_clone_named_alm_plugin(tmp_path, monkeypatch):
+    """A user's clone is a directory named alm_plugin: its benchmarks and tests are not the plugin; nor is
+    generated code ("<string>", as dataclasses write it), wherever the process runs."""
     syncs = read_from(tmp_path / "alm_plugin" / "benchmarks" / "timing.py", "a_clones_benchmark")
     assert syncs.ours == 0, dict(syncs.found)
     assert [where.rsplit("/", 2)[-2:] for where in syncs.found] == [["benchmarks", "timing.py:2 _local_scalar_dense"]]
+    generated = {}
+    monkeypatch.chdir(os.path.dirname(alm_plugin.__file__))  # from inside the plugin: "<string>" is no file of it
+    exec(compile("def read(value):\n    return value.item()\n", "<string>", "exec"), generated)
+    with HostSyncs() as syncs:
+        generated["read"](torch.tensor(1.0))
+    assert list(syncs.found) == ["<string>:2 _local_scalar_dense"]
+
+
+def test_the_benchmark_refuses_a_plugin_folder_it_could_not_count_as_ours(tmp_path):
+    """fairseq imports a --user-dir by its folder's name; under another name the plugin's reads would count 0."""
+    import contextlib
+    from benchmarks.host_overhead import plugin_directory
+    (tmp_path / "my_plugin").mkdir()
+    with pytest.raises(SystemExit, match="must be named alm_plugin"), contextlib.ExitStack() as keep:
+        plugin_directory(str(tmp_path / "my_plugin"), keep)
