@@ -199,7 +199,7 @@ _paper = {
                                 *PAPER_RECIPE)),
 }
 # a second seed of the rows that carry the conclusion (the layer's gain, not the attention's)
-SEEDED = {name: f"{name}-seed2" for name in ("lstm", "single", "single-zero-context")}
+SEEDED = {name: f"{name}-seed2" for name in ("lstm", "single-zero-context", "single")}  # the layer's gain first
 PTB_PAPER = Corpus("ptb-paper", epochs=20, anneal_after=12, data_name="ptb", source="ptb", rows={**_paper, **{
     twin: Row(_paper[name].description + " (seed 2)", _paper[name].args, seed=2) for name, twin in SEEDED.items()}},
     paper=PTB.paper, dynamic_lrs="0.3,1", dynamic_decays="0.01")

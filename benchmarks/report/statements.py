@@ -31,16 +31,16 @@ def span(values):
     return low if low == high else f"{low} to {high}"
 
 
-def standing(change):
+def standing(change, tolerance=TOLERANCE):
     """Where a figure ``change`` percent from another's stands (lower is better): ahead, behind or level."""
-    return "level" if abs(change) < TOLERANCE else "ahead" if change < 0 else "behind"
+    return "level" if abs(change) < tolerance else "ahead" if change < 0 else "behind"
 
 
-def changes(r, base, suffix=""):
+def changes(r, base, suffix="", tolerance=TOLERANCE):
     """``r`` against ``base`` on valid and test (``suffix``: with a test-time option), in one phrase:
     ``"(-5.0% / +0.5%): ahead on valid, level on test"``."""
     valid, test = (pct(r[f"{split}_ppl{suffix}"], base[f"{split}_ppl{suffix}"]) for split in ("valid", "test"))
-    on_valid, on_test = standing(valid), standing(test)
+    on_valid, on_test = standing(valid, tolerance), standing(test, tolerance)
     return (f"({valid:+.1f}% / {test:+.1f}%): " + (f"{on_valid} on valid and test" if on_valid == on_test else
                                                    f"{on_valid} on valid, {on_test} on test"))
 
@@ -72,15 +72,15 @@ def gate_note(r, description):
 LAYER_ROW = "single-zero-context"  # the concat layer fed c_t = 0: no attention
 
 
-def layer_and_attention(corpus, results):
+def layer_and_attention(corpus, results, tolerance=TOLERANCE):
     """What the concat layer does (the context-zeroed row against the LSTM) and what the attention adds on
     top of it (single against the context-zeroed row); nothing until the LSTM and the layer's row have run."""
     lstm, layer, single = (results.get(n) for n in ("lstm", LAYER_ROW, "single"))
     if lstm is None or layer is None:
         return []
     parts = [f"{corpus.rows[LAYER_ROW].description} against the LSTM (valid / test): {figures(layer)} against "
-             f"{figures(lstm)} {changes(layer, lstm)}"]
+             f"{figures(lstm)} {changes(layer, lstm, tolerance=tolerance)}"]
     if single is not None:
         parts.append("the attention on top of the layer (single against the context-zeroed row): "
-                     f"{figures(single)} {changes(single, layer)}")
+                     f"{figures(single)} {changes(single, layer, tolerance=tolerance)}")
     return ["The layer and the attention apart: " + "; ".join(parts) + "."]
