@@ -4,7 +4,7 @@ term and sentinel scale (the PTB stream row's first epochs)."""
 from benchmarks.rows import PTB, PTB_POINTER_LOSS, WIKITEXT2, WIKITEXT2_CUTOFFS
 
 from .statements import pct
-from .tables import header
+from .tables import BEFORE_THE_FIX, header
 
 
 def option(args, flag, default=None):
@@ -41,6 +41,10 @@ def pointer_loss_note():
     if len(runs) < 2:
         return ("The pointer's extra loss term has not been compared yet "
                 "(`python -m benchmarks.table --corpus ptb-pointer-loss`).")
+    # compared within one dropout layout: the fixed one once two runs have it
+    old = {choice: PTB.rows["ps-lstm-stream"].before_the_dropout_fix(r) for choice, r in runs.items()}
+    layout = sum(not o for o in old.values()) < 2
+    compared = {choice: r for choice, r in runs.items() if old[choice] == layout}
     fmt = lambda values, form: ", ".join("–" if v is None else format(v, form) for v in values[:epochs])
     lines = [f"The Pointer Sentinel's gate on full PTB, the stream row's first {epochs} epochs (valid after each "
              "epoch; `off` at scale 1 is the full-PTB row's own first epochs). Where the gate g is 1 the extra "
@@ -50,13 +54,19 @@ def pointer_loss_note():
              *header("`--pointer-loss`", "`--sentinel-scale`", "valid ppl by epoch", "sentinel gate by epoch")]
     order = ["off", "found", "all"]
     for (loss, scale), r in sorted(runs.items(), key=lambda item: (-float(item[0][1]), order.index(item[0][0]))):
-        lines.append(f"| {loss} | {scale} | {fmt(r['valid_ppl_per_epoch'], '.1f')} | "
+        lines.append(f"| {loss}{' ' + BEFORE_THE_FIX if old[loss, scale] else ''} | {scale} | "
+                     f"{fmt(r['valid_ppl_per_epoch'], '.1f')} | "
                      f"{fmt(r.get('pointer_gate_per_epoch', []), '.3g')} |")
-    valid = {choice: r["valid_ppl_per_epoch"][epochs - 1] for choice, r in runs.items()}
-    gate = lambda choice: (((runs[choice].get("pointer_gate_per_epoch") or [])[epochs - 1:] or [None])[0]
-                           if choice in runs else None)
+    if left := [f"`{loss}` at scale {scale}" for loss, scale in runs if (loss, scale) not in compared]:
+        when = "before" if layout else "after"
+        lines += ["", f"{BEFORE_THE_FIX} trained before the dropout fix (`python -m benchmarks.table --corpus "
+                      f"ptb-pointer-loss` retrains them); compared within one layout, {when} the fix, left out: "
+                      f"{', '.join(left)}."]
+    valid = {choice: r["valid_ppl_per_epoch"][epochs - 1] for choice, r in compared.items()}
+    gate = lambda choice: (((compared[choice].get("pointer_gate_per_epoch") or [])[epochs - 1:] or [None])[0]
+                           if choice in compared else None)
     for loss in ("found", "all"):  # the term where the gate is free to move
-        for scale in sorted({s for _, s in runs}, key=float):
+        for scale in sorted({s for _, s in compared}, key=float):
             off, on = gate(("off", scale)), gate((loss, scale))
             if off not in (None, 1) and on is not None:
                 lines += ["", f"With a working gate (scale {scale}) the term `{loss}` moved it from {off:.3g} to "
