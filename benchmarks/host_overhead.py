@@ -129,8 +129,10 @@ def counting_syncs(host_syncs):
                 host_syncs.cuda = sum("synchroniz" in str(w.message) for w in recorded)
 
 
-def measure(case, updates=60, skip=5, counted=3, parts=False, plugin=os.path.join(ROOT, "alm_plugin"), **where):
-    """Runs the case for ``updates`` updates (``where``: ``case_args``'s); returns the per-update medians
+def measure(case, updates=60, skip=5, counted=3, parts=False, plugin=os.path.join(ROOT, "alm_plugin"), extra=(),
+            **where):
+    """Runs the case for ``updates`` updates (``where``: ``case_args``'s; ``extra``: more of fairseq-train's
+    arguments); returns the per-update medians
     (ms) of the trainer's step and the task's, of the time from one update to the next and the tokens/s
     over them, the syncs of update ``counted``, and with ``parts`` the medians of the trainer's pieces."""
     from fairseq.logging import metrics
@@ -196,7 +198,7 @@ def measure(case, updates=60, skip=5, counted=3, parts=False, plugin=os.path.joi
     with contextlib.ExitStack() as stack:
         for owner, name, make in patches:
             stack.enter_context(mock.patch.object(owner, name, make(getattr(owner, name))))
-        train([*case_args(case, plugin=plugin, **where), "--max-update", str(updates), "--no-save",
+        train([*case_args(case, plugin=plugin, **where), *extra, "--max-update", str(updates), "--no-save",
                "--disable-validation", "--no-progress-bar", "--log-interval", str(10 * updates),
                "--save-dir", stack.enter_context(tempfile.TemporaryDirectory())])
 
@@ -240,12 +242,12 @@ def plugin_directory(source, keep):
     return os.path.join(into, "alm_plugin")
 
 
-def measured_in_a_process(cases, plugin, updates, parts, where):
+def measured_in_a_process(cases, plugin, updates, parts, where, graphs=False):
     """``measure`` of every case in a fresh process (fairseq imports a plugin once a process, so
-    each plugin gets its own): ``{case: figures}``."""
+    each plugin gets its own), with ``--cuda-graphs`` if ``graphs``: ``{case: figures}``."""
     command = [sys.executable, "-m", "benchmarks.host_overhead", "--one", ",".join(cases), "--updates", str(updates),
                f"--data={where['data']}", f"--device={where['device']}", f"--size={where['size']}",
-               f"--num-workers={where['workers']}", *(["--parts"] if parts else [])]
+               f"--num-workers={where['workers']}", *(["--parts"] if parts else []), *(["--graphs"] if graphs else [])]
     proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
                           env={**os.environ, "OMP_NUM_THREADS": "1", "ALM_HOST_OVERHEAD_PLUGIN": plugin})
     if proc.returncode != 0:
@@ -271,7 +273,8 @@ def compare(plugins, cases, updates, repeats, where, save=lambda figures: None):
     figures = lambda: {label: {case: combined(rs) for case, rs in by_case.items()} for label, by_case in runs.items()}
     for repeat in range(repeats + 1):
         for label, plugin in plugins.items():
-            for case, result in measured_in_a_process(cases, plugin, updates, repeat == repeats, where).items():
+            graphs = label.endswith("-graphs")  # the update replayed as a CUDA graph (sentence cases)
+            for case, result in measured_in_a_process(cases, plugin, updates, repeat == repeats, where, graphs).items():
                 runs[label][case].append(result)
                 print(f"  run {repeat + 1}: {label:8s} {case:18s} host {result['host_ms']:6.3f} ms an update, "
                       f"{result['update_ms']:.2f} ms from one to the next, {result['tokens_per_s']} tokens/s, "
@@ -288,11 +291,13 @@ def main(argv=None):
                     "pieces timed; 0: that one alone, as a dry run does)"))
     parser.add_argument("plugins", nargs="*", metavar="LABEL=SOURCE",
                         help="the plugins measured side by side, each an alm_plugin directory or a git revision "
-                             "(default: after=alm_plugin, this tree's)")
+                             "(default: after=alm_plugin, this tree's); a LABEL ending in -graphs trains with "
+                             "--cuda-graphs")
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated, of: " + ", ".join(CASES))
     parser.add_argument("--num-workers", type=int, default=0, help="fairseq-train's data-loading processes")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # a single run, in the process compare() starts
     parser.add_argument("--parts", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--graphs", action="store_true", help=argparse.SUPPRESS)
     args = parse(parser, argv)
     if args.updates < 8:
         parser.error(f"--updates {args.updates}: at least 8 (the first 5 are not timed)")
@@ -301,7 +306,8 @@ def main(argv=None):
         torch.set_num_threads(1)
         logging.disable(logging.WARNING)  # fairseq's INFO lines (and the models' one-time notes)
         plugin = os.environ.get("ALM_HOST_OVERHEAD_PLUGIN", os.path.join(ROOT, "alm_plugin"))
-        print(json.dumps({case: measure(case, args.updates, parts=args.parts, plugin=plugin, **where)
+        extra = ["--cuda-graphs"] if args.graphs else []
+        print(json.dumps({case: measure(case, args.updates, parts=args.parts, plugin=plugin, extra=extra, **where)
                           for case in args.one.split(",")}))
         return
     sources = dict(p.split("=", 1) for p in args.plugins) or {"after": "alm_plugin"}

@@ -70,6 +70,20 @@ def short_split(root, lines, name="valid"):
 
 
 
+def fairseq_trainer(argv):
+    """fairseq's trainer for ``fairseq-train argv`` as fairseq-train builds it, and the batches of
+    its first epoch in order."""
+    from fairseq import options, tasks
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+    from fairseq.trainer import Trainer
+    cfg = convert_namespace_to_omegaconf(options.parse_args_and_arch(options.get_training_parser(), argv))
+    task = tasks.setup_task(cfg.task)
+    trainer = Trainer(cfg, task, task.build_model(cfg.model), task.build_criterion(cfg.criterion))
+    epoch = trainer.get_train_iterator(epoch=1, load_dataset=True)
+    trainer.begin_epoch(1)
+    return trainer, list(epoch.next_epoch_itr(shuffle=False))
+
+
 def needs_shared_data(*parts):
     path = os.path.join(SHARED_DATA, *parts)
     return pytest.mark.skipif(not os.path.exists(path),

@@ -13,29 +13,16 @@ import os
 
 import pytest
 import torch
-from fairseq import metrics, options, tasks
-from fairseq.dataclass.utils import convert_namespace_to_omegaconf
-from fairseq.trainer import Trainer
+from fairseq import metrics
 
 import alm_plugin
 from alm_plugin.criterions.attention_cross_entropy import AttentionCrossEntropyCriterion
 from alm_plugin.modules.history_attention import CausalHistoryAttention, CombinedScore
 from alm_plugin.modules.stream_carry import StreamCarry, next_chunk, stream_chunk
 from benchmarks.host_overhead import CASES, HostSyncs, case_args
-from conftest import SAMPLE_DATA
+from conftest import SAMPLE_DATA, fairseq_trainer
 
 FAIRSEQS = ("fairseq/trainer.py:", "fairseq/logging/meters.py:")  # the trainer's checks and its logs
-
-
-def build(case):
-    """fairseq's trainer for ``case`` as fairseq-train builds it, and the first batches of its epoch."""
-    parser = options.get_training_parser()
-    cfg = convert_namespace_to_omegaconf(options.parse_args_and_arch(parser, case_args(case, SAMPLE_DATA)))
-    task = tasks.setup_task(cfg.task)
-    trainer = Trainer(cfg, task, task.build_model(cfg.model), task.build_criterion(cfg.criterion))
-    epoch = trainer.get_train_iterator(epoch=1, load_dataset=True)
-    trainer.begin_epoch(1)
-    return trainer, list(epoch.next_epoch_itr(shuffle=False))
 
 
 def padded(batch, pad) -> bool:
@@ -47,7 +34,7 @@ def update(request):
     """``(trainer, batch, syncs)``: one update counted, after one on the batch before (a padded
     batch whose stream state, in the document task, comes from that one)."""
     torch.manual_seed(0)
-    trainer, batches = build(request.param)
+    trainer, batches = fairseq_trainer(case_args(request.param, SAMPLE_DATA))
     pad = trainer.task.target_dictionary.pad()
     index = next(i for i in range(1, len(batches)) if padded(batches[i], pad))
     with metrics.aggregate("train_inner"):  # the aggregators fairseq-train has open

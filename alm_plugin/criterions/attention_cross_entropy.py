@@ -32,6 +32,7 @@ from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from omegaconf import II
 
+from ..cuda_graphs import capturing
 from ..errors import OptionError
 
 logger = logging.getLogger(__name__)
@@ -122,44 +123,57 @@ class AttentionCrossEntropyCriterion(FairseqCriterion):
         self.sentence_avg = sentence_avg
 
     def forward(self, model, sample, reduce=True):
+        loss, figures = self.loss_terms(model, sample)
+        sample_size, logging_output = self.logged(sample, figures)
+        return loss, sample_size, logging_output
+
+    def loss_terms(self, model, sample):
+        """The loss and the logged figures that are tensors (the NLL, the paper's NLL, the
+        attention's entropy, the pointer's term and gate), computed on the device alone: what a
+        CUDA graph of the update holds (``cuda_graphs.py``); ``logged`` adds the counts."""
         net_output = model(**sample["net_input"])
         target = model.get_targets(sample, net_output)
         nll = -target_log_probs(model, net_output, target).masked_fill(target.eq(self.padding_idx), 0.0)  # (B, T)
         nll_loss = nll.sum()
         first_word_nll = self._first_word_nll(sample, target, nll)
-
-        ntokens = sample["ntokens"]
         real = target.ne(self.padding_idx)
         weights = self._history_attention(model, net_output)
-        # the samples that hold a scored token: a stream of the document task that has ended (or
-        # reads its burn-in) is a row of padding, no sentence
-        rows = self._scored_rows(sample, real) if self.sentence_avg or weights is not None else None
-        sample_size = rows if self.sentence_avg else ntokens
         loss = nll_loss
-        logging_output = {
-            "nll_loss": nll_loss.data,
-            "paper_nll_loss": (nll_loss - first_word_nll).data,
-            "ntokens": ntokens,
-            "nsentences": target.size(0),
-            "sample_size": sample_size,
-        }
+        figures = {"nll_loss": nll_loss.data, "paper_nll_loss": (nll_loss - first_word_nll).data}
         if weights is not None:
             lengths = real.sum(1).clamp(min=1)
             entropy = (attention_entropy(weights) * real).sum(1) / lengths  # per sample
             regularizer = entropy.sum()
             if self.entropy_weight != 0.0:
                 loss = loss + self.entropy_weight * regularizer
-            logging_output["attn_entropy"] = regularizer.data
-            logging_output["attn_entropy_rows"] = rows
+            figures["attn_entropy"] = regularizer.data
         if self.pointer_loss != "off":
-            loss = loss + self._sentinel_loss(model, net_output, target, logging_output)
+            loss = loss + self._sentinel_loss(model, net_output, target, figures)
         gate = net_output[1].get("pointer_gate") if isinstance(net_output[1], dict) else None
         if gate is not None:  # the Pointer Sentinel's g: how much of p comes from the softmax
-            logging_output["pointer_gate"] = (gate * target.ne(self.padding_idx)).sum().data
-        logging_output["loss"] = loss.data
-        return loss, sample_size, logging_output
+            figures["pointer_gate"] = (gate * real).sum().data
+        figures["loss"] = loss.data
+        return loss, figures
 
-    def _sentinel_loss(self, model, net_output, target, logging_output):
+    def logged(self, sample, figures):
+        """``(sample_size, logging_output)``: ``loss_terms``'s figures and the counts, from the
+        batch (on the host where the collate counted them)."""
+        target = sample["target"]
+        ntokens = sample["ntokens"]
+        attends = "attn_entropy" in figures
+        # the samples that hold a scored token: a stream of the document task that has ended (or
+        # reads its burn-in) is a row of padding, no sentence
+        rows = self._scored_rows(sample, target.ne(self.padding_idx)) if self.sentence_avg or attends else None
+        sample_size = rows if self.sentence_avg else ntokens
+        logging_output = {"nll_loss": figures["nll_loss"], "paper_nll_loss": figures["paper_nll_loss"],
+                          "ntokens": ntokens, "nsentences": target.size(0), "sample_size": sample_size}
+        for name, value in figures.items():
+            logging_output[name] = value
+            if name == "attn_entropy":
+                logging_output["attn_entropy_rows"] = rows
+        return sample_size, logging_output
+
+    def _sentinel_loss(self, model, net_output, target, figures):
         """The Pointer Sentinel's extra term, summed over the targets ``--pointer-loss`` names."""
         decoder = getattr(model, "decoder", None)
         if not hasattr(decoder, "sentinel_loss"):
@@ -169,17 +183,19 @@ class AttentionCrossEntropyCriterion(FairseqCriterion):
         term, found = decoder.sentinel_loss(net_output, target)
         applied = target.ne(self.padding_idx) & (found if self.pointer_loss == "found" else True)
         term = term.masked_fill(~applied, 0.0).sum()
-        logging_output["pointer_loss"] = term.data
+        figures["pointer_loss"] = term.data
         return term
 
     def _first_word_nll(self, sample, target, nll):
         """The NLL summed over the first words: gathered at the positions the collate found
         (``count_on_host``), the elements and their order those of ``nll[mask]``, without the
-        mask's device read."""
+        mask's device read; in a CUDA graph (whose shapes cannot follow the batch's) the masked
+        sum, the same figure summed in another order."""
         positions = sample.get("first_words")
-        if positions is None or sample.get("target") is not target:
-            return nll[self._first_words(sample, target)].sum()
-        return nll.flatten()[positions].sum()
+        if positions is not None and sample.get("target") is target:
+            return nll.flatten()[positions].sum()
+        first = self._first_words(sample, target)
+        return nll.masked_fill(~first, 0.0).sum() if capturing() else nll[first].sum()
 
     @staticmethod
     def _scored_rows(sample, real) -> int:

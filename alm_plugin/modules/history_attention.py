@@ -23,6 +23,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
+from ..cuda_graphs import capturing
 from ..errors import OptionError
 
 Pairs = Tuple[Tensor, Tensor]  # the query and slot indices of the (query, slot) pairs a score computes
@@ -145,6 +146,7 @@ class CausalHistoryAttention(nn.Module):
         self.window = window
         self.chunk_elements = chunk_elements
         self._pairs_by_geometry = {}
+        self._pairs_in_graphs = {}  # read by a CUDA graph at every replay: never freed
 
     def _allowed(self, query_times: Tensor, slot_times: Tensor) -> Tensor:
         """Which memory slots each query may read: ``(Q,) x (S,) -> (Q, S)`` (tensors, or numpy
@@ -181,6 +183,8 @@ class CausalHistoryAttention(nn.Module):
             if len(self._pairs_by_geometry) >= PAIR_CACHE:
                 self._pairs_by_geometry.clear()
             self._pairs_by_geometry[key] = pairs
+        if capturing():
+            self._pairs_in_graphs[key] = pairs
         return pairs
 
     def _attend(self, queries, memory, keys, allowed, pairs=None) -> Tuple[Tensor, Tensor]:

@@ -33,7 +33,9 @@ from fairseq.tasks.language_modeling import (
     LanguageModelingConfig,
     LanguageModelingTask,
 )
+from omegaconf import II
 
+from .. import cuda_graphs
 from ..criterions.attention_cross_entropy import CountedCollate
 from ..errors import MissingDataError, OptionError
 from ..data import SentenceBlockDataset
@@ -74,6 +76,18 @@ class SentenceLanguageModelingConfig(LanguageModelingConfig, NeuralCacheOptions,
                           "batches of like-length sentences, shuffled every epoch (on a PTB slice single "
                           "valid 300.0 in corpus order against 277.6: docs/benchmarks.md, ptb-choices)"},
     )
+    cuda_graphs: bool = field(
+        default=False,
+        metadata={"help": "experimental (checked on the CPU with a stand-in for CUDA, not yet timed on a GPU: "
+                          "docs/tools.md): replay each training update's forward, loss and backward as a CUDA "
+                          "graph, one per batch shape (one GPU, float32, --criterion attention_cross_entropy), "
+                          "so the host launches the update's kernels in one call"},
+    )
+    # what --cuda-graphs checks before a batch is read
+    cpu: bool = II("common.cpu")
+    fp16: bool = II("common.fp16")
+    amp: bool = II("common.amp")
+    distributed_world_size: int = II("distributed_training.distributed_world_size")
 
 
 @register_task("sentence_language_modeling", dataclass=SentenceLanguageModelingConfig)
@@ -98,15 +112,38 @@ class SentenceLanguageModelingTask(WordLMOptionsMixin, LanguageModelingTask):
         check_dictionary(os.path.join(data, "dict.txt"))  # fairseq's own load names no file nor line
         if not kwargs.get("from_checkpoint"):  # a loaded model's task is not cut into samples again
             check_sample_lengths(args)
+        if getattr(args, "cuda_graphs", False):
+            cuda_graphs.check_options(args.cpu, args.fp16, args.amp, args.distributed_world_size)
         return super().setup_task(args, **kwargs)
 
     def build_model(self, cfg, from_checkpoint=False):
         """Note the model's position limit: whole sentences are scored only up to it
         (fairseq's ``lstm_lm`` / ``transformer_lm`` take at most their --max-target-positions)."""
         model = super().build_model(cfg, from_checkpoint)
+        if getattr(self.args, "cuda_graphs", False):
+            cuda_graphs.check_model(model)
         limit = model.max_positions()
         self.model_position_limit = limit if isinstance(limit, int) and limit < 100_000 else 0
         return self.attach_test_time_options(model)
+
+    def build_criterion(self, cfg, *args, **kwargs):
+        criterion = super().build_criterion(cfg, *args, **kwargs)
+        if getattr(self.args, "cuda_graphs", False):
+            cuda_graphs.check_criterion(criterion)
+        return criterion
+
+    def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
+        """fairseq's step, or with ``--cuda-graphs`` its forward, loss and backward replayed as a graph."""
+        if not getattr(self.args, "cuda_graphs", False) or ignore_grad:
+            return super().train_step(sample, model, criterion, optimizer, update_num, ignore_grad)
+        if getattr(self, "graphed_step", None) is None:
+            self.graphed_step = cuda_graphs.GraphedTrainStep(model, criterion, optimizer)
+        if not self.graphed_step.takes(sample):
+            return super().train_step(sample, model, criterion, optimizer, update_num, ignore_grad)
+        self.test_time_options.refuse_in_training()
+        model.train()
+        model.set_num_updates(update_num)
+        return self.graphed_step(model, sample)
 
     def dynamic_eval_training_batches(self, count, segment=None):
         """``count`` batches of 32 training sentences (cut as training cuts them), in corpus order:

@@ -296,6 +296,7 @@ step_timing() {
     else say "timing: no .gpu-plugins/$label (run.sh --prepare here, and carry .gpu-plugins): $label left out"; fi
   done
   local timing=(-m benchmarks.host_overhead --data "$data" "${dev[@]}") lines='/^[a-z0-9-]+ +sentence/p'
+  (( DRY )) || plugins=(after=alm_plugin after-graphs=alm_plugin "${plugins[@]}")  # --cuda-graphs: a GPU's alone
   measured "$end" timing_levers "$json" "$lines" $PY "${timing[@]}" "${plugins[@]}" after=alm_plugin --num-workers 1 || rc=1
   for w in 0 2; do  # a process of three cases: ~35 s on an H100, two a label (a timed run, the pieces' run)
     measured "$end" timing_workers-$w "$json" "$lines" $PY "${timing[@]}" after-workers-$w=alm_plugin --num-workers $w || rc=1

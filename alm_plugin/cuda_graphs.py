@@ -1,0 +1,202 @@
+"""``--cuda-graphs``: a training update's forward, loss and backward replayed as one CUDA graph.
+
+At the paper's batch (32 sentences of <= 35 words) a 2 x 650 update launches a few hundred small
+kernels, each from Python, and on an H100 the update waits on the host: ~12 ms where the kernels
+take ~7 (docs/benchmarks.md, "The host's share of an update"). A CUDA graph launches them all in
+one call. Each batch shape (samples x tokens) gets its graph the first time it trains: a few eager
+passes on a side stream (cuDNN and cuBLAS pick their kernels, the combined score its pairs), then
+the capture, the generators' states put back after both so the update draws the dropout the eager
+update would. An update copies the batch into its graph's input tensors, replays the graph and
+hands the parameters the gradients it wrote (fairseq set them to ``None`` before the update); what
+only the host knows, the counts the logs need, is added after from the batch
+(``AttentionCrossEntropyCriterion.logged``).
+
+An update runs eagerly, as without the option, where a parameter already holds a gradient (the
+batches after the first of an ``--update-freq`` group: the eager backward adds to it) and for
+fairseq's dummy batches. The graphs share one memory pool: only the last replay's outputs are
+read, so one graph may reuse what another left.
+"""
+import contextlib
+import logging
+from typing import Callable, Dict
+
+import torch
+from torch import Tensor
+
+from .errors import OptionError
+
+logger = logging.getLogger(__name__)
+
+WARMUP_PASSES = 3  # eager passes before a capture, as torch's documentation advises
+
+
+class CudaBackend:
+    """What the graphed step asks of CUDA; a test puts a stand-in here (``BACKEND``) to run the
+    same code on the CPU."""
+
+    @staticmethod
+    def serves(cpu: bool) -> bool:
+        """Whether a run trains where graphs replay: on a GPU (not ``--cpu``, and one torch can use)."""
+        return not cpu and torch.cuda.is_available()
+
+    @staticmethod
+    def capturing() -> bool:
+        return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
+
+    @staticmethod
+    def side_stream():
+        """A context on a fresh stream that the current one waits for on exit."""
+        @contextlib.contextmanager
+        def run():
+            current, side = torch.cuda.current_stream(), torch.cuda.Stream()
+            side.wait_stream(current)
+            with torch.cuda.stream(side):
+                yield
+            current.wait_stream(side)
+        return run()
+
+    @staticmethod
+    def new_pool():
+        return torch.cuda.graph_pool_handle()
+
+    @staticmethod
+    def capture(pool, step: Callable[[], tuple]):
+        """``(replay, outputs)``: ``step`` captured into a CUDA graph; ``replay()`` runs it again,
+        writing its outputs (tensors) where the capture left them."""
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=pool):
+            outputs = step()
+        return graph.replay, outputs
+
+    @staticmethod
+    def rng_states():
+        return torch.get_rng_state(), torch.cuda.get_rng_state()
+
+    @staticmethod
+    def set_rng_states(states):
+        torch.set_rng_state(states[0])
+        torch.cuda.set_rng_state(states[1])
+
+
+BACKEND = CudaBackend()
+
+
+def capturing() -> bool:
+    """Whether this thread's CUDA stream is being captured: a read of a device value, or a shape
+    that follows one (a boolean-mask index), cannot be captured."""
+    return BACKEND.capturing()
+
+
+ON_THE_CPU = ("--cuda-graphs replays the update as a CUDA graph, and this run trains on the CPU (--cpu, or no GPU "
+              "torch can use): drop --cuda-graphs, or train on a GPU")
+SCALED_LOSS = ("--cuda-graphs trains in float32 for now: --fp16 and --amp scale the loss by a figure that changes, "
+               "which the graph would freeze; drop --fp16 / --amp or --cuda-graphs")
+
+
+def check_options(cpu: bool, fp16: bool, amp: bool, world_size: int) -> None:
+    """Refuse, before a batch is read, the runs a graph of the update cannot serve."""
+    if not BACKEND.serves(cpu):
+        raise OptionError(ON_THE_CPU)
+    if fp16 or amp:
+        raise OptionError(SCALED_LOSS)
+    if world_size > 1:
+        raise OptionError("--cuda-graphs trains on one GPU for now (a graph would hold DistributedDataParallel's "
+                          "gradient exchange): drop --cuda-graphs or train on one GPU")
+
+
+def check_model(model) -> None:
+    if getattr(getattr(model, "decoder", None), "adaptive_softmax", None) is not None:
+        raise OptionError("--cuda-graphs cannot hold the adaptive softmax, which picks each cluster's rows by their "
+                          "targets (a shape only the batch knows): drop --adaptive-softmax-cutoff or --cuda-graphs")
+
+
+def check_criterion(criterion) -> None:
+    if not hasattr(criterion, "loss_terms"):
+        raise OptionError(f"--cuda-graphs needs --criterion attention_cross_entropy (this run's criterion, "
+                          f"{type(criterion).__name__}, reads counts on the host inside its loss)")
+
+
+def check_graphable(model, criterion, optimizer) -> None:
+    """What the update's graph is built from, checked again where it is built."""
+    from fairseq.optim import FairseqOptimizer
+    check_model(model)
+    check_criterion(criterion)
+    if not BACKEND.serves(cpu=not any(p.is_cuda for p in model.parameters())):
+        raise OptionError(ON_THE_CPU)
+    if type(optimizer).backward is not FairseqOptimizer.backward:
+        raise OptionError(SCALED_LOSS)
+
+
+class GraphedTrainStep:
+    """``task.train_step``'s forward, loss and backward, one graph per batch shape (module docstring)."""
+
+    def __init__(self, model, criterion, optimizer):
+        check_graphable(model, criterion, optimizer)
+        self.criterion = criterion
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.graphs = {}
+        self.pool = None
+
+    @staticmethod
+    def _inputs(sample) -> Dict[str, Tensor]:
+        """The batch's tensors that the model and the loss read (the graph's inputs)."""
+        inputs = {f"net_input.{k}": v for k, v in sample["net_input"].items() if isinstance(v, Tensor)}
+        inputs["target"] = sample["target"]
+        return inputs
+
+    def takes(self, sample) -> bool:
+        """Whether this update can replay a graph: the batch counted on the host by the collate,
+        no gradient already held (else the eager backward adds to it)."""
+        return isinstance(sample, dict) and "scored_rows" in sample and "target" in sample \
+            and all(p.grad is None for p in self.params)
+
+    def __call__(self, model, sample):
+        inputs = self._inputs(sample)
+        key = tuple((name, tuple(t.shape), t.dtype) for name, t in sorted(inputs.items()))
+        entry = self.graphs.get(key)
+        if entry is None:
+            entry = self.graphs[key] = self._capture(model, sample, inputs)
+        static, replay, (loss, tensors, grads) = entry
+        for name, tensor in inputs.items():
+            static[name].copy_(tensor, non_blocking=True)
+        replay()
+        for param, grad in zip(self.params, grads):
+            param.grad = grad
+        # the next replay writes over these: the logs keep their own copies
+        tensors = {name: value.clone() for name, value in tensors.items()}
+        sample_size, logging_output = self.criterion.logged(sample, tensors)
+        return loss.detach(), sample_size, logging_output
+
+    def _capture(self, model, sample, inputs):
+        static = {name: tensor.clone() for name, tensor in inputs.items()}
+        static_sample = {key: value for key, value in sample.items() if key not in ("net_input", "first_words")}
+        static_sample["net_input"] = {k: static.get(f"net_input.{k}", v) for k, v in sample["net_input"].items()}
+        static_sample["target"] = static["target"]
+
+        def step():
+            loss, tensors = self.criterion.loss_terms(model, static_sample)
+            loss.backward()
+            return loss, tensors, [p.grad for p in self.params]  # None where a parameter took no part
+
+        rng = BACKEND.rng_states()
+        with BACKEND.side_stream():
+            for _ in range(WARMUP_PASSES):
+                self._clear_grads()
+                step()
+        self._clear_grads()
+        if self.pool is None:
+            self.pool = BACKEND.new_pool()
+        try:
+            replay, outputs = BACKEND.capture(self.pool, step)
+        except RuntimeError as error:
+            raise OptionError(f"--cuda-graphs: this model's update cannot be captured as a CUDA graph "
+                              f"({str(error).splitlines()[0]}): drop --cuda-graphs") from error
+        self._clear_grads()
+        BACKEND.set_rng_states(rng)
+        logger.info(f"--cuda-graphs: captured the update of a {' x '.join(map(str, static['target'].shape))} batch "
+                    f"({len(self.graphs) + 1} batch shapes so far)")
+        return static, replay, outputs
+
+    def _clear_grads(self):
+        for p in self.params:
+            p.grad = None

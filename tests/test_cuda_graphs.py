@@ -1,0 +1,184 @@
+"""``--cuda-graphs`` (alm_plugin/cuda_graphs.py): the graphed update is the eager update.
+
+There is no GPU here, so ``ReplayingBackend`` plays CUDA's part: its capture runs the step once and
+keeps what it returned, its replay runs the step again and writes the results into those tensors,
+as a graph writes into the memory it was captured with. Everything the graphed step does around
+the graph then runs through fairseq's own trainer on the CPU: the batch copied into the graph's
+inputs, one graph per batch shape, the gradients handed to the parameters, the counts added from
+the batch, the generators put back after the warm-up passes (the dropout drawn is the eager
+update's), the eager fallback of an ``--update-freq`` group. Every update's logged figures and the
+trained weights equal the eager run's. The capture itself needs a GPU: ``benchmarks/gpu/run.sh
+graphs`` checks the same equality there and times both.
+"""
+import contextlib
+import subprocess
+import sys
+
+import pytest
+import torch
+from torch.utils._pytree import tree_leaves
+
+from alm_plugin import cuda_graphs
+from alm_plugin.errors import OptionError
+from alm_plugin.modules.history_attention import CausalHistoryAttention
+from benchmarks.host_overhead import case_args
+from conftest import SAMPLE_DATA, fairseq_trainer
+
+FIGURES = ("loss", "nll_loss", "attn_entropy", "sample_size", "gnorm")  # the same bits either way
+SUMMED_ANOTHER_WAY = ("paper_nll_loss",)  # a masked sum in the graph, a gather eagerly
+
+
+class ReplayingBackend:
+    """CUDA's graph played on the CPU (module docstring)."""
+
+    def __init__(self):
+        self.active, self.captures, self.replays = False, 0, 0
+        self.model = None  # whose parameters' .grad a replay leaves as it found them, as a graph does
+
+    def serves(self, cpu):
+        return True
+
+    def capturing(self):
+        return self.active
+
+    def side_stream(self):
+        return contextlib.nullcontext()
+
+    def new_pool(self):
+        return None
+
+    def capture(self, pool, step):
+        self.captures += 1
+        outputs = self._run(step)
+
+        def replay():
+            self.replays += 1
+            params = list(self.model.parameters())
+            held = [p.grad for p in params]
+            for kept, fresh in zip(tree_leaves(outputs), tree_leaves(self._run(step))):
+                kept.detach().copy_(fresh.detach())
+            for param, grad in zip(params, held):
+                param.grad = grad
+        return replay, outputs
+
+    def _run(self, step):
+        self.active = True
+        try:
+            return step()
+        finally:
+            self.active = False
+
+    def rng_states(self):
+        return torch.get_rng_state()
+
+    def set_rng_states(self, state):
+        torch.set_rng_state(state)
+
+
+@pytest.fixture
+def replaying(monkeypatch):
+    backend = ReplayingBackend()
+    monkeypatch.setattr(cuda_graphs, "BACKEND", backend)
+    return backend
+
+
+@pytest.fixture
+def backend(device, monkeypatch):
+    """The CPU's stand-in, or on a GPU CUDA itself (with its TF32 off, as for every test)."""
+    if device == "cpu":
+        monkeypatch.setattr(cuda_graphs, "BACKEND", ReplayingBackend())
+    return cuda_graphs.BACKEND
+
+
+def train(case, updates, device, *extra):
+    """``(trainer, the figures of each update, the weights after)``: fairseq's trainer on the sample's
+    first batches, ``updates`` a list of how many batches each update reads."""
+    torch.manual_seed(0)
+    # one LSTM layer on a GPU: cuDNN draws the dropout between layers from a state of its own
+    layers = ["--num-layers", "1"] if device == "cuda" else []
+    trainer, batches = fairseq_trainer([*case_args(case, SAMPLE_DATA, device=device), "--dropout", "0.3", *layers,
+                                        *extra])
+    if isinstance(cuda_graphs.BACKEND, ReplayingBackend):
+        cuda_graphs.BACKEND.model = trainer.model
+    logs, start = [], 0
+    for count in updates:
+        logs.append(trainer.train_step(batches[start:start + count]))
+        start += count
+    return trainer, logs, {name: p.detach().cpu().clone() for name, p in trainer.model.named_parameters()}
+
+
+@pytest.mark.parametrize("case", ["sentence lstm", "sentence single", "sentence combined", "sentence amsrn"])
+def test_the_graphed_update_trains_as_the_eager_update(backend, device, case):
+    updates = [1, 1, 2, 1, 1]  # the third an --update-freq group of two: the second batch eager
+    _, eager_logs, eager_weights = train(case, updates, device)
+    trainer, graphed_logs, graphed_weights = train(case, updates, device, "--cuda-graphs")
+    batches = fairseq_trainer(case_args(case, SAMPLE_DATA))[1]
+    firsts = [sum(updates[:i]) for i in range(len(updates))]  # the batches that replay a graph
+    shapes = {tuple(batches[i]["target"].shape) for i in firsts}
+    assert len(shapes) > 1 and len(trainer.task.graphed_step.graphs) == len(shapes)
+    if device == "cpu":
+        assert backend.captures == len(shapes) and backend.replays == len(updates)
+    exact = device == "cpu"  # a GPU's capture may pick other kernels than the eager pass: the last bits
+    for eager, graphed in zip(eager_logs, graphed_logs):
+        for name in [*FIGURES, *SUMMED_ANOTHER_WAY]:
+            if name in eager:
+                close = exact and name not in SUMMED_ANOTHER_WAY
+                assert graphed[name] == (eager[name] if close else pytest.approx(eager[name], rel=1e-5)), name
+    assert eager_weights.keys() == graphed_weights.keys()
+    for name, weight in eager_weights.items():
+        assert torch.equal(weight, graphed_weights[name]) if exact else \
+            torch.allclose(weight, graphed_weights[name], rtol=1e-5, atol=1e-6), name
+    if case == "sentence combined":  # the pair indices each graph reads stay alive whatever the cache drops
+        attention = next(m for m in trainer.model.modules() if isinstance(m, CausalHistoryAttention))
+        assert len(attention._pairs_in_graphs) >= len(shapes)
+
+
+def test_the_graphs_replay_the_batch_they_are_given(replaying):
+    """A graph captured on one batch, replayed on another of its shape, gives the other's loss."""
+    trainer, batches = fairseq_trainer([*case_args("sentence single", SAMPLE_DATA), "--cuda-graphs"])
+    shape = next(b["target"].shape for b in batches if b["target"].size(1) >= 10
+                 and sum(c["target"].shape == b["target"].shape for c in batches) >= 2)
+    same_shape = [b for b in batches if b["target"].shape == shape][:2]
+    model, criterion = trainer.model.eval(), trainer.criterion  # no dropout: the eager loss is the same draw
+    replaying.model = model
+    with torch.no_grad():
+        for weight in model.parameters():  # a model whose losses tell batches apart
+            weight.normal_(0, 0.5)
+    step = cuda_graphs.GraphedTrainStep(model, criterion, trainer.optimizer)
+    losses = []
+    for batch in same_shape:
+        losses.append(float(step(model, batch)[0]))
+        model.zero_grad(set_to_none=True)
+    eager = [float(criterion(model, batch)[0].detach()) for batch in same_shape]
+    assert replaying.captures == 1 and losses == pytest.approx(eager, rel=1e-6) and losses[0] != losses[1]
+
+
+@pytest.mark.parametrize("extra, says", [
+    (["--adaptive-softmax-cutoff", "100"], "--cuda-graphs cannot hold the adaptive softmax"),
+    (["--criterion", "cross_entropy"], "--cuda-graphs needs --criterion attention_cross_entropy"),
+])
+def test_what_a_graph_cannot_hold_is_refused_by_name_before_training(replaying, extra, says):
+    with pytest.raises(OptionError, match=says):
+        fairseq_trainer([*case_args("sentence single", SAMPLE_DATA), "--cuda-graphs", *extra])
+
+
+def test_a_scaled_loss_is_refused(replaying):
+    """--fp16 and --amp scale the loss by a figure that changes; a graph would freeze it."""
+    trainer, _ = fairseq_trainer([*case_args("sentence single", SAMPLE_DATA), "--cuda-graphs"])
+
+    class ScalingOptimizer(type(trainer.optimizer)):
+        def backward(self, loss):
+            (loss * 2.0).backward()
+
+    with pytest.raises(OptionError, match="--cuda-graphs trains in float32 for now"):
+        cuda_graphs.GraphedTrainStep(trainer.model, trainer.criterion, ScalingOptimizer.__new__(ScalingOptimizer))
+
+
+def test_cuda_graphs_on_the_cpu_are_refused_in_one_line(tmp_path):
+    command = [sys.executable, "-m", "fairseq_cli.train", *case_args("sentence single", SAMPLE_DATA),
+               "--cuda-graphs", "--max-update", "1", "--save-dir", str(tmp_path / "save")]
+    run = subprocess.run(command, capture_output=True, text=True)
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 1 and lines[-1].startswith("train.py: error: --cuda-graphs replays the update as a CUDA "
+                                                         "graph, and this run trains on the CPU")
+    assert not list((tmp_path / "save").glob("*.pt"))
