@@ -27,8 +27,23 @@ def test_the_benchmark_takes_its_medians_from_the_timed_runs_and_the_pieces_from
             "ours": 0, "where": {}, "trained": "digest"}
     runs = {False: {**base, "host_ms": 1.0}, True: {**base, "host_ms": 5.0, "parts_ms": {"clip": 0.2}}}
     monkeypatch.setattr(host_overhead, "measured_in_a_process",
-                        lambda cases, plugin, updates, parts, where: {"sentence single": runs[parts]})
+                        lambda cases, plugin, updates, parts, where, graphs: {"sentence single": runs[parts]})
     for repeats, host_ms, instrumented in ((2, 1.0, False), (0, 5.0, True)):
         figures = host_overhead.compare({"after": "a"}, ["sentence single"], 10, repeats, {})["after"]["sentence single"]
         assert (figures["host_ms"], figures["instrumented"], figures["parts_ms"]) == (host_ms, instrumented, {"clip": 0.2})
         assert figures["timed_runs"] == max(repeats, 1)
+
+
+def test_a_label_ending_in_graphs_trains_with_cuda_graphs(monkeypatch):
+    """``after-graphs=alm_plugin`` runs the same plugin with ``--cuda-graphs``; other labels without it."""
+    figures = {"host_ms": 1.0, "step_ms": 2.0, "task_ms": 1.0, "update_ms": 3.0, "tokens_per_s": 9, "syncs": 8,
+               "cuda_syncs": None, "ours": 0, "where": {}, "trained": "digest"}
+    asked = {}
+
+    def measured(cases, plugin, updates, parts, where, graphs):
+        asked[plugin] = graphs
+        return {"sentence single": figures}
+
+    monkeypatch.setattr(host_overhead, "measured_in_a_process", measured)
+    host_overhead.compare({"after": "eager", "after-graphs": "graphed"}, ["sentence single"], 10, 0, {})
+    assert asked == {"eager": False, "graphed": True}
