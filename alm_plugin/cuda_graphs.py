@@ -5,19 +5,26 @@ kernels, each from Python, and on an H100 the update waits on the host: ~12 ms w
 take ~7 (docs/benchmarks.md, "The host's share of an update"). A CUDA graph launches them all in
 one call. Each batch shape (samples x tokens) gets its graph the first time it trains: a few eager
 passes on a side stream (cuDNN and cuBLAS pick their kernels, the combined score its pairs), then
-the capture, the generators' states put back after both so the update draws the dropout the eager
-update would. An update copies the batch into its graph's input tensors, replays the graph and
-hands the parameters the gradients it wrote (fairseq set them to ``None`` before the update); what
-only the host knows, the counts the logs need, is added after from the batch
-(``AttentionCrossEntropyCriterion.logged``).
+the capture, the generators' states put back after both, so a replay draws the dropout of the
+update's own seed (fairseq reseeds before every update; a replay reads the generator's seed and
+offset). An update copies the batch into its graph's input tensors, replays the graph and hands
+the parameters the gradients it wrote, one set of buffers for every graph (fairseq set ``.grad``
+to ``None`` before the update); what only the host knows, the counts the logs need, is added after
+from the batch (``AttentionCrossEntropyCriterion.logged``).
+
+While a graph is recorded (``capturing()``), the models run what a graph can hold: the LSTM one
+layer at a time with the dropout between layers drawn from the generator (``lstm_helpers``:
+cuDNN's own dropout state is replaced, and freed, at every reseed), the first words' NLL as a
+masked sum, the attention's pair indices kept for good.
 
 An update runs eagerly, as without the option, where a parameter already holds a gradient (the
 batches after the first of an ``--update-freq`` group: the eager backward adds to it) and for
-fairseq's dummy batches. The graphs share one memory pool: only the last replay's outputs are
-read, so one graph may reuse what another left.
+fairseq's dummy batches. The graphs share one memory pool: they never run at once, and only the
+last replay's outputs are read.
 """
 import contextlib
 import logging
+import threading
 from typing import Callable, Dict
 
 import torch
@@ -64,7 +71,8 @@ class CudaBackend:
         """``(replay, outputs)``: ``step`` captured into a CUDA graph; ``replay()`` runs it again,
         writing its outputs (tensors) where the capture left them."""
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=pool):
+        # this thread's calls alone: fairseq's data loading pins memory in threads of its own meanwhile
+        with torch.cuda.graph(graph, pool=pool, capture_error_mode="thread_local"):
             outputs = step()
         return graph.replay, outputs
 
@@ -79,12 +87,23 @@ class CudaBackend:
 
 
 BACKEND = CudaBackend()
+_recording = threading.local()  # the warm-up passes and the capture of a graph, in this thread
 
 
 def capturing() -> bool:
-    """Whether this thread's CUDA stream is being captured: a read of a device value, or a shape
-    that follows one (a boolean-mask index), cannot be captured."""
-    return BACKEND.capturing()
+    """Whether the update is being recorded into a graph (or warmed up for it): a read of a device
+    value, a shape that follows one (a boolean-mask index), or a state the graph cannot follow must
+    not be in it."""
+    return getattr(_recording, "on", False) or BACKEND.capturing()
+
+
+@contextlib.contextmanager
+def recording():
+    _recording.on = True
+    try:
+        yield
+    finally:
+        _recording.on = False
 
 
 ON_THE_CPU = ("--cuda-graphs replays the update as a CUDA graph, and this run trains on the CPU (--cpu, or no GPU "
@@ -134,6 +153,7 @@ class GraphedTrainStep:
         check_graphable(model, criterion, optimizer)
         self.criterion = criterion
         self.params = [p for p in model.parameters() if p.requires_grad]
+        self.grads = [torch.zeros_like(p) for p in self.params]  # what every graph's backward writes
         self.graphs = {}
         self.pool = None
 
@@ -156,12 +176,12 @@ class GraphedTrainStep:
         entry = self.graphs.get(key)
         if entry is None:
             entry = self.graphs[key] = self._capture(model, sample, inputs)
-        static, replay, (loss, tensors, grads) = entry
+        static, replay, (loss, tensors), took_part = entry
         for name, tensor in inputs.items():
             static[name].copy_(tensor, non_blocking=True)
         replay()
-        for param, grad in zip(self.params, grads):
-            param.grad = grad
+        for param, grad, part in zip(self.params, self.grads, took_part):
+            param.grad = grad if part else None
         # the next replay writes over these: the logs keep their own copies
         tensors = {name: value.clone() for name, value in tensors.items()}
         sample_size, logging_output = self.criterion.logged(sample, tensors)
@@ -173,30 +193,33 @@ class GraphedTrainStep:
         static_sample["net_input"] = {k: static.get(f"net_input.{k}", v) for k, v in sample["net_input"].items()}
         static_sample["target"] = static["target"]
 
+        took_part = []
+
         def step():
             loss, tensors = self.criterion.loss_terms(model, static_sample)
             loss.backward()
-            return loss, tensors, [p.grad for p in self.params]  # None where a parameter took no part
+            took_part[:] = [p.grad is not None for p in self.params]
+            # the gradients into the buffers every graph shares: the graph's own are then temporaries
+            # that the next capture may reuse (one set of gradients in all, not one a batch shape)
+            for param, grad in zip(self.params, self.grads):
+                if param.grad is not None:
+                    grad.copy_(param.grad)
+                param.grad = None
+            return loss, tensors
 
         rng = BACKEND.rng_states()
-        with BACKEND.side_stream():
-            for _ in range(WARMUP_PASSES):
-                self._clear_grads()
-                step()
-        self._clear_grads()
         if self.pool is None:
             self.pool = BACKEND.new_pool()
-        try:
-            replay, outputs = BACKEND.capture(self.pool, step)
-        except RuntimeError as error:
-            raise OptionError(f"--cuda-graphs: this model's update cannot be captured as a CUDA graph "
-                              f"({str(error).splitlines()[0]}): drop --cuda-graphs") from error
-        self._clear_grads()
+        with recording():
+            with BACKEND.side_stream():
+                for _ in range(WARMUP_PASSES):
+                    step()
+            try:
+                replay, outputs = BACKEND.capture(self.pool, step)
+            except RuntimeError as error:
+                raise OptionError(f"--cuda-graphs: this model's update cannot be captured as a CUDA graph "
+                                  f"({str(error).splitlines()[0]}): drop --cuda-graphs") from error
         BACKEND.set_rng_states(rng)
         logger.info(f"--cuda-graphs: captured the update of a {' x '.join(map(str, static['target'].shape))} batch "
                     f"({len(self.graphs) + 1} batch shapes so far)")
-        return static, replay, outputs
-
-    def _clear_grads(self):
-        for p in self.params:
-            p.grad = None
+        return static, replay, outputs, took_part

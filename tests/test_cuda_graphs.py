@@ -20,7 +20,9 @@ from torch.utils._pytree import tree_leaves
 
 from alm_plugin import cuda_graphs
 from alm_plugin.errors import OptionError
+from alm_plugin.modules import history_lstm_decoder
 from alm_plugin.modules.history_attention import CausalHistoryAttention
+from alm_plugin.modules.lstm_helpers import layer_by_layer
 from benchmarks.host_overhead import case_args
 from conftest import SAMPLE_DATA, fairseq_trainer
 
@@ -94,10 +96,7 @@ def train(case, updates, device, *extra):
     """``(trainer, the figures of each update, the weights after)``: fairseq's trainer on the sample's
     first batches, ``updates`` a list of how many batches each update reads."""
     torch.manual_seed(0)
-    # one LSTM layer on a GPU: cuDNN draws the dropout between layers from a state of its own
-    layers = ["--num-layers", "1"] if device == "cuda" else []
-    trainer, batches = fairseq_trainer([*case_args(case, SAMPLE_DATA, device=device), "--dropout", "0.3", *layers,
-                                        *extra])
+    trainer, batches = fairseq_trainer([*case_args(case, SAMPLE_DATA, device=device), "--dropout", "0.3", *extra])
     if isinstance(cuda_graphs.BACKEND, ReplayingBackend):
         cuda_graphs.BACKEND.model = trainer.model
     logs, start = [], 0
@@ -108,14 +107,19 @@ def train(case, updates, device, *extra):
 
 
 @pytest.mark.parametrize("case", ["sentence lstm", "sentence single", "sentence combined", "sentence amsrn"])
-def test_the_graphed_update_trains_as_the_eager_update(backend, device, case):
+def test_the_graphed_update_trains_as_the_eager_update(backend, device, case, monkeypatch):
     updates = [1, 1, 2, 1, 1]  # the third an --update-freq group of two: the second batch eager
-    _, eager_logs, eager_weights = train(case, updates, device)
+    with monkeypatch.context() as patch:
+        if device == "cuda":  # the eager LSTM one layer at a time, as a graph's: cuDNN's dropout is another draw
+            patch.setattr(history_lstm_decoder, "capturing", lambda: True)
+        _, eager_logs, eager_weights = train(case, updates, device)
     trainer, graphed_logs, graphed_weights = train(case, updates, device, "--cuda-graphs")
     batches = fairseq_trainer(case_args(case, SAMPLE_DATA))[1]
     firsts = [sum(updates[:i]) for i in range(len(updates))]  # the batches that replay a graph
     shapes = {tuple(batches[i]["target"].shape) for i in firsts}
-    assert len(shapes) > 1 and len(trainer.task.graphed_step.graphs) == len(shapes)
+    step = trainer.task.graphed_step
+    assert len(shapes) > 1 and len(step.graphs) == len(shapes)
+    assert all(p.grad is g for p, g in zip(step.params, step.grads))  # one set of gradients for every graph
     if device == "cpu":
         assert backend.captures == len(shapes) and backend.replays == len(updates)
     exact = device == "cpu"  # a GPU's capture may pick other kernels than the eager pass: the last bits
@@ -131,6 +135,22 @@ def test_the_graphed_update_trains_as_the_eager_update(backend, device, case):
     if case == "sentence combined":  # the pair indices each graph reads stay alive whatever the cache drops
         attention = next(m for m in trainer.model.modules() if isinstance(m, CausalHistoryAttention))
         assert len(attention._pairs_in_graphs) >= len(shapes)
+
+
+def test_the_lstm_layer_by_layer_is_the_lstm():
+    """What a graph records of a 2-layer LSTM with dropout (``layer_by_layer``): on the CPU the
+    multi-layer call's outputs, final states and gradients, to the bit, under the same seed."""
+    lstm = torch.nn.LSTM(8, 8, 2, batch_first=True, dropout=0.4)
+    inputs = torch.randn(3, 5, 8)
+    for state in (None, (torch.randn(2, 3, 8), torch.randn(2, 3, 8))):
+        results = []
+        for run in (lstm, lambda x, s: layer_by_layer(lstm, x, s)):
+            torch.manual_seed(1)
+            outputs, (h, c) = run(inputs, state)
+            lstm.zero_grad()
+            (outputs.sum() + h.sum() + c.sum()).backward()
+            results.append([outputs, h, c, *(p.grad for p in lstm.parameters())])
+        assert all(torch.equal(a, b) for a, b in zip(*results))
 
 
 def test_the_graphs_replay_the_batch_they_are_given(replaying):

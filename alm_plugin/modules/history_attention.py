@@ -176,7 +176,7 @@ class CausalHistoryAttention(nn.Module):
         slots: ``_allowed`` on the host (it follows from the shapes alone), its indices in the
         order ``nonzero`` gives them, kept per geometry (training meets one per sample length)."""
         key = (start, end, slots, lead, self.include_current, self.initial_slot, self.window, str(device))
-        pairs = self._pairs_by_geometry.get(key)
+        pairs = self._pairs_by_geometry.get(key) or self._pairs_in_graphs.get(key)
         if pairs is None:
             allowed = self._allowed(np.arange(start + 1, end + 1), self._slot_times(slots, lead))
             pairs = tuple(torch.from_numpy(index).to(device, non_blocking=True) for index in allowed.nonzero())

@@ -20,9 +20,10 @@ import torch.nn.functional as F
 from fairseq.models import FairseqIncrementalDecoder
 from torch import Tensor
 
+from ..cuda_graphs import capturing
 from .adaptive_softmax import AdaptiveSoftmaxConfig, build_adaptive_softmax
 from .dictionary_fingerprint import DictionaryFingerprint
-from .lstm_helpers import UNLIMITED_POSITIONS
+from .lstm_helpers import UNLIMITED_POSITIONS, layer_by_layer
 from .source_attention import SourceAttention
 from .stream_carry import StreamCarry, next_chunk
 
@@ -167,7 +168,8 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
                 initial_slot = hidden[0][-1]  # h_0 of the top layer, the memory's first slot
         else:
             hidden = (cache["hidden"].transpose(0, 1).contiguous(), cache["cell"].transpose(0, 1).contiguous())
-        states, (h, c) = self.lstm(x, hidden)
+        # in a CUDA graph one layer at a time: cuDNN's own dropout between the layers cannot be recorded
+        states, (h, c) = layer_by_layer(self.lstm, x, hidden) if capturing() else self.lstm(x, hidden)
         # h_t is dropped once, on its way to the softmax (below); the attention reads it as it is
         # unless --attend-dropped-states gives the attention a dropout of its own
         attended = self.dropout(states) if self.attend_dropped_states else states
