@@ -37,8 +37,7 @@ def pointer_loss_note():
     epochs = PTB_POINTER_LOSS.epochs
     runs = {pointer_choice(r["args"]): r for r in PTB_POINTER_LOSS.load().values()}
     if len(runs) < 2:
-        return ("The pointer's extra loss term has not been compared yet "
-                "(`python -m benchmarks.table --corpus ptb-pointer-loss`).")
+        return "The pointer's extra loss term has not been compared yet (`python -m benchmarks.table --corpus ptb-pointer-loss`)."
     # compared within one dropout layout: the fixed one once two runs have it
     old = {choice: PTB.rows["ps-lstm-stream"].before_the_dropout_fix(r) for choice, r in runs.items()}
     layout = sum(not o for o in old.values()) < 2
@@ -76,5 +75,6 @@ def pointer_loss_note():
                                        f"retrained); {rows}."])
     loss, scale = best = min(valid, key=valid.get)
     gap = f" ({pct(valid[best], valid[('off', '1')]):+.1f}% against off at scale 1)" if ("off", "1") in valid else ""
+    rows += "" if best == used else f", not the pick ({pct(valid[best], valid[used]):+.1f}% against theirs after epoch {epochs})"
     lines += ["", f"Valid after epoch {epochs} picks `--pointer-loss {loss} --sentinel-scale {scale}`{gap}; {rows}."]
     return "\n".join(lines)
