@@ -47,10 +47,6 @@ class CudaBackend:
         return not cpu and torch.cuda.is_available()
 
     @staticmethod
-    def capturing() -> bool:
-        return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
-
-    @staticmethod
     def side_stream():
         """A context on a fresh stream that the current one waits for on exit."""
         @contextlib.contextmanager
@@ -94,16 +90,16 @@ def capturing() -> bool:
     """Whether the update is being recorded into a graph (or warmed up for it): a read of a device
     value, a shape that follows one (a boolean-mask index), or a state the graph cannot follow must
     not be in it."""
-    return getattr(_recording, "on", False) or BACKEND.capturing()
+    return getattr(_recording, "on", False)
 
 
 @contextlib.contextmanager
 def recording():
-    _recording.on = True
+    before, _recording.on = capturing(), True
     try:
         yield
     finally:
-        _recording.on = False
+        _recording.on = before
 
 
 ON_THE_CPU = ("--cuda-graphs replays the update as a CUDA graph, and this run trains on the CPU (--cpu, or no GPU "

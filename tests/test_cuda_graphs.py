@@ -34,14 +34,11 @@ class ReplayingBackend:
     """CUDA's graph played on the CPU (module docstring)."""
 
     def __init__(self):
-        self.active, self.captures, self.replays = False, 0, 0
+        self.captures, self.replays = 0, 0
         self.model = None  # whose parameters' .grad a replay leaves as it found them, as a graph does
 
     def serves(self, cpu):
         return True
-
-    def capturing(self):
-        return self.active
 
     def side_stream(self):
         return contextlib.nullcontext()
@@ -64,11 +61,8 @@ class ReplayingBackend:
         return replay, outputs
 
     def _run(self, step):
-        self.active = True
-        try:
+        with cuda_graphs.recording():  # what a graph recorded, run again
             return step()
-        finally:
-            self.active = False
 
     def rng_states(self):
         return torch.get_rng_state()
