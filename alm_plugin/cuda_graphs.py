@@ -46,17 +46,17 @@ class CudaBackend:
         """Whether a run trains where graphs replay: on a GPU (not ``--cpu``, and one torch can use)."""
         return not cpu and torch.cuda.is_available()
 
-    @staticmethod
-    def side_stream():
-        """A context on a fresh stream that the current one waits for on exit."""
-        @contextlib.contextmanager
-        def run():
-            current, side = torch.cuda.current_stream(), torch.cuda.Stream()
-            side.wait_stream(current)
-            with torch.cuda.stream(side):
-                yield
-            current.wait_stream(side)
-        return run()
+    @contextlib.contextmanager
+    def side_stream(self):
+        """A context on a stream of its own (one for every capture: cuBLAS keeps a workspace per
+        stream) that the current stream waits for on exit."""
+        if getattr(self, "_side", None) is None:
+            self._side = torch.cuda.Stream()
+        current = torch.cuda.current_stream()
+        self._side.wait_stream(current)
+        with torch.cuda.stream(self._side):
+            yield
+        current.wait_stream(self._side)
 
     @staticmethod
     def new_pool():
@@ -213,6 +213,8 @@ class GraphedTrainStep:
             try:
                 replay, outputs = BACKEND.capture(self.pool, step)
             except RuntimeError as error:
+                if isinstance(error, torch.cuda.OutOfMemoryError):  # fairseq's own handling: not the model's fault
+                    raise
                 raise OptionError(f"--cuda-graphs: this model's update cannot be captured as a CUDA graph "
                                   f"({str(error).splitlines()[0]}): drop --cuda-graphs") from error
         BACKEND.set_rng_states(rng)

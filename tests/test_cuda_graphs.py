@@ -131,12 +131,14 @@ def test_the_graphed_update_trains_as_the_eager_update(backend, device, case, mo
         assert len(attention._pairs_in_graphs) >= len(shapes)
 
 
-def test_the_lstm_layer_by_layer_is_the_lstm():
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_the_lstm_layer_by_layer_is_the_lstm(batch_first):
     """What a graph records of a 2-layer LSTM with dropout (``layer_by_layer``): on the CPU the
     multi-layer call's outputs, final states and gradients, to the bit, under the same seed."""
-    lstm = torch.nn.LSTM(8, 8, 2, batch_first=True, dropout=0.4)
-    inputs = torch.randn(3, 5, 8)
-    for state in (None, (torch.randn(2, 3, 8), torch.randn(2, 3, 8))):
+    lstm = torch.nn.LSTM(8, 8, 2, batch_first=batch_first, dropout=0.4)
+    inputs = torch.randn(3, 5, 8)  # 3 x 5 samples x steps, or steps x samples
+    rows = 3 if batch_first else 5
+    for state in (None, (torch.randn(2, rows, 8), torch.randn(2, rows, 8))):
         results = []
         for run in (lstm, lambda x, s: layer_by_layer(lstm, x, s)):
             torch.manual_seed(1)

@@ -1,4 +1,6 @@
 """What the plugin's LSTM decoders share (word-level and character-level alike)."""
+import warnings
+
 import torch
 import torch.nn.functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
@@ -15,24 +17,28 @@ def packed_lstm(lstm, inputs, lengths, state=None):
 
 
 def layer_by_layer(lstm, inputs, state=None):
-    """``lstm(inputs, state)`` (batch first) one layer at a time, the dropout between layers drawn by
+    """``lstm(inputs, state)`` one layer at a time, the dropout between layers drawn by
     ``F.dropout`` from the generator: what a CUDA graph can record (``cuda_graphs.py``). cuDNN's
     multi-layer LSTM draws that dropout from a state of its own, which it replaces (and frees) the
     first time it trains after the generator is reseeded, as fairseq does before every update: a
     graph would go on reading the freed one. The same model; on the CPU the same computation, in
-    the same order, as the multi-layer call."""
+    the same order, as the multi-layer call. On a GPU cuDNN copies each layer after the first out of
+    nn.LSTM's flat weight buffer (a slice it does not recognise; ~14 MB at 2 x 650), and would say
+    so with advice that does not apply here."""
     if not (lstm.training and lstm.dropout > 0 and lstm.num_layers > 1) or lstm.bidirectional or lstm.proj_size:
         return lstm(inputs, state)
     if state is None:
-        zeros = inputs.new_zeros(lstm.num_layers, inputs.size(0), lstm.hidden_size)
+        zeros = inputs.new_zeros(lstm.num_layers, inputs.size(0 if lstm.batch_first else 1), lstm.hidden_size)
         state = (zeros, zeros)
     per_layer = len(lstm._flat_weights) // lstm.num_layers  # w_ih, w_hh (, b_ih, b_hh)
     finals = []
     for layer in range(lstm.num_layers):
         weights = lstm._flat_weights[layer * per_layer:(layer + 1) * per_layer]
         # torch's own LSTM function, as nn.LSTM calls it, for one layer and no dropout
-        inputs, h, c = torch._VF.lstm(inputs, (state[0][layer:layer + 1], state[1][layer:layer + 1]), weights,
-                                      lstm.bias, 1, 0.0, True, False, True)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "RNN module weights are not part of single contiguous")
+            inputs, h, c = torch._VF.lstm(inputs, (state[0][layer:layer + 1], state[1][layer:layer + 1]), weights,
+                                          lstm.bias, 1, 0.0, True, False, lstm.batch_first)
         finals.append((h, c))
         if layer < lstm.num_layers - 1:
             inputs = F.dropout(inputs, lstm.dropout, training=True)
