@@ -117,4 +117,10 @@ def test_the_pointers_choices_are_weighed_within_one_layout(monkeypatch):
     note = pointer_loss_note()
     assert "picks `--pointer-loss found --sentinel-scale 0.1` (-16.3% against off at scale 1); the PTB and " \
            "WikiText-2 rows train with `--pointer-loss off --sentinel-scale 0.1`, not the pick (-1.8% against " \
-           "theirs after epoch 3)." in note
+           "theirs after epoch 3)." in note and "At full length" not in note
+
+    full = {"ps-lstm-stream": {"epochs": 10, "test_ppl": 86.2, "valid_ppl": 87.5, "valid_pointer_gate": 0.843},
+            "ps-lstm-stream-found": {"epochs": 10, "test_ppl": 84.0, "valid_ppl": 85.5, "valid_pointer_gate": 0.95}}
+    monkeypatch.setattr(rows.Corpus, "load", lambda self, results_dir=None: full if self is rows.PTB else choices)
+    assert "`found` against `off`, both at 0.1: test 84.0 against 86.2 (-2.6%), valid -2.3%, the gate 0.950 against " \
+           "0.843: ahead." in pointer_loss_note()

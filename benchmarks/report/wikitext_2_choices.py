@@ -77,4 +77,11 @@ def pointer_loss_note():
     gap = f" ({pct(valid[best], valid[('off', '1')]):+.1f}% against off at scale 1)" if ("off", "1") in valid else ""
     rows += "" if best == used else f", not the pick ({pct(valid[best], valid[used]):+.1f}% against theirs after epoch {epochs})"
     lines += ["", f"Valid after epoch {epochs} picks `--pointer-loss {loss} --sentinel-scale {scale}`{gap}; {rows}."]
+    if {"ps-lstm-stream", "ps-lstm-stream-found"} <= (full := PTB.load()).keys():  # the term at full length
+        off, on = full["ps-lstm-stream"], full["ps-lstm-stream-found"]
+        test, valid = (pct(on[f"{split}_ppl"], off[f"{split}_ppl"]) for split in ("test", "valid"))
+        verdict = "level (within 1%, one seed)" if max(abs(test), abs(valid)) < 1 else "ahead" if test < 0 else "behind"
+        lines += ["", f"At full length (the PTB stream rows, {off['epochs']} epochs) `found` against `off`, both at 0.1: "
+                      f"test {on['test_ppl']:.1f} against {off['test_ppl']:.1f} ({test:+.1f}%), valid {valid:+.1f}%, the gate "
+                      f"{on['valid_pointer_gate']:.3f} against {off['valid_pointer_gate']:.3f}: {verdict}."]
     return "\n".join(lines)
