@@ -8,7 +8,7 @@ inputs, one graph per batch shape, the gradients handed to the parameters, the c
 the batch, the generators put back after the warm-up passes (the dropout drawn is the eager
 update's), the eager fallback of an ``--update-freq`` group. Every update's logged figures and the
 trained weights equal the eager run's. The capture itself needs a GPU: ``benchmarks/gpu/run.sh
-graphs`` checks the same equality there and times both.
+tests`` checks the same equality there, and ``run.sh timing`` times both.
 """
 import contextlib
 import subprocess
@@ -16,6 +16,7 @@ import sys
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from alm_plugin import cuda_graphs
@@ -28,6 +29,17 @@ from conftest import SAMPLE_DATA, fairseq_trainer
 
 FIGURES = ("loss", "nll_loss", "attn_entropy", "sample_size", "gnorm")  # the same bits either way
 SUMMED_ANOTHER_WAY = ("paper_nll_loss",)  # a masked sum in the graph, a gather eagerly
+
+
+class NoHostScalarCopies(TorchDispatchMode):
+    """Refuses what CUDA refuses to record: a host value copied into a tensor (``t[0] = 5`` is a
+    ``copy_`` from a 0-dim host tensor; on a GPU: "Cannot copy between CPU and CUDA tensors during
+    CUDA graph capture"). Here every tensor is the host's: a 0-dim source stands for one."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func is torch.ops.aten.copy_.default and args[1].dim() == 0:
+            raise AssertionError(f"a scalar copied into a tensor of shape {tuple(args[0].shape)} while recording")
+        return func(*args, **(kwargs or {}))
 
 
 class ReplayingBackend:
@@ -61,7 +73,7 @@ class ReplayingBackend:
         return replay, outputs
 
     def _run(self, step):
-        with cuda_graphs.recording():  # what a graph recorded, run again
+        with cuda_graphs.recording(), NoHostScalarCopies():  # what a graph recorded, run again
             return step()
 
     def rng_states(self):
@@ -93,11 +105,13 @@ def train(case, updates, device, *extra):
     trainer, batches = fairseq_trainer([*case_args(case, SAMPLE_DATA, device=device), "--dropout", "0.3", *extra])
     if isinstance(cuda_graphs.BACKEND, ReplayingBackend):
         cuda_graphs.BACKEND.model = trainer.model
+    start_weights = {name: p.detach().cpu().clone() for name, p in trainer.model.named_parameters()}
     logs, start = [], 0
     for count in updates:
         logs.append(trainer.train_step(batches[start:start + count]))
         start += count
-    return trainer, logs, {name: p.detach().cpu().clone() for name, p in trainer.model.named_parameters()}
+    return trainer, logs, {name: (start_weights[name], p.detach().cpu().clone())
+                           for name, p in trainer.model.named_parameters()}
 
 
 @pytest.mark.parametrize("case", ["sentence lstm", "sentence single", "sentence combined", "sentence amsrn"])
@@ -123,9 +137,14 @@ def test_the_graphed_update_trains_as_the_eager_update(backend, device, case, mo
                 close = exact and name not in SUMMED_ANOTHER_WAY
                 assert graphed[name] == (eager[name] if close else pytest.approx(eager[name], rel=1e-5)), name
     assert eager_weights.keys() == graphed_weights.keys()
-    for name, weight in eager_weights.items():
-        assert torch.equal(weight, graphed_weights[name]) if exact else \
-            torch.allclose(weight, graphed_weights[name], rtol=1e-5, atol=1e-6), name
+    for name, (start, weight) in eager_weights.items():
+        if exact:
+            assert torch.equal(weight, graphed_weights[name][1]), name
+        else:  # against how far training moved it. On an H100 the runs end <= 4% of that apart in the LSTM's weights
+            # that move little (small gradients, sums that cancel: the capture's other kernels, other last bits;
+            # 8% for one that hardly moved), <= 0.1% elsewhere; another dropout draw between the layers: 14-44%
+            moved, apart = (weight - start).norm(), (graphed_weights[name][1] - weight).norm()
+            assert apart <= 0.1 * moved + 1e-7, f"{name}: the runs {apart:.3g} apart, training moved it {moved:.3g}"
     if case == "sentence combined":  # the pair indices each graph reads stay alive whatever the cache drops
         attention = next(m for m in trainer.model.modules() if isinstance(m, CausalHistoryAttention))
         assert len(attention._pairs_in_graphs) >= len(shapes)

@@ -220,8 +220,8 @@ class CausalHistoryAttention(nn.Module):
         keys = self.score.keys(memory)
         lead = memory.size(1) - tgt_len  # slots before h_1: the initial slot and the past
         slot_times = torch.arange(memory.size(1), device=states.device) - lead + 1
-        if self.initial_slot:
-            slot_times[0] = INITIAL_SLOT
+        if self.initial_slot:  # a fill, not a copy of a host scalar (which a CUDA graph cannot record)
+            slot_times[:1].fill_(INITIAL_SLOT)
         slot_padding = None
         # applied whether or not it masks anything: asking would read the mask on the host
         if past is not None or padding_mask is not None:
