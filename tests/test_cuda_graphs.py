@@ -217,3 +217,19 @@ def test_cuda_graphs_on_the_cpu_are_refused_in_one_line(tmp_path):
     assert run.returncode == 1 and lines[-1].startswith("train.py: error: --cuda-graphs replays the update as a CUDA "
                                                          "graph, and this run trains on the CPU")
     assert not list((tmp_path / "save").glob("*.pt"))
+
+
+def test_the_timing_benchmark_times_a_graphed_update(replaying, monkeypatch):
+    """``benchmarks.host_overhead``'s ``after-graphs``: the graphed task step, which never reaches
+    fairseq's ``FairseqTask.train_step``, is timed and its figures read as the eager step's are."""
+    from benchmarks import host_overhead
+    build = cuda_graphs.GraphedTrainStep.__init__
+
+    def built(step, model, criterion, optimizer):
+        replaying.model = model
+        build(step, model, criterion, optimizer)
+
+    monkeypatch.setattr(cuda_graphs.GraphedTrainStep, "__init__", built)
+    figures = host_overhead.measure("sentence single", updates=4, skip=1, counted=2, extra=["--cuda-graphs"])
+    assert figures["updates"] == 4 and figures["task_ms"] > 0 and figures["ours"] == 0
+    assert replaying.replays == 4
