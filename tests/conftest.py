@@ -1,5 +1,6 @@
 import os
 import shutil
+import tempfile
 
 import pytest
 import torch
@@ -69,6 +70,8 @@ def short_split(root, lines, name="valid"):
     return root
 
 
+SAVE_DIR = tempfile.mkdtemp(prefix="alm_tests_")  # one a test session
+
 
 def fairseq_trainer(argv):
     """fairseq's trainer for ``fairseq-train argv`` as fairseq-train builds it, and the batches of
@@ -76,6 +79,8 @@ def fairseq_trainer(argv):
     from fairseq import options, tasks
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
     from fairseq.trainer import Trainer
+    if "--save-dir" not in argv:  # where fairseq saves a crash.pt if an update fails: never the working tree
+        argv = [*argv, "--save-dir", SAVE_DIR]
     cfg = convert_namespace_to_omegaconf(options.parse_args_and_arch(options.get_training_parser(), argv))
     task = tasks.setup_task(cfg.task)
     trainer = Trainer(cfg, task, task.build_model(cfg.model), task.build_criterion(cfg.criterion))
