@@ -70,14 +70,12 @@ def grid_edge_note(results, rows, edge):
                                                     f"{p['valid_ppl_cache_dynamic']:.1f}" for p in edge[n]["beyond"])
                          + f" against the picks' {results[n]['valid_ppl_dynamic']:.1f} / "
                            f"{results[n]['valid_ppl_cache_dynamic']:.1f}" for n in probed) + ".")
-        wins = [win(n, p, *kind) for n in probed for p in edge[n]["beyond"] for kind in KINDS
-                if f"test_ppl_{kind[0]}" in p]
-        if wins:
+        if wins := [win(n, p, *kind) for n in probed for p in edge[n]["beyond"] for kind in KINDS
+                    if f"test_ppl_{kind[0]}" in p]:
             lines.append("**A step beyond wins on valid** (one step was tried; further is untried): " + "; ".join(wins)
                          + ".")
-        standing = [rows[n] for n in probed if not any(f"test_ppl_{kind}" in p for p in edge[n]["beyond"]
-                                                       for kind, _, _ in KINDS)]
-        if standing:
+        if standing := [rows[n] for n in probed if not any(f"test_ppl_{kind}" in p for p in edge[n]["beyond"]
+                                                           for kind, _, _ in KINDS)]:
             lines.append("No step beyond beats the picks, alone or with the cache, for " + "; ".join(standing)
                          + ": their grid picks stand.")
     if unprobed := [rows[n] for n in edged if n not in probed]:
@@ -100,7 +98,7 @@ def statement(results, edge=None, ptb=None):
     full-PTB rows' JSON (default: as committed)."""
     rows = {n: WIKITEXT2.rows[n].description for n in WIKITEXT2.rows}
     first_line = head("What it shows", len(results), len(rows))
-    lstm, stream = results.get("lstm"), results.get("lstm-stream")
+    lstm, stream, m = results.get("lstm"), results.get("lstm-stream"), results.get("single-stream")  # m: across sentences
     if not results:
         return f"{first_line} No row has finished yet."
     lines = [first_line]
@@ -114,9 +112,11 @@ def statement(results, edge=None, ptb=None):
                         else f". **It does not beat the equal LSTM on WikiText-2** ({elsewhere}); the paper's 69.7 "
                              "against 99.3 compares a 50M-parameter model with another paper's LSTM."))
     if lstm and stream:
+        memory = f"; with attention across sentences ({rows['single-stream']}), {m['test_ppl']:.1f} against " \
+                 f"{stream['test_ppl']:.1f} ({pct(m['test_ppl'], stream['test_ppl']):+.1f}%)" if m else ""
         lines.append(f"Document streams: the same LSTM reading the articles in order with its state carried, "
                      f"test {stream['test_ppl']:.1f} against {lstm['test_ppl']:.1f} reset at every sentence "
-                     f"({pct(stream['test_ppl'], lstm['test_ppl']):+.1f}%).")
+                     f"({pct(stream['test_ppl'], lstm['test_ppl']):+.1f}%){memory}.")
     ours = [n for n in rows if n in results and not n.startswith("fairseq")]
     stream_rows = [n for n in ours if WIKITEXT2.rows[n].reading == "stream"]
     for option, suffix, goal in (("The neural cache", "_cache", GOALS["cache"]),
