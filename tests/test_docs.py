@@ -116,8 +116,9 @@ def test_benchmarks_page_is_what_the_json_generates():
 # twice at most, as the GPU runs need; nothing they repeat was left to fold. 4,225 -> 4,234: the pointer's choices
 # weighed within one dropout layout, not across it; the paper's second seed paid for by 22 lines folded. 4,234 ->
 # 4,241: the timing step measures --cuda-graphs beside the eager update. 4,244: the pointer's extra term trained
-# at full length on PTB, the row beside the one without it. 4,251: what that row says of the 3 epochs' pick)
-BENCHMARKS_MAX_LINES = 4251
+# at full length on PTB, the row beside the one without it. 4,251: what that row says of the 3 epochs' pick. 4,256:
+# the report's lines crammed past 120 characters to fit the budget, wrapped again; single-stream's statement)
+BENCHMARKS_MAX_LINES = 4256
 
 
 def test_benchmarks_stay_under_their_line_budget():

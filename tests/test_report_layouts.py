@@ -124,3 +124,15 @@ def test_the_pointers_choices_are_weighed_within_one_layout(monkeypatch):
     monkeypatch.setattr(rows.Corpus, "load", lambda self, results_dir=None: full if self is rows.PTB else choices)
     assert "`found` against `off`, both at 0.1: test 84.0 against 86.2 (-2.6%), valid -2.3%, the gate 0.950 against " \
            "0.843: ahead." in pointer_loss_note()
+
+
+def test_the_attention_across_sentences_is_set_against_the_stream_lstm():
+    """WikiText-2's statement: the stream LSTM against the sentence LSTM, and the attention that spans
+    sentences (single-stream) against the stream LSTM, once its row has finished."""
+    from benchmarks.report.wikitext_2 import statement
+    row = lambda ppl: {"test_ppl": ppl, "valid_ppl": ppl + 5, "train_minutes": 30, "epochs": 4}
+    results = {"lstm": row(124.0), "lstm-stream": row(113.6)}
+    assert "reset at every sentence (-8.4%).\n" in statement(results, ptb={})
+    results["single-stream"] = row(115.4)
+    assert "(-8.4%); with attention across sentences (`attentive_lm` single, document streams, M = 100), 115.4 " \
+           "against 113.6 (+1.6%)." in statement(results, ptb={})

@@ -98,7 +98,7 @@ def statement(results, edge=None, ptb=None):
     full-PTB rows' JSON (default: as committed)."""
     rows = {n: WIKITEXT2.rows[n].description for n in WIKITEXT2.rows}
     first_line = head("What it shows", len(results), len(rows))
-    lstm, stream, m = results.get("lstm"), results.get("lstm-stream"), results.get("single-stream")  # m: across sentences
+    lstm, stream, across = results.get("lstm"), results.get("lstm-stream"), results.get("single-stream")
     if not results:
         return f"{first_line} No row has finished yet."
     lines = [first_line]
@@ -112,8 +112,9 @@ def statement(results, edge=None, ptb=None):
                         else f". **It does not beat the equal LSTM on WikiText-2** ({elsewhere}); the paper's 69.7 "
                              "against 99.3 compares a 50M-parameter model with another paper's LSTM."))
     if lstm and stream:
-        memory = f"; with attention across sentences ({rows['single-stream']}), {m['test_ppl']:.1f} against " \
-                 f"{stream['test_ppl']:.1f} ({pct(m['test_ppl'], stream['test_ppl']):+.1f}%)" if m else ""
+        memory = "" if not across else (f"; with attention across sentences ({rows['single-stream']}), "
+                                        f"{across['test_ppl']:.1f} against {stream['test_ppl']:.1f} "
+                                        f"({pct(across['test_ppl'], stream['test_ppl']):+.1f}%)")
         lines.append(f"Document streams: the same LSTM reading the articles in order with its state carried, "
                      f"test {stream['test_ppl']:.1f} against {lstm['test_ppl']:.1f} reset at every sentence "
                      f"({pct(stream['test_ppl'], lstm['test_ppl']):+.1f}%){memory}.")

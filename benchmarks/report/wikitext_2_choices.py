@@ -37,7 +37,8 @@ def pointer_loss_note():
     epochs = PTB_POINTER_LOSS.epochs
     runs = {pointer_choice(r["args"]): r for r in PTB_POINTER_LOSS.load().values()}
     if len(runs) < 2:
-        return "The pointer's extra loss term has not been compared yet (`python -m benchmarks.table --corpus ptb-pointer-loss`)."
+        return ("The pointer's extra loss term has not been compared yet "
+                "(`python -m benchmarks.table --corpus ptb-pointer-loss`).")
     # compared within one dropout layout: the fixed one once two runs have it
     old = {choice: PTB.rows["ps-lstm-stream"].before_the_dropout_fix(r) for choice, r in runs.items()}
     layout = sum(not o for o in old.values()) < 2
@@ -75,13 +76,16 @@ def pointer_loss_note():
                                        f"retrained); {rows}."])
     loss, scale = best = min(valid, key=valid.get)
     gap = f" ({pct(valid[best], valid[('off', '1')]):+.1f}% against off at scale 1)" if ("off", "1") in valid else ""
-    rows += "" if best == used else f", not the pick ({pct(valid[best], valid[used]):+.1f}% against theirs after epoch {epochs})"
+    if best != used:
+        rows += f", not the pick ({pct(valid[best], valid[used]):+.1f}% against theirs after epoch {epochs})"
     lines += ["", f"Valid after epoch {epochs} picks `--pointer-loss {loss} --sentinel-scale {scale}`{gap}; {rows}."]
     if {"ps-lstm-stream", "ps-lstm-stream-found"} <= (full := PTB.load()).keys():  # the term at full length
         off, on = full["ps-lstm-stream"], full["ps-lstm-stream-found"]
         test, valid = (pct(on[f"{split}_ppl"], off[f"{split}_ppl"]) for split in ("test", "valid"))
-        verdict = "level (within 1%, one seed)" if max(abs(test), abs(valid)) < 1 else "ahead" if test < 0 else "behind"
-        lines += ["", f"At full length (the PTB stream rows, {off['epochs']} epochs) `found` against `off`, both at 0.1: "
-                      f"test {on['test_ppl']:.1f} against {off['test_ppl']:.1f} ({test:+.1f}%), valid {valid:+.1f}%, the gate "
-                      f"{on['valid_pointer_gate']:.3f} against {off['valid_pointer_gate']:.3f}: {verdict}."]
+        verdict = ("level (within 1%, one seed)" if max(abs(test), abs(valid)) < 1
+                   else "ahead" if test < 0 else "behind")
+        lines += ["", f"At full length (the PTB stream rows, {off['epochs']} epochs) `found` against `off`, both at "
+                      f"0.1: test {on['test_ppl']:.1f} against {off['test_ppl']:.1f} ({test:+.1f}%), valid "
+                      f"{valid:+.1f}%, the gate {on['valid_pointer_gate']:.3f} against "
+                      f"{off['valid_pointer_gate']:.3f}: {verdict}."]
     return "\n".join(lines)
