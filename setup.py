@@ -21,11 +21,13 @@ setup(
         "sacrebleu",
     ],
     extras_require={"test": ["pytest"], "plots": ["matplotlib"]},
-    entry_points={"console_scripts": [
-        "alm-plot-attention = alm_plugin.cli.plot_attention:main",
-        "alm-cache-posterior = alm_plugin.cli.cache_posterior:main",
-        "alm-rescore = alm_plugin.cli.rescore:main",
-        "alm-score = alm_plugin.cli.score:main",
-        "alm-cache-grid = alm_plugin.cli.cache_grid:main",
-    ]},
+    entry_points={
+        "console_scripts": [
+            "alm-plot-attention = alm_plugin.cli.plot_attention:main",
+            "alm-cache-posterior = alm_plugin.cli.cache_posterior:main",
+            "alm-rescore = alm_plugin.cli.rescore:main",
+            "alm-score = alm_plugin.cli.score:main",
+            "alm-cache-grid = alm_plugin.cli.cache_grid:main",
+        ]
+    },
 )

@@ -2,6 +2,7 @@
 
 Use it with ``--user-dir alm_plugin``; importing the package registers everything.
 """
+
 import logging
 
 # fairseq's text_to_speech task says "Please install tensorboardX" (INFO) when fairseq.tasks is
@@ -9,6 +10,8 @@ import logging
 logging.getLogger("fairseq.tasks.text_to_speech").setLevel(logging.WARNING)
 
 from . import numpy_compat  # noqa: E402,F401  (first: fairseq's data code reads np.compat, gone in numpy 2)
+
+# isort: split
 from . import checkpoint_safety, criterions, device_mends, errors, models, shallow_fusion, tasks  # noqa: E402,F401
 
 errors.install()  # our refusals end fairseq's CLIs in one line, without a traceback

@@ -6,6 +6,7 @@ is allow-listed. fairseq checkpoints also hold an ``argparse.Namespace`` (the le
 in fairseq checkpoints, instead of turning the check off for every file
 (``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1``).
 """
+
 import argparse
 
 import torch
@@ -60,7 +61,8 @@ def _explain_unreadable_checkpoints():
             raise CheckpointError(
                 f"{path} could not be read as a fairseq checkpoint ({error.__class__.__name__}: "
                 f"{' '.join(str(error).split())[:160]}). Is it a complete checkpoint_*.pt written by "
-                "fairseq-train (not truncated by a full disk or an interrupted copy)?") from None
+                "fairseq-train (not truncated by a full disk or an interrupted copy)?"
+            ) from None
         from .models.checkpoint_fit import check_overrides, fill_options_older_than
 
         check_overrides(state, arg_overrides)

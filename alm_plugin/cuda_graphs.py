@@ -22,6 +22,7 @@ batches after the first of an ``--update-freq`` group: the eager backward adds t
 fairseq's dummy batches. The graphs share one memory pool: they never run at once, and only the
 last replay's outputs are read.
 """
+
 import contextlib
 import logging
 import threading
@@ -102,10 +103,14 @@ def recording():
         _recording.on = before
 
 
-ON_THE_CPU = ("--cuda-graphs replays the update as a CUDA graph, and this run trains on the CPU (--cpu, or no GPU "
-              "torch can use): drop --cuda-graphs, or train on a GPU")
-SCALED_LOSS = ("--cuda-graphs trains in float32 for now: --fp16 and --amp scale the loss by a figure that changes, "
-               "which the graph would freeze; drop --fp16 / --amp or --cuda-graphs")
+ON_THE_CPU = (
+    "--cuda-graphs replays the update as a CUDA graph, and this run trains on the CPU (--cpu, or no GPU "
+    "torch can use): drop --cuda-graphs, or train on a GPU"
+)
+SCALED_LOSS = (
+    "--cuda-graphs trains in float32 for now: --fp16 and --amp scale the loss by a figure that changes, "
+    "which the graph would freeze; drop --fp16 / --amp or --cuda-graphs"
+)
 
 
 def check_options(cpu: bool, fp16: bool, amp: bool, world_size: int) -> None:
@@ -115,25 +120,32 @@ def check_options(cpu: bool, fp16: bool, amp: bool, world_size: int) -> None:
     if fp16 or amp:
         raise OptionError(SCALED_LOSS)
     if world_size > 1:
-        raise OptionError("--cuda-graphs trains on one GPU for now (a graph would hold DistributedDataParallel's "
-                          "gradient exchange): drop --cuda-graphs or train on one GPU")
+        raise OptionError(
+            "--cuda-graphs trains on one GPU for now (a graph would hold DistributedDataParallel's "
+            "gradient exchange): drop --cuda-graphs or train on one GPU"
+        )
 
 
 def check_model(model) -> None:
     if getattr(getattr(model, "decoder", None), "adaptive_softmax", None) is not None:
-        raise OptionError("--cuda-graphs cannot hold the adaptive softmax, which picks each cluster's rows by their "
-                          "targets (a shape only the batch knows): drop --adaptive-softmax-cutoff or --cuda-graphs")
+        raise OptionError(
+            "--cuda-graphs cannot hold the adaptive softmax, which picks each cluster's rows by their "
+            "targets (a shape only the batch knows): drop --adaptive-softmax-cutoff or --cuda-graphs"
+        )
 
 
 def check_criterion(criterion) -> None:
     if not hasattr(criterion, "loss_terms"):
-        raise OptionError(f"--cuda-graphs needs --criterion attention_cross_entropy (this run's criterion, "
-                          f"{type(criterion).__name__}, reads counts on the host inside its loss)")
+        raise OptionError(
+            f"--cuda-graphs needs --criterion attention_cross_entropy (this run's criterion, "
+            f"{type(criterion).__name__}, reads counts on the host inside its loss)"
+        )
 
 
 def check_graphable(model, criterion, optimizer) -> None:
     """What the update's graph is built from, checked again where it is built."""
     from fairseq.optim import FairseqOptimizer
+
     check_model(model)
     check_criterion(criterion)
     if not BACKEND.serves(cpu=not any(p.is_cuda for p in model.parameters())):
@@ -163,8 +175,12 @@ class GraphedTrainStep:
     def takes(self, sample) -> bool:
         """Whether this update can replay a graph: the batch counted on the host by the collate,
         no gradient already held (else the eager backward adds to it)."""
-        return isinstance(sample, dict) and "scored_rows" in sample and "target" in sample \
+        return (
+            isinstance(sample, dict)
+            and "scored_rows" in sample
+            and "target" in sample
             and all(p.grad is None for p in self.params)
+        )
 
     def __call__(self, model, sample):
         inputs = self._inputs(sample)
@@ -215,9 +231,13 @@ class GraphedTrainStep:
             except RuntimeError as error:
                 if isinstance(error, torch.cuda.OutOfMemoryError):  # fairseq's own handling: not the model's fault
                     raise
-                raise OptionError(f"--cuda-graphs: this model's update cannot be captured as a CUDA graph "
-                                  f"({str(error).splitlines()[0]}): drop --cuda-graphs") from error
+                raise OptionError(
+                    f"--cuda-graphs: this model's update cannot be captured as a CUDA graph "
+                    f"({str(error).splitlines()[0]}): drop --cuda-graphs"
+                ) from error
         BACKEND.set_rng_states(rng)
-        logger.info(f"--cuda-graphs: captured the update of a {' x '.join(map(str, static['target'].shape))} batch "
-                    f"({len(self.graphs) + 1} batch shapes so far)")
+        logger.info(
+            f"--cuda-graphs: captured the update of a {' x '.join(map(str, static['target'].shape))} batch "
+            f"({len(self.graphs) + 1} batch shapes so far)"
+        )
         return static, replay, outputs, took_part

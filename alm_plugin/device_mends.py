@@ -27,6 +27,7 @@ the same: ``set_torch_seed`` (before every update) seeds the generators directly
 update, its config look-ups) sit in fairseq's ``Trainer.train_step`` and would need a fork of
 it: measured and left (docs/benchmarks.md, "The host's share of an update").
 """
+
 import torch
 from fairseq import tasks, utils
 from fairseq.optim.fp16_optimizer import FP16Optimizer
@@ -53,9 +54,11 @@ def refuse_bf16(cfg) -> None:
     if not (getattr(options, "bf16", False) or getattr(options, "memory_efficient_bf16", False)):
         return
     flag = "--memory-efficient-bf16" if getattr(options, "memory_efficient_bf16", False) else "--bf16"
-    raise OptionError(f"{flag}: fairseq 0.12 reads it as --tpu, which needs torch_xla (fairseq-train dies, "
-                      "fairseq-eval-lm and fairseq-validate ignore it and compute in float32): drop it, or for "
-                      "mixed precision on a GPU use --fp16 or --amp")
+    raise OptionError(
+        f"{flag}: fairseq 0.12 reads it as --tpu, which needs torch_xla (fairseq-train dies, "
+        "fairseq-eval-lm and fairseq-validate ignore it and compute in float32): drop it, or for "
+        "mixed precision on a GPU use --fp16 or --amp"
+    )
 
 
 _fairseq_setup_task = getattr(tasks.setup_task, "fairseq_original", tasks.setup_task)
@@ -74,13 +77,16 @@ def refuse_fp16_on_the_cpu(params) -> None:
     """``fairseq-train --fp16`` with the parameters ``params`` on the CPU."""
     if any(getattr(p, "is_cuda", False) for p in params):
         return
-    raise OptionError("--fp16: fairseq's float16 training keeps a float32 copy of the weights on the GPU, and this run "
-                      "trains on the CPU (--cpu, or no GPU torch can use): drop --fp16 (the CPU trains in float32), "
-                      "or train on a GPU without --cpu")
+    raise OptionError(
+        "--fp16: fairseq's float16 training keeps a float32 copy of the weights on the GPU, and this run "
+        "trains on the CPU (--cpu, or no GPU torch can use): drop --fp16 (the CPU trains in float32), "
+        "or train on a GPU without --cpu"
+    )
 
 
-_fairseq_build_fp16_optimizer = getattr(FP16Optimizer.build_optimizer, "fairseq_original",
-                                        FP16Optimizer.__dict__["build_optimizer"].__func__)
+_fairseq_build_fp16_optimizer = getattr(
+    FP16Optimizer.build_optimizer, "fairseq_original", FP16Optimizer.__dict__["build_optimizer"].__func__
+)
 
 
 def build_fp16_optimizer(cls, cfg, params, **kwargs):

@@ -8,6 +8,7 @@ the first ``UserError`` of the exception's chain as ``PROG: error: MESSAGE`` and
 exits with status 1. Any other exception keeps its traceback; ``ALM_TRACEBACK=1`` shows the
 traceback of ours too (to debug the plugin itself).
 """
+
 import os
 import sys
 

@@ -11,6 +11,7 @@ Every hypothesis starts with one feature, ``TM``: the sum of its ``P-`` scores, 
 the rescorer added. Every malformed line is named ``FILE:LINE``, and sentence ids are never
 paired with references silently.
 """
+
 import collections
 import math
 import os
@@ -35,7 +36,7 @@ class Hypothesis:
     line: int
     features: Dict[str, float] = field(default_factory=dict)
     extra_features: str = ""  # a Moses list's own features, written back unchanged
-    raw: str = ""             # the hypothesis as raw text, for BLEU
+    raw: str = ""  # the hypothesis as raw text, for BLEU
 
 
 # ----------------------------------------------------------------------------- reading
@@ -57,8 +58,10 @@ def read_lines(path: str, what: str) -> List[str]:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         line = len(LINE_BREAK.findall(data[: error.start].decode("utf-8"))) + 1
-        raise NBestError(f"{path}:{line}: not UTF-8 (byte 0x{data[error.start]:02x}); convert the "
-                         "file, e.g. iconv -f latin1 -t utf-8") from None
+        raise NBestError(
+            f"{path}:{line}: not UTF-8 (byte 0x{data[error.start]:02x}); convert the "
+            "file, e.g. iconv -f latin1 -t utf-8"
+        ) from None
     lines = LINE_BREAK.split(text.removeprefix("\ufeff"))
     return lines[:-1] if lines[-1] == "" else lines  # the break after the last line ends no line
 
@@ -71,8 +74,10 @@ def read_nbest(path: str) -> List[Hypothesis]:
     else:
         hypotheses = read_fairseq(path, lines)
     if not hypotheses:
-        raise NBestError(f"{path}: no hypotheses found: expected fairseq-generate output "
-                         "(H-<id> lines) or a Moses n-best list (id ||| hypothesis ||| features ||| score)")
+        raise NBestError(
+            f"{path}: no hypotheses found: expected fairseq-generate output "
+            "(H-<id> lines) or a Moses n-best list (id ||| hypothesis ||| features ||| score)"
+        )
     check_duplicates(path, hypotheses, moses=" ||| " in first)
     return hypotheses
 
@@ -90,12 +95,16 @@ def check_duplicates(path: str, hypotheses: List[Hypothesis], moses: bool) -> No
     if not repeats:
         return
     first, again, sentence = repeats[0]
-    message = (f"{path}:{again}: the hypothesis of line {first} appears again for sentence {sentence} "
-               f"({len(repeats)} repeats in all)")
+    message = (
+        f"{path}:{again}: the hypothesis of line {first} appears again for sentence {sentence} "
+        f"({len(repeats)} repeats in all)"
+    )
     if not moses:
         raise NBestError(message + ": fairseq-generate never repeats one; were two outputs concatenated?")
-    print(f"alm-rescore: warning: {message}; each is scored (Moses lists without 'distinct' repeat "
-          "strings)", file=sys.stderr)
+    print(
+        f"alm-rescore: warning: {message}; each is scored (Moses lists without 'distinct' repeat strings)",
+        file=sys.stderr,
+    )
 
 
 def read_fairseq(path: str, lines: List[str]) -> List[Hypothesis]:
@@ -105,15 +114,18 @@ def read_fairseq(path: str, lines: List[str]) -> List[Hypothesis]:
         match = FAIRSEQ_LINE.match(line)
         if match is None:
             if re.match(r"^[HP]-", line):
-                raise NBestError(f"{path}:{number}: an {line[0]}- line must be "
-                                 f"'{line[0]}-<id><TAB>...', got {line[:60]!r}")
+                raise NBestError(
+                    f"{path}:{number}: an {line[0]}- line must be '{line[0]}-<id><TAB>...', got {line[:60]!r}"
+                )
             continue  # log lines, BLEU summary, ...
         kind, sentence_id = match.group(1), int(match.group(2))
         fields = line.split("\t")
         if kind == "H":
             if len(fields) != 3:
-                raise NBestError(f"{path}:{number}: an H- line has 3 tab-separated fields "
-                                 f"(H-id, score, hypothesis), got {len(fields)}")
+                raise NBestError(
+                    f"{path}:{number}: an H- line has 3 tab-separated fields "
+                    f"(H-id, score, hypothesis), got {len(fields)}"
+                )
             score = parse_float(fields[1], path, number, "the hypothesis score")
             hypotheses.append(Hypothesis(sentence_id, fields[2], number, {"TM": score}))
         elif kind == "P":
@@ -123,14 +135,18 @@ def read_fairseq(path: str, lines: List[str]) -> List[Hypothesis]:
             scores = [parse_float(v, path, number, "a positional score") for v in fields[1].split()]
             expected = len(last.text.split()) + 1  # one per token of the hypothesis, and </s>
             if len(scores) != expected:
-                raise NBestError(f"{path}:{number}: P-{sentence_id} has {len(scores)} scores but its "
-                                 f"hypothesis (line {last.line}) has {expected - 1} tokens + </s>: a "
-                                 "truncated or edited line would give a wrong TM score")
+                raise NBestError(
+                    f"{path}:{number}: P-{sentence_id} has {len(scores)} scores but its "
+                    f"hypothesis (line {last.line}) has {expected - 1} tokens + </s>: a "
+                    "truncated or edited line would give a wrong TM score"
+                )
             last.features["TM"] = sum(scores)
             with_positional.add(len(hypotheses))
     if 0 < len(with_positional) < len(hypotheses):
-        raise NBestError(f"{path}: {len(hypotheses) - len(with_positional)} of {len(hypotheses)} H- lines "
-                         "have no P- line: the TM feature would mix sums and per-token averages")
+        raise NBestError(
+            f"{path}: {len(hypotheses) - len(with_positional)} of {len(hypotheses)} H- lines "
+            "have no P- line: the TM feature would mix sums and per-token averages"
+        )
     return hypotheses
 
 
@@ -142,8 +158,10 @@ def read_moses(path: str, lines: List[str]) -> List[Hypothesis]:
             continue
         fields = [f.strip() for f in line.split("|||")]
         if len(fields) != 4:
-            raise NBestError(f"{path}:{number}: a Moses n-best line has 4 fields separated by "
-                             f"'|||' (id ||| hypothesis ||| features ||| score), got {len(fields)}")
+            raise NBestError(
+                f"{path}:{number}: a Moses n-best line has 4 fields separated by "
+                f"'|||' (id ||| hypothesis ||| features ||| score), got {len(fields)}"
+            )
         if not fields[0].isdigit():
             raise NBestError(f"{path}:{number}: the sentence id must be a number, got {fields[0]!r}")
         for token in fields[2].split():
@@ -173,6 +191,7 @@ def group_by_sentence(hypotheses: List[Hypothesis]) -> Dict[int, List[Hypothesis
 
 # ----------------------------------------------------------------------------- references
 
+
 def read_references(path: str, groups: Dict[int, List[Hypothesis]], nbest_path: str) -> List[str]:
     """The reference of sentence ``i`` is line ``i + 1``; every id must have its line and
     every line its hypotheses, or nothing is paired."""
@@ -186,12 +205,18 @@ def read_references(path: str, groups: Dict[int, List[Hypothesis]], nbest_path: 
             problems.append(f"{len(missing)} reference lines have no hypotheses (ids {short_list(missing)})")
         if extra:
             problems.append(f"{len(extra)} ids have no reference line (ids {short_list(extra)})")
-        raise NBestError(f"{nbest_path} and {path} do not line up: {'; '.join(problems)}. "
-                         f"The n-best has {len(ids)} sentences, the references {len(references)} lines; "
-                         "sentence id i is paired with reference line i+1."
-                         + (" (fairseq-generate drops a last batch whose size is not a multiple of "
-                            "--required-batch-size-multiple, 8 by default: generate with "
-                            "--required-batch-size-multiple 1)" if missing else ""))
+        raise NBestError(
+            f"{nbest_path} and {path} do not line up: {'; '.join(problems)}. "
+            f"The n-best has {len(ids)} sentences, the references {len(references)} lines; "
+            "sentence id i is paired with reference line i+1."
+            + (
+                " (fairseq-generate drops a last batch whose size is not a multiple of "
+                "--required-batch-size-multiple, 8 by default: generate with "
+                "--required-batch-size-multiple 1)"
+                if missing
+                else ""
+            )
+        )
     return references
 
 
@@ -201,17 +226,22 @@ def short_list(values, shown=5):
 
 # ----------------------------------------------------------------------------- writing
 
+
 def format_features(hypothesis: Hypothesis, names: Sequence[str]) -> str:
     ours = " ".join(f"{name}= {hypothesis.features[name]:.4f}" for name in names)
     return f"{hypothesis.extra_features} {ours}".strip()
 
 
-def write_moses(path: str, groups: Dict[int, List[Hypothesis]], score: Callable[[Hypothesis], float],
-                names: Sequence[str]) -> None:
+def write_moses(
+    path: str, groups: Dict[int, List[Hypothesis]], score: Callable[[Hypothesis], float], names: Sequence[str]
+) -> None:
     """The list in Moses form, each sentence's hypotheses best first by ``score`` (the first
     listed on a tie), with the features ``names`` after a Moses list's own."""
-    lines = [f"{i} ||| {h.text} ||| {format_features(h, names)} ||| {score(h):.4f}\n"
-             for i, group in groups.items() for h in sorted(group, key=lambda h: -score(h))]
+    lines = [
+        f"{i} ||| {h.text} ||| {format_features(h, names)} ||| {score(h):.4f}\n"
+        for i, group in groups.items()
+        for h in sorted(group, key=lambda h: -score(h))
+    ]
     write_whole(path, lines)
 
 

@@ -31,6 +31,7 @@ enough) mends only what is missing:
 On numpy 1.x (and 2.0 to 2.3 for the second) nothing is changed. fairseq run without the plugin
 is left as it is.
 """
+
 import inspect
 import types
 
@@ -46,8 +47,9 @@ def install():
     """Mend what this numpy lacks (see the module's docstring); returns what it mended now."""
     mended = []
     if not hasattr(numpy, "compat"):
-        compat = types.ModuleType("numpy.compat", "numpy 1.x's numpy.compat, as far as fairseq reads it "
-                                                  "(set by alm_plugin.numpy_compat)")
+        compat = types.ModuleType(
+            "numpy.compat", "numpy 1.x's numpy.compat, as far as fairseq reads it (set by alm_plugin.numpy_compat)"
+        )
         compat.long = numpy.int64
         numpy.compat = compat
         mended.append("numpy.compat.long")

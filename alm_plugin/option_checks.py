@@ -6,6 +6,7 @@ adaptive softmax's; test-time options yet to come go through the same two checks
 Also ``--amp`` on the CPU, refused where fairseq's trainer builds its AMP optimizer (``--amp`` is a
 training option: a checkpoint trained with it on a GPU still loads anywhere), and a ``--save-dir``
 that names a file, refused where fairseq-train checks the folder."""
+
 import math
 import os
 from typing import Optional
@@ -13,8 +14,15 @@ from typing import Optional
 from .errors import OptionError
 
 
-def number(flag: str, value, least: Optional[float] = None, below: Optional[float] = None,
-           at_most: Optional[float] = None, above: Optional[float] = None, why: str = "") -> None:
+def number(
+    flag: str,
+    value,
+    least: Optional[float] = None,
+    below: Optional[float] = None,
+    at_most: Optional[float] = None,
+    above: Optional[float] = None,
+    why: str = "",
+) -> None:
     """``value`` is finite, ``>= least``, ``> above``, ``< below`` and ``<= at_most`` (each bound if given);
     ``None`` (not given) passes. ``why`` says what the bound protects, after a colon."""
     if value is None:
@@ -45,9 +53,11 @@ def refuse_amp_on_the_cpu(params) -> None:
     flag, without a word."""
     if any(getattr(p, "is_cuda", False) for p in params):
         return
-    raise OptionError("--amp: fairseq's automatic mixed precision casts CUDA operations only, and this run trains on "
-                      "the CPU (--cpu, or no GPU torch can use): it would train in float32 as without the flag; drop "
-                      "--amp, or train on a GPU without --cpu")
+    raise OptionError(
+        "--amp: fairseq's automatic mixed precision casts CUDA operations only, and this run trains on "
+        "the CPU (--cpu, or no GPU torch can use): it would train in float32 as without the flag; drop "
+        "--amp, or train on a GPU without --cpu"
+    )
 
 
 def _install_amp_check() -> None:
@@ -79,8 +89,10 @@ def refuse_a_file_as_save_dir(save_dir) -> None:
         path = os.path.dirname(path) if os.path.dirname(path) != path else ""
     if path and not os.path.isdir(path):
         where = "is a file" if path == os.path.abspath(save_dir) else f"runs through {path}, a file"
-        raise OptionError(f"--save-dir {save_dir} {where}, not a folder: give the folder the checkpoints go to "
-                          "(made if missing), e.g. checkpoints/NAME")
+        raise OptionError(
+            f"--save-dir {save_dir} {where}, not a folder: give the folder the checkpoints go to "
+            "(made if missing), e.g. checkpoints/NAME"
+        )
 
 
 def _install_save_dir_check() -> None:

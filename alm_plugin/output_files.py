@@ -9,6 +9,7 @@ each time (a fixed one, ``out.partial``, could itself be a planted link), the ou
 half-written, and a run that fails leaves no temporary file. Which outputs may be written at
 all (not an input, not a file of the data directory) is ``scoring.check_outputs``' to say,
 before anything is read."""
+
 import contextlib
 import json
 import os

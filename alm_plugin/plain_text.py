@@ -4,13 +4,18 @@ UTF-32 (with or without a byte-order mark: without one, every other byte of Engl
 NUL) and NUL bytes are refused in one line naming the file, the line and the fix. Before, UTF-16LE
 without a mark decoded as UTF-8 (NUL is a valid character) and was scored, rc 0: 2 sentences of
 ``<unk>``; ``the\\x00game`` was one ``<unk>``."""
+
 import re
 
 from .scoring import ScoringError
 
 LINE_BREAK = re.compile(rb"\r\n|\r|\n")
-BYTE_ORDER_MARKS = ((b"\xff\xfe\x00\x00", "UTF-32", "FF FE 00 00"), (b"\x00\x00\xfe\xff", "UTF-32", "00 00 FE FF"),
-                    (b"\xff\xfe", "UTF-16", "FF FE"), (b"\xfe\xff", "UTF-16", "FE FF"))
+BYTE_ORDER_MARKS = (
+    (b"\xff\xfe\x00\x00", "UTF-32", "FF FE 00 00"),
+    (b"\x00\x00\xfe\xff", "UTF-32", "00 00 FE FF"),
+    (b"\xff\xfe", "UTF-16", "FF FE"),
+    (b"\xfe\xff", "UTF-16", "FE FF"),
+)
 
 
 def check_plain_text(data: bytes, label: str, error=ScoringError) -> None:
@@ -18,11 +23,15 @@ def check_plain_text(data: bytes, label: str, error=ScoringError) -> None:
     UTF-16 / UTF-32 byte-order mark, or a NUL byte (UTF-16 without its mark, a binary file)."""
     for mark, encoding, shown in BYTE_ORDER_MARKS:
         if data.startswith(mark):
-            raise error(f"{label}: {encoding} text (it begins with the byte-order mark {shown}), not UTF-8: convert it, "
-                        f"e.g. iconv -f {encoding.lower()} -t utf-8")
+            raise error(
+                f"{label}: {encoding} text (it begins with the byte-order mark {shown}), not UTF-8: convert it, "
+                f"e.g. iconv -f {encoding.lower()} -t utf-8"
+            )
     nul = data.find(b"\0")
     if nul >= 0:
         breaks = list(LINE_BREAK.finditer(data, 0, nul))
         line, column = len(breaks) + 1, nul - (breaks[-1].end() if breaks else 0) + 1
-        raise error(f"{label}:{line}: a NUL byte at column {column}: this is not plain text (UTF-16, or a binary "
-                    "file?); convert it to UTF-8, e.g. iconv -f utf-16 -t utf-8, or remove the NUL bytes")
+        raise error(
+            f"{label}:{line}: a NUL byte at column {column}: this is not plain text (UTF-16, or a binary "
+            "file?); convert it to UTF-8, e.g. iconv -f utf-16 -t utf-8, or remove the NUL bytes"
+        )

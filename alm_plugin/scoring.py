@@ -22,6 +22,7 @@ spelled from its characters rather than scored as ``<unk>``.
 
 An ensemble averages the models' per-token probabilities, as fairseq ensembles models.
 """
+
 import copy
 import glob
 import logging
@@ -60,22 +61,32 @@ def load_models(paths: List[str], data: Optional[str], use_cpu: bool, tool: str 
         except FileNotFoundError as error:
             task = saved_task_name(path)
             if task not in LANGUAGE_MODEL_TASKS:  # a translation model asks for dict.de.txt: say what it is
-                raise ScoringError(f"{path} holds a model of the {task} task, not a language model: {tool} works "
-                                   f"with language models (trained with --task {' / '.join(LANGUAGE_MODEL_TASKS)})") from None
-            raise ScoringError(f"{path}: could not load its dictionary ({error}); pass {data_option}, "
-                               "the data-bin directory with the dict.txt the LM was trained on") from None
+                raise ScoringError(
+                    f"{path} holds a model of the {task} task, not a language model: {tool} works "
+                    f"with language models (trained with --task {' / '.join(LANGUAGE_MODEL_TASKS)})"
+                ) from None
+            raise ScoringError(
+                f"{path}: could not load its dictionary ({error}); pass {data_option}, "
+                "the data-bin directory with the dict.txt the LM was trained on"
+            ) from None
         except CorruptDataError:  # a broken dict.txt: its own line names the file and the fix
             raise
         except ValueError as error:  # our models' own checks: dictionary, architecture, options
-            hint = f" ({data_option} must be the data-bin the LM was trained on)" if data and "dictionary" in str(error) else ""
+            hint = (
+                f" ({data_option} must be the data-bin the LM was trained on)"
+                if data and "dictionary" in str(error)
+                else ""
+            )
             raise ScoringError(f"{path}: {error}{hint}") from None
         except Exception as error:  # a truncated or foreign file (explained by checkpoint_safety)
             raise ScoringError(str(error)) from None
         model = models[0]
         if not isinstance(model, FairseqLanguageModel):
-            raise ScoringError(f"{path} holds a {model.__class__.__name__}, not a language model: {tool} "
-                               "works with language models (attentive_lm, amsrn, alm_lstm, char_cache_lm, "
-                               "fairseq's lstm_lm / transformer_lm)")
+            raise ScoringError(
+                f"{path} holds a {model.__class__.__name__}, not a language model: {tool} "
+                "works with language models (attentive_lm, amsrn, alm_lstm, char_cache_lm, "
+                "fairseq's lstm_lm / transformer_lm)"
+            )
         loaded.append((model.eval() if use_cpu or not torch.cuda.is_available() else model.cuda().eval(), task))
     return loaded
 
@@ -90,13 +101,15 @@ def check_writable(path: Optional[str], option: str) -> None:
         raise ScoringError(f"{option} {path} is a directory: give a file name")
     if not os.path.isdir(folder):
         raise ScoringError(f"{option} {path}: the folder {folder} does not exist; create it or give another path")
-    if not os.access(folder, os.W_OK) or (os.path.isfile(path) and not os.path.islink(path)
-                                          and not os.access(path, os.W_OK)):
+    if not os.access(folder, os.W_OK) or (
+        os.path.isfile(path) and not os.path.islink(path) and not os.access(path, os.W_OK)
+    ):
         raise ScoringError(f"{option} {path} cannot be written (permissions); give another path")
 
 
-def check_outputs(outputs: Dict[str, Optional[str]], inputs: Dict[str, Sequence[Optional[str]]],
-                  data: Sequence[Optional[str]] = ()) -> None:
+def check_outputs(
+    outputs: Dict[str, Optional[str]], inputs: Dict[str, Sequence[Optional[str]]], data: Sequence[Optional[str]] = ()
+) -> None:
     """Every tool's outputs, before anything is read or written: each output (``{option: path}``,
     None for one not asked for) is no input (``{option: paths}``: the checkpoint, an input text;
     it would be overwritten with what was read from it), no file of a data directory (a folder
@@ -106,23 +119,32 @@ def check_outputs(outputs: Dict[str, Optional[str]], inputs: Dict[str, Sequence[
     its inode. The tools then write every output through ``output_files`` (a temporary file renamed
     onto it), so a link to any other file is replaced, never written through."""
     taken = [(option, path) for option, paths in inputs.items() for path in paths or () if path]
-    data_folders = [os.path.realpath(folder) for entry in data if entry for folder in entry.split(os.pathsep)
-                    if folder]
+    data_folders = [os.path.realpath(folder) for entry in data if entry for folder in entry.split(os.pathsep) if folder]
     for option, path in outputs.items():
         if path is None:
             continue
         for other, other_path in taken:
             if same_file(path, other_path):
-                raise ScoringError(f"{option} {path} is also {other}" + link_target(path) + ": "
-                                   + ("the second output written would replace the first" if other in outputs
-                                      else "writing it would destroy the input") + "; give another path")
+                raise ScoringError(
+                    f"{option} {path} is also {other}"
+                    + link_target(path)
+                    + ": "
+                    + (
+                        "the second output written would replace the first"
+                        if other in outputs
+                        else "writing it would destroy the input"
+                    )
+                    + "; give another path"
+                )
         data_file = data_directory_file(path, data_folders)
         if data_file is not None:
             target, folder = data_file
-            raise ScoringError(f"{option} {path}" + (f" is a link to {target}, a file" if os.path.islink(path)
-                                                     else " is a file")
-                               + f" of the data directory {folder} (the data the model reads): writing it would "
-                               "destroy the data; give another path")
+            raise ScoringError(
+                f"{option} {path}"
+                + (f" is a link to {target}, a file" if os.path.islink(path) else " is a file")
+                + f" of the data directory {folder} (the data the model reads): writing it would "
+                "destroy the data; give another path"
+            )
         check_writable(path, option)
         taken.append((option, path))
 
@@ -140,7 +162,9 @@ def data_directory_file(path: str, data_folders: Sequence[str] = ()):
     if os.stat(target).st_nlink > 1:  # a hard link: the same inode under a data directory's name
         for data_folder in data_folders:
             for name in os.listdir(data_folder) if os.path.isdir(data_folder) else ():
-                if os.path.isfile(os.path.join(data_folder, name)) and same_file(target, os.path.join(data_folder, name)):
+                if os.path.isfile(os.path.join(data_folder, name)) and same_file(
+                    target, os.path.join(data_folder, name)
+                ):
                     return os.path.join(data_folder, name), data_folder
     return None
 
@@ -163,8 +187,12 @@ def same_file(a: str, b: str) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
 
-LANGUAGE_MODEL_TASKS = ("language_modeling", "sentence_language_modeling", "document_language_modeling",
-                        "open_vocabulary_language_modeling")
+LANGUAGE_MODEL_TASKS = (
+    "language_modeling",
+    "sentence_language_modeling",
+    "document_language_modeling",
+    "open_vocabulary_language_modeling",
+)
 
 
 def saved_task_name(path: str) -> str:
@@ -181,11 +209,13 @@ def is_out_of_memory(error: BaseException) -> bool:
     """torch's failed allocations: ``RuntimeError`` (CPU: "can't allocate memory"; CUDA: "out of
     memory") or Python's ``MemoryError``."""
     return isinstance(error, MemoryError) or (
-        isinstance(error, RuntimeError) and ("can't allocate memory" in str(error) or "out of memory" in str(error)))
+        isinstance(error, RuntimeError) and ("can't allocate memory" in str(error) or "out of memory" in str(error))
+    )
 
 
-def out_of_memory(error: BaseException, encoded: List[torch.Tensor], batch: List[int], vocabulary: int,
-                  batch_tokens: int) -> "ScoringError":
+def out_of_memory(
+    error: BaseException, encoded: List[torch.Tensor], batch: List[int], vocabulary: int, batch_tokens: int
+) -> "ScoringError":
     """Why a batch did not fit, and what to do, naming its longest sentence. A word-level model
     scores a sentence whole (its state and history start at the sentence), so it is not cut
     into pieces here: that would score another text."""
@@ -193,14 +223,20 @@ def out_of_memory(error: BaseException, encoded: List[torch.Tensor], batch: List
     length = len(encoded[longest])
     asked = re.search(r"allocate (\d+) bytes", str(error))
     asked = f", {int(asked.group(1)) / 1e9:.1f} GB in one piece" if asked else ""
-    need = (f"a sentence is scored whole: its {length:,} x {vocabulary:,} output probabilities and, with history "
-            f"attention, {length:,} x {length:,} attention weights at once")
+    need = (
+        f"a sentence is scored whole: its {length:,} x {vocabulary:,} output probabilities and, with history "
+        f"attention, {length:,} x {length:,} attention weights at once"
+    )
     if len(batch) == 1:
-        return ScoringError(f"out of memory scoring sentence {longest + 1} ({length:,} tokens, </s> included{asked}): "
-                            f"{need}; split the line into sentences")
-    return ScoringError(f"out of memory scoring a batch of {len(batch)} sentences (the longest, sentence "
-                        f"{longest + 1}, has {length:,} tokens{asked}): {need}; lower --batch-tokens "
-                        f"(now {batch_tokens}), or split the long line")
+        return ScoringError(
+            f"out of memory scoring sentence {longest + 1} ({length:,} tokens, </s> included{asked}): "
+            f"{need}; split the line into sentences"
+        )
+    return ScoringError(
+        f"out of memory scoring a batch of {len(batch)} sentences (the longest, sentence "
+        f"{longest + 1}, has {length:,} tokens{asked}): {need}; lower --batch-tokens "
+        f"(now {batch_tokens}), or split the long line"
+    )
 
 
 def is_character_model(model) -> bool:
@@ -213,8 +249,9 @@ def shared_dictionary(paths, loaded):
     dictionary = loaded[0][1].source_dictionary
     for path, (_, task) in zip(paths[1:], loaded[1:]):
         if task.source_dictionary.symbols != dictionary.symbols:
-            raise ScoringError(f"{path} uses another dictionary than {paths[0]}: the models of an "
-                               "ensemble must share one")
+            raise ScoringError(
+                f"{path} uses another dictionary than {paths[0]}: the models of an ensemble must share one"
+            )
     return dictionary
 
 
@@ -225,8 +262,11 @@ def length_batches(encoded: List[torch.Tensor], batch_tokens: int, max_sentences
     start = 0
     while start < len(order):
         end = start + 1
-        while end < len(order) and (end - start + 1) * len(encoded[order[end]]) <= batch_tokens \
-                and (max_sentences is None or end - start < max_sentences):
+        while (
+            end < len(order)
+            and (end - start + 1) * len(encoded[order[end]]) <= batch_tokens
+            and (max_sentences is None or end - start < max_sentences)
+        ):
             end += 1
         yield [order[i] for i in range(start, end)]
         start = end
@@ -237,8 +277,10 @@ def padded_batch(targets: List[torch.Tensor], pad: int, eos: int):
     datasets collate: the source is each target shifted by one after a ``</s>``."""
     from fairseq.data.data_utils import collate_tokens
 
-    return (collate_tokens(targets, pad, eos, left_pad=False, move_eos_to_beginning=True),
-            collate_tokens(targets, pad, eos, left_pad=False))
+    return (
+        collate_tokens(targets, pad, eos, left_pad=False, move_eos_to_beginning=True),
+        collate_tokens(targets, pad, eos, left_pad=False),
+    )
 
 
 def ensemble(per_model: List[torch.Tensor]) -> torch.Tensor:
@@ -268,9 +310,18 @@ def trained_on_streams(task) -> bool:
 
 
 class LanguageModelScorer:
-    def __init__(self, paths: List[str], data: Optional[str], use_cpu: bool, batch_tokens: int = 4000,
-                 max_sentences: Optional[int] = None, tool: str = "alm-score", loaded=None,
-                 document: bool = False, test_time=None):
+    def __init__(
+        self,
+        paths: List[str],
+        data: Optional[str],
+        use_cpu: bool,
+        batch_tokens: int = 4000,
+        max_sentences: Optional[int] = None,
+        tool: str = "alm-score",
+        loaded=None,
+        document: bool = False,
+        test_time=None,
+    ):
         """``test_time``: the run's ``TestTimeOptions`` (the neural cache, dynamic evaluation), either of
         which also reads the lines in order as one text."""
         from .modules.dynamic_evaluation import DynamicEvaluator
@@ -279,10 +330,12 @@ class LanguageModelScorer:
         loaded = loaded or load_models(paths, data, use_cpu, tool)
         for path, (model, _) in zip(paths, loaded):
             if is_character_model(model):
-                raise ScoringError(f"{path} holds a {model.__class__.__name__}: {tool} scores with word-level "
-                                   "language models (attentive_lm, amsrn, alm_lstm, fairseq's lstm_lm / "
-                                   "transformer_lm); score the character models with alm-score or "
-                                   "fairseq-eval-lm")
+                raise ScoringError(
+                    f"{path} holds a {model.__class__.__name__}: {tool} scores with word-level "
+                    "language models (attentive_lm, amsrn, alm_lstm, fairseq's lstm_lm / "
+                    "transformer_lm); score the character models with alm-score or "
+                    "fairseq-eval-lm"
+                )
         self.models = [model for model, _ in loaded]
         self.dictionary = shared_dictionary(paths, loaded)
         self.batch_tokens, self.max_sentences = batch_tokens, max_sentences
@@ -296,9 +349,11 @@ class LanguageModelScorer:
         # per model: the chunk length of a model trained on streams (its state carries), else None
         self.chunks = [task.cfg.tokens_per_sample if trained_on_streams(task) else None for _, task in loaded]
         if any(self.chunks) and not self.document:
-            raise ScoringError(f"{paths[self.chunks.index(next(c for c in self.chunks if c))]} was trained on "
-                               "document_language_modeling, which reads text as one stream: score it with "
-                               "--context document")
+            raise ScoringError(
+                f"{paths[self.chunks.index(next(c for c in self.chunks if c))]} was trained on "
+                "document_language_modeling, which reads text as one stream: score it with "
+                "--context document"
+            )
         if self.dynamic is not None:
             if len(self.models) > 1:
                 raise ScoringError("dynamic evaluation adapts one model to the text: score an ensemble without it")
@@ -307,13 +362,18 @@ class LanguageModelScorer:
         for path, (model, task) in zip(paths, loaded):
             for option, wanted in (("neural_cache", neural_cache), ("dynamic_eval", self.dynamic)):
                 if wanted is not None and not hasattr(model, option):
-                    raise ScoringError(f"{path} holds a {model.__class__.__name__}: the neural cache and dynamic "
-                                       f"evaluation work with {CACHE_MODELS}")
+                    raise ScoringError(
+                        f"{path} holds a {model.__class__.__name__}: the neural cache and dynamic "
+                        f"evaluation work with {CACHE_MODELS}"
+                    )
             if hasattr(model, "neural_cache"):
                 model.neural_cache = None if neural_cache is None else NeuralCache(*neural_cache)
             if hasattr(model, "dynamic_eval"):
-                model.dynamic_eval = None if self.dynamic is None else DynamicEvaluator(
-                    model, self.dynamic, getattr(task, "dynamic_eval_training_batches", None))
+                model.dynamic_eval = (
+                    None
+                    if self.dynamic is None
+                    else DynamicEvaluator(model, self.dynamic, getattr(task, "dynamic_eval_training_batches", None))
+                )
 
     def encode(self, text: str) -> torch.Tensor:
         return self.dictionary.encode_line(text, add_if_not_exist=False, append_eos=True).long()
@@ -326,8 +386,10 @@ class LanguageModelScorer:
         state, an empty cache and the trained weights."""
         for i, sentence in enumerate(encoded):
             if len(sentence) > self.max_tokens:
-                raise ScoringError(f"sentence {i + 1} has {len(sentence)} tokens (</s> included), more than "
-                                   f"the model's context of {self.max_tokens}: split it")
+                raise ScoringError(
+                    f"sentence {i + 1} has {len(sentence)} tokens (</s> included), more than "
+                    f"the model's context of {self.max_tokens}: split it"
+                )
         if self.document:
             try:
                 return self._score_document(encoded, progress, texts)
@@ -371,16 +433,23 @@ class LanguageModelScorer:
         while start < len(encoded):
             end, longest = start + 1, len(encoded[start])
             # dynamic evaluation adapts after each line: one at a time
-            while (end < len(encoded) and self.dynamic is None
-                   and (self.max_sentences is None or end - start < self.max_sentences)
-                   and (end - start + 1) * max(longest, len(encoded[end])) <= self.batch_tokens):
+            while (
+                end < len(encoded)
+                and self.dynamic is None
+                and (self.max_sentences is None or end - start < self.max_sentences)
+                and (end - start + 1) * max(longest, len(encoded[end])) <= self.batch_tokens
+            ):
                 longest = max(longest, len(encoded[end]))
                 end += 1
             source, target = padded_batch(encoded[start:end], pad, eos)
-            sample = {"id": torch.arange(start, end, device=self.device), "target": target.to(self.device),
-                      "net_input": {"src_tokens": source.to(self.device)}}
-            log_probs = model.get_normalized_probs(model(sample["net_input"]["src_tokens"]), log_probs=True,
-                                                   sample=sample).float()
+            sample = {
+                "id": torch.arange(start, end, device=self.device),
+                "target": target.to(self.device),
+                "net_input": {"src_tokens": source.to(self.device)},
+            }
+            log_probs = model.get_normalized_probs(
+                model(sample["net_input"]["src_tokens"]), log_probs=True, sample=sample
+            ).float()
             token_scores = log_probs.gather(-1, sample["target"].unsqueeze(-1)).squeeze(-1).cpu()
             scores += [token_scores[row, : len(t)] for row, t in enumerate(encoded[start:end])]
             start = end
@@ -395,8 +464,11 @@ class LanguageModelScorer:
         scores = []
         for index in range(len(stream)):
             item = stream[index]
-            net_input = {"src_tokens": item["source"].to(self.device), "stream_ids": item["streams"].to(self.device),
-                         "stream_positions": torch.tensor([item["position"]], device=self.device)}
+            net_input = {
+                "src_tokens": item["source"].to(self.device),
+                "stream_ids": item["streams"].to(self.device),
+                "stream_positions": torch.tensor([item["position"]], device=self.device),
+            }
             target = item["target"].to(self.device)
             sample = {"id": torch.tensor([index]), "target": target, "net_input": net_input}
             log_probs = model.get_normalized_probs(model(**net_input), log_probs=True, sample=sample).float()
@@ -428,13 +500,23 @@ class CharacterModelScorer:
     the same numbers); ``document=False`` scores each line alone from a fresh state and an
     empty cache, so its score depends on nothing else in the input."""
 
-    def __init__(self, paths: List[str], data: Optional[str], use_cpu: bool, batch_tokens: int = 4000,
-                 max_sentences: Optional[int] = None, loaded=None, document: bool = True):
+    def __init__(
+        self,
+        paths: List[str],
+        data: Optional[str],
+        use_cpu: bool,
+        batch_tokens: int = 4000,
+        max_sentences: Optional[int] = None,
+        loaded=None,
+        document: bool = True,
+    ):
         loaded = loaded or load_models(paths, data, use_cpu)
         for path, (model, _) in zip(paths, loaded):
             if not is_character_model(model):
-                raise ScoringError(f"{path} holds a word-level {model.__class__.__name__}: an ensemble "
-                                   "cannot mix word and character models")
+                raise ScoringError(
+                    f"{path} holds a word-level {model.__class__.__name__}: an ensemble "
+                    "cannot mix word and character models"
+                )
         self.models = [model for model, _ in loaded]
         self.training_dictionary = shared_dictionary(paths, loaded)
         self.dictionary = self.training_dictionary
@@ -487,7 +569,9 @@ class CharacterModelScorer:
         for start, end in text_bounds(len(encoded), texts):
             part = encoded[start:end]
             score = self._score_document if self.document else self._score_alone
-            per_text += [ensemble(list(per_model)) for per_model in zip(*(score(m, part, progress) for m in self.models))]
+            per_text += [
+                ensemble(list(per_model)) for per_model in zip(*(score(m, part, progress) for m in self.models))
+            ]
         return per_text
 
     def _score_document(self, model, encoded, progress):
@@ -499,9 +583,12 @@ class CharacterModelScorer:
         scores = []
         for index in range(len(stream)):
             item = stream[index]  # chunk ``index`` of the one stream; the state carries between chunks
-            log_probs, _ = model(src_tokens=item["source"].to(self.device),
-                                 target_tokens=item["target"].to(self.device),
-                                 stream_ids=item["streams"], stream_positions=torch.tensor([item["position"]]))
+            log_probs, _ = model(
+                src_tokens=item["source"].to(self.device),
+                target_tokens=item["target"].to(self.device),
+                stream_ids=item["streams"],
+                stream_positions=torch.tensor([item["position"]]),
+            )
             # one stream is never padded (a literal <pad> word in the text is a word here)
             scores.append(log_probs[0, :, 0].float().cpu())
             if progress is not None and self.models[0] is model:

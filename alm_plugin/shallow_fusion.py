@@ -7,6 +7,7 @@ vocabularies: a dictionary of another size fails with a shape error deep in beam
 of the same size with other words translates silently wrong. The check wraps the
 generator's constructor, so it covers every LM (ours and fairseq's) once the plugin is loaded.
 """
+
 from fairseq.sequence_generator import SequenceGenerator
 
 from .errors import OptionError
@@ -17,17 +18,22 @@ def check_lm_dictionary(lm_model, target_dictionary) -> None:
     if lm_dictionary is None or lm_dictionary.symbols == target_dictionary.symbols:
         return
     lm_symbols, target_symbols = lm_dictionary.symbols, target_dictionary.symbols
-    first = next((i for i, (a, b) in enumerate(zip(lm_symbols, target_symbols)) if a != b),
-                 min(len(lm_symbols), len(target_symbols)))
+    first = next(
+        (i for i, (a, b) in enumerate(zip(lm_symbols, target_symbols)) if a != b),
+        min(len(lm_symbols), len(target_symbols)),
+    )
+
     def symbol(symbols):
         return repr(symbols[first]) if first < len(symbols) else "nothing"
+
     raise OptionError(
         f"--lm-path: the language model's dictionary ({len(lm_symbols)} types) is not the "
         f"translation's target dictionary ({len(target_symbols)} types); they first differ at "
         f"index {first} ({symbol(lm_symbols)} vs {symbol(target_symbols)}). Train the language "
         "model on target-side text binarised with the target dictionary (fairseq-preprocess "
         "--only-source --srcdict <data>/dict.<target-lang>.txt), as "
-        "examples/translation/prepare_multi30k.py does.")
+        "examples/translation/prepare_multi30k.py does."
+    )
 
 
 _unchecked_init = SequenceGenerator.__init__

@@ -6,11 +6,13 @@ build the task from it; the word-level tasks mix ``NeuralCacheOptions`` and ``Dy
 into it) or alm-score's parsed command line; an option the arguments lack is not given. The
 values are checked as a whole when read: modules/neural_cache.py (Grave et al. 2017, Eq. 2-4) and
 modules/dynamic_evaluation.py (Krause et al. 2018) say what each refuses."""
+
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
 from .errors import OptionError
-from .modules.dynamic_evaluation import DynamicEvalSettings, check_options as dynamic_settings
+from .modules.dynamic_evaluation import DynamicEvalSettings
+from .modules.dynamic_evaluation import check_options as dynamic_settings
 from .modules.neural_cache import check_options as cache_settings
 
 
@@ -28,14 +30,21 @@ class TestTimeOptions:
         """From parsed arguments; ``segments_are_sentences``: whether the model's segment is a
         sentence (refusing --dynamic-eval-segment), ``None`` where the model is not loaded yet
         (``check_segments`` then, once it is)."""
+
         def given(name, default=None):
             return getattr(args, name, default)
 
-        cache = cache_settings(given("neural_cache_window", 0), given("neural_cache_theta"),
-                               given("neural_cache_lambda"))
-        dynamic = dynamic_settings(given("dynamic_eval_lr", 0.0) or 0.0, given("dynamic_eval_decay"),
-                                   given("dynamic_eval_rule"), given("dynamic_eval_eps"), given("dynamic_eval_segment"),
-                                   given("dynamic_eval_stats_batches"))
+        cache = cache_settings(
+            given("neural_cache_window", 0), given("neural_cache_theta"), given("neural_cache_lambda")
+        )
+        dynamic = dynamic_settings(
+            given("dynamic_eval_lr", 0.0) or 0.0,
+            given("dynamic_eval_decay"),
+            given("dynamic_eval_rule"),
+            given("dynamic_eval_eps"),
+            given("dynamic_eval_segment"),
+            given("dynamic_eval_stats_batches"),
+        )
         options = cls(cache, dynamic, given("dynamic_eval_segment") is not None, given("stream_burn_in", 0))
         if segments_are_sentences is not None:
             options.check_segments(segments_are_sentences)
@@ -43,8 +52,10 @@ class TestTimeOptions:
 
     def check_segments(self, segments_are_sentences: bool) -> None:
         if self.segment_given and segments_are_sentences:
-            raise OptionError("--dynamic-eval-segment: on sentence_language_modeling a segment is one sentence, read "
-                              "whole from a fresh state as the model was trained: drop the option")
+            raise OptionError(
+                "--dynamic-eval-segment: on sentence_language_modeling a segment is one sentence, read "
+                "whole from a fresh state as the model was trained: drop the option"
+            )
 
     @property
     def in_corpus_order(self) -> bool:
@@ -62,11 +73,15 @@ class TestTimeOptions:
         """fairseq-train and fairseq-validate (the tools that build a criterion) score with the criterion,
         which never reads the cache nor adapts: refused, not ignored (fairseq-validate printed the static figure)."""
         if self.cache is not None:
-            raise OptionError("--neural-cache-window is a test-time option (fairseq-eval-lm, alm-score, "
-                              "alm-cache-grid): nothing is trained, and fairseq-validate scores with the criterion, "
-                              "which never reads the cache. Drop --neural-cache-* from fairseq-train and "
-                              "fairseq-validate.")
+            raise OptionError(
+                "--neural-cache-window is a test-time option (fairseq-eval-lm, alm-score, "
+                "alm-cache-grid): nothing is trained, and fairseq-validate scores with the criterion, "
+                "which never reads the cache. Drop --neural-cache-* from fairseq-train and "
+                "fairseq-validate."
+            )
         if self.dynamic is not None:
-            raise OptionError("--dynamic-eval-lr is a test-time option (fairseq-eval-lm, alm-score, alm-cache-grid): "
-                              "fairseq-train and fairseq-validate score with the criterion, which never adapts: drop "
-                              "--dynamic-eval-* from fairseq-train and fairseq-validate")
+            raise OptionError(
+                "--dynamic-eval-lr is a test-time option (fairseq-eval-lm, alm-score, alm-cache-grid): "
+                "fairseq-train and fairseq-validate score with the criterion, which never adapts: drop "
+                "--dynamic-eval-* from fairseq-train and fairseq-validate"
+            )

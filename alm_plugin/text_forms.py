@@ -7,6 +7,7 @@
 The example's data preparation and ``alm-rescore`` both use this class, so a language model
 sees hypotheses exactly as its training text was made.
 """
+
 from typing import Optional
 
 FORMS = ("raw", "tok", "bpe")
@@ -25,9 +26,11 @@ def check_language(lang: str) -> str:
     has no rules for, since the text would be tokenised unlike what the user asked."""
     known = moses_languages()
     if lang not in known:
-        raise ValueError(f"sacremoses has no tokenisation rules for language '{lang}' (it knows "
-                         f"{', '.join(known)}); give one of those, or tokenise the text yourself "
-                         "and leave out the tokenise option")
+        raise ValueError(
+            f"sacremoses has no tokenisation rules for language '{lang}' (it knows "
+            f"{', '.join(known)}); give one of those, or tokenise the text yourself "
+            "and leave out the tokenise option"
+        )
     return lang
 
 
@@ -58,8 +61,10 @@ class TextForms:
 
     def apply_bpe(self, text: str) -> str:
         if self.bpe is None:
-            raise ValueError("BPE codes are needed to turn tokens into BPE units: pass the codes "
-                             "file the data was prepared with (--bpe-codes)")
+            raise ValueError(
+                "BPE codes are needed to turn tokens into BPE units: pass the codes "
+                "file the data was prepared with (--bpe-codes)"
+            )
         return self.bpe.process_line(text)
 
     def convert(self, text: str, source: str, target: str) -> str:

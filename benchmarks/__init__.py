@@ -5,6 +5,7 @@ the one way documented (docs/benchmarks.md):
     python -m benchmarks.table --corpus ptb --rows lstm,single
     python -m benchmarks.report --update-docs
 """
+
 import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the repository

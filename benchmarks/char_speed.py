@@ -5,6 +5,7 @@ interleaved, the median of the repeats; fairseq's words/s times the split's char
     python -m benchmarks.char_speed                        # shipped sample, LSTMs of 600 (paper)
     python -m benchmarks.char_speed --size 256 --embed 128
 """
+
 import os
 import re
 import shutil
@@ -17,47 +18,111 @@ from benchmarks.timing import SAMPLE, device_name, measure, parse, speed_parser,
 OPEN_VOCABULARY = (["--task", "open_vocabulary_language_modeling"], "open_vocabulary_cross_entropy")
 # fairseq's own word LM on the same 10 streams x 35 words (a closed vocabulary: the sample's
 # 6,208 types, with a full softmax over them)
-WORD_STREAMS = (["--task", "language_modeling", "--tokens-per-sample", "35", "--sample-break-mode", "none"],
-                "cross_entropy")
+WORD_STREAMS = (
+    ["--task", "language_modeling", "--tokens-per-sample", "35", "--sample-break-mode", "none"],
+    "cross_entropy",
+)
 
 
 def model_args(size, embed):
     """name -> (task arguments, criterion, model arguments)."""
     common = ["--char-embed-dim", embed, "--hidden-size", size, "--dropout", "0.5"]
-    return {"hclm": (*OPEN_VOCABULARY, ["--arch", "hclm"] + common),
-            "char_cache_lm (K=100)": (*OPEN_VOCABULARY, ["--arch", "char_cache_lm", "--cache-size", "100"] + common),
-            "char_lstm_lm": (*OPEN_VOCABULARY, ["--arch", "char_lstm_lm"] + common),
-            "lstm_lm (word level)": (*WORD_STREAMS, [
-                "--arch", "lstm_lm", "--decoder-embed-dim", size, "--decoder-hidden-size", size,
-                "--decoder-out-embed-dim", size, "--decoder-layers", "1", "--share-decoder-input-output-embed",
-                "--decoder-dropout-in", "0.5", "--decoder-dropout-out", "0.5"])}
+    return {
+        "hclm": (*OPEN_VOCABULARY, ["--arch", "hclm"] + common),
+        "char_cache_lm (K=100)": (*OPEN_VOCABULARY, ["--arch", "char_cache_lm", "--cache-size", "100"] + common),
+        "char_lstm_lm": (*OPEN_VOCABULARY, ["--arch", "char_lstm_lm"] + common),
+        "lstm_lm (word level)": (
+            *WORD_STREAMS,
+            [
+                "--arch",
+                "lstm_lm",
+                "--decoder-embed-dim",
+                size,
+                "--decoder-hidden-size",
+                size,
+                "--decoder-out-embed-dim",
+                size,
+                "--decoder-layers",
+                "1",
+                "--share-decoder-input-output-embed",
+                "--decoder-dropout-in",
+                "0.5",
+                "--decoder-dropout-out",
+                "0.5",
+            ],
+        ),
+    }
 
 
 def speeds(data, task, criterion, margs, updates, save_dir, threads, device="cpu"):
     """Words/s of one fairseq-train run and of fairseq-eval-lm on valid with its checkpoint."""
     shutil.rmtree(save_dir, ignore_errors=True)  # else fairseq resumes the last run and trains nothing
     task = ["--user-dir", "alm_plugin", *(["--cpu"] if device == "cpu" else []), *task]
-    output = fairseq("train", data, *task, "--criterion", criterion, "--optimizer", "adam", "--lr", "0.002",
-                     "--clip-norm", "10", "--batch-size", "10", "--max-update", updates, "--disable-validation",
-                     "--save-dir", save_dir, "--no-epoch-checkpoints", "--log-format", "json", "--log-interval", "1000",
-                     "--seed", "1", "--num-workers", "0", *margs, threads=threads)
+    output = fairseq(
+        "train",
+        data,
+        *task,
+        "--criterion",
+        criterion,
+        "--optimizer",
+        "adam",
+        "--lr",
+        "0.002",
+        "--clip-norm",
+        "10",
+        "--batch-size",
+        "10",
+        "--max-update",
+        updates,
+        "--disable-validation",
+        "--save-dir",
+        save_dir,
+        "--no-epoch-checkpoints",
+        "--log-format",
+        "json",
+        "--log-interval",
+        "1000",
+        "--seed",
+        "1",
+        "--num-workers",
+        "0",
+        *margs,
+        threads=threads,
+    )
     train = records(output, "train")[-1]
-    output = fairseq("eval_lm", data, *task, "--path", os.path.join(save_dir, "checkpoint_last.pt"),
-                     "--gen-subset", "valid", "--batch-size", "10", threads=threads)
+    output = fairseq(
+        "eval_lm",
+        data,
+        *task,
+        "--path",
+        os.path.join(save_dir, "checkpoint_last.pt"),
+        "--gen-subset",
+        "valid",
+        "--batch-size",
+        "10",
+        threads=threads,
+    )
     return float(train["train_wps"]), float(re.search(r"\(([\d.]+) tokens/s\)", output).group(1))
 
 
 def main():
-    parser = speed_parser(__doc__, data=SAMPLE, size=(600, "hidden size of every LSTM (paper: 600)"), updates=60,
-                          repeats=2, threads=(os.cpu_count(), "CPU threads", int))
+    parser = speed_parser(
+        __doc__,
+        data=SAMPLE,
+        size=(600, "hidden size of every LSTM (paper: 600)"),
+        updates=60,
+        repeats=2,
+        threads=(os.cpu_count(), "CPU threads", int),
+    )
     parser.add_argument("--embed", type=int, default=600, help="character embedding size (paper: 600)")
     parser.add_argument("--save-dir", default=os.path.join(ROOT, "checkpoints", "char_speed"))
     args = parse(parser)
     per_word = {s: characters_per_word(args.data, s) for s in ("train", "valid")}
 
     def run(name, margs):
-        train, evaluate = speeds(args.data, *margs, args.updates, os.path.join(args.save_dir, name.split()[0]),
-                                 args.threads, args.device)
+        train, evaluate = speeds(
+            args.data, *margs, args.updates, os.path.join(args.save_dir, name.split()[0]), args.threads, args.device
+        )
         return train * per_word["train"], evaluate * per_word["valid"]
 
     runs = {name: (lambda n=name, m=margs: run(n, m)) for name, margs in model_args(args.size, args.embed).items()}
@@ -65,18 +130,30 @@ def main():
     medians = {name: [statistics.median(v[i] for v in values) for i in range(2)] for name, values in results.items()}
     hclm, word_lstm = medians["hclm"], medians["lstm_lm (word level)"]
     where = device_name(args.device, args.threads)
-    title = (f"characters/s, {os.path.basename(os.path.normpath(args.data))}, LSTMs of {args.size}, "
-             f"chars {args.embed}, 10 streams x 35 words, {args.updates} updates, {where}, median of {args.repeats}")
-    print(f"\n{title}\n{'model':22s} {'train chars/s':>13s} {'vs hclm':>8s} {'vs lstm_lm':>10s} "
-          f"{'eval chars/s':>13s} {'vs hclm':>8s} {'vs lstm_lm':>10s}")
+    title = (
+        f"characters/s, {os.path.basename(os.path.normpath(args.data))}, LSTMs of {args.size}, "
+        f"chars {args.embed}, 10 streams x 35 words, {args.updates} updates, {where}, median of {args.repeats}"
+    )
+    print(
+        f"\n{title}\n{'model':22s} {'train chars/s':>13s} {'vs hclm':>8s} {'vs lstm_lm':>10s} "
+        f"{'eval chars/s':>13s} {'vs hclm':>8s} {'vs lstm_lm':>10s}"
+    )
     for name, (train, evaluate) in medians.items():
-        print(f"{name:22s} {train:13.0f} {train / hclm[0]:8.2f} {train / word_lstm[0]:10.2f} "
-              f"{evaluate:13.0f} {evaluate / hclm[1]:8.2f} {evaluate / word_lstm[1]:10.2f}")
-    write_figures(args.json, {"title": title, "device": where,
-                              "train_chars_per_s": {n: round(v[0]) for n, v in medians.items()},
-                              "eval_chars_per_s": {n: round(v[1]) for n, v in medians.items()},
-                              "train_vs_hclm": {n: round(v[0] / hclm[0], 3) for n, v in medians.items()},
-                              "eval_vs_hclm": {n: round(v[1] / hclm[1], 3) for n, v in medians.items()}})
+        print(
+            f"{name:22s} {train:13.0f} {train / hclm[0]:8.2f} {train / word_lstm[0]:10.2f} "
+            f"{evaluate:13.0f} {evaluate / hclm[1]:8.2f} {evaluate / word_lstm[1]:10.2f}"
+        )
+    write_figures(
+        args.json,
+        {
+            "title": title,
+            "device": where,
+            "train_chars_per_s": {n: round(v[0]) for n, v in medians.items()},
+            "eval_chars_per_s": {n: round(v[1]) for n, v in medians.items()},
+            "train_vs_hclm": {n: round(v[0] / hclm[0], 3) for n, v in medians.items()},
+            "eval_vs_hclm": {n: round(v[1] / hclm[1], 3) for n, v in medians.items()},
+        },
+    )
 
 
 if __name__ == "__main__":

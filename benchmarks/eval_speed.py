@@ -7,6 +7,7 @@
 
     python -m benchmarks.eval_speed --data data-bin/ptb      # PTB test set, 2 x 650
 """
+
 import argparse
 import json
 import os
@@ -24,24 +25,48 @@ MODELS = ["lstm_lm", "attentive_lm single", "attentive_lm combined", "amsrn tied
 def setup_task(data, block):
     """The sentence task as fairseq-eval-lm sets it up: blocks of ``block`` tokens, batches of 8."""
     from fairseq import options, tasks
-    args = options.parse_args_and_arch(options.get_eval_lm_parser(), [
-        data, "--user-dir", os.path.join(ROOT, "alm_plugin"), "--task", "sentence_language_modeling",
-        "--sample-break-mode", "none", "--tokens-per-sample", str(block), "--batch-size", "8"])
+
+    args = options.parse_args_and_arch(
+        options.get_eval_lm_parser(),
+        [
+            data,
+            "--user-dir",
+            os.path.join(ROOT, "alm_plugin"),
+            "--task",
+            "sentence_language_modeling",
+            "--sample-break-mode",
+            "none",
+            "--tokens-per-sample",
+            str(block),
+            "--batch-size",
+            "8",
+        ],
+    )
     return tasks.setup_task(args)
 
 
 def build(name, task, size):
     """One of ``MODELS``, 2 x ``size``, without dropout, its weights drawn from seed 0."""
     from fairseq.models.lstm_lm import LSTMLanguageModel, base_architecture
+
     from alm_plugin.models.amsrn import AMSRNConfig, AMSRNLanguageModel
     from alm_plugin.models.attentive_lm import AttentiveLanguageModel, AttentiveLMConfig
+
     torch.manual_seed(0)
     sized = dict(embed_dim=size, hidden_size=size, dropout=0.0)  # our models' configs
     if name == "lstm_lm":
-        args = argparse.Namespace(decoder_embed_dim=size, decoder_hidden_size=size, decoder_out_embed_dim=size,
-                                  decoder_layers=2, share_decoder_input_output_embed=True, dropout=0.0,
-                                  decoder_dropout_in=0.0, decoder_dropout_out=0.0, tokens_per_sample=100000,
-                                  criterion="cross_entropy")
+        args = argparse.Namespace(
+            decoder_embed_dim=size,
+            decoder_hidden_size=size,
+            decoder_out_embed_dim=size,
+            decoder_layers=2,
+            share_decoder_input_output_embed=True,
+            dropout=0.0,
+            decoder_dropout_in=0.0,
+            decoder_dropout_out=0.0,
+            tokens_per_sample=100000,
+            criterion="cross_entropy",
+        )
         base_architecture(args)
         model = LSTMLanguageModel.build_model(args, task)
     elif name.startswith("attentive_lm"):
@@ -54,6 +79,7 @@ def build(name, task, size):
 def eval_lm_speed(task, model, split):
     """Tokens/s of fairseq-eval-lm's ``eval_lm`` over ``split``, batches of 8 blocks."""
     from fairseq_cli.eval_lm import eval_lm
+
     task.load_dataset(split)
     dataset = task.dataset(split)
     itr = task.eval_lm_dataloader(dataset=dataset, batch_size=8, max_positions=100000, context_window=0, num_workers=0)
@@ -72,6 +98,7 @@ def generation_speed(model, steps, bsz=8):
                 nonlocal seq
                 logits = (model(seq, incremental_state=state) if mode == "incremental" else model(seq))[0][:, -1]
                 seq = torch.cat([seq, logits.argmax(-1, keepdim=True)], 1)
+
             timings[mode] = tokens_per_second(step, range(steps), lambda _: bsz)
     return timings
 
@@ -109,8 +136,10 @@ def main():
         return peak_memory_child(name, args.data, int(size), int(block))
 
     task = setup_task(args.data, args.block)
-    print(f"1. eval-lm scoring, {os.path.basename(os.path.normpath(args.data))} {args.split}, "
-          f"blocks of {args.block}, batch 8, 2 x {args.size}")
+    print(
+        f"1. eval-lm scoring, {os.path.basename(os.path.normpath(args.data))} {args.split}, "
+        f"blocks of {args.block}, batch 8, 2 x {args.size}"
+    )
     speeds = {}
     for name in MODELS:  # lstm_lm first: the others' reference
         speeds[name] = eval_lm_speed(task, build(name, task, args.size), args.split)
@@ -119,16 +148,32 @@ def main():
     print(f"\n2. greedy generation, batch 8, {args.steps} tokens")
     for name in MODELS[1:]:
         t = generation_speed(build(name, task, args.size), args.steps)
-        print(f"   {name:24s} incremental {t['incremental']:7.0f} tok/s, full prefix {t['full prefix']:7.0f} tok/s:"
-              f" {t['incremental'] / t['full prefix']:5.2f} x faster")
+        print(
+            f"   {name:24s} incremental {t['incremental']:7.0f} tok/s, full prefix {t['full prefix']:7.0f} tok/s:"
+            f" {t['incremental'] / t['full prefix']:5.2f} x faster"
+        )
 
     print("\n3. peak memory growth scoring 8 blocks (MiB, fresh process each)")
     print(f"   {'model':24s} " + " ".join(f"{b:>7d}" for b in (35, 512, 2048)))
     for name in MODELS:
         peaks = []
         for block in (35, 512, 2048):  # each in a fresh process: peak_memory_child
-            out = subprocess.run([sys.executable, "-m", "benchmarks.eval_speed", "--data", args.data, "--memory-child",
-                                  name, str(args.size), str(block)], capture_output=True, text=True, cwd=ROOT)
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "benchmarks.eval_speed",
+                    "--data",
+                    args.data,
+                    "--memory-child",
+                    name,
+                    str(args.size),
+                    str(block),
+                ],
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+            )
             lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
             peaks.append(json.loads(lines[-1])["peak_mib"] if lines else float("nan"))
         print(f"   {name:24s} " + " ".join(f"{m:7.0f}" for m in peaks))

@@ -1,6 +1,7 @@
 """What the benchmark scripts share: run a fairseq console script as a user does (a fresh
 process from the repository root, so each run starts as ``fairseq-train ...`` would), read
 its JSON log records, and binarise a corpus of ../shared/data once."""
+
 import json
 import os
 import re
@@ -44,13 +45,22 @@ def prepare(corpus, name, sentences=0, open_vocabulary=False, train_only=False):
     data = os.path.join(ROOT, "data-bin", name)
     if not all(os.path.exists(os.path.join(data, f"{split}.bin")) for split in ("train", "valid", "test")):
         if not os.path.exists(os.path.join(ROOT, "..", "shared", "data", corpus)):
-            sys.exit(f"no {data}: needs ../shared/data/{corpus}, or prepare it with "
-                     f"examples/language_model/prepare_lm_data.py --corpus {corpus} --name {name}")
-        command = [sys.executable, "examples/language_model/prepare_lm_data.py", "--corpus", corpus, "--name", name,
-                   "--force",  # a split is missing: replace what a failed or older run left
-                   *(["--open-vocabulary"] if open_vocabulary else []),
-                   *(["--sample-sentences", str(sentences)] if sentences else []),
-                   *(["--sample-train-only"] if train_only else [])]
+            sys.exit(
+                f"no {data}: needs ../shared/data/{corpus}, or prepare it with "
+                f"examples/language_model/prepare_lm_data.py --corpus {corpus} --name {name}"
+            )
+        command = [
+            sys.executable,
+            "examples/language_model/prepare_lm_data.py",
+            "--corpus",
+            corpus,
+            "--name",
+            name,
+            "--force",  # a split is missing: replace what a failed or older run left
+            *(["--open-vocabulary"] if open_vocabulary else []),
+            *(["--sample-sentences", str(sentences)] if sentences else []),
+            *(["--sample-train-only"] if train_only else []),
+        ]
         proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
         if proc.returncode != 0:
             sys.exit(f"preparing {name} failed:\n{(proc.stdout + proc.stderr)[-3000:]}")
@@ -61,7 +71,9 @@ def characters_per_word(data, split):
     """The characters a word of ``data``'s ``split`` holds on average (|c|, as bits per character counts them)."""
     import torch
     from fairseq.data import Dictionary, data_utils
+
     from alm_plugin.modules.spelling import character_counts
+
     d = Dictionary.load(os.path.join(data, "dict.txt"))
     lines = data_utils.load_indexed_dataset(os.path.join(data, split), d)
     words = torch.cat([lines[i] for i in range(len(lines))])

@@ -7,6 +7,7 @@ where a point beats the pick on valid, into ``benchmarks/results/<corpus>/dynami
 
     python -m benchmarks.grid_edge --corpus wikitext-2 --rows lstm,lstm-stream --threads 1 --save-dir /work/ckpt/wt2
 """
+
 import argparse
 import json
 import math
@@ -18,9 +19,11 @@ from benchmarks.result_files import write_json
 from benchmarks.rows import CORPORA
 from benchmarks.table import commit, eval_lm_ppl, grid_point, test_time_flags
 
-LADDER = sorted(round(m * 10.0 ** k, 8) for k in range(-5, 4) for m in (1, 3))  # 1e-5, 3e-5, ..., 1000, 3000
-KINDS = (("dynamic", "valid_ppl_dynamic", "test_ppl_dynamic"),  # (pick, the row's valid key, its test key)
-         ("both", "valid_ppl_cache_dynamic", "test_ppl_cache_dynamic"))
+LADDER = sorted(round(m * 10.0**k, 8) for k in range(-5, 4) for m in (1, 3))  # 1e-5, 3e-5, ..., 1000, 3000
+KINDS = (
+    ("dynamic", "valid_ppl_dynamic", "test_ppl_dynamic"),  # (pick, the row's valid key, its test key)
+    ("both", "valid_ppl_cache_dynamic", "test_ppl_cache_dynamic"),
+)
 
 
 def step(value, up):
@@ -32,21 +35,32 @@ def step(value, up):
 def edge_sides(corpus, pick):
     """Where ``pick`` sits at the grid's strongest adaptation: "lr" (its largest), "decay" (its smallest)."""
     lrs, decays = ([float(v) for v in text.split(",")] for text in (corpus.dynamic_lrs, corpus.dynamic_decays))
-    return [side for side, hit in (("lr", math.isclose(pick["lr"], max(lrs))),
-                                   ("decay", math.isclose(pick["decay"], min(decays)))) if hit]
+    return [
+        side
+        for side, hit in (
+            ("lr", math.isclose(pick["lr"], max(lrs))),
+            ("decay", math.isclose(pick["decay"], min(decays))),
+        )
+        if hit
+    ]
 
 
 def beyond(corpus, pick):
     """The points one step past the grid where ``pick`` sits at its edge (decay 0 has none below)."""
-    further = {"lr": (step(pick["lr"], up=True), pick["decay"]),
-               "decay": (pick["lr"], step(pick["decay"], up=False) if pick["decay"] > 0 else None)}
+    further = {
+        "lr": (step(pick["lr"], up=True), pick["decay"]),
+        "decay": (pick["lr"], step(pick["decay"], up=False) if pick["decay"] > 0 else None),
+    }
     return [further[side] for side in edge_sides(corpus, pick) if None not in further[side]]
 
 
 def picks(result):
     """A row's picks on valid, dynamic evaluation alone and with the cache: what a probe answers to."""
-    return {kind: {"lr": result[kind]["lr"], "decay": result[kind]["decay"], "valid_ppl": result[valid]}
-            for kind, valid, _ in KINDS if kind in result}
+    return {
+        kind: {"lr": result[kind]["lr"], "decay": result[kind]["decay"], "valid_ppl": result[valid]}
+        for kind, valid, _ in KINDS
+        if kind in result
+    }
 
 
 def points_to_probe(corpus, result):
@@ -85,8 +99,10 @@ def main():
     if unknown := [n for n in names if n not in corpus.rows]:
         sys.exit(f"unknown rows {unknown} for --corpus {corpus.name}; choose from {', '.join(corpus.rows)}")
     if unready := [n for n in names if "dynamic" not in results.get(n, {})]:
-        sys.exit(f"rows {unready} have no finished JSON with a dynamic-evaluation pick in {corpus.results}; "
-                 "run benchmarks/table.py for them first")
+        sys.exit(
+            f"rows {unready} have no finished JSON with a dynamic-evaluation pick in {corpus.results}; "
+            "run benchmarks/table.py for them first"
+        )
     path = os.path.join(corpus.results, "dynamic-edge.json")
     edge = json.load(open(path)) if os.path.exists(path) else {}
     for name in names:
@@ -101,9 +117,15 @@ def main():
             sys.exit(f"{checkpoint} is missing: pass the --save-dir table.py trained {name} in")
         edge[name] = probe(corpus, name, results[name], checkpoint, args.threads)
         write_json(path, edge)  # after each row, so a killed probe keeps the rows it finished
-        print(f"{name}: " + "; ".join(f"lr {p['lr']:g} decay {p['decay']:g}: valid {p['valid_ppl_dynamic']:.2f}, "
-                                      f"with the cache {p['valid_ppl_cache_dynamic']:.2f}" for p in edge[name]["beyond"]),
-              flush=True)
+        print(
+            f"{name}: "
+            + "; ".join(
+                f"lr {p['lr']:g} decay {p['decay']:g}: valid {p['valid_ppl_dynamic']:.2f}, "
+                f"with the cache {p['valid_ppl_cache_dynamic']:.2f}"
+                for p in edge[name]["beyond"]
+            ),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ the plugins interleaved. Per case: the host's ms an update (``Trainer.train_step
 ``train_step``), one update's reads (``HostSyncs``), a digest of the logged figures and the trained
 weights, and, in one more run, the trainer's pieces timed.
 """
+
 import argparse
 import collections
 import contextlib
@@ -41,8 +42,21 @@ READS = {aten._local_scalar_dense.default, aten.nonzero.default, aten.masked_sel
 MASK_INDEXED = {aten.index.Tensor, aten.index_put.default, aten.index_put_.default}
 
 FIGURES = ("loss", "nll_loss", "paper_nll_loss", "attn_entropy", "sample_size")  # what an update logs
-RECIPE = ["--optimizer", "sgd", "--lr", "1", "--clip-norm", "5", "--sentence-avg",
-          "--criterion", "attention_cross_entropy", "--batch-size", "32", "--seed", "1"]
+RECIPE = [
+    "--optimizer",
+    "sgd",
+    "--lr",
+    "1",
+    "--clip-norm",
+    "5",
+    "--sentence-avg",
+    "--criterion",
+    "attention_cross_entropy",
+    "--batch-size",
+    "32",
+    "--seed",
+    "1",
+]
 SENTENCES = ["--task", "sentence_language_modeling", "--tokens-per-sample", "35"]
 STREAMS = ["--task", "document_language_modeling", "--tokens-per-sample", "35", "--memory-window", "20"]
 CASES = {
@@ -56,8 +70,22 @@ CASES = {
 
 def case_args(case, data=SAMPLE, plugin=os.path.join(ROOT, "alm_plugin"), device="cpu", size=16, workers=0):
     """fairseq-train's arguments for one case: 2 x ``size`` on ``device``, ``workers`` data-loading processes."""
-    return [data, "--user-dir", plugin, *(["--cpu"] if device == "cpu" else []), "--num-workers", str(workers), *RECIPE,
-            "--embed-dim", str(size), "--hidden-size", str(size), "--num-layers", "2", *CASES[case]]
+    return [
+        data,
+        "--user-dir",
+        plugin,
+        *(["--cpu"] if device == "cpu" else []),
+        "--num-workers",
+        str(workers),
+        *RECIPE,
+        "--embed-dim",
+        str(size),
+        "--hidden-size",
+        str(size),
+        "--num-layers",
+        "2",
+        *CASES[case],
+    ]
 
 
 TORCH = os.path.dirname(torch.__file__) + os.sep  # torch's frames: not every path with /torch/ (/opt/torch/.venv/...)
@@ -82,6 +110,7 @@ class HostSyncs(TorchDispatchMode):
     waits for the device): ``aten._local_scalar_dense`` (``.item()``, ``bool()``, ``int()``,
     ``float()`` of a tensor), ``nonzero``, ``masked_select``, ``equal``, and indexing with a boolean
     mask. ``found`` maps ``"file:line op"`` to its count; ``ours`` counts those in ``alm_plugin``."""
+
     cuda = None  # the synchronisations set_sync_debug_mode reported (``counting_syncs``, on a GPU)
 
     def __init__(self):
@@ -89,8 +118,10 @@ class HostSyncs(TorchDispatchMode):
         self.found = collections.Counter()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if func in READS or (func in MASK_INDEXED and any(
-                isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in args[1] if i is not None)):
+        if func in READS or (
+            func in MASK_INDEXED
+            and any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in args[1] if i is not None)
+        ):
             self.found[f"{_caller()} {func.overloadpacket.__name__}"] += 1
         return func(*args, **(kwargs or {}))
 
@@ -105,6 +136,7 @@ def train(argv):
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
     from fairseq.distributed import utils as distributed_utils
     from fairseq_cli import train as fairseq_train
+
     for name in ("best", "num_runs"):  # a fresh process starts without a previous run's best
         if hasattr(fairseq_train.should_stop_early, name):
             delattr(fairseq_train.should_stop_early, name)
@@ -129,8 +161,9 @@ def counting_syncs(host_syncs):
                 host_syncs.cuda = sum("synchroniz" in str(w.message) for w in recorded)
 
 
-def measure(case, updates=60, skip=5, counted=3, parts=False, plugin=os.path.join(ROOT, "alm_plugin"), extra=(),
-            **where):
+def measure(
+    case, updates=60, skip=5, counted=3, parts=False, plugin=os.path.join(ROOT, "alm_plugin"), extra=(), **where
+):
     """Runs the case for ``updates`` updates (``where``: ``case_args``'s; ``extra``: more of fairseq-train's
     arguments); returns the per-update medians
     (ms) of the trainer's step and the task's, of the time from one update to the next and the tokens/s
@@ -153,7 +186,9 @@ def measure(case, updates=60, skip=5, counted=3, parts=False, plugin=os.path.joi
                     return original(*args, **kwargs)
                 finally:
                     inside["pieces"][piece] += time.perf_counter() - start
+
             return call
+
         return make
 
     def trainer_step(original):
@@ -178,6 +213,7 @@ def measure(case, updates=60, skip=5, counted=3, parts=False, plugin=os.path.joi
                 piece_ms[piece].append(seconds * 1e3)
             piece_ms["config look-ups (count)"].append(inside["calls"]["config look-ups"])
             return result
+
         return step
 
     def task_step(original):  # a bound method
@@ -185,31 +221,60 @@ def measure(case, updates=60, skip=5, counted=3, parts=False, plugin=os.path.joi
             result = original(*args, **kwargs)
             inside["log"] = result[2]  # what the update logs
             return result
+
         return timed("task")(step)
 
     patches = [(Trainer, "train_step", trainer_step)]
     if parts:
-        patches += [(owner, name, timed(piece)) for owner, name, piece in (
-            (Trainer, "_set_seed", "seeding"), (Trainer, "zero_grad", "zero_grad"), (Trainer, "clip_grad_norm", "clip"),
-            (Trainer, "_reduce_and_log_stats", "reduce and log stats"),
-            (MetersDict, "get_smoothed_values", "smoothed values"), (metrics, "log_scalar", "meters"),
-            (metrics, "log_derived", "meters"), (metrics, "log_speed", "meters"),
-            (DictConfig, "__getattr__", "config look-ups"))]
+        patches += [
+            (owner, name, timed(piece))
+            for owner, name, piece in (
+                (Trainer, "_set_seed", "seeding"),
+                (Trainer, "zero_grad", "zero_grad"),
+                (Trainer, "clip_grad_norm", "clip"),
+                (Trainer, "_reduce_and_log_stats", "reduce and log stats"),
+                (MetersDict, "get_smoothed_values", "smoothed values"),
+                (metrics, "log_scalar", "meters"),
+                (metrics, "log_derived", "meters"),
+                (metrics, "log_speed", "meters"),
+                (DictConfig, "__getattr__", "config look-ups"),
+            )
+        ]
     with contextlib.ExitStack() as stack:
         for owner, name, make in patches:
             stack.enter_context(mock.patch.object(owner, name, make(getattr(owner, name))))
-        train([*case_args(case, plugin=plugin, **where), *extra, "--max-update", str(updates), "--no-save",
-               "--disable-validation", "--no-progress-bar", "--log-interval", str(10 * updates),
-               "--save-dir", stack.enter_context(tempfile.TemporaryDirectory())])
+        train(
+            [
+                *case_args(case, plugin=plugin, **where),
+                *extra,
+                "--max-update",
+                str(updates),
+                "--no-save",
+                "--disable-validation",
+                "--no-progress-bar",
+                "--log-interval",
+                str(10 * updates),
+                "--save-dir",
+                stack.enter_context(tempfile.TemporaryDirectory()),
+            ]
+        )
 
     median = lambda values: round(statistics.median(values[skip:]), 3)  # the first ``skip`` updates warm up
     host = [s - t for s, t in zip(step_ms, task_ms)]
     between = [(b - a) * 1e3 for a, b in zip(starts, starts[1:])]  # one update's start to the next's
-    figures = {"updates": len(step_ms), "host_ms": median(host), "step_ms": median(step_ms),
-               "task_ms": median(task_ms), "update_ms": median(between),
-               "tokens_per_s": round(sum(tokens[skip:-1]) / (starts[-1] - starts[skip])),
-               "syncs": sum(syncs.found.values()), "ours": syncs.ours, "where": dict(syncs.found),
-               "cuda_syncs": syncs.cuda, "trained": trained.hexdigest()[:16]}
+    figures = {
+        "updates": len(step_ms),
+        "host_ms": median(host),
+        "step_ms": median(step_ms),
+        "task_ms": median(task_ms),
+        "update_ms": median(between),
+        "tokens_per_s": round(sum(tokens[skip:-1]) / (starts[-1] - starts[skip])),
+        "syncs": sum(syncs.found.values()),
+        "ours": syncs.ours,
+        "where": dict(syncs.found),
+        "cuda_syncs": syncs.cuda,
+        "trained": trained.hexdigest()[:16],
+    }
     if parts:
         figures["parts_ms"] = {piece: median(values) for piece, values in piece_ms.items()}
     return figures
@@ -234,7 +299,9 @@ def plugin_directory(source, keep):
     exported (``git archive``, read-only) into a temporary directory that ``keep`` holds."""
     if os.path.isdir(source):  # fairseq imports a plugin by its folder's name, and counts ours in alm_plugin's
         if os.path.basename(os.path.abspath(source)) != "alm_plugin":
-            raise SystemExit(f"{source}: a plugin folder must be named alm_plugin (its reads are counted as ours by that)")
+            raise SystemExit(
+                f"{source}: a plugin folder must be named alm_plugin (its reads are counted as ours by that)"
+            )
         return os.path.abspath(source)
     into = keep.enter_context(tempfile.TemporaryDirectory())
     archive = subprocess.run(["git", "archive", source, "alm_plugin"], cwd=ROOT, capture_output=True, check=True)
@@ -245,11 +312,28 @@ def plugin_directory(source, keep):
 def measured_in_a_process(cases, plugin, updates, parts, where, graphs=False):
     """``measure`` of every case in a fresh process (fairseq imports a plugin once a process, so
     each plugin gets its own), with ``--cuda-graphs`` if ``graphs``: ``{case: figures}``."""
-    command = [sys.executable, "-m", "benchmarks.host_overhead", "--one", ",".join(cases), "--updates", str(updates),
-               f"--data={where['data']}", f"--device={where['device']}", f"--size={where['size']}",
-               f"--num-workers={where['workers']}", *(["--parts"] if parts else []), *(["--graphs"] if graphs else [])]
-    proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "OMP_NUM_THREADS": "1", "ALM_HOST_OVERHEAD_PLUGIN": plugin})
+    command = [
+        sys.executable,
+        "-m",
+        "benchmarks.host_overhead",
+        "--one",
+        ",".join(cases),
+        "--updates",
+        str(updates),
+        f"--data={where['data']}",
+        f"--device={where['device']}",
+        f"--size={where['size']}",
+        f"--num-workers={where['workers']}",
+        *(["--parts"] if parts else []),
+        *(["--graphs"] if graphs else []),
+    ]
+    proc = subprocess.run(
+        command,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1", "ALM_HOST_OVERHEAD_PLUGIN": plugin},
+    )
     if proc.returncode != 0:
         raise SystemExit(f"{plugin} failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -263,12 +347,17 @@ def compare(plugins, cases, updates, repeats, where, save=lambda figures: None):
 
     def combined(results):  # the medians of the timed runs; the syncs of the last, the pieces of their run
         timed = [r for r in results if "parts_ms" not in r] or results  # --repeats 0: the pieces' run alone
-        return {**{key: round(statistics.median(r[key] for r in timed), 3)
-                   for key in ("host_ms", "step_ms", "task_ms", "update_ms", "tokens_per_s")},
-                **{key: results[-1][key] for key in ("syncs", "cuda_syncs", "ours", "where")},
-                "parts_ms": next((r["parts_ms"] for r in results if "parts_ms" in r), None), "timed_runs": len(timed),
-                "instrumented": len(timed) == 1 and "parts_ms" in timed[0],  # the medians from the pieces' run
-                "trained": results[-1]["trained"] if len({r["trained"] for r in results}) == 1 else "differs between runs"}
+        return {
+            **{
+                key: round(statistics.median(r[key] for r in timed), 3)
+                for key in ("host_ms", "step_ms", "task_ms", "update_ms", "tokens_per_s")
+            },
+            **{key: results[-1][key] for key in ("syncs", "cuda_syncs", "ours", "where")},
+            "parts_ms": next((r["parts_ms"] for r in results if "parts_ms" in r), None),
+            "timed_runs": len(timed),
+            "instrumented": len(timed) == 1 and "parts_ms" in timed[0],  # the medians from the pieces' run
+            "trained": results[-1]["trained"] if len({r["trained"] for r in results}) == 1 else "differs between runs",
+        }
 
     figures = lambda: {label: {case: combined(rs) for case, rs in by_case.items()} for label, by_case in runs.items()}
     for repeat in range(repeats + 1):
@@ -276,23 +365,37 @@ def compare(plugins, cases, updates, repeats, where, save=lambda figures: None):
             graphs = label.endswith("-graphs")  # the update replayed as a CUDA graph (sentence cases)
             for case, result in measured_in_a_process(cases, plugin, updates, repeat == repeats, where, graphs).items():
                 runs[label][case].append(result)
-                print(f"  run {repeat + 1}: {label:8s} {case:18s} host {result['host_ms']:6.3f} ms an update, "
-                      f"{result['update_ms']:.2f} ms from one to the next, {result['tokens_per_s']} tokens/s, "
-                      f"{result['syncs']} syncs ({result['ours']} ours)", flush=True)
+                print(
+                    f"  run {repeat + 1}: {label:8s} {case:18s} host {result['host_ms']:6.3f} ms an update, "
+                    f"{result['update_ms']:.2f} ms from one to the next, {result['tokens_per_s']} tokens/s, "
+                    f"{result['syncs']} syncs ({result['ours']} ours)",
+                    flush=True,
+                )
             save(figures())
     return figures()
 
 
 def main(argv=None):
     parser = speed_parser(
-        __doc__, device="cpu", data=(SAMPLE, "a binarised corpus (default: the shipped sample)"),
-        size=(16, "the models' 2 x SIZE (650: the paper's)"), updates=(60, "updates a run (the first 5 are not timed)"),
-        repeats=(3, "timed runs of each case and plugin, interleaved; medians of their medians (then one with the "
-                    "pieces timed; 0: that one alone, as a dry run does)"))
-    parser.add_argument("plugins", nargs="*", metavar="LABEL=SOURCE",
-                        help="the plugins measured side by side, each an alm_plugin directory or a git revision "
-                             "(default: after=alm_plugin, this tree's); a LABEL ending in -graphs trains with "
-                             "--cuda-graphs")
+        __doc__,
+        device="cpu",
+        data=(SAMPLE, "a binarised corpus (default: the shipped sample)"),
+        size=(16, "the models' 2 x SIZE (650: the paper's)"),
+        updates=(60, "updates a run (the first 5 are not timed)"),
+        repeats=(
+            3,
+            "timed runs of each case and plugin, interleaved; medians of their medians (then one with the "
+            "pieces timed; 0: that one alone, as a dry run does)",
+        ),
+    )
+    parser.add_argument(
+        "plugins",
+        nargs="*",
+        metavar="LABEL=SOURCE",
+        help="the plugins measured side by side, each an alm_plugin directory or a git revision "
+        "(default: after=alm_plugin, this tree's); a LABEL ending in -graphs trains with "
+        "--cuda-graphs",
+    )
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated, of: " + ", ".join(CASES))
     parser.add_argument("--num-workers", type=int, default=0, help="fairseq-train's data-loading processes")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # a single run, in the process compare() starts
@@ -307,8 +410,14 @@ def main(argv=None):
         logging.disable(logging.WARNING)  # fairseq's INFO lines (and the models' one-time notes)
         plugin = os.environ.get("ALM_HOST_OVERHEAD_PLUGIN", os.path.join(ROOT, "alm_plugin"))
         extra = ["--cuda-graphs"] if args.graphs else []
-        print(json.dumps({case: measure(case, args.updates, parts=args.parts, plugin=plugin, extra=extra, **where)
-                          for case in args.one.split(",")}))
+        print(
+            json.dumps(
+                {
+                    case: measure(case, args.updates, parts=args.parts, plugin=plugin, extra=extra, **where)
+                    for case in args.one.split(",")
+                }
+            )
+        )
         return
     sources = dict(p.split("=", 1) for p in args.plugins) or {"after": "alm_plugin"}
 
@@ -319,24 +428,43 @@ def main(argv=None):
         for label, by_case in figures.items():
             others = ", ".join(other for other in figures if other != label)
             result["runs"][label] = {
-                "cases": by_case, "trainer_checks_ms": trainer_checks_ms(), "plugin": sources[label],
-                "device": device + (f", side by side with {others}" if others else ""), "data": args.data,
-                "size": args.size, "num_workers": args.num_workers, "updates": args.updates, "repeats": args.repeats,
-                "complete": complete, "torch": torch.__version__}
+                "cases": by_case,
+                "trainer_checks_ms": trainer_checks_ms(),
+                "plugin": sources[label],
+                "device": device + (f", side by side with {others}" if others else ""),
+                "data": args.data,
+                "size": args.size,
+                "num_workers": args.num_workers,
+                "updates": args.updates,
+                "repeats": args.repeats,
+                "complete": complete,
+                "torch": torch.__version__,
+            }
         result["command"] = "python -m benchmarks.host_overhead " + " ".join(argv or [])
         write_json(args.json, result)
+
     with contextlib.ExitStack() as keep:
         plugins = {label: plugin_directory(source, keep) for label, source in sources.items()}
-        figures = compare(plugins, [c.strip() for c in args.cases.split(",")], args.updates, args.repeats, where,
-                          save if args.json else lambda figures: None)
+        figures = compare(
+            plugins,
+            [c.strip() for c in args.cases.split(",")],
+            args.updates,
+            args.repeats,
+            where,
+            save if args.json else lambda figures: None,
+        )
     for label, by_case in figures.items():
         for case, f in by_case.items():
-            print(f"{label:8s} {case:18s} host {f['host_ms']:6.3f} ms (step {f['step_ms']:.2f}, task {f['task_ms']:.2f}), "
-                  f"update {f['update_ms']:.2f} ms, {f['tokens_per_s']:.0f} tokens/s, {f['syncs']} syncs, {f['ours']} "
-                  f"ours{'' if f['cuda_syncs'] is None else ', %d CUDA syncs' % f['cuda_syncs']}; figures and weights "
-                  f"{f['trained']}")
-            print("    " + ", ".join(f"{n} x {where}" for where, n in sorted(f["where"].items())) + "; pieces (ms, one "
-                  "run): " + ", ".join(f"{k} {v}" for k, v in (f["parts_ms"] or {}).items()))
+            print(
+                f"{label:8s} {case:18s} host {f['host_ms']:6.3f} ms (step {f['step_ms']:.2f}, task {f['task_ms']:.2f}), "
+                f"update {f['update_ms']:.2f} ms, {f['tokens_per_s']:.0f} tokens/s, {f['syncs']} syncs, {f['ours']} "
+                f"ours{'' if f['cuda_syncs'] is None else ', %d CUDA syncs' % f['cuda_syncs']}; figures and weights "
+                f"{f['trained']}"
+            )
+            print(
+                "    " + ", ".join(f"{n} x {where}" for where, n in sorted(f["where"].items())) + "; pieces (ms, one "
+                "run): " + ", ".join(f"{k} {v}" for k, v in (f["parts_ms"] or {}).items())
+            )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ baseline), WikiText-2's 33k words with the full softmax, the tied adaptive softm
 and the untied one, and the pointer (L = 100) on PTB with either. eval: ``stream_speed``'s scoring
 on WikiText-2's valid split, full against adaptive. Untrained models.
 """
+
 import os
 
 from benchmarks import ROOT
@@ -41,19 +42,43 @@ def training_runs(args):
 
 
 def main():
-    parser = speed_parser(__doc__, device=None, size=(200, "embedding and hidden size (the PTB table's: 200)"),
-                          updates=30, repeats=3, threads=f"1,{os.cpu_count()}")
+    parser = speed_parser(
+        __doc__,
+        device=None,
+        size=(200, "embedding and hidden size (the PTB table's: 200)"),
+        updates=30,
+        repeats=3,
+        threads=f"1,{os.cpu_count()}",
+    )
     parser.add_argument("--eval-batches", type=int, default=200, help="35-word chunks scored per eval run")
     args = parse(parser)
     for data, corpus in ((PTB, "ptb"), (WT2, "wikitext-2")):
         if not os.path.exists(os.path.join(data, "dict.txt")):
-            parser.error(f"no {data}: prepare it with python examples/language_model/prepare_lm_data.py --corpus {corpus}")
-    kinds = lambda: [("train", training_runs(args), BASELINE), ("eval", {
-        name: scoring_run(WT2, options, args.size, args.eval_batches) for name, options in EVAL_ROWS.items()},
-        "WT2 eval, full softmax")]
-    write_figures(args.json, {"by_threads": measure_by_threads(
-        args.threads, kinds, args.repeats, lambda kind, threads: f"{kind} tokens/s, 2 x {args.size}, "
-        f"{STREAMS if kind == 'train' else 1} x 35 chunks, CPU, {threads} threads, median of {args.repeats}")})
+            parser.error(
+                f"no {data}: prepare it with python examples/language_model/prepare_lm_data.py --corpus {corpus}"
+            )
+    kinds = lambda: [
+        ("train", training_runs(args), BASELINE),
+        (
+            "eval",
+            {name: scoring_run(WT2, options, args.size, args.eval_batches) for name, options in EVAL_ROWS.items()},
+            "WT2 eval, full softmax",
+        ),
+    ]
+    write_figures(
+        args.json,
+        {
+            "by_threads": measure_by_threads(
+                args.threads,
+                kinds,
+                args.repeats,
+                lambda kind, threads: (
+                    f"{kind} tokens/s, 2 x {args.size}, "
+                    f"{STREAMS if kind == 'train' else 1} x 35 chunks, CPU, {threads} threads, median of {args.repeats}"
+                ),
+            )
+        },
+    )
 
 
 if __name__ == "__main__":

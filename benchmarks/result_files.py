@@ -5,6 +5,7 @@
 that is not finite; each object it returns is a ``CheckedRow``, whose ``[key]`` raises
 ``ResultError`` where the key is absent or null. A key read with ``.get`` or tested with ``in``
 stays optional: the keys checked are exactly those a block reads."""
+
 import json
 import math
 import os
@@ -53,8 +54,9 @@ def read_result(path):
     try:
         record = json.loads(text)
     except json.JSONDecodeError as error:
-        raise ResultError(f"{path} is not valid JSON ({error.msg} at line {error.lineno} column {error.colno}): "
-                          f"{ADVICE}") from None
+        raise ResultError(
+            f"{path} is not valid JSON ({error.msg} at line {error.lineno} column {error.colno}): {ADVICE}"
+        ) from None
     if not isinstance(record, dict):
         raise ResultError(f"{path} holds a JSON {type(record).__name__}, not an object of figures: {ADVICE}")
     return checked(record, path)

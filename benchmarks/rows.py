@@ -15,6 +15,7 @@ A row reads the corpus in one of four ways (``Row.reading``):
   corpus's ``streams`` of 35 words (the paper: 25 on PTB, 10 on WikiText-2), scored in bits per
   character as one stream by ``fairseq-validate``.
 """
+
 import os
 from dataclasses import dataclass, field
 
@@ -92,14 +93,40 @@ def sgd(anneal_after):
     each sentence (or chunk) and averaged over the batch (``--sentence-avg``, the authors' loss),
     clip 5, lr halved every epoch after ``anneal_after`` (fairseq's fixed scheduler shrinks from
     epoch ``--force-anneal`` on)."""
-    return ("--optimizer", "sgd", "--lr", "1.0", "--lr-scheduler", "fixed", "--force-anneal",
-            str(anneal_after + 1), "--lr-shrink", "0.5", "--clip-norm", "5", "--sentence-avg")
+    return (
+        "--optimizer",
+        "sgd",
+        "--lr",
+        "1.0",
+        "--lr-scheduler",
+        "fixed",
+        "--force-anneal",
+        str(anneal_after + 1),
+        "--lr-shrink",
+        "0.5",
+        "--clip-norm",
+        "5",
+        "--sentence-avg",
+    )
 
 
 OURS = ("--embed-dim", SIZE, "--hidden-size", SIZE, "--num-layers", "2", "--dropout", DROPOUT)
-FAIRSEQ_LSTM = ("--arch", "lstm_lm", "--decoder-embed-dim", SIZE, "--decoder-hidden-size", SIZE,
-                "--decoder-out-embed-dim", SIZE, "--decoder-layers", "2", "--decoder-dropout-in", DROPOUT,
-                "--decoder-dropout-out", DROPOUT)
+FAIRSEQ_LSTM = (
+    "--arch",
+    "lstm_lm",
+    "--decoder-embed-dim",
+    SIZE,
+    "--decoder-hidden-size",
+    SIZE,
+    "--decoder-out-embed-dim",
+    SIZE,
+    "--decoder-layers",
+    "2",
+    "--decoder-dropout-in",
+    DROPOUT,
+    "--decoder-dropout-out",
+    DROPOUT,
+)
 
 
 def model_rows(extra, recipe):
@@ -109,63 +136,140 @@ def model_rows(extra, recipe):
     return {
         "lstm": Row("LSTM (ours, `alm_lstm`)", ("--arch", "alm_lstm", *OURS, *extra, *recipe)),
         "single": Row("`attentive_lm` single (Eq. 7 tanh, no b_c)", (*single, *OURS, *extra, *recipe)),
-        "combined": Row("`attentive_lm` combined (Eq. 10)",
-                        ("--arch", "attentive_lm", "--attention-score", "combined", *OURS, *extra, *recipe)),
+        "combined": Row(
+            "`attentive_lm` combined (Eq. 10)",
+            ("--arch", "attentive_lm", "--attention-score", "combined", *OURS, *extra, *recipe),
+        ),
         "amsrn": Row("`amsrn` tied", (*amsrn, *OURS, *extra, *recipe)),
-        "lstm-stream": Row("LSTM (ours, `alm_lstm`), document streams", ("--arch", "alm_lstm", *OURS, *extra, *recipe),
-                           "stream"),
-        "single-stream": Row(f"`attentive_lm` single, document streams, M = {MEMORY}",
-                             (*single, "--memory-window", MEMORY, *OURS, *extra, *recipe), "stream"),
-        "amsrn-stream": Row(f"`amsrn` tied, document streams, M = {MEMORY}",
-                            (*amsrn, "--memory-window", MEMORY, *OURS, *extra, *recipe), "stream"),
-        "ps-lstm-stream": Row(f"Pointer Sentinel-LSTM (`pointer_sentinel_lm`), document streams, L = {MEMORY}",
-                              ("--arch", "pointer_sentinel_lm", "--pointer-window", MEMORY, *OURS, *extra, *recipe),
-                              "stream"),
+        "lstm-stream": Row(
+            "LSTM (ours, `alm_lstm`), document streams", ("--arch", "alm_lstm", *OURS, *extra, *recipe), "stream"
+        ),
+        "single-stream": Row(
+            f"`attentive_lm` single, document streams, M = {MEMORY}",
+            (*single, "--memory-window", MEMORY, *OURS, *extra, *recipe),
+            "stream",
+        ),
+        "amsrn-stream": Row(
+            f"`amsrn` tied, document streams, M = {MEMORY}",
+            (*amsrn, "--memory-window", MEMORY, *OURS, *extra, *recipe),
+            "stream",
+        ),
+        "ps-lstm-stream": Row(
+            f"Pointer Sentinel-LSTM (`pointer_sentinel_lm`), document streams, L = {MEMORY}",
+            ("--arch", "pointer_sentinel_lm", "--pointer-window", MEMORY, *OURS, *extra, *recipe),
+            "stream",
+        ),
     }
 
 
 # Full PTB: 42,068 / 3,370 / 3,761 sentences, 10 epochs, the full softmax
 PTB_RECIPE = sgd(4)
 _ptb = model_rows((), PTB_RECIPE)
-PTB = Corpus("ptb", epochs=10, anneal_after=4, rows={
-    "lstm": _ptb["lstm"],
-    "single": _ptb["single"],
-    "single-bc": Row("`attentive_lm` single, with b_c (Eq. 7 as printed)",
-                     ("--arch", "attentive_lm", "--attention-score", "single", "--combination-bias", *OURS,
-                      *PTB_RECIPE)),
-    "combined": _ptb["combined"],
-    "single-linear": Row("`attentive_lm` single, `--concat-activation linear`",
-                         ("--arch", "attentive_lm", "--attention-score", "single", "--concat-activation", "linear",
-                          *OURS, *PTB_RECIPE)),
-    "single-zero-context": Row("`attentive_lm` single, context zeroed: the layer without the attention",
-                               ("--arch", "attentive_lm", "--attention-score", "single", "--zero-context", *OURS,
-                                *PTB_RECIPE)),
-    "amsrn": _ptb["amsrn"],
-    **{f"amsrn-entropy-{weight}": Row(f"`amsrn` tied + entropy, lambda {float(weight):.1f}",
-                                      ("--arch", "amsrn", "--memory-selection", "tied", "--attention-entropy-weight",
-                                       f"{float(weight):.1f}", *OURS, *PTB_RECIPE)) for weight in ("0.1", "1")},
-    "fairseq-lstm_lm": Row("fairseq `lstm_lm` (tied, cross-check)",
-                           (*FAIRSEQ_LSTM, "--share-decoder-input-output-embed", *PTB_RECIPE)),
-    # Adam: SGD at lr 1.0 is not a transformer recipe; same size, epochs and batches
-    "fairseq-transformer_lm": Row("fairseq `transformer_lm` (2 layers, 200-d, FFN 512; Adam)",
-                                  ("--arch", "transformer_lm", "--decoder-embed-dim", SIZE, "--decoder-input-dim", SIZE,
-                                   "--decoder-output-dim", SIZE, "--decoder-ffn-embed-dim", "512", "--decoder-layers",
-                                   "2", "--decoder-attention-heads", "4", "--share-decoder-input-output-embed",
-                                   "--dropout", DROPOUT, "--optimizer", "adam", "--lr", "0.001", "--lr-scheduler",
-                                   "inverse_sqrt", "--warmup-updates", "1000", "--clip-norm", "5", "--sentence-avg")),
-    **{name: _ptb[name] for name in ("lstm-stream", "single-stream", "amsrn-stream")},
-    # the default sentinel scale, 0.1, as on WikiText-2: at the paper's 1 its gate never left 1 (26e2899); the
-    # extra term at full length, the 3 epochs' pick (ptb-pointer-loss, below), differing in it alone
-    **{"ps-lstm-stream" + ("" if loss == "off" else f"-{loss}"): Row(
-        _ptb["ps-lstm-stream"].description + ("" if loss == "off" else f", `--pointer-loss {loss}`"),
-        (*_ptb["ps-lstm-stream"].args, "--pointer-loss", loss, "--sentinel-scale", "0.1"), "stream")
-       for loss in ("off", "found")},
-    # the output layer's cost in quality: head = PTB's 2,000 most frequent words (~83% of the
-    # tokens), one tail of the other 8,004 (the issue's suggestion, not tuned on a slice)
-    "lstm-stream-adaptive": Row("LSTM (ours, `alm_lstm`), document streams, tied adaptive softmax (head 2000)",
-                                ("--arch", "alm_lstm", *OURS, *PTB_RECIPE, "--adaptive-softmax-cutoff", "2000"),
-                                "stream", full_softmax_twin="lstm-stream"),
-}, paper={"single": "71.7 / 70.1 (2 x 650, patience 10)", "combined": "72.6 / 70.7 (2 x 650)"})
+PTB = Corpus(
+    "ptb",
+    epochs=10,
+    anneal_after=4,
+    rows={
+        "lstm": _ptb["lstm"],
+        "single": _ptb["single"],
+        "single-bc": Row(
+            "`attentive_lm` single, with b_c (Eq. 7 as printed)",
+            ("--arch", "attentive_lm", "--attention-score", "single", "--combination-bias", *OURS, *PTB_RECIPE),
+        ),
+        "combined": _ptb["combined"],
+        "single-linear": Row(
+            "`attentive_lm` single, `--concat-activation linear`",
+            (
+                "--arch",
+                "attentive_lm",
+                "--attention-score",
+                "single",
+                "--concat-activation",
+                "linear",
+                *OURS,
+                *PTB_RECIPE,
+            ),
+        ),
+        "single-zero-context": Row(
+            "`attentive_lm` single, context zeroed: the layer without the attention",
+            ("--arch", "attentive_lm", "--attention-score", "single", "--zero-context", *OURS, *PTB_RECIPE),
+        ),
+        "amsrn": _ptb["amsrn"],
+        **{
+            f"amsrn-entropy-{weight}": Row(
+                f"`amsrn` tied + entropy, lambda {float(weight):.1f}",
+                (
+                    "--arch",
+                    "amsrn",
+                    "--memory-selection",
+                    "tied",
+                    "--attention-entropy-weight",
+                    f"{float(weight):.1f}",
+                    *OURS,
+                    *PTB_RECIPE,
+                ),
+            )
+            for weight in ("0.1", "1")
+        },
+        "fairseq-lstm_lm": Row(
+            "fairseq `lstm_lm` (tied, cross-check)", (*FAIRSEQ_LSTM, "--share-decoder-input-output-embed", *PTB_RECIPE)
+        ),
+        # Adam: SGD at lr 1.0 is not a transformer recipe; same size, epochs and batches
+        "fairseq-transformer_lm": Row(
+            "fairseq `transformer_lm` (2 layers, 200-d, FFN 512; Adam)",
+            (
+                "--arch",
+                "transformer_lm",
+                "--decoder-embed-dim",
+                SIZE,
+                "--decoder-input-dim",
+                SIZE,
+                "--decoder-output-dim",
+                SIZE,
+                "--decoder-ffn-embed-dim",
+                "512",
+                "--decoder-layers",
+                "2",
+                "--decoder-attention-heads",
+                "4",
+                "--share-decoder-input-output-embed",
+                "--dropout",
+                DROPOUT,
+                "--optimizer",
+                "adam",
+                "--lr",
+                "0.001",
+                "--lr-scheduler",
+                "inverse_sqrt",
+                "--warmup-updates",
+                "1000",
+                "--clip-norm",
+                "5",
+                "--sentence-avg",
+            ),
+        ),
+        **{name: _ptb[name] for name in ("lstm-stream", "single-stream", "amsrn-stream")},
+        # the default sentinel scale, 0.1, as on WikiText-2: at the paper's 1 its gate never left 1 (26e2899); the
+        # extra term at full length, the 3 epochs' pick (ptb-pointer-loss, below), differing in it alone
+        **{
+            "ps-lstm-stream" + ("" if loss == "off" else f"-{loss}"): Row(
+                _ptb["ps-lstm-stream"].description + ("" if loss == "off" else f", `--pointer-loss {loss}`"),
+                (*_ptb["ps-lstm-stream"].args, "--pointer-loss", loss, "--sentinel-scale", "0.1"),
+                "stream",
+            )
+            for loss in ("off", "found")
+        },
+        # the output layer's cost in quality: head = PTB's 2,000 most frequent words (~83% of the
+        # tokens), one tail of the other 8,004 (the issue's suggestion, not tuned on a slice)
+        "lstm-stream-adaptive": Row(
+            "LSTM (ours, `alm_lstm`), document streams, tied adaptive softmax (head 2000)",
+            ("--arch", "alm_lstm", *OURS, *PTB_RECIPE, "--adaptive-softmax-cutoff", "2000"),
+            "stream",
+            full_softmax_twin="lstm-stream",
+        ),
+    },
+    paper={"single": "71.7 / 70.1 (2 x 650, patience 10)", "combined": "72.6 / 70.7 (2 x 650)"},
+)
 
 # Full WikiText-2 (sentences split after . ? !; 2.14M training tokens, 33,278 words), every row
 # with the tied adaptive softmax; 4 epochs (~12k updates of 700 tokens, about the PTB rows' 13k),
@@ -173,18 +277,34 @@ PTB = Corpus("ptb", epochs=10, anneal_after=4, rows={
 WT2_CUTOFF = "2000,10000"
 WT2_RECIPE = sgd(2)
 _wt2 = model_rows(("--adaptive-softmax-cutoff", WT2_CUTOFF), WT2_RECIPE)
-WIKITEXT2 = Corpus("wikitext-2", epochs=4, anneal_after=2, rows={
-    **{name: _wt2[name] for name in ("lstm", "single", "combined", "amsrn", "lstm-stream", "single-stream")},
-    "ps-lstm-stream": Row(_wt2["ps-lstm-stream"].description,
-                          # the PTB row's choice (the extra term at full length: PTB's ps-lstm-stream-found)
-                          (*_wt2["ps-lstm-stream"].args, "--pointer-loss", "off", "--sentinel-scale", "0.1"), "stream"),
-    # the peer: fairseq's LSTM LM with its own adaptive softmax (untied, as fairseq builds it under
-    # adaptive_loss, which also needs legacy_ddp), the same cutoffs (its defaults exceed the vocabulary)
-    "fairseq-lstm_lm": Row("fairseq `lstm_lm`, its adaptive softmax (untied), `language_modeling` blocks",
-                           (*FAIRSEQ_LSTM, "--adaptive-softmax-cutoff", WT2_CUTOFF, *WT2_RECIPE), "fairseq"),
-}, paper={"lstm": "– / 99.3 (LSTM-LM, Grave et al.)", "single": "73.7 / 69.7 (50M)", "combined": "74.3 / 70.8 (50M)",
-          "ps-lstm-stream": "84.8 / 80.8 (21M, L = 100)"},
-    cache_windows="100,500,2000,3785")  # 3,785: awd-lstm-lm's WikiText-2 cache
+WIKITEXT2 = Corpus(
+    "wikitext-2",
+    epochs=4,
+    anneal_after=2,
+    rows={
+        **{name: _wt2[name] for name in ("lstm", "single", "combined", "amsrn", "lstm-stream", "single-stream")},
+        "ps-lstm-stream": Row(
+            _wt2["ps-lstm-stream"].description,
+            # the PTB row's choice (the extra term at full length: PTB's ps-lstm-stream-found)
+            (*_wt2["ps-lstm-stream"].args, "--pointer-loss", "off", "--sentinel-scale", "0.1"),
+            "stream",
+        ),
+        # the peer: fairseq's LSTM LM with its own adaptive softmax (untied, as fairseq builds it under
+        # adaptive_loss, which also needs legacy_ddp), the same cutoffs (its defaults exceed the vocabulary)
+        "fairseq-lstm_lm": Row(
+            "fairseq `lstm_lm`, its adaptive softmax (untied), `language_modeling` blocks",
+            (*FAIRSEQ_LSTM, "--adaptive-softmax-cutoff", WT2_CUTOFF, *WT2_RECIPE),
+            "fairseq",
+        ),
+    },
+    paper={
+        "lstm": "– / 99.3 (LSTM-LM, Grave et al.)",
+        "single": "73.7 / 69.7 (50M)",
+        "combined": "74.3 / 70.8 (50M)",
+        "ps-lstm-stream": "84.8 / 80.8 (21M, L = 100)",
+    },
+    cache_windows="100,500,2000,3785",
+)  # 3,785: awd-lstm-lm's WikiText-2 cache
 
 # The Attentive LM paper's Table 1 at its own size, on a GPU (benchmarks/gpu/run.sh paper): full
 # PTB, 2 x 650, tied, dropout 0.5 (the named architectures), the paper's recipe, 20 epochs, lr halved
@@ -193,125 +313,297 @@ WIKITEXT2 = Corpus("wikitext-2", epochs=4, anneal_after=2, rows={
 PAPER_RECIPE = sgd(12)
 _paper = {
     "lstm": Row("LSTM (ours, `alm_lstm_ptb`)", ("--arch", "alm_lstm_ptb", *PAPER_RECIPE)),
-    "single": Row("`attentive_lm_ptb` single", ("--arch", "attentive_lm_ptb", "--attention-score", "single",
-                                                *PAPER_RECIPE)),
-    "combined": Row("`attentive_lm_ptb` combined", ("--arch", "attentive_lm_ptb", "--attention-score", "combined",
-                                                    *PAPER_RECIPE)),
-    "single-zero-context": Row("`attentive_lm_ptb` single, context zeroed: the layer without the attention",
-                               ("--arch", "attentive_lm_ptb", "--attention-score", "single", "--zero-context",
-                                *PAPER_RECIPE)),
+    "single": Row(
+        "`attentive_lm_ptb` single", ("--arch", "attentive_lm_ptb", "--attention-score", "single", *PAPER_RECIPE)
+    ),
+    "combined": Row(
+        "`attentive_lm_ptb` combined", ("--arch", "attentive_lm_ptb", "--attention-score", "combined", *PAPER_RECIPE)
+    ),
+    "single-zero-context": Row(
+        "`attentive_lm_ptb` single, context zeroed: the layer without the attention",
+        ("--arch", "attentive_lm_ptb", "--attention-score", "single", "--zero-context", *PAPER_RECIPE),
+    ),
 }
 # a second seed of the rows that carry the conclusion (the layer's gain, not the attention's)
 SEEDED = {name: f"{name}-seed2" for name in ("lstm", "single-zero-context", "single")}  # the layer's gain first
-PTB_PAPER = Corpus("ptb-paper", epochs=20, anneal_after=12, data_name="ptb", source="ptb", rows={**_paper, **{
-    twin: Row(_paper[name].description + " (seed 2)", _paper[name].args, seed=2) for name, twin in SEEDED.items()}},
-    paper=PTB.paper, dynamic_lrs="0.3,1", dynamic_decays="0.01")
+PTB_PAPER = Corpus(
+    "ptb-paper",
+    epochs=20,
+    anneal_after=12,
+    data_name="ptb",
+    source="ptb",
+    rows={
+        **_paper,
+        **{
+            twin: Row(_paper[name].description + " (seed 2)", _paper[name].args, seed=2)
+            for name, twin in SEEDED.items()
+        },
+    },
+    paper=PTB.paper,
+    dynamic_lrs="0.3,1",
+    dynamic_decays="0.01",
+)
 # its dry run on a CPU (run.sh --dry-run paper): the same rows and route at 2 x 32 on the shipped
 # sample, 2 epochs, one grid point
 TINY = ("--embed-dim", "32", "--hidden-size", "32", "--num-layers", "2", "--dropout", "0.5")
-PTB_PAPER_DRY = Corpus("ptb-paper-dry", epochs=2, anneal_after=1, data_name="wikitext-2-sample", test_time=True, rows={
-    name: Row(row.description.replace("_ptb", "") + " (2 x 32)",
-              (*(a.replace("_ptb", "") for a in row.args[:-len(PAPER_RECIPE)]), *TINY, *sgd(1)), seed=row.seed)
-    for name, row in PTB_PAPER.rows.items() if row.args[-len(PAPER_RECIPE):] == PAPER_RECIPE  # else not derivable
-}, cache_windows="100", dynamic_lrs="1", dynamic_decays="0.01")
+PTB_PAPER_DRY = Corpus(
+    "ptb-paper-dry",
+    epochs=2,
+    anneal_after=1,
+    data_name="wikitext-2-sample",
+    test_time=True,
+    rows={
+        name: Row(
+            row.description.replace("_ptb", "") + " (2 x 32)",
+            (*(a.replace("_ptb", "") for a in row.args[: -len(PAPER_RECIPE)]), *TINY, *sgd(1)),
+            seed=row.seed,
+        )
+        for name, row in PTB_PAPER.rows.items()
+        if row.args[-len(PAPER_RECIPE) :] == PAPER_RECIPE  # else not derivable
+    },
+    cache_windows="100",
+    dynamic_lrs="1",
+    dynamic_decays="0.01",
+)
 
 # Slices that chose settings (the static figures only). The adaptive softmax's cutoffs on WikiText-2:
 # the stream LSTM's first 600 updates with each of the two fastest (cpu/output_layer_speed.json)
-WIKITEXT2_CUTOFFS = Corpus("wikitext-2-cutoffs", epochs=1, anneal_after=2, data_name="wikitext-2", max_update=600,
-                           test_time=False, rows={
-    f"lstm-stream-{cutoff.replace(',', '-')}": Row(f"LSTM, document streams, tied adaptive softmax {cutoff}",
-                                 ("--arch", "alm_lstm", *OURS, "--adaptive-softmax-cutoff", cutoff, *WT2_RECIPE), "stream")
-    for cutoff in ("2000,10000", "1000,5000,15000")})
+WIKITEXT2_CUTOFFS = Corpus(
+    "wikitext-2-cutoffs",
+    epochs=1,
+    anneal_after=2,
+    data_name="wikitext-2",
+    max_update=600,
+    test_time=False,
+    rows={
+        f"lstm-stream-{cutoff.replace(',', '-')}": Row(
+            f"LSTM, document streams, tied adaptive softmax {cutoff}",
+            ("--arch", "alm_lstm", *OURS, "--adaptive-softmax-cutoff", cutoff, *WT2_RECIPE),
+            "stream",
+        )
+        for cutoff in ("2000,10000", "1000,5000,15000")
+    },
+)
 # the Pointer Sentinel's gate: the PTB stream row's first 3 epochs with each extra loss term and
 # sentinel scale ('off' at scale 0.1 is the full-PTB row's own first 3: same seed, data order and lr)
-POINTER_CHOICES = {"sentinel-1": ("off", "1"), "found": ("found", "1"), "all": ("all", "1"),
-                   "sentinel-0.1": ("off", "0.1"), "found-sentinel-0.1": ("found", "0.1")}
-PTB_POINTER_LOSS = Corpus("ptb-pointer-loss", epochs=3, anneal_after=4, data_name="ptb", test_time=False, rows={
-    f"ps-lstm-stream-{choice}": Row(f"Pointer Sentinel-LSTM, document streams, `--pointer-loss {loss}"
-                                    f"{'' if scale == '1' else f' --sentinel-scale {scale}'}`",
-                                    (*_ptb["ps-lstm-stream"].args, "--pointer-loss", loss, "--sentinel-scale", scale),
-                                    "stream")
-    for choice, (loss, scale) in POINTER_CHOICES.items()})
+POINTER_CHOICES = {
+    "sentinel-1": ("off", "1"),
+    "found": ("found", "1"),
+    "all": ("all", "1"),
+    "sentinel-0.1": ("off", "0.1"),
+    "found-sentinel-0.1": ("found", "0.1"),
+}
+PTB_POINTER_LOSS = Corpus(
+    "ptb-pointer-loss",
+    epochs=3,
+    anneal_after=4,
+    data_name="ptb",
+    test_time=False,
+    rows={
+        f"ps-lstm-stream-{choice}": Row(
+            f"Pointer Sentinel-LSTM, document streams, `--pointer-loss {loss}"
+            f"{'' if scale == '1' else f' --sentinel-scale {scale}'}`",
+            (*_ptb["ps-lstm-stream"].args, "--pointer-loss", loss, "--sentinel-scale", scale),
+            "stream",
+        )
+        for choice, (loss, scale) in POINTER_CHOICES.items()
+    },
+)
 
 # the AMSRN paper's rows (a)-(d) and the Attentive LM's score functions and concat layer on the first
 # 10,000 PTB sentences (Adam, which reaches a useful model in 3 epochs)
 SLICE = ("--embed-dim", "256", "--hidden-size", "256", "--dropout", "0.3")
 ADAM = ("--optimizer", "adam", "--lr", "0.002", "--clip-norm", "5")
-PTB_SLICE = Corpus("ptb-slice", epochs=3, anneal_after=None, data_name="ptb-10k", source="ptb", sentences=10000,
-                   test_time=False, rows={
-    "fairseq-lstm_lm": Row("(a) LSTM (fairseq `lstm_lm`)",
-                           ("--arch", "lstm_lm", "--decoder-embed-dim", "256", "--decoder-hidden-size", "256",
-                            "--decoder-out-embed-dim", "256", "--decoder-layers", "2",
-                            "--share-decoder-input-output-embed", "--decoder-dropout-in", "0.3",
-                            "--decoder-dropout-out", "0.3", *ADAM)),
-    "amsrn-none": Row("(b) LSTM + att (`amsrn --memory-selection none`)",
-                      ("--arch", "amsrn", *SLICE, "--memory-selection", "none", *ADAM)),
-    "amsrn": Row("(c) LSTM + att + select (`amsrn --memory-selection tied`)",
-                 ("--arch", "amsrn", *SLICE, "--memory-selection", "tied", *ADAM)),
-    "amsrn-entropy-1": Row("(d) (c) + entropy, `--attention-entropy-weight 1.0`",
-                           ("--arch", "amsrn", *SLICE, "--memory-selection", "tied", "--attention-entropy-weight",
-                            "1.0", *ADAM)),
-    **{f"{score}{suffix}": Row(f"`attentive_lm` {score}" + (", `--concat-activation linear`" if suffix else ""),
-                               ("--arch", "attentive_lm", *SLICE, "--attention-score", score,
-                                *(("--concat-activation", "linear") if suffix else ()), *ADAM))
-       for score in ("single", "combined") for suffix in ("", "-linear")},
-})
+PTB_SLICE = Corpus(
+    "ptb-slice",
+    epochs=3,
+    anneal_after=None,
+    data_name="ptb-10k",
+    source="ptb",
+    sentences=10000,
+    test_time=False,
+    rows={
+        "fairseq-lstm_lm": Row(
+            "(a) LSTM (fairseq `lstm_lm`)",
+            (
+                "--arch",
+                "lstm_lm",
+                "--decoder-embed-dim",
+                "256",
+                "--decoder-hidden-size",
+                "256",
+                "--decoder-out-embed-dim",
+                "256",
+                "--decoder-layers",
+                "2",
+                "--share-decoder-input-output-embed",
+                "--decoder-dropout-in",
+                "0.3",
+                "--decoder-dropout-out",
+                "0.3",
+                *ADAM,
+            ),
+        ),
+        "amsrn-none": Row(
+            "(b) LSTM + att (`amsrn --memory-selection none`)",
+            ("--arch", "amsrn", *SLICE, "--memory-selection", "none", *ADAM),
+        ),
+        "amsrn": Row(
+            "(c) LSTM + att + select (`amsrn --memory-selection tied`)",
+            ("--arch", "amsrn", *SLICE, "--memory-selection", "tied", *ADAM),
+        ),
+        "amsrn-entropy-1": Row(
+            "(d) (c) + entropy, `--attention-entropy-weight 1.0`",
+            ("--arch", "amsrn", *SLICE, "--memory-selection", "tied", "--attention-entropy-weight", "1.0", *ADAM),
+        ),
+        **{
+            f"{score}{suffix}": Row(
+                f"`attentive_lm` {score}" + (", `--concat-activation linear`" if suffix else ""),
+                (
+                    "--arch",
+                    "attentive_lm",
+                    *SLICE,
+                    "--attention-score",
+                    score,
+                    *(("--concat-activation", "linear") if suffix else ()),
+                    *ADAM,
+                ),
+            )
+            for score in ("single", "combined")
+            for suffix in ("", "-linear")
+        },
+    },
+)
 # The dropout layout and the recipe's choices (docs/models.md, "Dropout" and "The recipe"): the first
 # 10,000 PTB training sentences, the whole valid and test; each row one choice away from `single`.
 CHOICE = ("--embed-dim", "256", "--hidden-size", "256", "--num-layers", "2", "--dropout", "0.5", *sgd(4))
 SINGLE = ("--arch", "attentive_lm", "--attention-score", "single")
-PTB_CHOICES = Corpus("ptb-choices", epochs=4, anneal_after=None, data_name="ptb-10k-whole-dev", source="ptb",
-                     sentences=10000, sample_train_only=True, test_time=False, rows={
-    "lstm": Row("LSTM (`alm_lstm`)", ("--arch", "alm_lstm", *CHOICE)),
-    "single": Row("`attentive_lm` single", (*SINGLE, *CHOICE)),
-    "single-attend-dropped": Row("`attentive_lm` single, `--attend-dropped-states`",
-                                 (*SINGLE, "--attend-dropped-states", *CHOICE)),
-    "amsrn": Row("`amsrn` tied", ("--arch", "amsrn", "--memory-selection", "tied", *CHOICE)),
-    "amsrn-attend-dropped": Row("`amsrn` tied, `--attend-dropped-states`",
-                                ("--arch", "amsrn", "--memory-selection", "tied", "--attend-dropped-states", *CHOICE)),
-    "single-zero-context": Row("`attentive_lm` single, context zeroed: the layer without the attention",
-                               (*SINGLE, "--zero-context", *CHOICE)),
-    "single-forget-bias-1": Row("`attentive_lm` single, `--forget-gate-bias 1` (the released code)",
-                                (*SINGLE, "--forget-gate-bias", "1", *CHOICE)),
-    "single-truncate": Row("`attentive_lm` single, training sentences over 35 tokens truncated (the paper)",
-                           (*SINGLE, "--shorten-method", "truncate", "--shorten-data-split-list", "train", *CHOICE)),
-    "single-corpus-order": Row("`attentive_lm` single, `--corpus-order` (the released code's batches)",
-                               (*SINGLE, "--corpus-order", *CHOICE)),
-})
+PTB_CHOICES = Corpus(
+    "ptb-choices",
+    epochs=4,
+    anneal_after=None,
+    data_name="ptb-10k-whole-dev",
+    source="ptb",
+    sentences=10000,
+    sample_train_only=True,
+    test_time=False,
+    rows={
+        "lstm": Row("LSTM (`alm_lstm`)", ("--arch", "alm_lstm", *CHOICE)),
+        "single": Row("`attentive_lm` single", (*SINGLE, *CHOICE)),
+        "single-attend-dropped": Row(
+            "`attentive_lm` single, `--attend-dropped-states`", (*SINGLE, "--attend-dropped-states", *CHOICE)
+        ),
+        "amsrn": Row("`amsrn` tied", ("--arch", "amsrn", "--memory-selection", "tied", *CHOICE)),
+        "amsrn-attend-dropped": Row(
+            "`amsrn` tied, `--attend-dropped-states`",
+            ("--arch", "amsrn", "--memory-selection", "tied", "--attend-dropped-states", *CHOICE),
+        ),
+        "single-zero-context": Row(
+            "`attentive_lm` single, context zeroed: the layer without the attention",
+            (*SINGLE, "--zero-context", *CHOICE),
+        ),
+        "single-forget-bias-1": Row(
+            "`attentive_lm` single, `--forget-gate-bias 1` (the released code)",
+            (*SINGLE, "--forget-gate-bias", "1", *CHOICE),
+        ),
+        "single-truncate": Row(
+            "`attentive_lm` single, training sentences over 35 tokens truncated (the paper)",
+            (*SINGLE, "--shorten-method", "truncate", "--shorten-data-split-list", "train", *CHOICE),
+        ),
+        "single-corpus-order": Row(
+            "`attentive_lm` single, `--corpus-order` (the released code's batches)",
+            (*SINGLE, "--corpus-order", *CHOICE),
+        ),
+    },
+)
 # Kawakami et al. (2017) Tables 4-5. One recipe for every character row: LSTMs of 256 with 128-d
 # characters, dropout 0.3, Adam 0.002, clip 10, chunks of 35 words (the paper: 600-d, dropout 0.5);
 # the epochs let the slowest row, the char LSTM, train in ~2-2.5 h at one thread (docs/benchmarks.md).
-CHARS = ("--char-embed-dim", "128", "--hidden-size", "256", "--dropout", "0.3", "--optimizer", "adam", "--lr",
-         "0.002", "--clip-norm", "10")
+CHARS = (
+    "--char-embed-dim",
+    "128",
+    "--hidden-size",
+    "256",
+    "--dropout",
+    "0.3",
+    "--optimizer",
+    "adam",
+    "--lr",
+    "0.002",
+    "--clip-norm",
+    "10",
+)
 CHAR_ROWS = {
     "char-lstm": Row("char LSTM (`char_lstm_lm`)", ("--arch", "char_lstm_lm", *CHARS), "characters"),
     "hclm": Row("HCLM (`hclm`)", ("--arch", "hclm", *CHARS), "characters"),
     "hclm-cache": Row("HCLM + cache (`char_cache_lm`)", ("--arch", "char_cache_lm", *CHARS), "characters"),
 }
 # full PTB (Mikolov's text: its <unk> is spelled as the five characters of a word, as the paper did)
-PTB_CHARS = Corpus("ptb-chars", epochs=6, anneal_after=None, data_name="ptb-open", source="ptb", open_vocabulary=True,
-                   test_time=False, streams=25, rows=CHAR_ROWS,
-                   paper={"char-lstm": "1.369 / 1.331", "hclm": "1.308 / 1.276", "hclm-cache": "1.266 / 1.247"})
+PTB_CHARS = Corpus(
+    "ptb-chars",
+    epochs=6,
+    anneal_after=None,
+    data_name="ptb-open",
+    source="ptb",
+    open_vocabulary=True,
+    test_time=False,
+    streams=25,
+    rows=CHAR_ROWS,
+    paper={"char-lstm": "1.369 / 1.331", "hclm": "1.308 / 1.276", "hclm-cache": "1.266 / 1.247"},
+)
 # full WikiText-2 (its words seen < 3 times are already <unk>, spelled likewise; the paper read raw text)
-WIKITEXT2_CHARS = Corpus("wikitext-2-chars", epochs=2, anneal_after=None, data_name="wikitext-2-open",
-                         source="wikitext-2", open_vocabulary=True, test_time=False, streams=10, rows=CHAR_ROWS,
-                         paper={"char-lstm": "1.758 / 1.803", "hclm": "1.625 / 1.670",
-                                "hclm-cache": "1.480 / 1.500"})
+WIKITEXT2_CHARS = Corpus(
+    "wikitext-2-chars",
+    epochs=2,
+    anneal_after=None,
+    data_name="wikitext-2-open",
+    source="wikitext-2",
+    open_vocabulary=True,
+    test_time=False,
+    streams=10,
+    rows=CHAR_ROWS,
+    paper={"char-lstm": "1.758 / 1.803", "hclm": "1.625 / 1.670", "hclm-cache": "1.480 / 1.500"},
+)
 # the first study: a WikiText-2 slice (first 12,000 sentences), the same recipe, 10 streams, 2 epochs
-HCLM_SLICE = Corpus("wikitext-2-open-slice", epochs=2, anneal_after=None, data_name="wikitext-2-open-12k",
-                    source="wikitext-2", sentences=12000, open_vocabulary=True, test_time=False, streams=10,
-                    rows=CHAR_ROWS, paper=WIKITEXT2_CHARS.paper)
+HCLM_SLICE = Corpus(
+    "wikitext-2-open-slice",
+    epochs=2,
+    anneal_after=None,
+    data_name="wikitext-2-open-12k",
+    source="wikitext-2",
+    sentences=12000,
+    open_vocabulary=True,
+    test_time=False,
+    streams=10,
+    rows=CHAR_ROWS,
+    paper=WIKITEXT2_CHARS.paper,
+)
 
 # Salton et al. (2017) Table 2 as printed: (system, parameters, valid, test)
-WIKITEXT2_PAPER = [("Zoneout + Variational LSTM (Merity et al.)", "20M", "108.7", "100.9"),
-                   ("LSTM-LM (Grave et al.)", "–", "–", "99.3"),
-                   ("Variational LSTM (Merity et al.)", "20M", "101.7", "96.3"),
-                   ("Neural cache, size 100 (Grave et al.)", "–", "–", "81.6"),
-                   ("Pointer LSTM, window 100 (Merity et al.)", "21M", "84.8", "80.8"),
-                   ("Attentive LM, combined score", "50M", "74.3", "70.8"),
-                   ("Attentive LM, single score", "50M", "73.7", "69.7"),
-                   ("Neural cache, size 2000 (Grave et al.)", "–", "–", "68.9")]
+WIKITEXT2_PAPER = [
+    ("Zoneout + Variational LSTM (Merity et al.)", "20M", "108.7", "100.9"),
+    ("LSTM-LM (Grave et al.)", "–", "–", "99.3"),
+    ("Variational LSTM (Merity et al.)", "20M", "101.7", "96.3"),
+    ("Neural cache, size 100 (Grave et al.)", "–", "–", "81.6"),
+    ("Pointer LSTM, window 100 (Merity et al.)", "21M", "84.8", "80.8"),
+    ("Attentive LM, combined score", "50M", "74.3", "70.8"),
+    ("Attentive LM, single score", "50M", "73.7", "69.7"),
+    ("Neural cache, size 2000 (Grave et al.)", "–", "–", "68.9"),
+]
 
-CORPORA = {corpus.name: corpus for corpus in (PTB, PTB_PAPER, PTB_PAPER_DRY, WIKITEXT2, WIKITEXT2_CUTOFFS,
-                                              PTB_POINTER_LOSS, PTB_SLICE, PTB_CHOICES, PTB_CHARS, WIKITEXT2_CHARS,
-                                              HCLM_SLICE)}
+CORPORA = {
+    corpus.name: corpus
+    for corpus in (
+        PTB,
+        PTB_PAPER,
+        PTB_PAPER_DRY,
+        WIKITEXT2,
+        WIKITEXT2_CUTOFFS,
+        PTB_POINTER_LOSS,
+        PTB_SLICE,
+        PTB_CHOICES,
+        PTB_CHARS,
+        WIKITEXT2_CHARS,
+        HCLM_SLICE,
+    )
+}

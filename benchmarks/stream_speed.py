@@ -8,13 +8,21 @@ state and memory as in ``fairseq-train``: ``alm_lstm`` (the baseline), ``attenti
 eval: ``timing.scoring_speed`` on valid as one stream, ``alm_lstm`` alone, with the neural cache and
 with dynamic evaluation. Untrained models; ``--device cuda`` times each run to the last kernel.
 """
+
 import os
 
 import torch
 
 from benchmarks import ROOT
-from benchmarks.timing import (device_name, measure_by_threads, parse, scoring_speed, speed_parser, timed_training,
-                               write_figures)
+from benchmarks.timing import (
+    device_name,
+    measure_by_threads,
+    parse,
+    scoring_speed,
+    speed_parser,
+    timed_training,
+    write_figures,
+)
 from benchmarks.train_speed import BareLSTMLanguageModel
 
 STREAMS, CHUNK, MEMORY = 20, 35, "100"
@@ -22,18 +30,43 @@ ARCHS = {
     "alm_lstm": ["--arch", "alm_lstm"],
     "attentive_lm single M=100": ["--arch", "attentive_lm", "--attention-score", "single", "--memory-window", MEMORY],
     "amsrn tied M=100": ["--arch", "amsrn", "--memory-selection", "tied", "--memory-window", MEMORY],
-    "pointer_sentinel_lm L=100": ["--arch", "pointer_sentinel_lm", "--pointer-window", MEMORY]}
-EVAL_KINDS = {"eval, no cache": (), "eval, cache N=2000": ("--neural-cache-window", "2000"),
-              "eval, dynamic SGD, segments of 20": ("--dynamic-eval-lr", "0.1", "--dynamic-eval-segment", "20")}
+    "pointer_sentinel_lm L=100": ["--arch", "pointer_sentinel_lm", "--pointer-window", MEMORY],
+}
+EVAL_KINDS = {
+    "eval, no cache": (),
+    "eval, cache N=2000": ("--neural-cache-window", "2000"),
+    "eval, dynamic SGD, segments of 20": ("--dynamic-eval-lr", "0.1", "--dynamic-eval-segment", "20"),
+}
 
 
 def build(data, arch_args, size, batch):
     """The ``document_language_modeling`` task and a model, as ``fairseq-train`` builds them."""
     from fairseq import options, tasks
-    args = options.parse_args_and_arch(options.get_training_parser(), [
-        data, "--user-dir", os.path.join(ROOT, "alm_plugin"), "--task", "document_language_modeling", "--cpu",
-        "--batch-size", str(batch), "--tokens-per-sample", str(CHUNK), *arch_args, "--embed-dim", str(size),
-        "--hidden-size", str(size), "--num-layers", "2", "--dropout", "0.2"])
+
+    args = options.parse_args_and_arch(
+        options.get_training_parser(),
+        [
+            data,
+            "--user-dir",
+            os.path.join(ROOT, "alm_plugin"),
+            "--task",
+            "document_language_modeling",
+            "--cpu",
+            "--batch-size",
+            str(batch),
+            "--tokens-per-sample",
+            str(CHUNK),
+            *arch_args,
+            "--embed-dim",
+            str(size),
+            "--hidden-size",
+            str(size),
+            "--num-layers",
+            "2",
+            "--dropout",
+            "0.2",
+        ],
+    )
     task = tasks.setup_task(args)
     return task, task.build_model(args)
 
@@ -41,6 +74,7 @@ def build(data, arch_args, size, batch):
 def chunks(task, split, count, device):
     """The first ``count`` batches of ``split``, in stream order, on ``device``."""
     from fairseq import utils
+
     task.load_dataset(split)
     dataset = task.dataset(split)
     batches = [task.collate([dataset[i]]) for i in range(min(len(dataset), count))]
@@ -50,12 +84,19 @@ def chunks(task, split, count, device):
 def carried_run(task, model, batches, device="cpu"):
     """A run timing ``model``'s training step over ``batches``, its stream carried from a fresh start."""
     from alm_plugin.criterions.attention_cross_entropy import AttentionCrossEntropyCriterion
+
     criterion = AttentionCrossEntropyCriterion(task, sentence_avg=True)
 
     def run():
         model.decoder.carry.reset()
-        return timed_training(model, lambda sample: criterion(model, sample)[0] / STREAMS, batches,
-                              lambda s: s["ntokens"], device=torch.device(device))
+        return timed_training(
+            model,
+            lambda sample: criterion(model, sample)[0] / STREAMS,
+            batches,
+            lambda s: s["ntokens"],
+            device=torch.device(device),
+        )
+
     return run
 
 
@@ -67,13 +108,22 @@ def training_runs(args):
 
     def bare_loss(sample):
         logits = bare(sample["net_input"]["src_tokens"])
-        return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)).float(),
-                                                 sample["target"].reshape(-1), ignore_index=task.dictionary.pad(),
-                                                 reduction="sum") / STREAMS
+        return (
+            torch.nn.functional.cross_entropy(
+                logits.reshape(-1, logits.size(-1)).float(),
+                sample["target"].reshape(-1),
+                ignore_index=task.dictionary.pad(),
+                reduction="sum",
+            )
+            / STREAMS
+        )
 
-    return {"bare nn.LSTM LM (no carry)": lambda: timed_training(bare, bare_loss, batches, lambda s: s["ntokens"],
-                                                                 device=args.device),
-            **{name: carried_run(task, model, batches, args.device) for name, model in models.items()}}
+    return {
+        "bare nn.LSTM LM (no carry)": lambda: timed_training(
+            bare, bare_loss, batches, lambda s: s["ntokens"], device=args.device
+        ),
+        **{name: carried_run(task, model, batches, args.device) for name, model in models.items()},
+    }
 
 
 def scoring_run(data, model_args, size, batches, device=torch.device("cpu")):
@@ -85,25 +135,48 @@ def scoring_run(data, model_args, size, batches, device=torch.device("cpu")):
 
 
 def main():
-    parser = speed_parser(__doc__, device="cpu", data=os.path.join(ROOT, "data-bin", "ptb"),
-                          size=(200, "embedding and hidden size (the PTB table's: 200)"), updates=40, repeats=3,
-                          threads=f"1,{os.cpu_count()}")
+    parser = speed_parser(
+        __doc__,
+        device="cpu",
+        data=os.path.join(ROOT, "data-bin", "ptb"),
+        size=(200, "embedding and hidden size (the PTB table's: 200)"),
+        updates=40,
+        repeats=3,
+        threads=f"1,{os.cpu_count()}",
+    )
     parser.add_argument("--eval-batches", type=int, default=300, help="35-word chunks scored per eval run")
     parser.add_argument("--kinds", default="train,eval", help="what to time: train, eval or both")
     args = parse(parser)
     args.device = torch.device(args.device)
     if not os.path.exists(os.path.join(args.data, "dict.txt")):
-        parser.error(f"--data {args.data}: no dict.txt; prepare it with "
-                     "python examples/language_model/prepare_lm_data.py --corpus ptb")
-    evaluated = lambda: {name: scoring_run(args.data, [*ARCHS["alm_lstm"], *extra], args.size, args.eval_batches,
-                                           args.device) for name, extra in EVAL_KINDS.items()}
+        parser.error(
+            f"--data {args.data}: no dict.txt; prepare it with "
+            "python examples/language_model/prepare_lm_data.py --corpus ptb"
+        )
+    evaluated = lambda: {
+        name: scoring_run(args.data, [*ARCHS["alm_lstm"], *extra], args.size, args.eval_batches, args.device)
+        for name, extra in EVAL_KINDS.items()
+    }
     asked = args.kinds.split(",")
-    kinds = lambda: ([("train", training_runs(args), "alm_lstm")] if "train" in asked else []) + (
-        [("eval", evaluated(), "eval, no cache")] if "eval" in asked else [])
-    write_figures(args.json, {"by_threads": measure_by_threads(
-        args.threads, kinds, args.repeats, lambda kind, threads: f"{kind} tokens/s, "
-        f"{os.path.basename(os.path.normpath(args.data))}, 2 x {args.size}, {STREAMS if kind == 'train' else 1} x "
-        f"{CHUNK} chunks, {device_name(args.device, threads)}, median of {args.repeats}")})
+    kinds = lambda: (
+        ([("train", training_runs(args), "alm_lstm")] if "train" in asked else [])
+        + ([("eval", evaluated(), "eval, no cache")] if "eval" in asked else [])
+    )
+    write_figures(
+        args.json,
+        {
+            "by_threads": measure_by_threads(
+                args.threads,
+                kinds,
+                args.repeats,
+                lambda kind, threads: (
+                    f"{kind} tokens/s, "
+                    f"{os.path.basename(os.path.normpath(args.data))}, 2 x {args.size}, {STREAMS if kind == 'train' else 1} x "
+                    f"{CHUNK} chunks, {device_name(args.device, threads)}, median of {args.repeats}"
+                ),
+            )
+        },
+    )
 
 
 if __name__ == "__main__":

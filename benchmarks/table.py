@@ -11,6 +11,7 @@ it finishes (``run_row``: its training record; ``evaluate``: every figure scored
 whose JSON exists are skipped and a killed row resumes from its ``checkpoint_last.pt``, so a table
 fills over several runs (``nohup ... &``; ``--threads 1`` to run two rows side by side).
 """
+
 import argparse
 import json
 import os
@@ -38,13 +39,31 @@ def task_args(corpus, row, training):
     if row.reading == "fairseq":  # no state between blocks: at the end each block gets BLOCK tokens of context
         # the plugin only lets torch >= 2.6 load fairseq's checkpoints; model, task, criterion are fairseq's
         # (eval-lm takes the context out of --tokens-per-sample: 70 - 35 scores blocks of 35 after 35 tokens)
-        return [*OURS, "--task", "language_modeling", "--sample-break-mode", "none", "--batch-size", str(corpus.streams),
-                *(["--tokens-per-sample", BLOCK] if training else ["--tokens-per-sample", str(2 * int(BLOCK)),
-                                                                  "--context-window", BLOCK])]
+        return [
+            *OURS,
+            "--task",
+            "language_modeling",
+            "--sample-break-mode",
+            "none",
+            "--batch-size",
+            str(corpus.streams),
+            *(
+                ["--tokens-per-sample", BLOCK]
+                if training
+                else ["--tokens-per-sample", str(2 * int(BLOCK)), "--context-window", BLOCK]
+            ),
+        ]
     if row.reading == "characters":
         return [*OURS, "--task", "open_vocabulary_language_modeling", "--batch-size", streams]
-    return [*OURS, "--task", "sentence_language_modeling", "--batch-size", "32" if training else "64",
-            "--eval-tokens-per-sample", BLOCK if training else "0"]
+    return [
+        *OURS,
+        "--task",
+        "sentence_language_modeling",
+        "--batch-size",
+        "32" if training else "64",
+        "--eval-tokens-per-sample",
+        BLOCK if training else "0",
+    ]
 
 
 def criterion_args(row):
@@ -64,6 +83,7 @@ def checkpoint_state(path):
     """fairseq's bookkeeping in a checkpoint: the epoch it closed, the training time so far, and the model's
     settings (its architecture's defaults filled in)."""
     import torch
+
     saved = torch.load(path, map_location="cpu", weights_only=False)
     state, model = saved["extra_state"], saved["cfg"]["model"]
     iterator = state["train_iterator"]
@@ -75,14 +95,19 @@ def checkpoint_state(path):
 
 def commit():
     """The checkout's commit; ALM_COMMIT where the tree was copied without its .git (a GPU machine)."""
-    return os.environ.get("ALM_COMMIT") or subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                                                          capture_output=True, text=True).stdout.strip()
+    return (
+        os.environ.get("ALM_COMMIT")
+        or subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
+    )
 
 
 def device_name():
     if DEVICE_FLAGS:
         return "cpu"
     import torch
+
     return torch.cuda.get_device_name(0)
 
 
@@ -97,12 +122,33 @@ def train_row(corpus, row, save, threads, log, epochs):
     """fairseq-train the row to ``epochs`` (resuming checkpoint_last.pt) and return its log; train.log keeps
     every run's records, a fresh start a fresh log. Per-epoch validation cuts sentences at 35 tokens."""
     fresh = not os.path.exists(os.path.join(save, "checkpoint_last.pt"))
-    return fairseq("train", corpus.data, *task_args(corpus, row, True), *row.args, *criterion_args(row),
-                   "--max-epoch", str(epochs), "--best-checkpoint-metric", "nll_loss",
-                   *(["--max-update", str(corpus.max_update)] if corpus.max_update else []),
-                   "--no-epoch-checkpoints", "--save-dir", save, "--seed", str(row.seed), "--num-workers", "0",
-                   "--log-format", "json", "--log-interval", "200", "--no-progress-bar", threads=threads,
-                   log=log, mode="w" if fresh else "a")
+    return fairseq(
+        "train",
+        corpus.data,
+        *task_args(corpus, row, True),
+        *row.args,
+        *criterion_args(row),
+        "--max-epoch",
+        str(epochs),
+        "--best-checkpoint-metric",
+        "nll_loss",
+        *(["--max-update", str(corpus.max_update)] if corpus.max_update else []),
+        "--no-epoch-checkpoints",
+        "--save-dir",
+        save,
+        "--seed",
+        str(row.seed),
+        "--num-workers",
+        "0",
+        "--log-format",
+        "json",
+        "--log-interval",
+        "200",
+        "--no-progress-bar",
+        threads=threads,
+        log=log,
+        mode="w" if fresh else "a",
+    )
 
 
 def set_aside(save, stale_json):
@@ -142,32 +188,51 @@ def run_row(corpus, name, save_root, threads, results_dir, epochs, cut=False):
     trained = {int(e["epoch"]): e for e in records(train, "train")}
     per_epoch = lambda table, key: [float(table[e][key]) if e in table else None for e in range(1, last + 1)]
     batching = {"sentence": {"batch_sentences": 32}, "fairseq": {"batch_blocks": corpus.streams, "block": 35}}.get(
-        row.reading, {"batch_streams": corpus.streams, "chunk": 35})  # streams and characters
+        row.reading, {"batch_streams": corpus.streams, "chunk": 35}
+    )  # streams and characters
     words_per_s = sum(float(e["train_wps"]) for e in trained.values()) / len(trained) if trained else None
-    result = {"row": name, "description": row.description, "args": list(row.args), "commit": commit(),
-              "device": device_name(), **({"cut_at_epoch": last} if last < epochs else {}),
-              **({"dropout_layout": DROPOUT_LAYOUT} if row.has_our_decoder else {}),
-              "recipe": {"size": option(row, "--hidden-size", "--decoder-hidden-size", "--decoder-embed-dim")
-                         or str(model.get("hidden_size")),
-                         "dropout": option(row, "--dropout", "--decoder-dropout-out") or str(model.get("dropout")),
-                         "epochs": corpus.epochs, "anneal_after": corpus.anneal_after, "seed": row.seed,
-                         **({"sentences": corpus.sentences} if corpus.sentences else {}),
-                         **batching, "threads": threads,
-                         **({"max_update": corpus.max_update} if corpus.max_update else {})},
-              "epochs": last, "best_epoch": best_epoch, "train_minutes": round(seconds / 60, 1),
-              "epochs_without_records": [e for e in range(1, last + 1) if e not in valid],
-              "train_tokens_per_s": round(words_per_s) if trained else None,
-              "valid_ppl_per_epoch": per_epoch(valid, "valid_ppl"),
-              "train_ppl_per_epoch": per_epoch(trained, "train_ppl"),
-              "gnorm_per_epoch": per_epoch(trained, "train_gnorm"),
-              # a pointer's gate, its extra loss and an attention's entropy, epoch by epoch: a collapse shows here
-              **{f"{stat}_per_epoch": per_epoch(valid, f"valid_{stat}")
-                 for stat in ("attn_entropy", "pointer_gate", "pointer_loss", "bpc")
-                 if any(f"valid_{stat}" in v for v in valid.values())},
-              # the character rows: words/s times the training text's characters a word (|c|, as bpc counts)
-              **({"train_chars_per_s": round(words_per_s * characters_per_word(corpus.data, "train"))}
-                 if trained and row.reading == "characters" else {}),
-              "params": int(re.search(r"num\. shared model params: ([\d,]+)", train).group(1).replace(",", ""))}
+    result = {
+        "row": name,
+        "description": row.description,
+        "args": list(row.args),
+        "commit": commit(),
+        "device": device_name(),
+        **({"cut_at_epoch": last} if last < epochs else {}),
+        **({"dropout_layout": DROPOUT_LAYOUT} if row.has_our_decoder else {}),
+        "recipe": {
+            "size": option(row, "--hidden-size", "--decoder-hidden-size", "--decoder-embed-dim")
+            or str(model.get("hidden_size")),
+            "dropout": option(row, "--dropout", "--decoder-dropout-out") or str(model.get("dropout")),
+            "epochs": corpus.epochs,
+            "anneal_after": corpus.anneal_after,
+            "seed": row.seed,
+            **({"sentences": corpus.sentences} if corpus.sentences else {}),
+            **batching,
+            "threads": threads,
+            **({"max_update": corpus.max_update} if corpus.max_update else {}),
+        },
+        "epochs": last,
+        "best_epoch": best_epoch,
+        "train_minutes": round(seconds / 60, 1),
+        "epochs_without_records": [e for e in range(1, last + 1) if e not in valid],
+        "train_tokens_per_s": round(words_per_s) if trained else None,
+        "valid_ppl_per_epoch": per_epoch(valid, "valid_ppl"),
+        "train_ppl_per_epoch": per_epoch(trained, "train_ppl"),
+        "gnorm_per_epoch": per_epoch(trained, "train_gnorm"),
+        # a pointer's gate, its extra loss and an attention's entropy, epoch by epoch: a collapse shows here
+        **{
+            f"{stat}_per_epoch": per_epoch(valid, f"valid_{stat}")
+            for stat in ("attn_entropy", "pointer_gate", "pointer_loss", "bpc")
+            if any(f"valid_{stat}" in v for v in valid.values())
+        },
+        # the character rows: words/s times the training text's characters a word (|c|, as bpc counts)
+        **(
+            {"train_chars_per_s": round(words_per_s * characters_per_word(corpus.data, "train"))}
+            if trained and row.reading == "characters"
+            else {}
+        ),
+        "params": int(re.search(r"num\. shared model params: ([\d,]+)", train).group(1).replace(",", "")),
+    }
     started = time.time()
     result.update(evaluate(corpus, row, os.path.join(save, "checkpoint_best.pt"), threads))
     # every figure after training: eval-lm, validate, the grid on valid (unless reused), test with each choice
@@ -187,11 +252,22 @@ def evaluate(corpus, row, checkpoint, threads):
     with the grid's choices."""
     result = {"eval_commit": commit()}
     if row.reading == "characters":  # bits per character, each split read as one stream
-        for split, validated in zip(("valid", "test"), in_parallel(
-                *[lambda split=split: validate(corpus, row, checkpoint, split, criterion_args(row), threads)
-                  for split in ("valid", "test")])):
-            result.update({f"{split}_{stat}": float(validated[f"{split}_{stat}"])
-                           for stat in ("bpc", "ppl", "cache_use") if f"{split}_{stat}" in validated})
+        for split, validated in zip(
+            ("valid", "test"),
+            in_parallel(
+                *[
+                    lambda split=split: validate(corpus, row, checkpoint, split, criterion_args(row), threads)
+                    for split in ("valid", "test")
+                ]
+            ),
+        ):
+            result.update(
+                {
+                    f"{split}_{stat}": float(validated[f"{split}_{stat}"])
+                    for stat in ("bpc", "ppl", "cache_use")
+                    if f"{split}_{stat}" in validated
+                }
+            )
         if "test_cache_use" in result:
             result["test_cache_posterior"] = cache_posterior(corpus, checkpoint, threads)
         return result
@@ -199,9 +275,14 @@ def evaluate(corpus, row, checkpoint, threads):
     points = grid_points(corpus) if ours and corpus.test_time else []
     figures = in_parallel(
         *[lambda split=split: eval_lm_ppl(corpus, row, checkpoint, split, [], threads) for split in ("valid", "test")],
-        *[lambda split=split: validate(corpus, row, checkpoint, split, ["--criterion", "attention_cross_entropy"],
-                                       threads) for split in (("valid", "test") if ours else ())],
-        *[lambda point=point: grid_point(corpus, checkpoint, *point, threads) for point in points])
+        *[
+            lambda split=split: validate(
+                corpus, row, checkpoint, split, ["--criterion", "attention_cross_entropy"], threads
+            )
+            for split in (("valid", "test") if ours else ())
+        ],
+        *[lambda point=point: grid_point(corpus, checkpoint, *point, threads) for point in points],
+    )
     result["valid_ppl"], result["test_ppl"] = figures[:2]
     for split, validated in zip(("valid", "test"), figures[2:4] if ours else ()):
         result[f"{split}_paper_ppl"] = float(validated[f"{split}_paper_ppl"])
@@ -216,16 +297,46 @@ def evaluate(corpus, row, checkpoint, threads):
 
 def validate(corpus, row, checkpoint, split, criterion, threads):
     """fairseq-validate's record of ``split``."""
-    return records(fairseq("validate", corpus.data, *task_args(corpus, row, False), "--path", checkpoint,
-                           "--valid-subset", split, *criterion, "--log-format", "json", threads=threads), split)[-1]
+    return records(
+        fairseq(
+            "validate",
+            corpus.data,
+            *task_args(corpus, row, False),
+            "--path",
+            checkpoint,
+            "--valid-subset",
+            split,
+            *criterion,
+            "--log-format",
+            "json",
+            threads=threads,
+        ),
+        split,
+    )[-1]
 
 
 def cache_posterior(corpus, checkpoint, threads):
     """The word types the cache model copies most and spells most on test, over every repeated
     type and over those seen fewer than 5 times in train (the paper's Tables 7-8)."""
     path = os.path.join(os.path.dirname(checkpoint), "cache_posterior_test.json")
-    record = plugin_tool("cache_posterior", "--path", checkpoint, "--data", corpus.data, *DEVICE_FLAGS, "--gen-subset", "test",
-                         "--top", "15", "--rare-in-train", "5", "--json", path, json_out=path, threads=threads)
+    record = plugin_tool(
+        "cache_posterior",
+        "--path",
+        checkpoint,
+        "--data",
+        corpus.data,
+        *DEVICE_FLAGS,
+        "--gen-subset",
+        "test",
+        "--top",
+        "15",
+        "--rare-in-train",
+        "5",
+        "--json",
+        path,
+        json_out=path,
+        threads=threads,
+    )
     return {key: record[key] for key in ("mean_posterior", "bpc", "rare_in_train", "tables")}
 
 
@@ -238,8 +349,11 @@ def finished_grid(grid_json, checkpoint, windows, lrs, decays):
     with open(grid_json) as f:
         record = json.load(f)
     points = {(float(p["lr"]), float(p["decay"])) for p in record.get("dynamic_grid", [])}
-    if (record.get("split") != "valid" or {int(g["window"]) for g in record["grid"]} != set(windows)
-            or points != {(lr, decay) for lr in lrs for decay in decays}):
+    if (
+        record.get("split") != "valid"
+        or {int(g["window"]) for g in record["grid"]} != set(windows)
+        or points != {(lr, decay) for lr in lrs for decay in decays}
+    ):
         return None
     return record
 
@@ -253,17 +367,37 @@ def grid_point(corpus, checkpoint, lr, decay, threads):
     record = finished_grid(path, checkpoint, windows, [lr], [decay])
     if record is not None:
         return record, True
-    return plugin_tool("cache_grid", "--path", checkpoint, "--data", corpus.data, *DEVICE_FLAGS, "--json", path,
-                       "--windows", corpus.cache_windows, "--dynamic-lrs", f"{lr:g}",
-                       "--dynamic-decays", f"{decay:g}", json_out=path, threads=threads), False
+    return plugin_tool(
+        "cache_grid",
+        "--path",
+        checkpoint,
+        "--data",
+        corpus.data,
+        *DEVICE_FLAGS,
+        "--json",
+        path,
+        "--windows",
+        corpus.cache_windows,
+        "--dynamic-lrs",
+        f"{lr:g}",
+        "--dynamic-decays",
+        f"{decay:g}",
+        json_out=path,
+        threads=threads,
+    ), False
 
 
 def plugin_tool(module, *args, json_out, threads):
     """Run ``alm_plugin.cli.<module> args`` (it writes ``json_out``) and return that JSON; exit
     with the output's tail if it fails."""
     env = {**os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
-    proc = subprocess.run([sys.executable, "-m", f"alm_plugin.cli.{module}", *map(str, args)],
-                          cwd=ROOT, capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", f"alm_plugin.cli.{module}", *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     if proc.returncode != 0:
         sys.exit(f"alm_plugin.cli.{module} failed ({proc.returncode}):\n{(proc.stdout + proc.stderr)[-3000:]}")
     with open(json_out) as f:
@@ -294,17 +428,39 @@ def test_time_flags(row, choice, cache=True, dynamic=True):
     """fairseq-eval-lm's flags for a choice of alm-cache-grid (its cache and/or dynamic evaluation)."""
     flags = []
     if dynamic:
-        flags += ["--dynamic-eval-lr", str(choice["lr"]), "--dynamic-eval-decay", str(choice["decay"]),
-                  *(["--dynamic-eval-segment", str(choice["segment"])] if row.reading == "stream" else [])]
+        flags += [
+            "--dynamic-eval-lr",
+            str(choice["lr"]),
+            "--dynamic-eval-decay",
+            str(choice["decay"]),
+            *(["--dynamic-eval-segment", str(choice["segment"])] if row.reading == "stream" else []),
+        ]
     if cache:
-        flags += ["--neural-cache-window", str(choice["window"]), "--neural-cache-theta", str(choice["theta"]),
-                  "--neural-cache-lambda", str(choice["lambda"])]
+        flags += [
+            "--neural-cache-window",
+            str(choice["window"]),
+            "--neural-cache-theta",
+            str(choice["theta"]),
+            "--neural-cache-lambda",
+            str(choice["lambda"]),
+        ]
     return flags
 
 
 def eval_lm_ppl(corpus, row, checkpoint, split, flags, threads):
-    return perplexity(fairseq("eval_lm", corpus.data, *task_args(corpus, row, False), "--path", checkpoint,
-                              "--gen-subset", split, *flags, threads=threads))
+    return perplexity(
+        fairseq(
+            "eval_lm",
+            corpus.data,
+            *task_args(corpus, row, False),
+            "--path",
+            checkpoint,
+            "--gen-subset",
+            split,
+            *flags,
+            threads=threads,
+        )
+    )
 
 
 def evaluate_test_time(corpus, row, checkpoint, points, threads):
@@ -313,18 +469,29 @@ def evaluate_test_time(corpus, row, checkpoint, points, threads):
     fairseq-eval-lm on test with each chosen setting, JOBS at a time. The valid figures with
     dynamic evaluation are the grid's (it reads valid exactly as eval-lm does)."""
     chosen, reused = combine_grid(points)
-    result = {"cache": {"window": chosen["window"], "theta": chosen["theta"], "lambda": chosen["lambda"],
-                        "chosen_on": "valid", "grid_valid_ppl": round(chosen["ppl_with_cache"], 2),
-                        # then eval_minutes leaves those points' passes out
-                        **({"grid_points_reused": reused} if reused else {})}}
+    result = {
+        "cache": {
+            "window": chosen["window"],
+            "theta": chosen["theta"],
+            "lambda": chosen["lambda"],
+            "chosen_on": "valid",
+            "grid_valid_ppl": round(chosen["ppl_with_cache"], 2),
+            # then eval_minutes leaves those points' passes out
+            **({"grid_points_reused": reused} if reused else {}),
+        }
+    }
     runs = [(f"{split}_ppl_cache", split, test_time_flags(row, chosen, dynamic=False)) for split in ("valid", "test")]
     for kind, suffix, cache in (("dynamic", "dynamic", False), ("both", "cache_dynamic", True)):
         if kind in chosen:
             result[kind] = {**chosen[kind], "chosen_on": "valid"}
             result[f"valid_ppl_{suffix}"] = round(chosen[kind]["ppl"], 2)
             runs.append((f"test_ppl_{suffix}", "test", test_time_flags(row, chosen[kind], cache=cache)))
-    figures = in_parallel(*[lambda split=split, flags=flags: eval_lm_ppl(corpus, row, checkpoint, split, flags, threads)
-                            for _, split, flags in runs])
+    figures = in_parallel(
+        *[
+            lambda split=split, flags=flags: eval_lm_ppl(corpus, row, checkpoint, split, flags, threads)
+            for _, split, flags in runs
+        ]
+    )
     result.update({key: figure for (key, _, _), figure in zip(runs, figures)})
     return result
 
@@ -338,10 +505,17 @@ def write_progress(corpus, names, save_dir, results_dir, epochs, path):
         if os.path.exists(done):
             with open(done) as f:
                 result = json.load(f)
-            found[name] = {"state": "done", "epochs_done": result["epochs"], "epochs": epochs,
-                           "valid_ppl_per_epoch": result["valid_ppl_per_epoch"]}
-            print(f"{name}: done, valid {result['valid_ppl']:.2f} / test {result['test_ppl']:.2f} "
-                  f"after {result['epochs']} epochs", flush=True)
+            found[name] = {
+                "state": "done",
+                "epochs_done": result["epochs"],
+                "epochs": epochs,
+                "valid_ppl_per_epoch": result["valid_ppl_per_epoch"],
+            }
+            print(
+                f"{name}: done, valid {result['valid_ppl']:.2f} / test {result['test_ppl']:.2f} "
+                f"after {result['epochs']} epochs",
+                flush=True,
+            )
             continue
         log = os.path.join(save_dir, name, "train.log")
         text = open(log).read() if os.path.exists(log) else ""
@@ -352,13 +526,20 @@ def write_progress(corpus, names, save_dir, results_dir, epochs, path):
         per_epoch = sorted(steps)[len(steps) // 2] if steps else (walls[0] if walls else None)
         done_epochs = max(valid, default=0)
         state = "scoring" if done_epochs >= epochs else "training" if text else "not started"
-        found[name] = {"state": state, "epochs_done": done_epochs, "epochs": epochs,
-                       "valid_ppl_per_epoch": [float(valid[e]["valid_ppl"]) for e in sorted(valid)],
-                       "seconds_per_epoch": per_epoch,
-                       "training_seconds_left": round(per_epoch * (epochs - done_epochs)) if per_epoch else None}
+        found[name] = {
+            "state": state,
+            "epochs_done": done_epochs,
+            "epochs": epochs,
+            "valid_ppl_per_epoch": [float(valid[e]["valid_ppl"]) for e in sorted(valid)],
+            "seconds_per_epoch": per_epoch,
+            "training_seconds_left": round(per_epoch * (epochs - done_epochs)) if per_epoch else None,
+        }
         left = found[name]["training_seconds_left"]
-        where = {"scoring": "trained, scoring"}.get(state, f"epoch {done_epochs}/{epochs}, " + (
-            f"about {left} s of training left" if left is not None else "its time an epoch not known yet"))
+        where = {"scoring": "trained, scoring"}.get(
+            state,
+            f"epoch {done_epochs}/{epochs}, "
+            + (f"about {left} s of training left" if left is not None else "its time an epoch not known yet"),
+        )
         curve = ", ".join(f"{float(valid[e]['valid_ppl']):.1f}" for e in sorted(valid))
         print(f"{name}: {where}" + (f"; valid ppl {curve}" if curve else ""), flush=True)  # run.sh reads this line
     with open(path, "w") as f:
@@ -373,24 +554,39 @@ def main():
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--results-dir", help="where the rows' JSON files are (default: benchmarks/results/<corpus>)")
     parser.add_argument("--epochs", type=int, help="only to smoke-test the script (default: the corpus's budget)")
-    parser.add_argument("--evaluate-only", action="store_true",
-                        help="recompute the valid/test figures of --rows from their saved checkpoint_best.pt")
+    parser.add_argument(
+        "--evaluate-only",
+        action="store_true",
+        help="recompute the valid/test figures of --rows from their saved checkpoint_best.pt",
+    )
     parser.add_argument("--list", action="store_true", help="print the rows and their arguments")
-    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
-                        help="where every command trains and scores (cuda: the first GPU)")
-    parser.add_argument("--jobs", type=int, default=1,
-                        help="scoring commands at once (a GPU machine's cores and one GPU: 8)")
-    parser.add_argument("--cut", action="store_true",
-                        help="train no further: score the epochs --rows trained so far (a row stopped by the clock; "
-                             "its JSON gives cut_at_epoch)")
-    parser.add_argument("--progress", metavar="JSON",
-                        help="write where each of --rows is (its valid curve, epochs done, seconds an epoch) to "
-                             "JSON, print a line per row, and exit")
+    parser.add_argument(
+        "--device",
+        choices=("cpu", "cuda"),
+        default="cpu",
+        help="where every command trains and scores (cuda: the first GPU)",
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="scoring commands at once (a GPU machine's cores and one GPU: 8)"
+    )
+    parser.add_argument(
+        "--cut",
+        action="store_true",
+        help="train no further: score the epochs --rows trained so far (a row stopped by the clock; "
+        "its JSON gives cut_at_epoch)",
+    )
+    parser.add_argument(
+        "--progress",
+        metavar="JSON",
+        help="write where each of --rows is (its valid curve, epochs done, seconds an epoch) to "
+        "JSON, print a line per row, and exit",
+    )
     args = parser.parse_args()
     corpus = CORPORA[args.corpus]
     global DEVICE_FLAGS, JOBS
     if args.device == "cuda":
         import torch
+
         if not torch.cuda.is_available():
             sys.exit("--device cuda: torch sees no GPU here: leave --device out to run on the CPU")
         DEVICE_FLAGS = []
@@ -410,15 +606,21 @@ def main():
         write_progress(corpus, names, save_dir, results_dir, args.epochs or corpus.epochs, args.progress)
         return
     if not os.path.exists(os.path.join(corpus.data, "train.bin")):
-        prepare(corpus.source or corpus.name, corpus.data_name or corpus.name, corpus.sentences,
-                corpus.open_vocabulary, corpus.sample_train_only)
+        prepare(
+            corpus.source or corpus.name,
+            corpus.data_name or corpus.name,
+            corpus.sentences,
+            corpus.open_vocabulary,
+            corpus.sample_train_only,
+        )
     if args.evaluate_only:
         for name in names:
             path = os.path.join(results_dir, f"{name}.json")
             with open(path) as f:
                 result = json.load(f)
-            result.update(evaluate(corpus, corpus.rows[name], os.path.join(save_dir, name, "checkpoint_best.pt"),
-                                   args.threads))
+            result.update(
+                evaluate(corpus, corpus.rows[name], os.path.join(save_dir, name, "checkpoint_best.pt"), args.threads)
+            )
             write_json(path, result)
             print(f"{name}: valid {result['valid_ppl']:.1f}, test {result['test_ppl']:.1f}", flush=True)
         return

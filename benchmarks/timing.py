@@ -2,6 +2,7 @@
 steps it times, runs interleaved and repeated (medians, ratios to a baseline: a ratio measured in one run survives a
 shared machine, a tokens/s figure does not) and every thread count in one run.
 """
+
 import argparse
 import os
 import statistics
@@ -14,9 +15,13 @@ from benchmarks import ROOT
 from benchmarks.result_files import write_json
 
 SAMPLE = os.path.join(ROOT, "data-bin", "wikitext-2-sample")
-SHARED = {"data": (str, "a binarised corpus"), "size": (int, "embedding and hidden size of every model"),
-          "updates": (int, "training updates (steps) a run"), "repeats": (int, "interleaved runs of each model"),
-          "threads": (str, "CPU threads; several, comma-separated, are measured in one run")}
+SHARED = {
+    "data": (str, "a binarised corpus"),
+    "size": (int, "embedding and hidden size of every model"),
+    "updates": (int, "training updates (steps) a run"),
+    "repeats": (int, "interleaved runs of each model"),
+    "threads": (str, "CPU threads; several, comma-separated, are measured in one run"),
+}
 
 
 def speed_parser(doc, device="auto", **defaults):
@@ -40,10 +45,16 @@ def parse(parser, argv=None):
     """``parser``'s arguments; ``--device cuda`` without a GPU refused in one line, not torch's CUDA traceback."""
     args = parser.parse_args(argv)
     if getattr(args, "device", None) == "cuda" and not torch.cuda.is_available():
-        parser.exit(2, f"{parser.prog}: error: --device cuda" + (
-            " (the default): this benchmark needs a GPU and torch sees none: run it on a GPU machine, or pass "
-            "--device cpu for a quick look here\n" if parser.get_default("device") == "cuda" else
-            ": torch sees no GPU here: run it on a GPU machine, or leave --device out (the CPU)\n"))
+        parser.exit(
+            2,
+            f"{parser.prog}: error: --device cuda"
+            + (
+                " (the default): this benchmark needs a GPU and torch sees none: run it on a GPU machine, or pass "
+                "--device cpu for a quick look here\n"
+                if parser.get_default("device") == "cuda"
+                else ": torch sees no GPU here: run it on a GPU machine, or leave --device out (the CPU)\n"
+            ),
+        )
     return args
 
 
@@ -141,8 +152,12 @@ def summary(speeds, baseline, title):
     print(f"\n{title}\n{'model':24s} {'tokens/s':>9s} {'vs ' + baseline:>24s}")
     for name, median in medians.items():
         print(f"{name:24s} {median:9.0f} {median / medians[baseline]:24.2f}")
-    return {"title": title, "baseline": baseline, "tokens_per_s": {n: round(v) for n, v in medians.items()},
-            "ratio": {n: round(v / medians[baseline], 3) for n, v in medians.items()}}
+    return {
+        "title": title,
+        "baseline": baseline,
+        "tokens_per_s": {n: round(v) for n, v in medians.items()},
+        "ratio": {n: round(v / medians[baseline], 3) for n, v in medians.items()},
+    }
 
 
 def measure_by_threads(threads, make_kinds, repeats, describe):
@@ -151,6 +166,8 @@ def measure_by_threads(threads, make_kinds, repeats, describe):
     by_threads = {}
     for count in thread_counts(threads):
         torch.set_num_threads(count)
-        by_threads[str(count)] = {kind: summary(measure(runs, repeats, warm_up=True), baseline, describe(kind, count))
-                                  for kind, runs, baseline in make_kinds()}
+        by_threads[str(count)] = {
+            kind: summary(measure(runs, repeats, warm_up=True), baseline, describe(kind, count))
+            for kind, runs, baseline in make_kinds()
+        }
     return by_threads

@@ -10,6 +10,7 @@ no checkpoints), fairseq's own ``wps``, beside fairseq's ``lstm_lm``. ``--mode m
 step alone (``timing.training``) on the same B x 35 batches in this process, beside a bare PyTorch
 LSTM LM. bf16 / fp16 (GPU): autocast in ``--mode model``, fairseq's ``--fp16`` in ``--mode fairseq``.
 """
+
 import os
 import statistics
 import sys
@@ -17,34 +18,88 @@ import sys
 import torch
 
 from benchmarks.fairseq_runs import fairseq, records
-from benchmarks.timing import (SAMPLE, device_name, measure, parse, speed_parser, summary, thread_counts,
-                               timed_training, write_figures)
+from benchmarks.timing import (
+    SAMPLE,
+    device_name,
+    measure,
+    parse,
+    speed_parser,
+    summary,
+    thread_counts,
+    timed_training,
+    write_figures,
+)
 
 PRECISION_FLAGS = {"fp32": [], "bf16": ["--bf16"], "fp16": ["--fp16"]}
-STEP_MODELS = {"bare nn.LSTM LM": None, "alm_lstm": ("alm_lstm", {}),  # name -> (arch, options)
-               "attentive_lm single": ("attentive_lm", {"attention_score": "single"}),
-               "attentive_lm combined": ("attentive_lm", {"attention_score": "combined"}),
-               "amsrn tied": ("amsrn", {"memory_selection": "tied"})}
+STEP_MODELS = {
+    "bare nn.LSTM LM": None,
+    "alm_lstm": ("alm_lstm", {}),  # name -> (arch, options)
+    "attentive_lm single": ("attentive_lm", {"attention_score": "single"}),
+    "attentive_lm combined": ("attentive_lm", {"attention_score": "combined"}),
+    "amsrn tied": ("amsrn", {"memory_selection": "tied"}),
+}
 
 
 def fairseq_models(size, layers, dropout):
     ours = ["--embed-dim", size, "--hidden-size", size, "--num-layers", layers, "--dropout", dropout]
-    return {"lstm_lm (fairseq)": ["--arch", "lstm_lm", "--decoder-embed-dim", size, "--decoder-hidden-size", size,
-                                  "--decoder-out-embed-dim", size, "--decoder-layers", layers,
-                                  "--share-decoder-input-output-embed", "--decoder-dropout-in", dropout,
-                                  "--decoder-dropout-out", dropout],
-            "alm_lstm (ours)": ["--arch", "alm_lstm", *ours],
-            "attentive_lm single": ["--arch", "attentive_lm", *ours, "--attention-score", "single"],
-            "attentive_lm combined": ["--arch", "attentive_lm", *ours, "--attention-score", "combined"],
-            "amsrn tied": ["--arch", "amsrn", *ours, "--memory-selection", "tied"]}
+    return {
+        "lstm_lm (fairseq)": [
+            "--arch",
+            "lstm_lm",
+            "--decoder-embed-dim",
+            size,
+            "--decoder-hidden-size",
+            size,
+            "--decoder-out-embed-dim",
+            size,
+            "--decoder-layers",
+            layers,
+            "--share-decoder-input-output-embed",
+            "--decoder-dropout-in",
+            dropout,
+            "--decoder-dropout-out",
+            dropout,
+        ],
+        "alm_lstm (ours)": ["--arch", "alm_lstm", *ours],
+        "attentive_lm single": ["--arch", "attentive_lm", *ours, "--attention-score", "single"],
+        "attentive_lm combined": ["--arch", "attentive_lm", *ours, "--attention-score", "combined"],
+        "amsrn tied": ["--arch", "amsrn", *ours, "--memory-selection", "tied"],
+    }
 
 
 def train_wps(data, args, updates, threads, device="cpu", precision="fp32"):
     placement = ["--cpu"] if device == "cpu" else PRECISION_FLAGS[precision]
-    output = fairseq("train", data, "--user-dir", "alm_plugin", "--task", "sentence_language_modeling", *placement,
-                     "--optimizer", "sgd", "--lr", "1.0", "--clip-norm", "5", "--batch-size", "32",
-                     "--max-update", str(updates), "--disable-validation", "--no-save", "--log-format", "json",
-                     "--log-interval", "1000", "--seed", "1", "--num-workers", "0", *args, threads=threads)
+    output = fairseq(
+        "train",
+        data,
+        "--user-dir",
+        "alm_plugin",
+        "--task",
+        "sentence_language_modeling",
+        *placement,
+        "--optimizer",
+        "sgd",
+        "--lr",
+        "1.0",
+        "--clip-norm",
+        "5",
+        "--batch-size",
+        "32",
+        "--max-update",
+        str(updates),
+        "--disable-validation",
+        "--no-save",
+        "--log-format",
+        "json",
+        "--log-interval",
+        "1000",
+        "--seed",
+        "1",
+        "--num-workers",
+        "0",
+        *args,
+        threads=threads,
+    )
     train = records(output, "train")
     if not train:
         sys.exit(f"fairseq-train logged no training record:\n{output[-3000:]}")
@@ -75,32 +130,42 @@ def step_model(name, dictionary, size, layers, dropout):
     from alm_plugin.models.attentive_lm import AttentiveLMConfig, AttentiveLMDecoder
     from alm_plugin.models.lstm_lm import LSTMDecoder
     from alm_plugin.modules.history_lstm_decoder import RecurrentLMConfig
+
     arch, options = STEP_MODELS[name]
-    config, decoder = {"alm_lstm": (RecurrentLMConfig, LSTMDecoder), "attentive_lm": (AttentiveLMConfig, AttentiveLMDecoder),
-                       "amsrn": (AMSRNConfig, AMSRNDecoder)}[arch]
+    config, decoder = {
+        "alm_lstm": (RecurrentLMConfig, LSTMDecoder),
+        "attentive_lm": (AttentiveLMConfig, AttentiveLMDecoder),
+        "amsrn": (AMSRNConfig, AMSRNDecoder),
+    }[arch]
     model = decoder(config(embed_dim=size, hidden_size=size, num_layers=layers, dropout=dropout, **options), dictionary)
     return lambda tokens: model(tokens)[0], model
 
 
 def next_word_loss(forward):
     """The step's loss on a B x 36 batch: the cross-entropy of each next token (float32 logits)."""
+
     def loss_of(batch):
         logits = forward(batch[:, :-1])
         return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), batch[:, 1:].reshape(-1))
+
     return loss_of
 
 
 def at_precisions(precisions, models, run):
     """``run(model, precision)`` of each model at each precision, named with it where there are several."""
-    return {f"{name} {p}" if len(precisions) > 1 else name: (lambda m=m, p=p: run(m, p))
-            for p in precisions for name, m in models.items()}
+    return {
+        f"{name} {p}" if len(precisions) > 1 else name: (lambda m=m, p=p: run(m, p))
+        for p in precisions
+        for name, m in models.items()
+    }
 
 
 def model_speeds(args, threads):
     """Tokens/s of the training step per model on the same batches, interleaved, with ``threads``
     CPU threads: the figures of ``speed_result``."""
-    import alm_plugin  # noqa: F401
     from fairseq.data import Dictionary, data_utils
+
+    import alm_plugin  # noqa: F401
 
     torch.set_num_threads(threads)
     device, bsz, length = torch.device(args.device), args.batch_size, args.batch_size * 36
@@ -110,15 +175,27 @@ def model_speeds(args, threads):
     if stream.numel() < length * args.updates:  # a large batch: more of the split, read again if need be
         stream = torch.cat([sentences[i] for i in range(len(sentences))])
         stream = stream.repeat(length * args.updates // stream.numel() + 1)
-    batches = [stream[i * length:(i + 1) * length].view(bsz, 36).to(device) for i in range(args.updates)]
+    batches = [stream[i * length : (i + 1) * length].view(bsz, 36).to(device) for i in range(args.updates)]
     models = {name: step_model(name, dictionary, args.size, args.layers, args.dropout) for name in STEP_MODELS}
     for _, module in models.values():
         module.to(device)
-    runs = at_precisions(args.precisions, models, lambda model, precision: timed_training(
-        model[1], next_word_loss(model[0]), batches, lambda b: b.size(0) * (b.size(1) - 1), lr=0.1,
-        precision=precision, device=device))
-    title = (f"training step tokens/s, {os.path.basename(os.path.normpath(args.data))}, {args.layers} x {args.size}, "
-             f"batch {bsz} x 35, {args.updates} steps, {device_name(device, threads)}, median of {args.repeats}")
+    runs = at_precisions(
+        args.precisions,
+        models,
+        lambda model, precision: timed_training(
+            model[1],
+            next_word_loss(model[0]),
+            batches,
+            lambda b: b.size(0) * (b.size(1) - 1),
+            lr=0.1,
+            precision=precision,
+            device=device,
+        ),
+    )
+    title = (
+        f"training step tokens/s, {os.path.basename(os.path.normpath(args.data))}, {args.layers} x {args.size}, "
+        f"batch {bsz} x 35, {args.updates} steps, {device_name(device, threads)}, median of {args.repeats}"
+    )
     return speed_result(args, measure(runs, args.repeats, warm_up=True), title, device, threads)
 
 
@@ -128,16 +205,23 @@ def speed_result(args, speeds, title, device, threads):
     medians = {name: statistics.median(values) for name, values in speeds.items()}
     model, _, precision = baseline.rpartition(" ")  # with several precisions: against the baseline at each
     same = lambda name: f"{model} {name.rpartition(' ')[2]}" if precision in PRECISION_FLAGS else baseline
-    return {**summary(speeds, baseline, title), "mode": args.mode, "device": device_name(device, threads),
-            "torch": torch.__version__, "argv": sys.argv[1:],
-            "ratio_same_precision": {name: round(v / medians[same(name)], 3) for name, v in medians.items()},
-            "runs": {name: [round(v) for v in values] for name, values in speeds.items()},
-            **({"batch_size": args.batch_size} if args.mode == "model" else {})}
+    return {
+        **summary(speeds, baseline, title),
+        "mode": args.mode,
+        "device": device_name(device, threads),
+        "torch": torch.__version__,
+        "argv": sys.argv[1:],
+        "ratio_same_precision": {name: round(v / medians[same(name)], 3) for name, v in medians.items()},
+        "runs": {name: [round(v) for v in values] for name, values in speeds.items()},
+        **({"batch_size": args.batch_size} if args.mode == "model" else {}),
+    }
 
 
 def main():
     parser = speed_parser(__doc__, data=SAMPLE, size=650, updates=60, repeats=2, threads=str(os.cpu_count()))
-    parser.add_argument("--mode", choices=["fairseq", "model"], default="fairseq", help="fairseq-train runs or the step")
+    parser.add_argument(
+        "--mode", choices=["fairseq", "model"], default="fairseq", help="fairseq-train runs or the step"
+    )
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--dropout", type=float, default=0.5)
     parser.add_argument("--batch-size", type=int, default=32, help="--mode model: sequences of 35 tokens a step")
@@ -151,23 +235,36 @@ def main():
     threads = thread_counts(args.threads)
     if args.mode == "model":
         results = {str(t): model_speeds(args, t) for t in threads}
-        write_figures(args.json, results[str(threads[0])] if len(threads) == 1 else {
-            "title": "training step, every thread count in one run", "by_threads": results})
+        write_figures(
+            args.json,
+            results[str(threads[0])]
+            if len(threads) == 1
+            else {"title": "training step, every thread count in one run", "by_threads": results},
+        )
         return
     if len(threads) > 1:
         parser.error("--mode fairseq runs one thread count (--threads N)")
     if "bf16" in args.precisions:  # fairseq 0.12 reads --bf16 as --tpu: the plugin refuses it (issue 46)
         args.precisions = [p for p in args.precisions if p != "bf16"]
         if not args.precisions:
-            parser.error("--precision bf16: fairseq 0.12 reads --bf16 as --tpu, so --mode fairseq cannot train "
-                         "in bf16; use --mode model (bf16 autocast) or --precision fp16")
-        print("note: --mode fairseq skips bf16 (fairseq 0.12 reads --bf16 as --tpu); --mode model measures "
-              "bf16 autocast", file=sys.stderr)
-    runs = at_precisions(args.precisions, fairseq_models(args.size, args.layers, args.dropout), lambda model, p: (
-        train_wps(args.data, model, args.updates, threads[0], args.device, p)))
-    title = (f"training tokens/s, {os.path.basename(os.path.normpath(args.data))}, {args.layers} x {args.size}, "
-             f"batch 32 sentences, {args.updates} updates, {device_name(args.device, threads[0])}, "
-             f"median of {args.repeats}")
+            parser.error(
+                "--precision bf16: fairseq 0.12 reads --bf16 as --tpu, so --mode fairseq cannot train "
+                "in bf16; use --mode model (bf16 autocast) or --precision fp16"
+            )
+        print(
+            "note: --mode fairseq skips bf16 (fairseq 0.12 reads --bf16 as --tpu); --mode model measures bf16 autocast",
+            file=sys.stderr,
+        )
+    runs = at_precisions(
+        args.precisions,
+        fairseq_models(args.size, args.layers, args.dropout),
+        lambda model, p: train_wps(args.data, model, args.updates, threads[0], args.device, p),
+    )
+    title = (
+        f"training tokens/s, {os.path.basename(os.path.normpath(args.data))}, {args.layers} x {args.size}, "
+        f"batch 32 sentences, {args.updates} updates, {device_name(args.device, threads[0])}, "
+        f"median of {args.repeats}"
+    )
     write_figures(args.json, speed_result(args, measure(runs, args.repeats), title, args.device, threads[0]))
 
 

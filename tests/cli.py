@@ -6,6 +6,7 @@ By default a tool runs in the test process: the same ``cli_main`` the console sc
 The plugin's ``--user-dir`` import in a fresh process stays covered by the tests that must start
 processes anyway (test_multiprocess_train, test_hydra_configs, test_offline_install).
 """
+
 import contextlib
 import importlib
 import io
@@ -20,8 +21,18 @@ import sys
 import torch
 from conftest import ROOT
 
-TRAIN_COMMON = ["--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--cpu",
-                "--log-format", "json", "--no-progress-bar", "--num-workers", "0"]
+TRAIN_COMMON = [
+    "--user-dir",
+    "alm_plugin",
+    "--task",
+    "sentence_language_modeling",
+    "--cpu",
+    "--log-format",
+    "json",
+    "--no-progress-bar",
+    "--num-workers",
+    "0",
+]
 IN_PROCESS = os.environ.get("ALM_TESTS_SUBPROCESS", "0") != "1"
 
 
@@ -53,8 +64,14 @@ def run_module(module, *args, stdin=None):
 
 
 def _in_subprocess(python_args, stdin=None):
-    proc = subprocess.run([sys.executable, *python_args], cwd=ROOT, input=stdin, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    proc = subprocess.run(
+        [sys.executable, *python_args],
+        cwd=ROOT,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -64,8 +81,11 @@ def _reset_fairseq_globals():
     previous test's model)."""
     from fairseq import checkpoint_utils
     from fairseq_cli import train
-    for function, names in ((checkpoint_utils.save_checkpoint, ("best",)),
-                            (train.should_stop_early, ("best", "num_runs"))):
+
+    for function, names in (
+        (checkpoint_utils.save_checkpoint, ("best",)),
+        (train.should_stop_early, ("best", "num_runs")),
+    ):
         for name in names:
             if hasattr(function, name):
                 delattr(function, name)
@@ -86,8 +106,10 @@ def _in_process(main, argv, stdin=None, log_to_stdout=False):
     level, form = FAIRSEQ_CLI_LOG if log_to_stdout else FAIRSEQ_IMPORT_LOG
     handler = logging.StreamHandler(stdout if log_to_stdout else stderr)
     handler.setFormatter(logging.Formatter(form, "%Y-%m-%d %H:%M:%S"))
-    loggers = [logging.getLogger(), *(logger for logger in logging.Logger.manager.loggerDict.values()
-                                      if isinstance(logger, logging.Logger))]
+    loggers = [
+        logging.getLogger(),
+        *(logger for logger in logging.Logger.manager.loggerDict.values() if isinstance(logger, logging.Logger)),
+    ]
     saved_loggers = {logger: (logger.handlers[:], logger.level, logger.disabled) for logger in loggers}
     tf32 = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
     saved = sys.argv, sys.stdin, os.getcwd()

@@ -4,9 +4,9 @@ import tempfile
 
 import pytest
 import torch
+from fairseq.data import Dictionary
 
 import alm_plugin  # noqa: F401  (registers the plugin with fairseq; the root is on the path: pyproject.toml)
-from fairseq.data import Dictionary
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -25,8 +25,9 @@ def pytest_generate_tests(metafunc):
     """A test that takes ``device`` runs on the CPU and, where torch sees one, on the GPU too
     (marked ``cuda``): the same assertions, no skipped copies on a CPU-only machine."""
     if "device" in metafunc.fixturenames:
-        metafunc.parametrize("device", [pytest.param(d, marks=[pytest.mark.cuda] if d == "cuda" else [])
-                                        for d in DEVICES])
+        metafunc.parametrize(
+            "device", [pytest.param(d, marks=[pytest.mark.cuda] if d == "cuda" else []) for d in DEVICES]
+        )
 
 
 @pytest.fixture(autouse=True)
@@ -79,6 +80,7 @@ def fairseq_trainer(argv):
     from fairseq import options, tasks
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
     from fairseq.trainer import Trainer
+
     if "--save-dir" not in argv:  # where fairseq saves a crash.pt if an update fails: never the working tree
         argv = [*argv, "--save-dir", SAVE_DIR]
     cfg = convert_namespace_to_omegaconf(options.parse_args_and_arch(options.get_training_parser(), argv))
@@ -91,16 +93,31 @@ def fairseq_trainer(argv):
 
 def needs_shared_data(*parts):
     path = os.path.join(SHARED_DATA, *parts)
-    return pytest.mark.skipif(not os.path.exists(path),
-                              reason=f"needs the real corpora in ../shared/data ({path} is absent)")
+    return pytest.mark.skipif(
+        not os.path.exists(path), reason=f"needs the real corpora in ../shared/data ({path} is absent)"
+    )
 
 
 # ---------------------------------------------------------------- tiny models shared by the session
 # Trained once per test session (a few seconds each, 2 updates), each on a copy of the shipped
 # sample it saves as its data directory, so a test that corrupted it would never harm the sample.
 
-TINY_TRAINING = ["--cpu", "--no-progress-bar", "--num-workers", "0", "--optimizer", "adam", "--lr", "0.01",
-                 "--max-update", "2", "--no-epoch-checkpoints", "--disable-validation", "--seed", "1"]
+TINY_TRAINING = [
+    "--cpu",
+    "--no-progress-bar",
+    "--num-workers",
+    "0",
+    "--optimizer",
+    "adam",
+    "--lr",
+    "0.01",
+    "--max-update",
+    "2",
+    "--no-epoch-checkpoints",
+    "--disable-validation",
+    "--seed",
+    "1",
+]
 
 
 def _tiny(tmp_path_factory, name, options):
@@ -116,26 +133,74 @@ def _tiny(tmp_path_factory, name, options):
 @pytest.fixture(scope="session")
 def tiny_attentive(tmp_path_factory):
     """(checkpoint, data): an attentive_lm (16 wide) on sentence_language_modeling."""
-    return _tiny(tmp_path_factory, "tiny_attentive", [
-        "--task", "sentence_language_modeling", "--arch", "attentive_lm", "--embed-dim", "16", "--hidden-size", "16",
-        "--num-layers", "1", "--batch-size", "64"])
+    return _tiny(
+        tmp_path_factory,
+        "tiny_attentive",
+        [
+            "--task",
+            "sentence_language_modeling",
+            "--arch",
+            "attentive_lm",
+            "--embed-dim",
+            "16",
+            "--hidden-size",
+            "16",
+            "--num-layers",
+            "1",
+            "--batch-size",
+            "64",
+        ],
+    )
 
 
 @pytest.fixture(scope="session")
 def tiny_pointer(tmp_path_factory):
     """(checkpoint, data): a pointer_sentinel_lm (16 wide) on document_language_modeling."""
-    return _tiny(tmp_path_factory, "tiny_pointer", [
-        "--task", "document_language_modeling", "--arch", "pointer_sentinel_lm", "--pointer-window", "10",
-        "--embed-dim", "16", "--hidden-size", "16", "--num-layers", "1", "--criterion", "attention_cross_entropy",
-        "--batch-size", "10", "--tokens-per-sample", "35"])
+    return _tiny(
+        tmp_path_factory,
+        "tiny_pointer",
+        [
+            "--task",
+            "document_language_modeling",
+            "--arch",
+            "pointer_sentinel_lm",
+            "--pointer-window",
+            "10",
+            "--embed-dim",
+            "16",
+            "--hidden-size",
+            "16",
+            "--num-layers",
+            "1",
+            "--criterion",
+            "attention_cross_entropy",
+            "--batch-size",
+            "10",
+            "--tokens-per-sample",
+            "35",
+        ],
+    )
 
 
 @pytest.fixture(scope="session")
 def tiny_lstm(tmp_path_factory):
     """(checkpoint, data): an alm_lstm (16 wide, 2 layers) on sentence_language_modeling."""
-    return _tiny(tmp_path_factory, "tiny_lstm", [
-        "--task", "sentence_language_modeling", "--arch", "alm_lstm", "--embed-dim", "16", "--hidden-size", "16",
-        "--batch-size", "64"])
+    return _tiny(
+        tmp_path_factory,
+        "tiny_lstm",
+        [
+            "--task",
+            "sentence_language_modeling",
+            "--arch",
+            "alm_lstm",
+            "--embed-dim",
+            "16",
+            "--hidden-size",
+            "16",
+            "--batch-size",
+            "64",
+        ],
+    )
 
 
 @pytest.fixture
@@ -153,22 +218,54 @@ def tiny_lm(tiny_lstm):
 @pytest.fixture(scope="session")
 def tiny_lstm_stream(tmp_path_factory):
     """(checkpoint, data): an alm_lstm (16 wide) on document_language_modeling."""
-    return _tiny(tmp_path_factory, "tiny_lstm_stream", [
-        "--task", "document_language_modeling", "--arch", "alm_lstm", "--embed-dim", "16", "--hidden-size", "16",
-        "--num-layers", "1", "--criterion", "attention_cross_entropy", "--batch-size", "10",
-        "--tokens-per-sample", "35"])
+    return _tiny(
+        tmp_path_factory,
+        "tiny_lstm_stream",
+        [
+            "--task",
+            "document_language_modeling",
+            "--arch",
+            "alm_lstm",
+            "--embed-dim",
+            "16",
+            "--hidden-size",
+            "16",
+            "--num-layers",
+            "1",
+            "--criterion",
+            "attention_cross_entropy",
+            "--batch-size",
+            "10",
+            "--tokens-per-sample",
+            "35",
+        ],
+    )
 
 
 @pytest.fixture(scope="session")
 def tiny_char(tmp_path_factory):
     """(checkpoint, data): a char_lstm_lm_small on open_vocabulary_language_modeling."""
-    return _tiny(tmp_path_factory, "tiny_char", [
-        "--task", "open_vocabulary_language_modeling", "--arch", "char_lstm_lm_small",
-        "--criterion", "open_vocabulary_cross_entropy", "--batch-size", "4", "--tokens-per-sample", "20"])
+    return _tiny(
+        tmp_path_factory,
+        "tiny_char",
+        [
+            "--task",
+            "open_vocabulary_language_modeling",
+            "--arch",
+            "char_lstm_lm_small",
+            "--criterion",
+            "open_vocabulary_cross_entropy",
+            "--batch-size",
+            "4",
+            "--tokens-per-sample",
+            "20",
+        ],
+    )
 
 
 # ---------------------------------------------------------------- trained models shared by several files
 # Longer trainings than the tiny models', for tests whose figures need a model that has learnt something.
+
 
 @pytest.fixture(scope="session")
 def adaptive_sentence(tmp_path_factory):
@@ -177,10 +274,37 @@ def adaptive_sentence(tmp_path_factory):
     from cli import TRAIN_COMMON, run
 
     save = tmp_path_factory.mktemp("adaptive_sentence")
-    run("train", SAMPLE_DATA, *TRAIN_COMMON, "--arch", "alm_lstm", "--embed-dim", "24", "--hidden-size", "24",
-        "--num-layers", "1", "--criterion", "attention_cross_entropy", "--optimizer", "adam", "--lr", "0.01",
-        "--batch-size", "32", "--no-epoch-checkpoints", "--disable-validation", "--seed", "1",
-        "--adaptive-softmax-cutoff", "500,2000", "--max-update", "20", "--save-dir", save)
+    run(
+        "train",
+        SAMPLE_DATA,
+        *TRAIN_COMMON,
+        "--arch",
+        "alm_lstm",
+        "--embed-dim",
+        "24",
+        "--hidden-size",
+        "24",
+        "--num-layers",
+        "1",
+        "--criterion",
+        "attention_cross_entropy",
+        "--optimizer",
+        "adam",
+        "--lr",
+        "0.01",
+        "--batch-size",
+        "32",
+        "--no-epoch-checkpoints",
+        "--disable-validation",
+        "--seed",
+        "1",
+        "--adaptive-softmax-cutoff",
+        "500,2000",
+        "--max-update",
+        "20",
+        "--save-dir",
+        save,
+    )
     return save / "checkpoint_last.pt"
 
 
@@ -194,13 +318,43 @@ def stream_models(tmp_path_factory):
     stream_common = [*TRAIN_COMMON[:2], "--task", "document_language_modeling", *TRAIN_COMMON[4:]]
     root = tmp_path_factory.mktemp("stream")
     outputs = {}
-    for arch, extra in (("alm_lstm", []), ("attentive_lm", ["--memory-window", "20"]),
-                        ("pointer_sentinel_lm", ["--pointer-window", "20", "--criterion", "attention_cross_entropy"])):
+    for arch, extra in (
+        ("alm_lstm", []),
+        ("attentive_lm", ["--memory-window", "20"]),
+        ("pointer_sentinel_lm", ["--pointer-window", "20", "--criterion", "attention_cross_entropy"]),
+    ):
         _, outputs[arch] = run(
-            "train", SAMPLE_DATA, *stream_common, "--arch", arch, *extra, "--embed-dim", "32", "--hidden-size", "32",
-            "--optimizer", "sgd", "--lr", "1.0", "--clip-norm", "5", "--sentence-avg", "--batch-size", "10",
-            "--tokens-per-sample", "35", "--max-update", "40", "--log-interval", "8", "--save-dir", root / arch,
-            "--no-epoch-checkpoints", "--validate-interval-updates", "20")
+            "train",
+            SAMPLE_DATA,
+            *stream_common,
+            "--arch",
+            arch,
+            *extra,
+            "--embed-dim",
+            "32",
+            "--hidden-size",
+            "32",
+            "--optimizer",
+            "sgd",
+            "--lr",
+            "1.0",
+            "--clip-norm",
+            "5",
+            "--sentence-avg",
+            "--batch-size",
+            "10",
+            "--tokens-per-sample",
+            "35",
+            "--max-update",
+            "40",
+            "--log-interval",
+            "8",
+            "--save-dir",
+            root / arch,
+            "--no-epoch-checkpoints",
+            "--validate-interval-updates",
+            "20",
+        )
     return root, outputs
 
 

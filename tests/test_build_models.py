@@ -2,6 +2,7 @@
 with the command line parsed by ``options.parse_args_and_arch`` (a Namespace; the named sizes
 applied), and ``Model.build_model(TheConfig(), task)`` from Python (a dataclass). The built model
 has the sizes asked for and scores a batch (issue 26: a regression made one path a TypeError)."""
+
 import dataclasses
 
 import pytest
@@ -12,17 +13,31 @@ from fairseq.models import ARCH_MODEL_NAME_REGISTRY, ARCH_MODEL_REGISTRY, MODEL_
 from alm_plugin.models.history_translation import HistoryTranslationModel
 from alm_plugin.models.open_vocabulary_lm import OpenVocabularyLanguageModel
 
-PLUGIN_ARCHES = sorted(arch for arch, model in ARCH_MODEL_REGISTRY.items()
-                       if model.__module__.startswith("alm_plugin."))
+PLUGIN_ARCHES = sorted(
+    arch for arch, model in ARCH_MODEL_REGISTRY.items() if model.__module__.startswith("alm_plugin.")
+)
 WORDS = "the cat sat on a mat and dog ran far away".split()
 
 
 def test_the_list_covers_every_model_family():
     models = {ARCH_MODEL_NAME_REGISTRY[arch] for arch in PLUGIN_ARCHES}
-    assert {"attentive_lm", "amsrn", "alm_lstm", "pointer_sentinel_lm", "char_cache_lm", "char_lstm_lm",
-            "attentive_nmt"} <= models
-    assert {"attentive_lm_ptb", "amsrn_small", "alm_lstm_ptb", "pointer_sentinel_lm_wikitext2", "hclm",
-            "amsrn_nmt_small"} <= set(PLUGIN_ARCHES)
+    assert {
+        "attentive_lm",
+        "amsrn",
+        "alm_lstm",
+        "pointer_sentinel_lm",
+        "char_cache_lm",
+        "char_lstm_lm",
+        "attentive_nmt",
+    } <= models
+    assert {
+        "attentive_lm_ptb",
+        "amsrn_small",
+        "alm_lstm_ptb",
+        "pointer_sentinel_lm_wikitext2",
+        "hclm",
+        "amsrn_nmt_small",
+    } <= set(PLUGIN_ARCHES)
 
 
 @pytest.fixture(scope="module")
@@ -63,15 +78,17 @@ def check_scores(model, task):
 @pytest.mark.parametrize("arch", PLUGIN_ARCHES)
 def test_task_build_model_with_parsed_args(arch, data_dir):
     parser = options.get_training_parser()
-    args = options.parse_args_and_arch(parser, [data_dir, "--user-dir", "alm_plugin", "--arch", arch,
-                                                *task_args(arch, data_dir)])
+    args = options.parse_args_and_arch(
+        parser, [data_dir, "--user-dir", "alm_plugin", "--arch", arch, *task_args(arch, data_dir)]
+    )
     task = tasks.setup_task(args)
     model = task.build_model(args)
     assert isinstance(model, ARCH_MODEL_REGISTRY[arch])
     # the named architecture's sizes (a base name: the config's defaults) are the model's
     defaults = MODEL_DATACLASS_REGISTRY[ARCH_MODEL_NAME_REGISTRY[arch]]()
-    expected = {name: getattr(args, name, getattr(defaults, name, None))
-                for name in ("hidden_size", "num_layers", "embed_dim")}
+    expected = {
+        name: getattr(args, name, getattr(defaults, name, None)) for name in ("hidden_size", "num_layers", "embed_dim")
+    }
     decoder = model.decoder
     lstm = getattr(decoder, "lstm", None) or getattr(decoder, "context_lstm")
     assert lstm.hidden_size == expected["hidden_size"]
@@ -83,9 +100,24 @@ def test_task_build_model_with_parsed_args(arch, data_dir):
 @pytest.mark.parametrize("arch", ["attentive_lm_ptb", "amsrn_ptb", "alm_lstm_ptb", "pointer_sentinel_lm_ptb"])
 def test_the_command_line_beats_the_named_architecture(arch, data_dir):
     parser = options.get_training_parser()
-    args = options.parse_args_and_arch(parser, [data_dir, "--user-dir", "alm_plugin", "--arch", arch,
-                                                "--task", "sentence_language_modeling",
-                                                "--embed-dim", "24", "--hidden-size", "24", "--num-layers", "1"])
+    args = options.parse_args_and_arch(
+        parser,
+        [
+            data_dir,
+            "--user-dir",
+            "alm_plugin",
+            "--arch",
+            arch,
+            "--task",
+            "sentence_language_modeling",
+            "--embed-dim",
+            "24",
+            "--hidden-size",
+            "24",
+            "--num-layers",
+            "1",
+        ],
+    )
     model = tasks.setup_task(args).build_model(args)
     assert (model.decoder.lstm.hidden_size, model.decoder.lstm.num_layers) == (24, 1)
     assert model.decoder.embed_tokens.embedding_dim == 24
@@ -96,11 +128,15 @@ def test_model_build_model_with_a_dataclass_config(model_name, data_dir):
     model_class = ARCH_MODEL_REGISTRY[model_name]
     config_class = MODEL_DATACLASS_REGISTRY[model_name]
     parser = options.get_training_parser()
-    args = options.parse_args_and_arch(parser, [data_dir, "--user-dir", "alm_plugin", "--arch", model_name,
-                                                *task_args(model_name, data_dir)])
+    args = options.parse_args_and_arch(
+        parser, [data_dir, "--user-dir", "alm_plugin", "--arch", model_name, *task_args(model_name, data_dir)]
+    )
     task = tasks.setup_task(args)
-    small = {name: 16 for name in ("embed_dim", "hidden_size", "char_embed_dim", "encoder_embed_dim",
-                                   "encoder_hidden_size") if name in config_class.__dataclass_fields__}
+    small = {
+        name: 16
+        for name in ("embed_dim", "hidden_size", "char_embed_dim", "encoder_embed_dim", "encoder_hidden_size")
+        if name in config_class.__dataclass_fields__
+    }
     for config in (config_class(), config_class(**small)):
         model = model_class.build_model(config, task)
         assert isinstance(model, model_class)
@@ -118,9 +154,23 @@ def test_the_adaptive_softmax_builds_through_both_paths(model_name, data_dir):
     """--adaptive-softmax-cutoff on every word model and the translation decoders, from the command
     line (a Namespace) and from a dataclass config: the distribution has every word and sums to 1."""
     parser = options.get_training_parser()
-    args = options.parse_args_and_arch(parser, [data_dir, "--user-dir", "alm_plugin", "--arch", model_name,
-                                                *task_args(model_name, data_dir), "--embed-dim", "16",
-                                                "--hidden-size", "16", "--adaptive-softmax-cutoff", "6,10"])
+    args = options.parse_args_and_arch(
+        parser,
+        [
+            data_dir,
+            "--user-dir",
+            "alm_plugin",
+            "--arch",
+            model_name,
+            *task_args(model_name, data_dir),
+            "--embed-dim",
+            "16",
+            "--hidden-size",
+            "16",
+            "--adaptive-softmax-cutoff",
+            "6,10",
+        ],
+    )
     task = tasks.setup_task(args)
     config = MODEL_DATACLASS_REGISTRY[model_name](embed_dim=16, hidden_size=16, adaptive_softmax_cutoff="6,10")
     for model in (task.build_model(args), ARCH_MODEL_REGISTRY[model_name].build_model(config, task)):

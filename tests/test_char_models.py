@@ -1,5 +1,6 @@
 """The character-level word-stream models (HCLM, HCLM + cache, char LSTM) against slow,
 word-by-word reference implementations, plus the cache's LRU bookkeeping by hand."""
+
 import math
 
 import pytest
@@ -24,13 +25,24 @@ def word_dictionary(words="the cat sat on a mat dog ran far away x".split()):
 def build(kind, d, **overrides):
     torch.manual_seed(0)
     if kind == "char_lstm_lm":
-        decoder = CharLSTMDecoder(CharLSTMLMConfig(**{"char_embed_dim": 6, "hidden_size": 7,
-                                                      "dropout": 0.0, **overrides}), d)
+        decoder = CharLSTMDecoder(
+            CharLSTMLMConfig(**{"char_embed_dim": 6, "hidden_size": 7, "dropout": 0.0, **overrides}), d
+        )
     else:
         cache_size = 0 if kind == "hclm" else overrides.pop("cache_size", 3)
-        decoder = HierarchicalCharDecoder(CharCacheLMConfig(**{
-            "char_embed_dim": 6, "hidden_size": 7, "dropout": 0.0, "cache_size": cache_size,
-            "init_range": 0.5, **overrides}), d)
+        decoder = HierarchicalCharDecoder(
+            CharCacheLMConfig(
+                **{
+                    "char_embed_dim": 6,
+                    "hidden_size": 7,
+                    "dropout": 0.0,
+                    "cache_size": cache_size,
+                    "init_range": 0.5,
+                    **overrides,
+                }
+            ),
+            d,
+        )
     decoder.reset_parameters()
     return decoder.double().eval()
 
@@ -119,8 +131,12 @@ def chunked_scores(decoder, stream, chunk, rows=1, device="cpu"):
     with torch.no_grad():
         for i in range(len(data)):
             item = data[i]
-            log_probs, _ = decoder(item["source"].to(device), item["target"].to(device), item["streams"],
-                                   torch.full((rows,), item["position"]))
+            log_probs, _ = decoder(
+                item["source"].to(device),
+                item["target"].to(device),
+                item["streams"],
+                torch.full((rows,), item["position"]),
+            )
             scores.append(log_probs.squeeze(-1).cpu())
     scores = torch.cat(scores, 1).flatten()
     return scores[: len(stream) - 1]
@@ -135,8 +151,7 @@ def test_vectorised_model_equals_word_by_word_reference_across_chunks(kind, devi
     assert len(expected) == 25 and torch.isfinite(expected).all()
     decoder.to(device)
     for chunk in (4, 7, 100):  # state (context LSTM and cache) carried across chunks
-        torch.testing.assert_close(chunked_scores(decoder, stream, chunk, device=device), expected,
-                                   rtol=0, atol=1e-9)
+        torch.testing.assert_close(chunked_scores(decoder, stream, chunk, device=device), expected, rtol=0, atol=1e-9)
 
 
 def test_cache_adds_mass_to_repeated_words_only():
@@ -208,7 +223,7 @@ def test_every_parameter_gets_a_gradient_even_from_a_one_word_chunk(words):
     d = word_dictionary()
     decoder = build("char_cache_lm", d).train()
     stream = torch.tensor([stream_of(d, TEXT)])
-    log_p = decoder(stream[:, :words], stream[:, 1:words + 1], torch.tensor([0]), torch.tensor([0]))[0]
+    log_p = decoder(stream[:, :words], stream[:, 1 : words + 1], torch.tensor([0]), torch.tensor([0]))[0]
     log_p.sum().backward()
     assert [name for name, p in decoder.named_parameters() if p.grad is None] == []
 
@@ -232,8 +247,9 @@ def test_lru_cache_write_update_evict_by_hand():
     ]
     state = cache.empty(1, h)
     for t, (values, keys, last_write) in enumerate(expected):  # one step per call: carried
-        log_p, posterior, lm_weight, state = cache(h[:, t:t + 1], words[:, t:t + 1], lm[:, t:t + 1],
-                                                   state, torch.ones(1, 1, dtype=torch.bool))
+        log_p, posterior, lm_weight, state = cache(
+            h[:, t : t + 1], words[:, t : t + 1], lm[:, t : t + 1], state, torch.ones(1, 1, dtype=torch.bool)
+        )
         assert state["values"].tolist() == [values]
         assert state["keys"].tolist() == [keys]
         assert state["last_write"].tolist() == [last_write]
@@ -264,6 +280,7 @@ def test_mixture_over_a_closed_vocabulary_sums_to_at_most_one():
     """Every word over {a, b} up to 5 letters: the copy part puts all its mass on these
     words (the cache holds only them), so sum_w p(w) = lambda sum_w p_lm(w) + (1 - lambda) <= 1."""
     import itertools
+
     words = ["".join(p) for n in range(1, 6) for p in itertools.product("ab", repeat=n)]
     d = word_dictionary(words)
     decoder = build("char_cache_lm", d, cache_size=4)

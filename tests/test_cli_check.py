@@ -2,6 +2,7 @@
 figures): the one tolerance its verdicts use, the number of processes it runs at once, the order it
 starts them in, what it reports of a check the budget left out, and its dry run (both sides --cpu)
 on one arch and one option through run.sh (~40 s)."""
+
 import json
 import os
 import subprocess
@@ -10,9 +11,9 @@ import time
 import types
 
 import pytest
+from conftest import ROOT
 
 from benchmarks.gpu import cli_check
-from conftest import ROOT
 
 RUN = os.path.join(ROOT, "benchmarks", "gpu", "run.sh")
 CLI_CHECK = os.path.join(ROOT, "benchmarks", "gpu", "cli_check.py")
@@ -20,38 +21,51 @@ CLI_CHECK = os.path.join(ROOT, "benchmarks", "gpu", "cli_check.py")
 GRID = "cache N=100 theta=0.3 lambda=0.1"
 
 
-@pytest.mark.parametrize("option, gpu, cpu, passed", [
-    ("plain", {"ppl": "266.91"}, {"ppl": "266.91"}, True),
-    ("plain", {"ppl": "266.92"}, {"ppl": "266.91"}, True),  # the last printed digit: 3.7e-5
-    ("plain", {"ppl": "232.33"}, {"ppl": "232.32"}, True),  # amsrn on the H100, 2026-11-27
-    ("plain", {"ppl": "267.18"}, {"ppl": "266.91"}, False),  # 0.1%: a real difference
-    ("plain", {"ppl": "266.97"}, {"ppl": "266.91"}, False),  # 2.2e-4
-    ("cache", {"ppl": "nan"}, {"ppl": "nan"}, False),
-    ("cache", {"ppl": "inf"}, {"ppl": "inf"}, False),
-    ("dynamic", {"ppl": "198.41"}, {"ppl": "198.40"}, True),
-    ("dynamic", {"ppl": "198.45"}, {"ppl": "198.40"}, False),  # 2.5e-4: no looser tolerance for dynamic
-    ("both", {"ppl": "199.00"}, {"ppl": "198.40"}, False),
-    ("score", {"logprob": ["-36.6008", "-12.5"], "ppl": "3787.86"},
-     {"logprob": ["-36.6009", "-12.5"], "ppl": "3787.86"}, True),
-    ("score", {"logprob": ["-36.6108"], "ppl": "3787.86"}, {"logprob": ["-36.6009"], "ppl": "3787.86"}, False),
-    ("score", {"logprob": ["-36.6008"], "ppl": "3791.66"}, {"logprob": ["-36.6009"], "ppl": "3787.86"}, False),
-    ("score", {"logprob": ["-36.6008"], "ppl": "3787.86"}, {"logprob": ["-36.6009", "-1"], "ppl": "3787.86"},
-     False),  # not the same lines
-    ("score", {"logprob": ["-36.6008"], "ppl": None}, {"logprob": ["-36.6009"], "ppl": "3787.86"}, False),
-    ("grid", {GRID: 219.134, "dynamic": 198.41}, {GRID: 219.131, "dynamic": 198.40}, True),
-    ("grid", {GRID: 232.3213, "both": 180.0}, {GRID: 232.32, "both": 180.0}, True),  # 5.7e-6 (amsrn's grid)
-    ("grid", {GRID: 219.35}, {GRID: 219.131}, False),  # 1e-3
-    ("grid", {GRID: 219.131, "dynamic": 198.8}, {GRID: 219.131, "dynamic": 198.40}, False),
-    ("grid", {GRID: 219.131}, {GRID: 219.131, "dynamic": 198.40}, False),  # not the same points
-])
+@pytest.mark.parametrize(
+    "option, gpu, cpu, passed",
+    [
+        ("plain", {"ppl": "266.91"}, {"ppl": "266.91"}, True),
+        ("plain", {"ppl": "266.92"}, {"ppl": "266.91"}, True),  # the last printed digit: 3.7e-5
+        ("plain", {"ppl": "232.33"}, {"ppl": "232.32"}, True),  # amsrn on the H100, 2026-11-27
+        ("plain", {"ppl": "267.18"}, {"ppl": "266.91"}, False),  # 0.1%: a real difference
+        ("plain", {"ppl": "266.97"}, {"ppl": "266.91"}, False),  # 2.2e-4
+        ("cache", {"ppl": "nan"}, {"ppl": "nan"}, False),
+        ("cache", {"ppl": "inf"}, {"ppl": "inf"}, False),
+        ("dynamic", {"ppl": "198.41"}, {"ppl": "198.40"}, True),
+        ("dynamic", {"ppl": "198.45"}, {"ppl": "198.40"}, False),  # 2.5e-4: no looser tolerance for dynamic
+        ("both", {"ppl": "199.00"}, {"ppl": "198.40"}, False),
+        (
+            "score",
+            {"logprob": ["-36.6008", "-12.5"], "ppl": "3787.86"},
+            {"logprob": ["-36.6009", "-12.5"], "ppl": "3787.86"},
+            True,
+        ),
+        ("score", {"logprob": ["-36.6108"], "ppl": "3787.86"}, {"logprob": ["-36.6009"], "ppl": "3787.86"}, False),
+        ("score", {"logprob": ["-36.6008"], "ppl": "3791.66"}, {"logprob": ["-36.6009"], "ppl": "3787.86"}, False),
+        (
+            "score",
+            {"logprob": ["-36.6008"], "ppl": "3787.86"},
+            {"logprob": ["-36.6009", "-1"], "ppl": "3787.86"},
+            False,
+        ),  # not the same lines
+        ("score", {"logprob": ["-36.6008"], "ppl": None}, {"logprob": ["-36.6009"], "ppl": "3787.86"}, False),
+        ("grid", {GRID: 219.134, "dynamic": 198.41}, {GRID: 219.131, "dynamic": 198.40}, True),
+        ("grid", {GRID: 232.3213, "both": 180.0}, {GRID: 232.32, "both": 180.0}, True),  # 5.7e-6 (amsrn's grid)
+        ("grid", {GRID: 219.35}, {GRID: 219.131}, False),  # 1e-3
+        ("grid", {GRID: 219.131, "dynamic": 198.8}, {GRID: 219.131, "dynamic": 198.40}, False),
+        ("grid", {GRID: 219.131}, {GRID: 219.131, "dynamic": 198.40}, False),  # not the same points
+    ],
+)
 def test_a_gpu_figure_passes_only_within_the_tolerance_of_the_cpu_figure(option, gpu, cpu, passed):
     assert cli_check.compare(option, gpu, cpu)[0] is passed
 
 
 def scaled(option, factor):
     """An option's GPU and CPU figures, the GPU's the CPU's times ``factor`` (every figure)."""
-    base = {"score": {"logprob": [-36.6009, -21.25], "ppl": 3787.86}, "grid": {GRID: 219.131, "dynamic": 198.40,
-                                                                                "both": 180.5}}.get(option)
+    base = {
+        "score": {"logprob": [-36.6009, -21.25], "ppl": 3787.86},
+        "grid": {GRID: 219.131, "dynamic": 198.40, "both": 180.5},
+    }.get(option)
     cpu = base or {"ppl": 266.91}
     gpu = {k: ([x * factor for x in v] if isinstance(v, list) else v * factor) for k, v in cpu.items()}
     return gpu, cpu
@@ -61,8 +75,14 @@ def scaled(option, factor):
 def test_one_relative_tolerance_decides_every_option(option):
     """The same RTOL for every option and every figure: 5.6e-6 (the H100's grid) and just under RTOL
     pass, just over it and 0.1% fail, on either side; the JSON's tolerances say RTOL."""
-    for factor, passed in ((1 + 5.6e-6, True), (1 + 0.9 * cli_check.RTOL, True), (1 - 0.9 * cli_check.RTOL, True),
-                           (1 + 1.1 * cli_check.RTOL, False), (1 - 1.1 * cli_check.RTOL, False), (1.001, False)):
+    for factor, passed in (
+        (1 + 5.6e-6, True),
+        (1 + 0.9 * cli_check.RTOL, True),
+        (1 - 0.9 * cli_check.RTOL, True),
+        (1 + 1.1 * cli_check.RTOL, False),
+        (1 - 1.1 * cli_check.RTOL, False),
+        (1.001, False),
+    ):
         ok, diff, note = cli_check.compare(option, *scaled(option, factor))
         assert ok is passed, (factor, diff, note)
         assert diff == pytest.approx(abs(factor - 1), rel=1e-3)
@@ -76,21 +96,36 @@ def test_the_tolerance_is_stated_once():
     assert source.count("RTOL = ") == 1 and "DYNAMIC_RTOL" not in source and "SCORE_RTOL" not in source
 
 
-@pytest.mark.parametrize("cores, threads, jobs", [(16, 1, 14), (8, 1, 6), (4, 1, 2), (2, 1, 2), (1, 1, 1),
-                                                  (16, 2, 7), (2, 4, 1)])
+@pytest.mark.parametrize(
+    "cores, threads, jobs", [(16, 1, 14), (8, 1, 6), (4, 1, 2), (2, 1, 2), (1, 1, 1), (16, 2, 7), (2, 4, 1)]
+)
 def test_processes_at_once_come_from_the_cores(cores, threads, jobs):
     assert cli_check.default_jobs(cores, threads) == jobs
 
 
 def test_jobs_below_one_are_refused_in_one_line():
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.gpu.cli_check", "--dry-run", "--jobs", "0"], capture_output=True, text=True,
-                          cwd=ROOT, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.gpu.cli_check", "--dry-run", "--jobs", "0"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
     assert proc.returncode == 2 and "--jobs and --gpu-jobs: at least 1" in proc.stderr
 
 
 def plan_args(**given):
-    args = dict(archs=["lstm", "pointer"], options=cli_check.OPTIONS, dry_run=False, max_update=0, threads=1,
-                train_cap=150, eval_cap=150, dynamic_lr=cli_check.DYNAMIC_LR, precision=True)
+    args = dict(
+        archs=["lstm", "pointer"],
+        options=cli_check.OPTIONS,
+        dry_run=False,
+        max_update=0,
+        threads=1,
+        train_cap=150,
+        eval_cap=150,
+        dynamic_lr=cli_check.DYNAMIC_LR,
+        precision=True,
+    )
     return types.SimpleNamespace(**{**args, **given})
 
 
@@ -138,9 +173,13 @@ def test_a_check_the_budget_leaves_out_is_not_run_with_its_reason(tmp_path):
     """A process is not started where less of the budget is left than its kind took (nor the other
     side of its check); one running at the budget is cut; the summary counts them as not run."""
     trains = {arch: sleeper(f"train_{arch}", 0.2, kind="train") for arch in ("lstm", "pointer")}
-    pairs = {(arch, option): tuple(sleeper(f"{option}_{arch}_{side}", seconds, deps=[trains[arch]],
-                                           kind=f"{option}_{side}") for side in ("gpu", "cpu"))
-             for arch, option, seconds in (("lstm", "dynamic", 5), ("lstm", "cache", 30), ("pointer", "dynamic", 5))}
+    pairs = {
+        (arch, option): tuple(
+            sleeper(f"{option}_{arch}_{side}", seconds, deps=[trains[arch]], kind=f"{option}_{side}")
+            for side in ("gpu", "cpu")
+        )
+        for arch, option, seconds in (("lstm", "dynamic", 5), ("lstm", "cache", 30), ("pointer", "dynamic", 5))
+    }
     for gpu, cpu in pairs.values():
         gpu.partner, cpu.partner = cpu, gpu
     (dynamic_gpu, dynamic_cpu), (cache_gpu, cache_cpu), (later_gpu, later_cpu) = pairs.values()
@@ -160,17 +199,31 @@ def test_a_check_the_budget_leaves_out_is_not_run_with_its_reason(tmp_path):
 
 
 def run_sh(*args, env=None, timeout=60):
-    return subprocess.run(["bash", RUN, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        ["bash", RUN, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_dry_run_of_the_cli_step_on_one_arch(tmp_path):
     """run.sh --dry-run cli, narrowed to alm_lstm_small and plain eval-lm: trains it, scores valid
     twice, compares, writes cli.json, checks --bf16's one-line refusal, exits 0, counts in the summary."""
     results = tmp_path / "results"
-    proc = run_sh("--dry-run", "cli", timeout=300,
-                  env={"ALM_GPU_RESULTS": str(results), "ALM_GPU_WORK": str(tmp_path / "work"),
-                       "ALM_GPU_CLI_ARCHS": "lstm", "ALM_GPU_CLI_OPTIONS": "plain"})
+    proc = run_sh(
+        "--dry-run",
+        "cli",
+        timeout=300,
+        env={
+            "ALM_GPU_RESULTS": str(results),
+            "ALM_GPU_WORK": str(tmp_path / "work"),
+            "ALM_GPU_CLI_ARCHS": "lstm",
+            "ALM_GPU_CLI_OPTIONS": "plain",
+        },
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     result = json.load(open(results / "cli.json"))
     assert result["dry_run"] is True

@@ -10,18 +10,19 @@ tracebacks (or one line and an `Exception ignored in __del__` traceback), a dupl
 line `RuntimeError: Duplicate word`, a malformed one `ValueError: Incorrect dictionary format`;
 an index whose first size is 10^7 was taken (fairseq-eval-lm then advised raising --max-tokens to
 10,000,000) and a split binarised with a larger dictionary ended in an embedding's IndexError."""
+
 import os
 import random
 import shutil
 import struct
 
 import pytest
-
 from cli import last_line, refused, run, run_module
 from conftest import SAMPLE_DATA
 
-REBUILD = "rebuild the data directory with fairseq-preprocess --only-source (see " \
-          "examples/language_model/prepare_lm_data.py)"
+REBUILD = (
+    "rebuild the data directory with fairseq-preprocess --only-source (see examples/language_model/prepare_lm_data.py)"
+)
 
 
 def truncate(path, size):
@@ -47,49 +48,77 @@ def dictionary_lines(data, change):
 
 # case -> (how the copy of the sample is broken, what the one line says; {data}: the folder)
 SPLIT_CASES = {
-    "truncated valid.bin": (lambda d: truncate(d / "valid.bin", 10000),
-                            "{data}/valid.idx says line 199 holds 13 tokens at byte 9,998, beyond the 10,000 bytes of "
-                            "valid.bin: the index does not match the data"),
-    "valid.bin cut by one token": (lambda d: truncate(d / "valid.bin", os.path.getsize(d / "valid.bin") - 2),
-                                   "{data}/valid.idx says line 400 holds"),
-    "valid.bin longer than its index": (lambda d: open(d / "valid.bin", "ab").write(b"\x05\x00" * 7),
-                                        "{data}/valid.bin holds 20,696 bytes and {data}/valid.idx lists 10,341 tokens "
-                                        "(20,682 bytes): the two files do not match (valid.bin longer than its index"),
-    "random valid.idx": (lambda d: random_bytes(d / "valid.idx"),
-                         "{data}/valid.idx is not a fairseq index (it does not begin with MMIDIDX"),
-    "truncated valid.idx": (lambda d: truncate(d / "valid.idx", 1000),
-                            "{data}/valid.idx declares 400 lines, whose sizes and offsets take 4,826 bytes, but holds "
-                            "1,000: it is truncated"),
-    "valid.idx of another split": (lambda d: shutil.copy(d / "train.idx", d / "valid.idx"),
-                                   "{data}/valid.idx says line"),
-    "a size in the index beyond the data": (lambda d: set_first_size(d, 10_000_000),
-                                            "{data}/valid.idx says line 1 holds 10,000,000 tokens at byte 0, beyond "
-                                            "the 20,682 bytes of valid.bin"),
-    "a negative size in the index": (lambda d: set_first_size(d, -3), "{data}/valid.idx says line 1 holds -3 tokens at byte 0: a negative size"),
+    "truncated valid.bin": (
+        lambda d: truncate(d / "valid.bin", 10000),
+        "{data}/valid.idx says line 199 holds 13 tokens at byte 9,998, beyond the 10,000 bytes of "
+        "valid.bin: the index does not match the data",
+    ),
+    "valid.bin cut by one token": (
+        lambda d: truncate(d / "valid.bin", os.path.getsize(d / "valid.bin") - 2),
+        "{data}/valid.idx says line 400 holds",
+    ),
+    "valid.bin longer than its index": (
+        lambda d: open(d / "valid.bin", "ab").write(b"\x05\x00" * 7),
+        "{data}/valid.bin holds 20,696 bytes and {data}/valid.idx lists 10,341 tokens "
+        "(20,682 bytes): the two files do not match (valid.bin longer than its index",
+    ),
+    "random valid.idx": (
+        lambda d: random_bytes(d / "valid.idx"),
+        "{data}/valid.idx is not a fairseq index (it does not begin with MMIDIDX",
+    ),
+    "truncated valid.idx": (
+        lambda d: truncate(d / "valid.idx", 1000),
+        "{data}/valid.idx declares 400 lines, whose sizes and offsets take 4,826 bytes, but holds "
+        "1,000: it is truncated",
+    ),
+    "valid.idx of another split": (
+        lambda d: shutil.copy(d / "train.idx", d / "valid.idx"),
+        "{data}/valid.idx says line",
+    ),
+    "a size in the index beyond the data": (
+        lambda d: set_first_size(d, 10_000_000),
+        "{data}/valid.idx says line 1 holds 10,000,000 tokens at byte 0, beyond the 20,682 bytes of valid.bin",
+    ),
+    "a negative size in the index": (
+        lambda d: set_first_size(d, -3),
+        "{data}/valid.idx says line 1 holds -3 tokens at byte 0: a negative size",
+    ),
     "valid.bin missing": (lambda d: os.unlink(d / "valid.bin"), "{data}/valid.idx has no valid.bin beside it"),
 }
 DICTIONARY_CASES = {
-    "a duplicated dictionary line": (lambda d: dictionary_lines(d, lambda lines: lines[:100] + [lines[4]] + lines[100:]),
-                                     "{data}/dict.txt:101: the word 'and' is listed twice (already on line 5)"),
-    "a malformed dictionary line": (lambda d: dictionary_lines(d, lambda lines: lines[:2] + ["of\n"] + lines[3:]),
-                                    "{data}/dict.txt:3: 'of' is not a dictionary line ('<word> <count>')"),
-    "a count that is no number": (lambda d: dictionary_lines(d, lambda lines: lines[:6] + ["in many\n"] + lines[7:]),
-                                  "{data}/dict.txt:7: 'in many' is not a dictionary line"),
-    "a special symbol in the dictionary": (lambda d: dictionary_lines(d, lambda lines: ["</s> 9\n"] + lines),
-                                           "{data}/dict.txt:1: the word '</s>' is listed twice (fairseq's own symbol)"),
-    "a dictionary that is not UTF-8": (lambda d: (d / "dict.txt").write_bytes(
-        (d / "dict.txt").read_bytes().replace(b"the 5527", b"th\xe9 5527")), "{data}/dict.txt:1: not UTF-8 (byte 0xe9)"),
+    "a duplicated dictionary line": (
+        lambda d: dictionary_lines(d, lambda lines: lines[:100] + [lines[4]] + lines[100:]),
+        "{data}/dict.txt:101: the word 'and' is listed twice (already on line 5)",
+    ),
+    "a malformed dictionary line": (
+        lambda d: dictionary_lines(d, lambda lines: lines[:2] + ["of\n"] + lines[3:]),
+        "{data}/dict.txt:3: 'of' is not a dictionary line ('<word> <count>')",
+    ),
+    "a count that is no number": (
+        lambda d: dictionary_lines(d, lambda lines: lines[:6] + ["in many\n"] + lines[7:]),
+        "{data}/dict.txt:7: 'in many' is not a dictionary line",
+    ),
+    "a special symbol in the dictionary": (
+        lambda d: dictionary_lines(d, lambda lines: ["</s> 9\n"] + lines),
+        "{data}/dict.txt:1: the word '</s>' is listed twice (fairseq's own symbol)",
+    ),
+    "a dictionary that is not UTF-8": (
+        lambda d: (d / "dict.txt").write_bytes((d / "dict.txt").read_bytes().replace(b"the 5527", b"th\xe9 5527")),
+        "{data}/dict.txt:1: not UTF-8 (byte 0xe9)",
+    ),
 }
-SHORTER_DICTIONARY = (lambda d: dictionary_lines(d, lambda lines: lines[:1000]),
-                      "{data}/valid.bin holds the word id")
+SHORTER_DICTIONARY = (lambda d: dictionary_lines(d, lambda lines: lines[:1000]), "{data}/valid.bin holds the word id")
 
 
 def broken(tmp_path, case):
     """A copy of the sample, broken as ``case`` says; (folder, the message expected)."""
     data = tmp_path / "data"
     shutil.copytree(SAMPLE_DATA, data)
-    change, message = {**SPLIT_CASES, **DICTIONARY_CASES, "a dictionary shorter than the split's ids":
-                       SHORTER_DICTIONARY}[case]
+    change, message = {
+        **SPLIT_CASES,
+        **DICTIONARY_CASES,
+        "a dictionary shorter than the split's ids": SHORTER_DICTIONARY,
+    }[case]
     change(data)
     return data, message.format(data=data)
 
@@ -103,14 +132,34 @@ def one_line(output, program, message):
 TASKS = {  # task -> the arguments fairseq-train trains a tiny model with (failing before it trains)
     "sentence_language_modeling": ["--arch", "alm_lstm", "--batch-size", "8"],
     "document_language_modeling": ["--arch", "alm_lstm", "--batch-size", "4", "--tokens-per-sample", "20"],
-    "open_vocabulary_language_modeling": ["--arch", "char_lstm_lm_small", "--criterion",
-                                          "open_vocabulary_cross_entropy", "--batch-size", "4"],
+    "open_vocabulary_language_modeling": [
+        "--arch",
+        "char_lstm_lm_small",
+        "--criterion",
+        "open_vocabulary_cross_entropy",
+        "--batch-size",
+        "4",
+    ],
 }
-MODELS = {"sentence_language_modeling": "tiny_attentive", "document_language_modeling": "tiny_pointer",
-          "open_vocabulary_language_modeling": "tiny_char"}
+MODELS = {
+    "sentence_language_modeling": "tiny_attentive",
+    "document_language_modeling": "tiny_pointer",
+    "open_vocabulary_language_modeling": "tiny_char",
+}
 COMMON = ["--user-dir", "alm_plugin", "--cpu", "--no-progress-bar", "--num-workers", "0"]
-TRAIN = ["--embed-dim", "16", "--hidden-size", "16", "--optimizer", "adam", "--lr", "0.01", "--max-update", "1",
-         "--no-epoch-checkpoints"]
+TRAIN = [
+    "--embed-dim",
+    "16",
+    "--hidden-size",
+    "16",
+    "--optimizer",
+    "adam",
+    "--lr",
+    "0.01",
+    "--max-update",
+    "1",
+    "--no-epoch-checkpoints",
+]
 
 
 @pytest.mark.parametrize("case", [*SPLIT_CASES, *DICTIONARY_CASES, "a dictionary shorter than the split's ids"])
@@ -118,33 +167,55 @@ TRAIN = ["--embed-dim", "16", "--hidden-size", "16", "--optimizer", "adam", "--l
 def test_fairseq_train_refuses_a_broken_data_directory_in_one_line(tmp_path, task, case):
     data, message = broken(tmp_path, case)
     extra = TRAIN if task != "open_vocabulary_language_modeling" else TRAIN[4:]
-    code, output = run("train", data, *COMMON, "--task", task, *TASKS[task], *extra, "--save-dir", tmp_path / "save",
-                       check=False)
+    code, output = run(
+        "train", data, *COMMON, "--task", task, *TASKS[task], *extra, "--save-dir", tmp_path / "save", check=False
+    )
     assert code == 1 and one_line(output, "fairseq-train", message)
 
 
 # fairseq-validate goes through the same checks as fairseq-eval-lm: the cases the issue names
-VALIDATE_CASES = ("truncated valid.bin", "random valid.idx", "truncated valid.idx", "a size in the index beyond the data",
-                  "a duplicated dictionary line", "a malformed dictionary line")
+VALIDATE_CASES = (
+    "truncated valid.bin",
+    "random valid.idx",
+    "truncated valid.idx",
+    "a size in the index beyond the data",
+    "a duplicated dictionary line",
+    "a malformed dictionary line",
+)
 
 
-@pytest.mark.parametrize("tool, task, case", [
-    (tool, task, case) for tool in ("eval_lm", "validate") for task in TASKS
-    for case in ([*SPLIT_CASES, *DICTIONARY_CASES] if tool == "eval_lm" else VALIDATE_CASES)])
+@pytest.mark.parametrize(
+    "tool, task, case",
+    [
+        (tool, task, case)
+        for tool in ("eval_lm", "validate")
+        for task in TASKS
+        for case in ([*SPLIT_CASES, *DICTIONARY_CASES] if tool == "eval_lm" else VALIDATE_CASES)
+    ],
+)
 def test_evaluation_refuses_a_broken_data_directory_in_one_line(request, tmp_path, tool, task, case):
     checkpoint, _ = request.getfixturevalue(MODELS[task])
     data, message = broken(tmp_path, case)
     split = ["--gen-subset", "valid"] if tool == "eval_lm" else ["--valid-subset", "valid"]
-    code, output = run(tool, data, *COMMON, "--task", task, "--path", checkpoint, "--batch-size", "4", *split,
-                       check=False)
+    code, output = run(
+        tool, data, *COMMON, "--task", task, "--path", checkpoint, "--batch-size", "4", *split, check=False
+    )
     assert code == 1 and one_line(output, "fairseq-" + tool.replace("_", "-"), message)
 
 
 TOOLS = {  # prog -> (module, the model, its arguments before --data; True: it reads the split too)
-    "alm-cache-grid": ("alm_plugin.cli.cache_grid", "tiny_attentive",
-                       ["--windows", "10", "--thetas", "0.3", "--lambdas", "0.1"], True),
-    "alm-cache-grid (streams)": ("alm_plugin.cli.cache_grid", "tiny_pointer",
-                                 ["--windows", "10", "--thetas", "0.3", "--lambdas", "0.1"], True),
+    "alm-cache-grid": (
+        "alm_plugin.cli.cache_grid",
+        "tiny_attentive",
+        ["--windows", "10", "--thetas", "0.3", "--lambdas", "0.1"],
+        True,
+    ),
+    "alm-cache-grid (streams)": (
+        "alm_plugin.cli.cache_grid",
+        "tiny_pointer",
+        ["--windows", "10", "--thetas", "0.3", "--lambdas", "0.1"],
+        True,
+    ),
     "alm-cache-posterior": ("alm_plugin.cli.cache_posterior", "tiny_pointer", ["--gen-subset", "valid"], True),
     "alm-score": ("alm_plugin.cli.score", "tiny_attentive", [], False),
     "alm-plot-attention": ("alm_plugin.cli.plot_attention", "tiny_attentive", ["the cat"], False),
@@ -152,9 +223,14 @@ TOOLS = {  # prog -> (module, the model, its arguments before --data; True: it r
 }
 
 
-@pytest.mark.parametrize("tool, case", [  # a tool that reads no split: the dictionary's cases
-    (tool, case) for tool, (_, _, _, reads_splits) in TOOLS.items()
-    for case in ([*SPLIT_CASES, *DICTIONARY_CASES] if reads_splits else DICTIONARY_CASES)])
+@pytest.mark.parametrize(
+    "tool, case",
+    [  # a tool that reads no split: the dictionary's cases
+        (tool, case)
+        for tool, (_, _, _, reads_splits) in TOOLS.items()
+        for case in ([*SPLIT_CASES, *DICTIONARY_CASES] if reads_splits else DICTIONARY_CASES)
+    ],
+)
 def test_every_alm_tool_refuses_a_broken_data_directory_in_one_line(request, tmp_path, tool, case):
     module, model, arguments, _ = TOOLS[tool]
     checkpoint, _ = request.getfixturevalue(model)
@@ -162,8 +238,19 @@ def test_every_alm_tool_refuses_a_broken_data_directory_in_one_line(request, tmp
     if tool == "alm-rescore":
         nbest = tmp_path / "in.nbest"
         nbest.write_text("H-0\t-1.5\tthe cat sat\nP-0\t-0.5 -0.5 -0.25 -0.25\n", encoding="utf-8")
-        arguments = ["--nbest", nbest, "--lm", checkpoint, "--lm-data", data, "--hyp-form", "tok", "--lm-form", "tok",
-                     "--cpu"]
+        arguments = [
+            "--nbest",
+            nbest,
+            "--lm",
+            checkpoint,
+            "--lm-data",
+            data,
+            "--hyp-form",
+            "tok",
+            "--lm-form",
+            "tok",
+            "--cpu",
+        ]
     else:
         arguments = ["--path", checkpoint, *arguments, "--data", data]
     code, stdout, stderr = run_module(module, *arguments, stdin="the cat sat\n")

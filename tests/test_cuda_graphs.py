@@ -10,12 +10,14 @@ update's), the eager fallback of an ``--update-freq`` group. Every update's logg
 trained weights equal the eager run's. The capture itself needs a GPU: ``benchmarks/gpu/run.sh
 tests`` checks the same equality there, and ``run.sh timing`` times both.
 """
+
 import contextlib
 import subprocess
 import sys
 
 import pytest
 import torch
+from conftest import SAMPLE_DATA, fairseq_trainer
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
@@ -25,7 +27,6 @@ from alm_plugin.modules import history_lstm_decoder
 from alm_plugin.modules.history_attention import CausalHistoryAttention
 from alm_plugin.modules.lstm_helpers import layer_by_layer
 from benchmarks.host_overhead import case_args
-from conftest import SAMPLE_DATA, fairseq_trainer
 
 FIGURES = ("loss", "nll_loss", "attn_entropy", "sample_size", "gnorm")  # the same bits either way
 SUMMED_ANOTHER_WAY = ("paper_nll_loss",)  # a masked sum in the graph, a gather eagerly
@@ -70,6 +71,7 @@ class ReplayingBackend:
                 kept.detach().copy_(fresh.detach())
             for param, grad in zip(params, held):
                 param.grad = grad
+
         return replay, outputs
 
     def _run(self, step):
@@ -108,10 +110,13 @@ def train(case, updates, device, *extra):
     start_weights = {name: p.detach().cpu().clone() for name, p in trainer.model.named_parameters()}
     logs, start = [], 0
     for count in updates:
-        logs.append(trainer.train_step(batches[start:start + count]))
+        logs.append(trainer.train_step(batches[start : start + count]))
         start += count
-    return trainer, logs, {name: (start_weights[name], p.detach().cpu().clone())
-                           for name, p in trainer.model.named_parameters()}
+    return (
+        trainer,
+        logs,
+        {name: (start_weights[name], p.detach().cpu().clone()) for name, p in trainer.model.named_parameters()},
+    )
 
 
 @pytest.mark.parametrize("case", ["sentence lstm", "sentence single", "sentence combined", "sentence amsrn"])
@@ -171,8 +176,11 @@ def test_the_lstm_layer_by_layer_is_the_lstm(batch_first):
 def test_the_graphs_replay_the_batch_they_are_given(replaying):
     """A graph captured on one batch, replayed on another of its shape, gives the other's loss."""
     trainer, batches = fairseq_trainer([*case_args("sentence single", SAMPLE_DATA), "--cuda-graphs"])
-    shape = next(b["target"].shape for b in batches if b["target"].size(1) >= 10
-                 and sum(c["target"].shape == b["target"].shape for c in batches) >= 2)
+    shape = next(
+        b["target"].shape
+        for b in batches
+        if b["target"].size(1) >= 10 and sum(c["target"].shape == b["target"].shape for c in batches) >= 2
+    )
     same_shape = [b for b in batches if b["target"].shape == shape][:2]
     model, criterion = trainer.model.eval(), trainer.criterion  # no dropout: the eager loss is the same draw
     replaying.model = model
@@ -188,10 +196,13 @@ def test_the_graphs_replay_the_batch_they_are_given(replaying):
     assert replaying.captures == 1 and losses == pytest.approx(eager, rel=1e-6) and losses[0] != losses[1]
 
 
-@pytest.mark.parametrize("extra, says", [
-    (["--adaptive-softmax-cutoff", "100"], "--cuda-graphs cannot hold the adaptive softmax"),
-    (["--criterion", "cross_entropy"], "--cuda-graphs needs --criterion attention_cross_entropy"),
-])
+@pytest.mark.parametrize(
+    "extra, says",
+    [
+        (["--adaptive-softmax-cutoff", "100"], "--cuda-graphs cannot hold the adaptive softmax"),
+        (["--criterion", "cross_entropy"], "--cuda-graphs needs --criterion attention_cross_entropy"),
+    ],
+)
 def test_what_a_graph_cannot_hold_is_refused_by_name_before_training(replaying, extra, says):
     with pytest.raises(OptionError, match=says):
         fairseq_trainer([*case_args("sentence single", SAMPLE_DATA), "--cuda-graphs", *extra])
@@ -210,12 +221,22 @@ def test_a_scaled_loss_is_refused(replaying):
 
 
 def test_cuda_graphs_on_the_cpu_are_refused_in_one_line(tmp_path):
-    command = [sys.executable, "-m", "fairseq_cli.train", *case_args("sentence single", SAMPLE_DATA),
-               "--cuda-graphs", "--max-update", "1", "--save-dir", str(tmp_path / "save")]
+    command = [
+        sys.executable,
+        "-m",
+        "fairseq_cli.train",
+        *case_args("sentence single", SAMPLE_DATA),
+        "--cuda-graphs",
+        "--max-update",
+        "1",
+        "--save-dir",
+        str(tmp_path / "save"),
+    ]
     run = subprocess.run(command, capture_output=True, text=True)
     lines = run.stderr.strip().splitlines()
-    assert run.returncode == 1 and lines[-1].startswith("train.py: error: --cuda-graphs replays the update as a CUDA "
-                                                         "graph, and this run trains on the CPU")
+    assert run.returncode == 1 and lines[-1].startswith(
+        "train.py: error: --cuda-graphs replays the update as a CUDA graph, and this run trains on the CPU"
+    )
     assert not list((tmp_path / "save").glob("*.pt"))
 
 
@@ -223,6 +244,7 @@ def test_the_timing_benchmark_times_a_graphed_update(replaying, monkeypatch):
     """``benchmarks.host_overhead``'s ``after-graphs``: the graphed task step, which never reaches
     fairseq's ``FairseqTask.train_step``, is timed and its figures read as the eager step's are."""
     from benchmarks import host_overhead
+
     build = cuda_graphs.GraphedTrainStep.__init__
 
     def built(step, model, criterion, optimizer):

@@ -2,6 +2,7 @@
 concatenated batch, for every model variant, under PyTorch DDP's default
 ``find_unused_parameters=False`` (fairseq's default ``pytorch_ddp`` backend), which raises
 on the second step if a parameter got no gradient in the first."""
+
 import os
 import socket
 
@@ -13,28 +14,63 @@ from fairseq.distributed import ModuleProxyWrapper
 
 from alm_plugin.criterions.attention_cross_entropy import AttentionCrossEntropyCriterion
 from alm_plugin.criterions.open_vocabulary_cross_entropy import OpenVocabularyCrossEntropy
+from alm_plugin.models.amsrn import AMSRNConfig, AMSRNDecoder, AMSRNLanguageModel
+from alm_plugin.models.attentive_lm import AttentiveLanguageModel, AttentiveLMConfig, AttentiveLMDecoder
 from alm_plugin.models.char_cache_lm import CharCacheLanguageModel, CharCacheLMConfig, HierarchicalCharDecoder
 from alm_plugin.models.char_lstm_lm import CharLSTMDecoder, CharLSTMLanguageModel, CharLSTMLMConfig
-from alm_plugin.models.amsrn import AMSRNConfig, AMSRNLanguageModel, AMSRNDecoder
-from alm_plugin.models.attentive_lm import AttentiveLanguageModel, AttentiveLMConfig, AttentiveLMDecoder
-from alm_plugin.models.pointer_sentinel_lm import (PointerSentinelConfig, PointerSentinelDecoder,
-                                                   PointerSentinelLanguageModel)
+from alm_plugin.models.pointer_sentinel_lm import (
+    PointerSentinelConfig,
+    PointerSentinelDecoder,
+    PointerSentinelLanguageModel,
+)
 
 VARIANTS = [
-    ("attentive_lm single", AttentiveLanguageModel, AttentiveLMDecoder, AttentiveLMConfig, dict(attention_score="single")),
-    ("attentive_lm combined+sentinel", AttentiveLanguageModel, AttentiveLMDecoder, AttentiveLMConfig,
-     dict(attention_score="combined", attention_sentinel=True)),
-    *[(f"amsrn {s}", AMSRNLanguageModel, AMSRNDecoder, AMSRNConfig, dict(memory_selection=s))
-      for s in ("independent", "tied", "complementary", "none")],
+    (
+        "attentive_lm single",
+        AttentiveLanguageModel,
+        AttentiveLMDecoder,
+        AttentiveLMConfig,
+        dict(attention_score="single"),
+    ),
+    (
+        "attentive_lm combined+sentinel",
+        AttentiveLanguageModel,
+        AttentiveLMDecoder,
+        AttentiveLMConfig,
+        dict(attention_score="combined", attention_sentinel=True),
+    ),
+    *[
+        (f"amsrn {s}", AMSRNLanguageModel, AMSRNDecoder, AMSRNConfig, dict(memory_selection=s))
+        for s in ("independent", "tied", "complementary", "none")
+    ],
     # the adaptive softmax: tails 12-13 and 14-15 get no target on rank 0 in the first step, so
     # their untied parameters would get no gradient there if they left the graph
-    ("attentive_lm adaptive (tied)", AttentiveLanguageModel, AttentiveLMDecoder, AttentiveLMConfig,
-     dict(adaptive_softmax_cutoff="8,14")),
-    ("amsrn adaptive untied", AMSRNLanguageModel, AMSRNDecoder, AMSRNConfig,
-     dict(adaptive_softmax_cutoff="12,14,16", adaptive_softmax_untied=True, adaptive_softmax_factor=2.0,
-          adaptive_softmax_dropout=0.0)),
-    ("pointer_sentinel_lm adaptive", PointerSentinelLanguageModel, PointerSentinelDecoder, PointerSentinelConfig,
-     dict(adaptive_softmax_cutoff="12,14,16", pointer_window=5)),
+    (
+        "attentive_lm adaptive (tied)",
+        AttentiveLanguageModel,
+        AttentiveLMDecoder,
+        AttentiveLMConfig,
+        dict(adaptive_softmax_cutoff="8,14"),
+    ),
+    (
+        "amsrn adaptive untied",
+        AMSRNLanguageModel,
+        AMSRNDecoder,
+        AMSRNConfig,
+        dict(
+            adaptive_softmax_cutoff="12,14,16",
+            adaptive_softmax_untied=True,
+            adaptive_softmax_factor=2.0,
+            adaptive_softmax_dropout=0.0,
+        ),
+    ),
+    (
+        "pointer_sentinel_lm adaptive",
+        PointerSentinelLanguageModel,
+        PointerSentinelDecoder,
+        PointerSentinelConfig,
+        dict(adaptive_softmax_cutoff="12,14,16", pointer_window=5),
+    ),
 ]
 # character models: batches are consecutive chunks of 4 streams, so step 2 resumes step 1's
 # carried state (context LSTM, cache) per stream, on each rank for its own streams
@@ -62,8 +98,12 @@ def batch(d, step):
     tokens = torch.randint(d.nspecial, len(d), (4, 9), generator=g)
     tokens[1, 6:] = d.pad()  # a padded sentence
     src = torch.cat([torch.full((4, 1), d.eos()), tokens[:, :-1]], 1).masked_fill(tokens.eq(d.pad()), d.pad())
-    return {"net_input": {"src_tokens": src, "src_lengths": src.ne(d.pad()).sum(1)},
-            "target": tokens, "ntokens": int(tokens.ne(d.pad()).sum()), "id": torch.arange(4)}
+    return {
+        "net_input": {"src_tokens": src, "src_lengths": src.ne(d.pad()).sum(1)},
+        "target": tokens,
+        "ntokens": int(tokens.ne(d.pad()).sum()),
+        "id": torch.arange(4),
+    }
 
 
 def stream_batch(d, step):
@@ -71,19 +111,32 @@ def stream_batch(d, step):
     stream = torch.randint(d.nspecial, len(d), (4, 19), generator=g)
     stream[:, 0] = d.eos()
     stream[3, 15:] = d.pad()  # the end of the last stream
-    chunk = stream[:, 9 * step: 9 * step + 10]
+    chunk = stream[:, 9 * step : 9 * step + 10]
     target = chunk[:, 1:]
-    return {"net_input": {"src_tokens": chunk[:, :-1], "target_tokens": target,
-                          "stream_ids": torch.arange(4), "stream_positions": torch.full((4,), 9 * step)},
-            "target": target, "ntokens": int(target.ne(d.pad()).sum()), "nchars": 1,
-            "nsentences": 4, "id": torch.arange(4)}
+    return {
+        "net_input": {
+            "src_tokens": chunk[:, :-1],
+            "target_tokens": target,
+            "stream_ids": torch.arange(4),
+            "stream_positions": torch.full((4,), 9 * step),
+        },
+        "target": target,
+        "ntokens": int(target.ne(d.pad()).sum()),
+        "nchars": 1,
+        "nsentences": 4,
+        "id": torch.arange(4),
+    }
 
 
 def shard(sample, rank, world):
     rows = slice(rank * 4 // world, (rank + 1) * 4 // world)
-    return {**sample, "net_input": {k: v[rows] for k, v in sample["net_input"].items()},
-            "target": sample["target"][rows], "ntokens": int(sample["target"][rows].ne(1).sum()),
-            "id": sample["id"][rows]}
+    return {
+        **sample,
+        "net_input": {k: v[rows] for k, v in sample["net_input"].items()},
+        "target": sample["target"][rows],
+        "ntokens": int(sample["target"][rows].ne(1).sum()),
+        "id": sample["id"][rows],
+    }
 
 
 def build(variant, d):
@@ -98,8 +151,10 @@ def build(variant, d):
 
 def suites(d):
     """(variants, criterion, batch maker) for the word-softmax and the character models."""
-    return [(VARIANTS, AttentionCrossEntropyCriterion(Task(d), attention_entropy_weight=0.3), batch),
-            (CHAR_VARIANTS, OpenVocabularyCrossEntropy(Task(d)), stream_batch)]
+    return [
+        (VARIANTS, AttentionCrossEntropyCriterion(Task(d), attention_entropy_weight=0.3), batch),
+        (CHAR_VARIANTS, OpenVocabularyCrossEntropy(Task(d)), stream_batch),
+    ]
 
 
 def step_gradients(model, criterion, samples, scale):

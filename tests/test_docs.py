@@ -2,15 +2,15 @@
 
 Fast: reads files only (no fairseq run; the root is conftest.py's).
 """
+
 import json
 import os
 import re
 import unicodedata
 from pathlib import Path
 
-import pytest
-
 import conftest
+import pytest
 
 ROOT = Path(conftest.ROOT)
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -56,7 +56,8 @@ def test_every_relative_link_resolves(page):
 def test_readme_is_short():
     lines = (ROOT / "README.md").read_text(encoding="utf-8").count("\n")
     assert lines <= README_MAX_LINES, (
-        f"README.md has {lines} lines (at most {README_MAX_LINES}): move the detail to a page under docs/")
+        f"README.md has {lines} lines (at most {README_MAX_LINES}): move the detail to a page under docs/"
+    )
 
 
 def listed_paths():
@@ -69,9 +70,11 @@ def listed_paths():
 
 def test_layout_lists_every_module():
     listed = set(listed_paths())
-    modules = sorted(str(path.relative_to(ROOT)).replace(os.sep, "/")
-                     for path in (ROOT / "alm_plugin").rglob("*.py")
-                     if path.name != "__init__.py" and "__pycache__" not in path.parts)
+    modules = sorted(
+        str(path.relative_to(ROOT)).replace(os.sep, "/")
+        for path in (ROOT / "alm_plugin").rglob("*.py")
+        if path.name != "__init__.py" and "__pycache__" not in path.parts
+    )
     missing = [module for module in modules if module not in listed]
     assert not missing, f"docs/layout.md does not list {missing}: add a line saying what each is for"
 
@@ -124,8 +127,10 @@ BENCHMARKS_MAX_LINES = 4256
 def test_benchmarks_stay_under_their_line_budget():
     files = [*(ROOT / "benchmarks").rglob("*.py"), *(ROOT / "benchmarks").rglob("*.sh")]
     lines = sum(len(path.read_text(encoding="utf-8").splitlines()) for path in files)
-    assert lines <= BENCHMARKS_MAX_LINES, (f"benchmarks/ (Python and shell) has {lines} lines, over its budget of "
-                                          f"{BENCHMARKS_MAX_LINES}: fold what the new code repeats")
+    assert lines <= BENCHMARKS_MAX_LINES, (
+        f"benchmarks/ (Python and shell) has {lines} lines, over its budget of "
+        f"{BENCHMARKS_MAX_LINES}: fold what the new code repeats"
+    )
 
 
 def test_benchmarks_import_no_cycle():
@@ -133,16 +138,25 @@ def test_benchmarks_import_no_cycle():
     scripts), each as ``benchmarks.NAME``. A package (report/, gpu/) counts as one module, its files'
     imports together (their imports of one another stay inside it)."""
     import ast
+
     files = {p.parent.name: sorted(p.parent.glob("*.py")) for p in (ROOT / "benchmarks").glob("*/__init__.py")}
     files.update({p.stem: [p] for p in (ROOT / "benchmarks").glob("*.py") if p.stem not in files})
     imports = {}
     for name, paths in files.items():
         found = set()
         for tree in (ast.parse(path.read_text(encoding="utf-8")) for path in paths):
-            found |= {a.name.split(".")[1] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
-                      if a.name.startswith("benchmarks.")}
-            found |= {n.module.split(".")[1] for n in ast.walk(tree)
-                      if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("benchmarks.")}
+            found |= {
+                a.name.split(".")[1]
+                for n in ast.walk(tree)
+                if isinstance(n, ast.Import)
+                for a in n.names
+                if a.name.startswith("benchmarks.")
+            }
+            found |= {
+                n.module.split(".")[1]
+                for n in ast.walk(tree)
+                if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("benchmarks.")
+            }
         imports[name] = (found & set(files)) - {name}
     assert "report" in imports and imports["report"] >= {"rows", "grid_edge"}  # the package, read as one
 
@@ -157,30 +171,46 @@ def test_wikitext2_statement_states_the_goals_from_the_figures():
     """The generated WikiText-2 statement: each goal's verdict follows the numbers (met / not met),
     and a result against attention is said as plainly as one for it."""
     wt2_statement = benchmarks_module("report").wikitext_2.statement
-    row = lambda test, **more: {"valid_ppl": test + 3, "test_ppl": test, "params": 5e6, "train_minutes": 100,
-                                "epochs": 4, **more}
-    results = {"lstm": row(120.0), "single": row(121.0),
-               "lstm-stream": row(100.0, test_ppl_cache=70.0, test_ppl_dynamic=80.0, test_ppl_cache_dynamic=65.0),
-               "ps-lstm-stream": row(95.0, test_ppl_cache=80.0, test_ppl_dynamic=78.0, test_ppl_cache_dynamic=69.0),
-               "fairseq-lstm_lm": row(104.0)}
-    ptb = {"lstm": row(100.0, dropout_layout="each tensor once"), "single": row(98.0, dropout_layout="each tensor once"),
-           "combined": row(99.0)}  # combined trained before the dropout fix: left out
+    row = lambda test, **more: {
+        "valid_ppl": test + 3,
+        "test_ppl": test,
+        "params": 5e6,
+        "train_minutes": 100,
+        "epochs": 4,
+        **more,
+    }
+    results = {
+        "lstm": row(120.0),
+        "single": row(121.0),
+        "lstm-stream": row(100.0, test_ppl_cache=70.0, test_ppl_dynamic=80.0, test_ppl_cache_dynamic=65.0),
+        "ps-lstm-stream": row(95.0, test_ppl_cache=80.0, test_ppl_dynamic=78.0, test_ppl_cache_dynamic=69.0),
+        "fairseq-lstm_lm": row(104.0),
+    }
+    ptb = {
+        "lstm": row(100.0, dropout_layout="each tensor once"),
+        "single": row(98.0, dropout_layout="each tensor once"),
+        "combined": row(99.0),
+    }  # combined trained before the dropout fix: left out
     text = wt2_statement(results, ptb=ptb)
     assert "**It does not beat the equal LSTM on WikiText-2** (on PTB, each against its LSTM: single -2.0%)" in text
     assert "The neural cache (settings chosen on valid): LSTM (ours, `alm_lstm`), document streams -30.0%" in text
     assert "(1 of 2 stream rows)" in text and "Goal >= 25% below each stream row's test ppl: not met" in text
     assert "Goal >= 15% below each stream row's test ppl: met (2 of 2 stream rows)" in text
     assert "(-5.0%; goal >= 10% ahead: not met)" in text
-    assert "with the cache and dynamic evaluation, test 65.0 (-45.8% against the sentence-level LSTM; goal >= 40% " \
-           "below: met)" in text
+    assert (
+        "with the cache and dynamic evaluation, test 65.0 (-45.8% against the sentence-level LSTM; goal >= 40% "
+        "below: met)" in text
+    )
     assert "the peer 104.0 (-3.8%; goal: at or ahead, met)" in text
     results["single"] = row(100.0)
     assert "It beats the LSTM on WikiText-2 (on PTB, each against its LSTM: single -2.0%)." in wt2_statement(
-        results, ptb=ptb)
+        results, ptb=ptb
+    )
     assert "It beats the LSTM on WikiText-2 (not run on PTB)." in wt2_statement(results, ptb={})
     # a pick at the grid's strongest adaptation is flagged (lr 1 of 0.3, 1), one inside it is not
-    results["lstm-stream"].update(dynamic={"lr": 1.0, "decay": 0.03}, valid_ppl_dynamic=90.0,
-                                  valid_ppl_cache_dynamic=70.0)
+    results["lstm-stream"].update(
+        dynamic={"lr": 1.0, "decay": 0.03}, valid_ppl_dynamic=90.0, valid_ppl_cache_dynamic=70.0
+    )
     results["ps-lstm-stream"].update(dynamic={"lr": 0.3, "decay": 0.03}, valid_ppl_dynamic=92.0)
     text = wt2_statement(results)
     assert "for LSTM (ours, `alm_lstm`), document streams (the largest lr)." in text
@@ -197,11 +227,14 @@ def test_wikitext2_statement_states_the_goals_from_the_figures():
     # a step that wins on valid but not on test is said as such; a row probed for other picks is not probed
     point.update(valid_ppl_dynamic=88.0, dynamic={"lr": 3.0, "decay": 0.03}, test_ppl_dynamic=82.0)
     text = wt2_statement(results, probe)
-    assert "**A step beyond wins on valid** (one step was tried; further is untried): LSTM (ours, `alm_lstm`), document streams at lr 3 decay 0.03: valid " \
-           "88.0 against 90.0, test 82.0 against the table's 80.0 (+2.5%, **not better on test**)." in text
+    assert (
+        "**A step beyond wins on valid** (one step was tried; further is untried): LSTM (ours, `alm_lstm`), document streams at lr 3 decay 0.03: valid "
+        "88.0 against 90.0, test 82.0 against the table's 80.0 (+2.5%, **not better on test**)." in text
+    )
     assert "picks stand" not in text
-    results["ps-lstm-stream"].update(dynamic={"lr": 1.0, "decay": 0.03}, valid_ppl_dynamic=92.0,
-                                     valid_ppl_cache_dynamic=71.0)
+    results["ps-lstm-stream"].update(
+        dynamic={"lr": 1.0, "decay": 0.03}, valid_ppl_dynamic=92.0, valid_ppl_cache_dynamic=71.0
+    )
     probe["ps-lstm-stream"] = {"picks": {"dynamic": {"lr": 0.3, "decay": 0.03, "valid_ppl": 92.0}}, "beyond": []}
     assert "Not tried beyond the grid yet for Pointer Sentinel-LSTM" in wt2_statement(results, probe)
 
@@ -211,40 +244,87 @@ def test_grid_edge_probes_one_step_beyond_and_scores_test_only_for_a_winner(monk
     either pick, and test is read only where a point beats that pick on valid, with its own flags."""
     edge = benchmarks_module("grid_edge")
     from benchmarks.rows import WIKITEXT2  # lr 0.3, 1 x decay 0.01, 0.03
+
     assert edge.beyond(WIKITEXT2, {"lr": 1.0, "decay": 0.01}) == [(3.0, 0.01), (1.0, 0.003)]
     assert edge.beyond(WIKITEXT2, {"lr": 1.0, "decay": 0.03}) == [(3.0, 0.03)]
     assert edge.beyond(WIKITEXT2, {"lr": 0.3, "decay": 0.03}) == []
     assert edge.step(3000.0, up=True) is None and edge.step(0.001, up=False) == 0.0003
-    row = {"dynamic": {"lr": 1.0, "decay": 0.03}, "both": {"lr": 0.3, "decay": 0.01},
-           "valid_ppl_dynamic": 90.0, "valid_ppl_cache_dynamic": 81.0}
+    row = {
+        "dynamic": {"lr": 1.0, "decay": 0.03},
+        "both": {"lr": 0.3, "decay": 0.01},
+        "valid_ppl_dynamic": 90.0,
+        "valid_ppl_cache_dynamic": 81.0,
+    }
     assert edge.points_to_probe(WIKITEXT2, row) == [(3.0, 0.03), (0.3, 0.003)]  # each pick's own step
     valid = {(3.0, 0.03): (95.0, 80.0), (0.3, 0.003): (88.0, 82.0)}  # (alone, with the cache) on valid
-    monkeypatch.setattr(edge, "grid_point", lambda corpus, checkpoint, lr, decay, threads: (
-        {"dynamic": {"lr": lr, "decay": decay, "ppl": valid[lr, decay][0], "segment": 20},
-         "both": {"lr": lr, "decay": decay, "ppl": valid[lr, decay][1], "segment": 20,
-                  "window": 2000, "theta": 0.7, "lambda": 0.3}}, False))
+    monkeypatch.setattr(
+        edge,
+        "grid_point",
+        lambda corpus, checkpoint, lr, decay, threads: (
+            {
+                "dynamic": {"lr": lr, "decay": decay, "ppl": valid[lr, decay][0], "segment": 20},
+                "both": {
+                    "lr": lr,
+                    "decay": decay,
+                    "ppl": valid[lr, decay][1],
+                    "segment": 20,
+                    "window": 2000,
+                    "theta": 0.7,
+                    "lambda": 0.3,
+                },
+            },
+            False,
+        ),
+    )
     scored = []
-    monkeypatch.setattr(edge, "eval_lm_ppl", lambda corpus, row, checkpoint, split, flags, threads: (
-        scored.append((split, flags)) or 70.0))
+    monkeypatch.setattr(
+        edge,
+        "eval_lm_ppl",
+        lambda corpus, row, checkpoint, split, flags, threads: scored.append((split, flags)) or 70.0,
+    )
     found = edge.probe(WIKITEXT2, "lstm-stream", row, "checkpoint_best.pt", 1)
     up, down = found["beyond"]
     assert "test_ppl_dynamic" not in up and up["test_ppl_both"] == 70.0  # 80 < 81 with the cache only
     assert down["test_ppl_dynamic"] == 70.0 and "test_ppl_both" not in down  # 88 < 90 alone only
-    assert scored == [("test", ["--dynamic-eval-lr", "3.0", "--dynamic-eval-decay", "0.03", "--dynamic-eval-segment",
-                                "20", "--neural-cache-window", "2000", "--neural-cache-theta", "0.7",
-                                "--neural-cache-lambda", "0.3"]),
-                      ("test", ["--dynamic-eval-lr", "0.3", "--dynamic-eval-decay", "0.003",
-                                "--dynamic-eval-segment", "20"])]
-    assert found["picks"] == {"dynamic": {"lr": 1.0, "decay": 0.03, "valid_ppl": 90.0},
-                              "both": {"lr": 0.3, "decay": 0.01, "valid_ppl": 81.0}}
+    assert scored == [
+        (
+            "test",
+            [
+                "--dynamic-eval-lr",
+                "3.0",
+                "--dynamic-eval-decay",
+                "0.03",
+                "--dynamic-eval-segment",
+                "20",
+                "--neural-cache-window",
+                "2000",
+                "--neural-cache-theta",
+                "0.7",
+                "--neural-cache-lambda",
+                "0.3",
+            ],
+        ),
+        ("test", ["--dynamic-eval-lr", "0.3", "--dynamic-eval-decay", "0.003", "--dynamic-eval-segment", "20"]),
+    ]
+    assert found["picks"] == {
+        "dynamic": {"lr": 1.0, "decay": 0.03, "valid_ppl": 90.0},
+        "both": {"lr": 0.3, "decay": 0.01, "valid_ppl": 81.0},
+    }
 
 
 def test_grid_edge_refuses_an_unknown_row():
     import subprocess
     import sys
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.grid_edge", "--rows", "lstm-strem",
-                           "--save-dir", "nowhere"], capture_output=True, text=True, cwd=ROOT)
-    assert proc.returncode == 1 and "unknown rows ['lstm-strem'] for --corpus wikitext-2; choose from lstm," in proc.stderr
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.grid_edge", "--rows", "lstm-strem", "--save-dir", "nowhere"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert (
+        proc.returncode == 1 and "unknown rows ['lstm-strem'] for --corpus wikitext-2; choose from lstm," in proc.stderr
+    )
 
 
 def test_test_time_flags_of_each_choice(monkeypatch):
@@ -252,32 +332,63 @@ def test_test_time_flags_of_each_choice(monkeypatch):
     row steps every segment, a sentence row every sentence) and both (dynamic's, then the cache's)."""
     table = benchmarks_module("table")
     from benchmarks.rows import WIKITEXT2
+
     cache = {"window": 500, "theta": 0.3, "lambda": 0.1}
-    chosen = {**cache, "ppl_with_cache": 80.0, "dynamic": {"lr": 1.0, "decay": 0.01, "segment": 20, "ppl": 85.0},
-              "both": {"lr": 0.3, "decay": 0.03, "segment": 20, "ppl": 75.0, "window": 2000, "theta": 1.0,
-                       "lambda": 0.2}}
+    chosen = {
+        **cache,
+        "ppl_with_cache": 80.0,
+        "dynamic": {"lr": 1.0, "decay": 0.01, "segment": 20, "ppl": 85.0},
+        "both": {"lr": 0.3, "decay": 0.03, "segment": 20, "ppl": 75.0, "window": 2000, "theta": 1.0, "lambda": 0.2},
+    }
     monkeypatch.setattr(table, "combine_grid", lambda points: (chosen, 0))
     scored = []
-    monkeypatch.setattr(table, "eval_lm_ppl", lambda corpus, row, checkpoint, split, flags, threads: (
-        scored.append((split, flags)) or 70.0))
+    monkeypatch.setattr(
+        table,
+        "eval_lm_ppl",
+        lambda corpus, row, checkpoint, split, flags, threads: scored.append((split, flags)) or 70.0,
+    )
     result = table.evaluate_test_time(WIKITEXT2, WIKITEXT2.rows["lstm-stream"], "checkpoint_best.pt", [], 1)
     cache_flags = ["--neural-cache-window", "500", "--neural-cache-theta", "0.3", "--neural-cache-lambda", "0.1"]
     assert scored[:2] == [("valid", cache_flags), ("test", cache_flags)] and [s for s, _ in scored[2:]] == ["test"] * 2
     assert result["test_ppl_cache_dynamic"] == 70.0 and result["valid_ppl_cache_dynamic"] == 75.0
     flags = [f for _, f in scored]
-    assert flags[2:] == [["--dynamic-eval-lr", "1.0", "--dynamic-eval-decay", "0.01", "--dynamic-eval-segment", "20"],
-                         ["--dynamic-eval-lr", "0.3", "--dynamic-eval-decay", "0.03", "--dynamic-eval-segment", "20",
-                          "--neural-cache-window", "2000", "--neural-cache-theta", "1.0", "--neural-cache-lambda",
-                          "0.2"]]
+    assert flags[2:] == [
+        ["--dynamic-eval-lr", "1.0", "--dynamic-eval-decay", "0.01", "--dynamic-eval-segment", "20"],
+        [
+            "--dynamic-eval-lr",
+            "0.3",
+            "--dynamic-eval-decay",
+            "0.03",
+            "--dynamic-eval-segment",
+            "20",
+            "--neural-cache-window",
+            "2000",
+            "--neural-cache-theta",
+            "1.0",
+            "--neural-cache-lambda",
+            "0.2",
+        ],
+    ]
     table.evaluate_test_time(WIKITEXT2, WIKITEXT2.rows["lstm"], "checkpoint_best.pt", [], 1)  # a sentence row
-    assert scored[7][1] == ["--dynamic-eval-lr", "0.3", "--dynamic-eval-decay", "0.03", "--neural-cache-window", "2000",
-                            "--neural-cache-theta", "1.0", "--neural-cache-lambda", "0.2"]
+    assert scored[7][1] == [
+        "--dynamic-eval-lr",
+        "0.3",
+        "--dynamic-eval-decay",
+        "0.03",
+        "--neural-cache-window",
+        "2000",
+        "--neural-cache-theta",
+        "1.0",
+        "--neural-cache-lambda",
+        "0.2",
+    ]
 
 
 def test_a_second_seeds_row_trains_its_twin_with_another_seed(monkeypatch, tmp_path):
     """ptb-paper's seed rows: the twin's arguments, fairseq-train's --seed (its last) 2, and the JSON says which."""
     table = benchmarks_module("table")
     from benchmarks.rows import PTB_PAPER, SEEDED
+
     trained = []
     monkeypatch.setattr(table, "fairseq", lambda tool, *args, **kwargs: trained.append(list(args)))
     for name in ("single", SEEDED["single"]):
@@ -291,10 +402,20 @@ def test_character_statement_follows_the_figures():
     better, the WikiText-2-against-PTB claim holds or not), and a row not finished is named with the
     command that runs it, never as a table row."""
     char_tables = benchmarks_module("report").char_tables
-    row = lambda bpc: {"valid_bpc": bpc + 0.02, "test_bpc": bpc, "valid_ppl": 300.0, "test_ppl": 290.0,
-                       "best_epoch": 6, "epochs": 6, "params": 1.6e6, "train_minutes": 80}
-    results = {"PTB": {"char-lstm": row(1.60), "hclm": row(1.50), "hclm-cache": row(1.48)},
-               "WikiText-2": {"hclm": row(1.90), "hclm-cache": row(1.92)}}
+    row = lambda bpc: {
+        "valid_bpc": bpc + 0.02,
+        "test_bpc": bpc,
+        "valid_ppl": 300.0,
+        "test_ppl": 290.0,
+        "best_epoch": 6,
+        "epochs": 6,
+        "params": 1.6e6,
+        "train_minutes": 80,
+    }
+    results = {
+        "PTB": {"char-lstm": row(1.60), "hclm": row(1.50), "hclm-cache": row(1.48)},
+        "WikiText-2": {"hclm": row(1.90), "hclm-cache": row(1.92)},
+    }
     text = char_tables.statement(results)
     assert "(5 of 6 rows, generated from the JSON)" in text
     assert "HCLM against the character LSTM: PTB test 1.5000 against 1.6000 bpc (-6.2%; the paper -4.1%)" in text
@@ -308,11 +429,15 @@ def test_character_statement_follows_the_figures():
     assert "**it does not hold here**" in text
     results["WikiText-2"]["hclm-cache"], results["PTB"]["hclm-cache"] = row(1.70), row(1.48)
     assert "-10.5% against -1.3% (the paper -10.2% against -2.3%): it holds here." in char_tables.statement(results)
-    assert ("Not in the tables yet, queued: WikiText-2 char-lstm (`python -m benchmarks.table --corpus "
-            "wikitext-2-chars --rows char-lstm --threads 1`)") in text
+    assert (
+        "Not in the tables yet, queued: WikiText-2 char-lstm (`python -m benchmarks.table --corpus "
+        "wikitext-2-chars --rows char-lstm --threads 1`)"
+    ) in text
     results["PTB"]["hclm"]["bpc_per_epoch"] = [1.60, 1.55, 1.52]
-    assert ("Valid bpc was still falling in the last epoch (its change from the one before) for PTB HCLM (`hclm`) "
-            "(-0.0300): the epoch budget") in char_tables.statement(results)
+    assert (
+        "Valid bpc was still falling in the last epoch (its change from the one before) for PTB HCLM (`hclm`) "
+        "(-0.0300): the epoch budget"
+    ) in char_tables.statement(results)
     table = char_tables.table(char_tables.CORPORA["WikiText-2"], results["WikiText-2"])
     assert "char LSTM" not in table and table.count("\n") == 3
 
@@ -324,26 +449,44 @@ def test_the_cache_rows_copy_lists_come_from_their_json(monkeypatch):
     table = benchmarks_module("table")
     char_tables = benchmarks_module("report").char_tables
     from benchmarks.rows import WIKITEXT2_CHARS
+
     def validate(tool, *args, threads=None):  # a model with a cache logs its use
         split = args[args.index("--valid-subset") + 1]
         cache = {f"{split}_cache_use": "0.1"} if "cache" in args[args.index("--path") + 1] else {}
         return f"| {split} | " + json.dumps({f"{split}_bpc": "1.5", f"{split}_ppl": "250.0", **cache})
+
     monkeypatch.setattr(table, "fairseq", validate)
     asked = []
-    tables = [{"title": "every", "types": 900, "copied": [["<unk>", 0.9, 30], ["Gore", 0.8, 4]],
-               "spelled": [["17", 0.0, 5], ["a|b", 0.01, 2]]},
-              {"title": "rare", "types": 40, "copied": [["Nerva", 0.97, 3]], "spelled": [["440", 0.005, 2]]}]
-    monkeypatch.setattr(table, "plugin_tool", lambda module, *args, json_out, threads: asked.append((module, args)) or
-                        {"mean_posterior": 0.12, "bpc": 1.5, "rare_in_train": 5, "tables": tables, "words": 10})
+    tables = [
+        {
+            "title": "every",
+            "types": 900,
+            "copied": [["<unk>", 0.9, 30], ["Gore", 0.8, 4]],
+            "spelled": [["17", 0.0, 5], ["a|b", 0.01, 2]],
+        },
+        {"title": "rare", "types": 40, "copied": [["Nerva", 0.97, 3]], "spelled": [["440", 0.005, 2]]},
+    ]
+    monkeypatch.setattr(
+        table,
+        "plugin_tool",
+        lambda module, *args, json_out, threads: (
+            asked.append((module, args))
+            or {"mean_posterior": 0.12, "bpc": 1.5, "rare_in_train": 5, "tables": tables, "words": 10}
+        ),
+    )
     result = table.evaluate(WIKITEXT2_CHARS, WIKITEXT2_CHARS.rows["hclm-cache"], "cache/checkpoint_best.pt", 1)
     module, args = asked[0]
     assert module == "cache_posterior" and args[args.index("--rare-in-train") + 1] == "5"
     assert args[args.index("--gen-subset") + 1] == "test" and result["test_cache_posterior"]["tables"] == tables
-    assert "test_cache_posterior" not in table.evaluate(WIKITEXT2_CHARS, WIKITEXT2_CHARS.rows["hclm"], "hclm/checkpoint_best.pt", 1)
+    assert "test_cache_posterior" not in table.evaluate(
+        WIKITEXT2_CHARS, WIKITEXT2_CHARS.rows["hclm"], "hclm/checkpoint_best.pt", 1
+    )
     text = char_tables.copy_lists("WikiText-2", result["test_cache_posterior"])
     rows = text.split("|---" * 12 + "|\n")[1].splitlines()
-    assert rows[:2] == ["| &lt;unk&gt; | 0.900 | 30 | 17 | 0.000 | 5 | Nerva | 0.970 | 3 | 440 | 0.005 | 2 |",
-                        "| Gore | 0.800 | 4 | a\\|b | 0.010 | 2 |  |  |  |  |  |  |"]
+    assert rows[:2] == [
+        "| &lt;unk&gt; | 0.900 | 30 | 17 | 0.000 | 5 | Nerva | 0.970 | 3 | 440 | 0.005 | 2 |",
+        "| Gore | 0.800 | 4 | a\\|b | 0.010 | 2 |  |  |  |  |  |  |",
+    ]
     assert "(900 repeated types)" in text and "< 5 in train (40 types)" in text and "mean over every word 0.120" in text
     assert char_tables.markdown_text("a|b") == "a\\|b"
 
@@ -353,15 +496,21 @@ def test_table_takes_the_streams_from_the_corpus():
     paper's 25 on PTB, 10 on WikiText-2, 20 for the word streams) and scores every one as one stream."""
     table = benchmarks_module("table")
     from benchmarks.rows import PTB, PTB_CHARS, WIKITEXT2_CHARS
+
     batch = lambda corpus, row, training: table.task_args(corpus, corpus.rows[row], training)[
-        table.task_args(corpus, corpus.rows[row], training).index("--batch-size") + 1]
-    assert [batch(PTB_CHARS, "hclm", True), batch(WIKITEXT2_CHARS, "hclm", True), batch(PTB, "lstm-stream", True)] \
-        == ["25", "10", "20"]
+        table.task_args(corpus, corpus.rows[row], training).index("--batch-size") + 1
+    ]
+    assert [batch(PTB_CHARS, "hclm", True), batch(WIKITEXT2_CHARS, "hclm", True), batch(PTB, "lstm-stream", True)] == [
+        "25",
+        "10",
+        "20",
+    ]
     assert {batch(PTB_CHARS, "hclm-cache", False), batch(PTB, "lstm-stream", False)} == {"1"}
 
 
 def benchmarks_module(name):
     import importlib
+
     return importlib.import_module(f"benchmarks.{name}")
 
 
@@ -373,11 +522,15 @@ def test_a_killed_row_resumes_after_its_finished_grid(tmp_path):
     """benchmarks/table.py reuses a row's finished alm-cache-grid choice only if it read the current
     checkpoint (written after it) with the windows and dynamic points asked for now."""
     import json
+
     finished_grid = benchmarks_module("table").finished_grid
     checkpoint, grid = tmp_path / "checkpoint_best.pt", tmp_path / "cache_grid.json"
     checkpoint.write_bytes(b"weights")
-    record = {"split": "valid", "grid": [{"window": w, "theta": 0.1, "lambda": 0.1, "ppl": 90.0} for w in (100, 500)],
-              "dynamic_grid": [{"lr": lr, "decay": 0.01, "ppl": 85.0} for lr in (0.3, 1.0)]}
+    record = {
+        "split": "valid",
+        "grid": [{"window": w, "theta": 0.1, "lambda": 0.1, "ppl": 90.0} for w in (100, 500)],
+        "dynamic_grid": [{"lr": lr, "decay": 0.01, "ppl": 85.0} for lr in (0.3, 1.0)],
+    }
     grid.write_text(json.dumps(record))
     os.utime(checkpoint, (1, 1))  # the checkpoint is older than the grid
     assert finished_grid(grid, checkpoint, [100.0, 500.0], [0.3, 1.0], [0.01]) == record
@@ -395,18 +548,27 @@ def test_a_killed_grid_resumes_after_its_finished_points(monkeypatch, tmp_path):
     import dataclasses
     import json
     import subprocess
+
     table = benchmarks_module("table")
     from benchmarks.rows import WIKITEXT2
+
     corpus = dataclasses.replace(WIKITEXT2, cache_windows="100,500", dynamic_lrs="0.3,1", dynamic_decays="0.01")
     checkpoint = tmp_path / "checkpoint_best.pt"
     checkpoint.write_bytes(b"weights")
     os.utime(checkpoint, (1, 1))
 
     def record(lr, ppl):
-        return {"split": "valid", "window": 500, "theta": 0.3, "lambda": 0.1, "ppl_with_cache": 80.0,
-                "grid": [{"window": w, "theta": 0.3, "lambda": 0.1, "ppl": 80.0} for w in (100, 500)],
-                "dynamic_grid": [{"lr": lr, "decay": 0.01, "ppl": ppl}],
-                "dynamic": {"lr": lr, "decay": 0.01, "ppl": ppl}, "both": {"lr": lr, "decay": 0.01, "ppl": ppl - 5}}
+        return {
+            "split": "valid",
+            "window": 500,
+            "theta": 0.3,
+            "lambda": 0.1,
+            "ppl_with_cache": 80.0,
+            "grid": [{"window": w, "theta": 0.3, "lambda": 0.1, "ppl": 80.0} for w in (100, 500)],
+            "dynamic_grid": [{"lr": lr, "decay": 0.01, "ppl": ppl}],
+            "dynamic": {"lr": lr, "decay": 0.01, "ppl": ppl},
+            "both": {"lr": lr, "decay": 0.01, "ppl": ppl - 5},
+        }
 
     (tmp_path / "cache_grid_lr0.3_decay0.01.json").write_text(json.dumps(record(0.3, 70.0)))  # finished before a kill
     ran = []
@@ -419,8 +581,9 @@ def test_a_killed_grid_resumes_after_its_finished_points(monkeypatch, tmp_path):
         return subprocess.CompletedProcess(command, 0, "", "")
 
     monkeypatch.setattr(table.subprocess, "run", fake_grid)
-    chosen, reused = table.combine_grid([table.grid_point(corpus, str(checkpoint), *point, 1)
-                                         for point in table.grid_points(corpus)])
+    chosen, reused = table.combine_grid(
+        [table.grid_point(corpus, str(checkpoint), *point, 1) for point in table.grid_points(corpus)]
+    )
     assert ran == [1.0] and reused == 1
     assert chosen["dynamic"]["lr"] == 1.0 and chosen["both"]["ppl"] == 55.0 and chosen["window"] == 500
     assert [p["lr"] for p in chosen["dynamic_grid"]] == [0.3, 1.0]

@@ -2,10 +2,12 @@
 vector the output layer reads (h'_t; h_t itself for alm_lstm and the pointer's p_vocab) has a
 share p of zeros, not 1 - (1 - p)^2, and the attention (memory and queries) reads h_t as the LSTM
 gives it unless --attend-dropped-states gives it a dropout of its own."""
+
 from types import SimpleNamespace
 
 import pytest
 import torch
+from conftest import random_tokens
 
 from alm_plugin.models.amsrn import AMSRNConfig, AMSRNDecoder
 from alm_plugin.models.attentive_lm import AttentiveLMConfig, AttentiveLMDecoder
@@ -13,7 +15,6 @@ from alm_plugin.models.history_translation import HistoryTranslationConfig, Hist
 from alm_plugin.models.lstm_lm import LSTMDecoder
 from alm_plugin.models.pointer_sentinel_lm import PointerSentinelConfig, PointerSentinelDecoder
 from alm_plugin.modules.history_lstm_decoder import RecurrentLMConfig
-from conftest import random_tokens
 
 P = 0.5
 BSZ, LENGTH, HIDDEN = 16, 30, 64  # ~31k dropped units: the share of zeros within ~0.01 of p
@@ -30,17 +31,26 @@ TRANSLATION = {"attentive_nmt": {"decoder_type": "attentive"}, "amsrn_nmt": {"de
 
 def language_model(dictionary, name, **overrides):
     config, decoder_class, options = LANGUAGE_MODELS[name]
-    cfg = config(**{"embed_dim": HIDDEN, "hidden_size": HIDDEN, "num_layers": 2, "dropout": P,
-                    **options, **overrides})
+    cfg = config(**{"embed_dim": HIDDEN, "hidden_size": HIDDEN, "num_layers": 2, "dropout": P, **options, **overrides})
     return decoder_class(cfg, dictionary), lambda tokens: (tokens,)
 
 
 def translation_model(dictionary, name, **overrides):
-    cfg = HistoryTranslationConfig(**{"embed_dim": HIDDEN, "hidden_size": HIDDEN, "num_layers": 2,
-                                      "dropout": P, "encoder_embed_dim": 16, "encoder_hidden_size": 16,
-                                      **TRANSLATION[name], **overrides})
-    model = HistoryTranslationModel.build_model(cfg, SimpleNamespace(source_dictionary=dictionary,
-                                                                     target_dictionary=dictionary))
+    cfg = HistoryTranslationConfig(
+        **{
+            "embed_dim": HIDDEN,
+            "hidden_size": HIDDEN,
+            "num_layers": 2,
+            "dropout": P,
+            "encoder_embed_dim": 16,
+            "encoder_hidden_size": 16,
+            **TRANSLATION[name],
+            **overrides,
+        }
+    )
+    model = HistoryTranslationModel.build_model(
+        cfg, SimpleNamespace(source_dictionary=dictionary, target_dictionary=dictionary)
+    )
     source = random_tokens(dictionary, BSZ, 7)
     source[:, -1] = dictionary.eos()
     lengths = torch.full((BSZ,), 7)
@@ -56,7 +66,8 @@ def trace(build, dictionary, name, **overrides):
     decoder.lstm.register_forward_hook(lambda module, args, output: seen.__setitem__("lstm", output[0]))
     if decoder.attention is not None:
         decoder.attention.register_forward_hook(
-            lambda module, args, output: seen.__setitem__("attention", (args[0], args[2])))
+            lambda module, args, output: seen.__setitem__("attention", (args[0], args[2]))
+        )
     tokens = random_tokens(dictionary, BSZ, LENGTH)
     _, extra = decoder(*inputs(tokens))
     return seen["lstm"], seen.get("attention"), extra["features"]

@@ -1,6 +1,7 @@
 """Dynamic evaluation (``--dynamic-eval-*``): fairseq-eval-lm equals a hand computation of the rules
 (SGD and RMS) whatever the batching, lr 0 is the static model, the checkpoint is never written,
 alm-score equals eval-lm, every word model adapts, bad options are refused in one line."""
+
 import math
 import os
 import re
@@ -8,17 +9,34 @@ import shutil
 
 import pytest
 import torch
+from cli import TRAIN_COMMON, eval_lm_result, refused, run, run_module
+from conftest import SAMPLE_DATA
 from fairseq import checkpoint_utils
 from fairseq.data import Dictionary, data_utils
 
 from alm_plugin.errors import OptionError
 from alm_plugin.modules.dynamic_evaluation import DynamicEvalSettings, DynamicEvaluator
-from cli import TRAIN_COMMON, eval_lm_result, refused, run, run_module
-from conftest import SAMPLE_DATA
 
-TINY = ["--embed-dim", "24", "--hidden-size", "24", "--num-layers", "1", "--criterion", "attention_cross_entropy",
-        "--optimizer", "adam", "--lr", "0.01", "--batch-size", "32", "--no-epoch-checkpoints", "--disable-validation",
-        "--max-update", "30"]
+TINY = [
+    "--embed-dim",
+    "24",
+    "--hidden-size",
+    "24",
+    "--num-layers",
+    "1",
+    "--criterion",
+    "attention_cross_entropy",
+    "--optimizer",
+    "adam",
+    "--lr",
+    "0.01",
+    "--batch-size",
+    "32",
+    "--no-epoch-checkpoints",
+    "--disable-validation",
+    "--max-update",
+    "30",
+]
 EVAL = ["--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--cpu", "--gen-subset", "valid"]
 SENTENCES = 60  # the valid split's first sentences: a small text for the hand computation
 
@@ -34,8 +52,18 @@ def small_data(tmp_path_factory):
     lines = data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "valid"), d)
     text = root / "valid.txt"
     text.write_text("".join(d.string(lines[i]) + "\n" for i in range(SENTENCES)), encoding="utf-8")
-    run("preprocess", "--only-source", "--srcdict", root / "dict.txt", "--validpref", text, "--destdir", root,
-        "--workers", "1")
+    run(
+        "preprocess",
+        "--only-source",
+        "--srcdict",
+        root / "dict.txt",
+        "--validpref",
+        text,
+        "--destdir",
+        root,
+        "--workers",
+        "1",
+    )
     return root, text
 
 
@@ -49,7 +77,9 @@ def sentence_model(tmp_path_factory, small_data):
 def hand_dynamic(checkpoint, data, lr, decay, rule="sgd", eps=2e-5, stats_batches=None):
     """Sum of -ln p over the valid sentences, each scored whole from a fresh state with the current
     weights, then one step of the rule on its mean NLL (Krause et al. 2018, written out here)."""
-    models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)], arg_overrides={"data": str(data)})
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task(
+        [str(checkpoint)], arg_overrides={"data": str(data)}
+    )
     model = models[0].eval()
     params = [p for p in model.parameters() if p.requires_grad]
     initial = [p.detach().clone() for p in params]
@@ -60,7 +90,7 @@ def hand_dynamic(checkpoint, data, lr, decay, rule="sgd", eps=2e-5, stats_batche
             lp = model.get_normalized_probs(out, log_probs=True).gather(-1, sample["target"].unsqueeze(-1)).squeeze(-1)
             loss = -lp[sample["target"].ne(task.dictionary.pad())].mean()
             for total, g in zip(squares, torch.autograd.grad(loss, params)):
-                total += g ** 2
+                total += g**2
             count += 1
         ms = [(total / count).sqrt() for total in squares]
         mean = sum(m.mean() for m in ms) / len(ms)
@@ -84,20 +114,36 @@ def hand_dynamic(checkpoint, data, lr, decay, rule="sgd", eps=2e-5, stats_batche
     return total, tokens
 
 
-@pytest.mark.parametrize("rule, options", [("sgd", []), ("rms", ["--dynamic-eval-eps", "2e-5",
-                                                                  "--dynamic-eval-stats-batches", "3"])])
+@pytest.mark.parametrize(
+    "rule, options", [("sgd", []), ("rms", ["--dynamic-eval-eps", "2e-5", "--dynamic-eval-stats-batches", "3"])]
+)
 def test_eval_lm_equals_the_hand_computation_at_any_batch_size(small_data, sentence_model, rule, options):
     data, _ = small_data
     # rms: a weight whose gradient the few training batches never saw has MS = 0, and the step
     # lr * grad / eps there: lr of the order of eps (Krause et al.: 2e-5 and 2e-5)
     lr, decay = ("0.3", "0.02") if rule == "sgd" else ("1e-5", "0.02")
     before = sentence_model.read_bytes()
-    nll, count = hand_dynamic(sentence_model, data, float(lr), float(decay), rule,
-                              stats_batches=3 if rule == "rms" else None)
+    nll, count = hand_dynamic(
+        sentence_model, data, float(lr), float(decay), rule, stats_batches=3 if rule == "rms" else None
+    )
     _, static = eval_lm_result(run("eval_lm", data, "--path", sentence_model, *EVAL, "--batch-size", "8")[1])
     for batch in ("1", "8"):
-        _, output = run("eval_lm", data, "--path", sentence_model, *EVAL, "--batch-size", batch,
-                        "--dynamic-eval-lr", lr, "--dynamic-eval-decay", decay, "--dynamic-eval-rule", rule, *options)
+        _, output = run(
+            "eval_lm",
+            data,
+            "--path",
+            sentence_model,
+            *EVAL,
+            "--batch-size",
+            batch,
+            "--dynamic-eval-lr",
+            lr,
+            "--dynamic-eval-decay",
+            decay,
+            "--dynamic-eval-rule",
+            rule,
+            *options,
+        )
         loss_base2, ppl = eval_lm_result(output)
         assert f"Evaluated {count:,} tokens" in output
         assert loss_base2 == pytest.approx(nll / count / math.log(2), abs=2e-4), batch
@@ -139,11 +185,19 @@ def random_segments(seed, length, count=4):
     return d, segments
 
 
-@pytest.mark.parametrize("arch, options", [("alm_lstm", {}), ("attentive_lm", {"adaptive_softmax_cutoff": "8,16"}),
-                                           ("amsrn", {}), ("pointer_sentinel_lm", {"adaptive_softmax_cutoff": "8,16"}),
-                                           ("pointer_sentinel_lm", {})])
+@pytest.mark.parametrize(
+    "arch, options",
+    [
+        ("alm_lstm", {}),
+        ("attentive_lm", {"adaptive_softmax_cutoff": "8,16"}),
+        ("amsrn", {}),
+        ("pointer_sentinel_lm", {"adaptive_softmax_cutoff": "8,16"}),
+        ("pointer_sentinel_lm", {}),
+    ],
+)
 def test_every_word_model_adapts_and_lr_0_is_the_static_model(arch, options):
-    from test_adaptive_softmax import MODELS, build
+    from test_adaptive_softmax import build
+
     d, segments = random_segments(seed=0, length=7)
     model = build(arch, d, **{"adaptive_softmax_cutoff": None, **options})
     trained = [p.detach().clone() for p in model.parameters()]
@@ -164,6 +218,7 @@ def test_the_lstms_record_in_train_mode_without_dropout_and_the_figures_are_the_
     in train mode, their dropout at 0 (the rest of the model in eval mode), and puts them back.
     The adapted figures equal those of the step taken with the LSTM in eval mode (issue 46)."""
     from test_adaptive_softmax import build
+
     d, segments = random_segments(seed=3, length=9)
     figures = {}
     for lstm_mode in ("train", "eval"):
@@ -177,11 +232,17 @@ def test_the_lstms_record_in_train_mode_without_dropout_and_the_figures_are_the_
         seen = []
         original = lstm.forward
         # the recording passes (with a graph; the shadow scoring the first segments statically has none)
-        lstm.forward = lambda *a, **k: (torch.is_grad_enabled() and seen.append(
-            (lstm.training, lstm.dropout, model.decoder.training))) or original(*a, **k)
+        lstm.forward = lambda *a, **k: (
+            (torch.is_grad_enabled() and seen.append((lstm.training, lstm.dropout, model.decoder.training)))
+            or original(*a, **k)
+        )
         with torch.no_grad():
-            figures[lstm_mode] = torch.stack([lp.gather(-1, t.unsqueeze(-1)).sum() for lp, (_, t) in
-                                              zip(segment_log_probs(model, segments, None), segments)])
+            figures[lstm_mode] = torch.stack(
+                [
+                    lp.gather(-1, t.unsqueeze(-1)).sum()
+                    for lp, (_, t) in zip(segment_log_probs(model, segments, None), segments)
+                ]
+            )
         if lstm_mode == "train":
             assert seen and all(s == (True, 0.0, False) for s in seen), seen
             assert not lstm.training and lstm.dropout == 0.5  # put back
@@ -192,6 +253,7 @@ def test_the_lstms_record_in_train_mode_without_dropout_and_the_figures_are_the_
 
 def tiny_evaluator():
     from test_adaptive_softmax import build
+
     d = Dictionary()
     for i in range(28):
         d.add_symbol(f"w{i}")
@@ -217,6 +279,7 @@ def test_a_pass_that_drifts_far_above_the_trained_weights_is_flagged_once(caplog
     """After the shadowed segments (scored at the trained weights too), a slow rise of the adapted
     NLL ln 2 above theirs is flagged once, with the advice; a steady pass says nothing."""
     from alm_plugin.modules.dynamic_evaluation import SHADOW
+
     evaluator, loss = tiny_evaluator()
     for k in range(SHADOW + 70):
         evaluator.step(loss(2.0), 2.0 if k < SHADOW else None)  # steady: no word
@@ -236,20 +299,28 @@ def test_a_pass_worse_than_the_trained_weights_from_its_start_is_stopped():
     20 segments. Before, a pass bad from its first segments had no reference (lr 0.1 on an
     Adam-trained attentive_lm_small: valid 377 -> 784, exit 0, no word)."""
     from test_adaptive_softmax import build
+
     d, segments = random_segments(seed=1, length=10, count=30)
     torch.manual_seed(0)
     model = build("alm_lstm", d, adaptive_softmax_cutoff=None)
     with torch.no_grad():
-        static = torch.stack([-model.get_normalized_probs(model(s), log_probs=True).gather(-1, t.unsqueeze(-1)).mean()
-                              for s, t in segments])
+        static = torch.stack(
+            [
+                -model.get_normalized_probs(model(s), log_probs=True).gather(-1, t.unsqueeze(-1)).mean()
+                for s, t in segments
+            ]
+        )
     model.dynamic_eval = DynamicEvaluator(model, DynamicEvalSettings(3.0, 0.0, "sgd", 2e-5, 20, 1))
     with torch.no_grad():
         segment_log_probs(model, segments, None)  # adapts, not far off: no refusal
     torch.testing.assert_close(torch.tensor(model.dynamic_eval.trained_nlls), static, rtol=1e-5, atol=1e-6)
     model.dynamic_eval.reset()
     model.dynamic_eval = DynamicEvaluator(model, DynamicEvalSettings(18.0, 0.0, "sgd", 2e-5, 20, 1))
-    with pytest.raises(OptionError, match=r"made the model worse: segments 1-20 average [\d.]+ nats a token adapted "
-                                          r"against [\d.]+ at the trained weights .*lower --dynamic-eval-lr"):
+    with pytest.raises(
+        OptionError,
+        match=r"made the model worse: segments 1-20 average [\d.]+ nats a token adapted "
+        r"against [\d.]+ at the trained weights .*lower --dynamic-eval-lr",
+    ):
         with torch.no_grad():
             segment_log_probs(model, segments, None)
 
@@ -258,6 +329,7 @@ def test_the_shadow_and_theta_0_follow_a_model_moved_after_its_first_pass():
     """The hub's model may be moved (``lm.cuda()``, ``.double()``) after a first ``score()``: the
     shadow (whose weights are theta_0) follows it, and reset restores the trained weights there."""
     from test_adaptive_softmax import build
+
     d, segments = random_segments(seed=2, length=6, count=3)
     model = build("alm_lstm", d, adaptive_softmax_cutoff=None)
     model.dynamic_eval = DynamicEvaluator(model, DynamicEvalSettings(0.5, 0.1, "sgd", 2e-5, 20, 1))
@@ -278,9 +350,25 @@ def test_the_shadow_reads_a_stream_as_the_model_does(small_data, stream_model):
     """In a stream the shadow carries its own state across segments: at an lr too small to move the
     weights its figure over the first 100 segments is the adapted one (a fresh state each segment,
     or the adapted model's state, would part them: a shadow reset at every segment fails here)."""
-    code, output = run("eval_lm", small_data[0], "--path", stream_model, "--user-dir", "alm_plugin", "--task",
-                       "document_language_modeling", "--cpu", "--gen-subset", "valid", "--batch-size", "1",
-                       "--dynamic-eval-lr", "1e-9", "--dynamic-eval-segment", "10")
+    code, output = run(
+        "eval_lm",
+        small_data[0],
+        "--path",
+        stream_model,
+        "--user-dir",
+        "alm_plugin",
+        "--task",
+        "document_language_modeling",
+        "--cpu",
+        "--gen-subset",
+        "valid",
+        "--batch-size",
+        "1",
+        "--dynamic-eval-lr",
+        "1e-9",
+        "--dynamic-eval-segment",
+        "10",
+    )
     found = re.search(r"segments 1-100 average ([\d.]+) nats a token adapted, ([\d.]+) at the trained weights", output)
     assert code == 0 and found, output[-2000:]
     assert abs(float(found.group(1)) - float(found.group(2))) < 2e-4
@@ -312,35 +400,90 @@ def test_the_step_through_a_sparse_lookup_equals_the_dense_step(tied):
 @pytest.fixture(scope="module")
 def stream_model(tmp_path_factory, small_data):
     save = tmp_path_factory.mktemp("dyn_stream")
-    run("train", small_data[0], "--user-dir", "alm_plugin", "--task", "document_language_modeling", "--cpu",
-        "--arch", "alm_lstm", *TINY[:-4], "--batch-size", "10", "--tokens-per-sample", "35", "--max-update", "20",
-        "--save-dir", save, "--no-progress-bar")
+    run(
+        "train",
+        small_data[0],
+        "--user-dir",
+        "alm_plugin",
+        "--task",
+        "document_language_modeling",
+        "--cpu",
+        "--arch",
+        "alm_lstm",
+        *TINY[:-4],
+        "--batch-size",
+        "10",
+        "--tokens-per-sample",
+        "35",
+        "--max-update",
+        "20",
+        "--save-dir",
+        save,
+        "--no-progress-bar",
+    )
     return save / "checkpoint_last.pt"
 
 
 def test_a_stream_is_read_in_segments_whatever_the_batching(small_data, stream_model):
     data, _ = small_data
-    common = [data, "--path", stream_model, "--user-dir", "alm_plugin", "--task", "document_language_modeling",
-              "--cpu", "--gen-subset", "valid", "--dynamic-eval-lr", "0.3", "--dynamic-eval-segment", "10"]
-    _, static = eval_lm_result(run("eval_lm", data, "--path", stream_model, "--user-dir", "alm_plugin", "--task",
-                                   "document_language_modeling", "--cpu", "--gen-subset", "valid",
-                                   "--batch-size", "1")[1])
-    figures = {eval_lm_result(run("eval_lm", *common, "--batch-size", b, "--tokens-per-sample", t)[1])
-               for b, t in (("1", "35"), ("4", "35"), ("1", "7"))}
+    common = [
+        data,
+        "--path",
+        stream_model,
+        "--user-dir",
+        "alm_plugin",
+        "--task",
+        "document_language_modeling",
+        "--cpu",
+        "--gen-subset",
+        "valid",
+        "--dynamic-eval-lr",
+        "0.3",
+        "--dynamic-eval-segment",
+        "10",
+    ]
+    _, static = eval_lm_result(
+        run(
+            "eval_lm",
+            data,
+            "--path",
+            stream_model,
+            "--user-dir",
+            "alm_plugin",
+            "--task",
+            "document_language_modeling",
+            "--cpu",
+            "--gen-subset",
+            "valid",
+            "--batch-size",
+            "1",
+        )[1]
+    )
+    figures = {
+        eval_lm_result(run("eval_lm", *common, "--batch-size", b, "--tokens-per-sample", t)[1])
+        for b, t in (("1", "35"), ("4", "35"), ("1", "7"))
+    }
     assert len(figures) == 1 and figures.pop()[1] < static
 
 
-@pytest.mark.parametrize("options, message", [
-    (["--dynamic-eval-lr", "-0.1"], "--dynamic-eval-lr -0.1 is out of range: it must be at least 0"),
-    (["--dynamic-eval-lr", "nan"], "--dynamic-eval-lr nan: give a finite number"),
-    (["--dynamic-eval-lr", "0.1", "--dynamic-eval-decay", "1.5"], "--dynamic-eval-decay 1.5 is out of range"),
-    (["--dynamic-eval-decay", "0.1"], "--dynamic-eval-decay does nothing without --dynamic-eval-lr"),
-    (["--dynamic-eval-lr", "0.1", "--dynamic-eval-eps", "1e-3"], "--dynamic-eval-eps does nothing without "
-                                                                 "--dynamic-eval-rule rms"),
-    (["--dynamic-eval-lr", "0.1", "--dynamic-eval-segment", "5"], "on sentence_language_modeling a segment is one "
-                                                                  "sentence"),
-    (["--dynamic-eval-lr", "1e30"], "dynamic evaluation: the NLL of segment"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (["--dynamic-eval-lr", "-0.1"], "--dynamic-eval-lr -0.1 is out of range: it must be at least 0"),
+        (["--dynamic-eval-lr", "nan"], "--dynamic-eval-lr nan: give a finite number"),
+        (["--dynamic-eval-lr", "0.1", "--dynamic-eval-decay", "1.5"], "--dynamic-eval-decay 1.5 is out of range"),
+        (["--dynamic-eval-decay", "0.1"], "--dynamic-eval-decay does nothing without --dynamic-eval-lr"),
+        (
+            ["--dynamic-eval-lr", "0.1", "--dynamic-eval-eps", "1e-3"],
+            "--dynamic-eval-eps does nothing without --dynamic-eval-rule rms",
+        ),
+        (
+            ["--dynamic-eval-lr", "0.1", "--dynamic-eval-segment", "5"],
+            "on sentence_language_modeling a segment is one sentence",
+        ),
+        (["--dynamic-eval-lr", "1e30"], "dynamic evaluation: the NLL of segment"),
+    ],
+)
 def test_bad_options_are_refused_in_one_line(small_data, sentence_model, options, message):
     code, output = run("eval_lm", small_data[0], "--path", sentence_model, *EVAL, *options, check=False)
     assert code != 0 and refused(output, "fairseq-eval-lm", message)
@@ -349,11 +492,32 @@ def test_bad_options_are_refused_in_one_line(small_data, sentence_model, options
 def test_rms_without_a_training_split_and_training_with_the_options_are_refused(small_data, sentence_model, tmp_path):
     data = tmp_path / "data"
     shutil.copytree(small_data[0], data, ignore=shutil.ignore_patterns("train.*"))
-    code, output = run("eval_lm", data, "--path", sentence_model, *EVAL, "--dynamic-eval-lr", "0.01",
-                       "--dynamic-eval-rule", "rms", check=False)
+    code, output = run(
+        "eval_lm",
+        data,
+        "--path",
+        sentence_model,
+        *EVAL,
+        "--dynamic-eval-lr",
+        "0.01",
+        "--dynamic-eval-rule",
+        "rms",
+        check=False,
+    )
     assert code != 0 and refused(output, "fairseq-eval-lm", "no 'train' data in")
-    code, output = run("train", small_data[0], *TRAIN_COMMON, "--arch", "alm_lstm", *TINY, "--dynamic-eval-lr",
-                       "0.1", "--save-dir", tmp_path / "t", check=False)
+    code, output = run(
+        "train",
+        small_data[0],
+        *TRAIN_COMMON,
+        "--arch",
+        "alm_lstm",
+        *TINY,
+        "--dynamic-eval-lr",
+        "0.1",
+        "--save-dir",
+        tmp_path / "t",
+        check=False,
+    )
     assert code != 0 and refused(output, "fairseq-train", "--dynamic-eval-lr is a test-time option")
 
 
@@ -380,8 +544,13 @@ def test_dynamic_evaluation_reuses_freed_memory_instead_of_faulting_in_fresh_pag
     import sys
 
     def faults(**env):
-        out = subprocess.run([sys.executable, "-c", FAULTS_OF_REUSED_BLOCKS], capture_output=True, text=True,
-                             env={**os.environ, "OMP_NUM_THREADS": "1", **env}, check=True).stdout
+        out = subprocess.run(
+            [sys.executable, "-c", FAULTS_OF_REUSED_BLOCKS],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "OMP_NUM_THREADS": "1", **env},
+            check=True,
+        ).stdout
         return int(out.split()[-1])
 
     # glibc's own threshold moves with the process's history: fixed at its default (128 KB) for the control
@@ -397,18 +566,22 @@ def test_short_texts_are_checked_together_as_one_text_is():
     the check's 20 segments alone; together they are checked as one text of the same segments is
     (tests/test_dynamic_evaluation.py: one text, stopped at its 20th). Before: no check at all."""
     from test_adaptive_softmax import build
+
     d, segments = random_segments(seed=1, length=10, count=30)
     torch.manual_seed(0)
     model = build("alm_lstm", d, adaptive_softmax_cutoff=None)
     model.dynamic_eval = DynamicEvaluator(model, DynamicEvalSettings(18.0, 0.0, "sgd", 2e-5, 20, 1))
-    with pytest.raises(OptionError, match=r"made the model worse: over texts 1-2 \(each from the trained weights\) "
-                                          r"the 20 segments scored at the trained weights too average [\d.]+ nats a "
-                                          r"token adapted against [\d.]+ \(perplexity x[\d.]+\): lower "
-                                          r"--dynamic-eval-lr or raise --dynamic-eval-decay"):
+    with pytest.raises(
+        OptionError,
+        match=r"made the model worse: over texts 1-2 \(each from the trained weights\) "
+        r"the 20 segments scored at the trained weights too average [\d.]+ nats a "
+        r"token adapted against [\d.]+ \(perplexity x[\d.]+\): lower "
+        r"--dynamic-eval-lr or raise --dynamic-eval-decay",
+    ):
         with torch.no_grad():
             for text in range(3):
                 model.start_text()
-                segment_log_probs(model, segments[10 * text: 10 * text + 10], None)
+                segment_log_probs(model, segments[10 * text : 10 * text + 10], None)
     model.start_text()
     # a gentle lr over short texts: no refusal, each text from the trained weights, the run's count kept
     model.dynamic_eval = DynamicEvaluator(model, DynamicEvalSettings(0.01, 0.0, "sgd", 2e-5, 20, 1))
@@ -418,7 +591,7 @@ def test_short_texts_are_checked_together_as_one_text_is():
             model.start_text()
             for p, q in zip(model.parameters(), trained):
                 torch.testing.assert_close(p, q)
-            segment_log_probs(model, segments[4 * text: 4 * text + 4], None)
+            segment_log_probs(model, segments[4 * text : 4 * text + 4], None)
     assert model.dynamic_eval.earlier_texts == 2 and model.dynamic_eval.earlier_shadowed == 8
 
 
@@ -430,15 +603,17 @@ def ten_line_texts(tmp_path_factory):
     files = []
     for text in range(3):
         files.append(root / f"text{text}.txt")
-        files[-1].write_text("".join(d.string(lines[i]) + "\n" for i in range(10 * text, 10 * text + 10)),
-                             encoding="utf-8")
+        files[-1].write_text(
+            "".join(d.string(lines[i]) + "\n" for i in range(10 * text, 10 * text + 10)), encoding="utf-8"
+        )
     return files
 
 
 def test_alm_score_over_many_short_files_is_stopped_where_it_makes_the_model_worse(sentence_model, ten_line_texts):
     """Before: ppl 7,086.69 against 302.35 static, rc 0 (each file 10 lines, below the check's 20)."""
-    code, out, err = run_module("alm_plugin.cli.score", "--path", sentence_model, "--dynamic-eval-lr", "3",
-                                *ten_line_texts)
+    code, out, err = run_module(
+        "alm_plugin.cli.score", "--path", sentence_model, "--dynamic-eval-lr", "3", *ten_line_texts
+    )
     assert code == 1 and refused(err, "alm-score", "dynamic evaluation made the model worse: over texts 1-2")
     assert out == ""  # no row: no figure for part of the texts
 
@@ -452,7 +627,9 @@ SENTENCE = "The game was released in Japan ."
 def test_each_hub_score_call_starts_from_the_trained_weights(adaptive_sentence):
     """Before: the same sentence scored -21.66, -0.146, -0.0205 (lr 1), the model adapting across calls."""
     import torch
+
     from alm_plugin.models.lstm_lm import LSTMLanguageModel
+
     directory, name = str(adaptive_sentence.parent), adaptive_sentence.name
     static = LSTMLanguageModel.from_pretrained(directory, name, SAMPLE_DATA).eval()
     lm = LSTMLanguageModel.from_pretrained(directory, name, SAMPLE_DATA, dynamic_eval_lr=1.0).eval()

@@ -1,4 +1,5 @@
 """The real commands on the shipped WikiText-2 sample: train, resume, evaluate, hub, errors."""
+
 import argparse
 import math
 import os
@@ -9,15 +10,31 @@ import sys
 
 import pytest
 import torch
+from cli import TRAIN_COMMON, eval_lm_result, json_records, run
+from conftest import SAMPLE_DATA
 from fairseq import checkpoint_utils
 from fairseq.data import data_utils
 
-from cli import TRAIN_COMMON, eval_lm_result, json_records, run
-from conftest import SAMPLE_DATA
-
-TRAIN = ["--arch", "attentive_lm_small", "--attention-score", "combined",
-         "--criterion", "attention_cross_entropy", "--optimizer", "adam", "--lr", "0.003",
-         "--clip-norm", "5", "--batch-size", "32", "--log-interval", "10", "--seed", "3"]
+TRAIN = [
+    "--arch",
+    "attentive_lm_small",
+    "--attention-score",
+    "combined",
+    "--criterion",
+    "attention_cross_entropy",
+    "--optimizer",
+    "adam",
+    "--lr",
+    "0.003",
+    "--clip-norm",
+    "5",
+    "--batch-size",
+    "32",
+    "--log-interval",
+    "10",
+    "--seed",
+    "3",
+]
 
 
 @pytest.fixture(scope="module")
@@ -30,10 +47,10 @@ def training_runs(tmp_path_factory):
         if device not in runs:
             save_dir = tmp_path_factory.mktemp(f"ckpt-{device}")
             placement = [a for a in TRAIN_COMMON if a != "--cpu" or device == "cpu"]
-            _, output = run("train", SAMPLE_DATA, *placement, *TRAIN, "--max-update", "120",
-                            "--save-dir", save_dir)
+            _, output = run("train", SAMPLE_DATA, *placement, *TRAIN, "--max-update", "120", "--save-dir", save_dir)
             runs[device] = save_dir, output
         return runs[device]
+
     return on
 
 
@@ -47,7 +64,7 @@ def test_training_loss_falls_on_real_text(trained):
     _, output = trained
     losses = [float(r["loss"]) for r in json_records(output, "train_inner")]
     assert len(losses) >= 10
-    assert max(losses[-3:]) < min(losses[:3]) - 0.5, losses   # bits per token
+    assert max(losses[-3:]) < min(losses[:3]) - 0.5, losses  # bits per token
     valid = json_records(output, "valid")
     assert valid and math.isfinite(float(valid[-1]["valid_ppl"]))
     assert float(valid[-1]["valid_paper_ppl"]) < float(valid[-1]["valid_ppl"])
@@ -57,16 +74,29 @@ def test_resume_continues_from_the_last_checkpoint(trained, tmp_path):
     save_dir, _ = trained
     resumed = tmp_path / "resumed"
     shutil.copytree(save_dir, resumed)
-    _, output = run("train", SAMPLE_DATA, *TRAIN_COMMON, *TRAIN, "--max-update", "130",
-                    "--save-dir", resumed)
+    _, output = run("train", SAMPLE_DATA, *TRAIN_COMMON, *TRAIN, "--max-update", "130", "--save-dir", resumed)
     assert re.search(r"Loaded checkpoint .*checkpoint_last\.pt \(epoch \d+ @ 120 updates\)", output), output[-2000:]
     assert json_records(output, "train")[-1]["train_num_updates"] == "130"
     # --restore-file from another directory, with early stopping by --patience
     # (validated every 5 updates, so that it stops within a few dozen updates)
-    _, output = run("train", SAMPLE_DATA, *TRAIN_COMMON, *TRAIN, "--restore-file",
-                    save_dir / "checkpoint_best.pt", "--save-dir", tmp_path / "other",
-                    "--max-update", "200", "--validate-interval-updates", "5", "--patience", "1",
-                    "--lr", "0.5")  # too high: valid worsens
+    _, output = run(
+        "train",
+        SAMPLE_DATA,
+        *TRAIN_COMMON,
+        *TRAIN,
+        "--restore-file",
+        save_dir / "checkpoint_best.pt",
+        "--save-dir",
+        tmp_path / "other",
+        "--max-update",
+        "200",
+        "--validate-interval-updates",
+        "5",
+        "--patience",
+        "1",
+        "--lr",
+        "0.5",
+    )  # too high: valid worsens
     assert "early stop since valid performance hasn't improved for last 1 runs" in output
 
 
@@ -81,7 +111,7 @@ def hand_computed_nll(checkpoint, sequences, limit):
     for sequence in sequences:
         previous = task.dictionary.eos()
         for start in range(0, len(sequence), limit):
-            target = sequence[start:start + limit]
+            target = sequence[start : start + limit]
             pieces.setdefault(len(target), []).append((torch.cat([target.new([previous]), target[:-1]]), target))
             previous = target[-1].item()
     total, count = 0.0, 0
@@ -103,8 +133,9 @@ def whole_sentence_nll(training_runs):
 
     def of(device):
         if device not in done:
-            done[device] = hand_computed_nll(training_runs(device)[0] / "checkpoint_best.pt", sentences, limit=10 ** 6)
+            done[device] = hand_computed_nll(training_runs(device)[0] / "checkpoint_best.pt", sentences, limit=10**6)
         return done[device]
+
     return of
 
 
@@ -116,9 +147,22 @@ def test_eval_lm_perplexity_equals_hand_computation(training_runs, whole_sentenc
     save_dir, training = training_runs(device)
     assert ("CUDA enviroments for all" in training) == (device == "cuda")  # fairseq's trainer on the GPU says so
     checkpoint = save_dir / "checkpoint_best.pt"
-    _, output = run("eval_lm", SAMPLE_DATA, "--path", checkpoint, "--user-dir", "alm_plugin",
-                    "--task", "sentence_language_modeling", *(["--cpu"] if device == "cpu" else []), "--batch-size", "7",
-                    "--output-word-probs", "--tokens-per-sample", tokens_per_sample)
+    _, output = run(
+        "eval_lm",
+        SAMPLE_DATA,
+        "--path",
+        checkpoint,
+        "--user-dir",
+        "alm_plugin",
+        "--task",
+        "sentence_language_modeling",
+        *(["--cpu"] if device == "cpu" else []),
+        "--batch-size",
+        "7",
+        "--output-word-probs",
+        "--tokens-per-sample",
+        tokens_per_sample,
+    )
     loss_base2, ppl = eval_lm_result(output)
     sentences = list(data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "test"), None))
     assert max(len(s) for s in sentences) > 35  # the sample has sentences to cut
@@ -133,13 +177,28 @@ def test_eval_lm_perplexity_equals_hand_computation(training_runs, whole_sentenc
 def test_eval_lm_cutting_sentences_is_exact_and_warned(trained):
     save_dir, _ = trained
     checkpoint = save_dir / "checkpoint_best.pt"
-    _, output = run("eval_lm", SAMPLE_DATA, "--path", checkpoint, "--user-dir", "alm_plugin",
-                    "--task", "sentence_language_modeling", "--cpu", "--batch-size", "7",
-                    "--eval-tokens-per-sample", "5")
+    _, output = run(
+        "eval_lm",
+        SAMPLE_DATA,
+        "--path",
+        checkpoint,
+        "--user-dir",
+        "alm_plugin",
+        "--task",
+        "sentence_language_modeling",
+        "--cpu",
+        "--batch-size",
+        "7",
+        "--eval-tokens-per-sample",
+        "5",
+    )
     sentences = list(data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "test"), None))
     n_cut = sum(len(s) > 5 for s in sentences)
-    assert re.search(rf"WARNING[: ].*test: {n_cut} of {len(sentences)} sentences are longer than "
-                     r"--eval-tokens-per-sample 5", output), output[-2000:]
+    assert re.search(
+        rf"WARNING[: ].*test: {n_cut} of {len(sentences)} sentences are longer than "
+        r"--eval-tokens-per-sample 5",
+        output,
+    ), output[-2000:]
     nll, count = hand_computed_nll(checkpoint, sentences, limit=5)
     assert eval_lm_result(output)[0] == pytest.approx(nll / count / math.log(2), abs=1e-3)
 
@@ -149,8 +208,19 @@ def test_eval_lm_without_the_task_warns_and_scores_fairseq_streams(trained):
     save_dir, _ = trained
     checkpoint = save_dir / "checkpoint_best.pt"
     # blocks of 256 tokens (the default 1,024 is the same check, four times the attention cost)
-    _, output = run("eval_lm", SAMPLE_DATA, "--path", checkpoint, "--user-dir", "alm_plugin",
-                    "--cpu", "--batch-size", "4", "--tokens-per-sample", "256")
+    _, output = run(
+        "eval_lm",
+        SAMPLE_DATA,
+        "--path",
+        checkpoint,
+        "--user-dir",
+        "alm_plugin",
+        "--cpu",
+        "--batch-size",
+        "4",
+        "--tokens-per-sample",
+        "256",
+    )
     assert "add --task sentence_language_modeling" in output
     loss_base2, _ = eval_lm_result(output)
     stream = torch.cat(list(data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "test"), None)))
@@ -166,9 +236,11 @@ def test_checkpoint_loads_with_weights_only(trained):
 
 def test_hub_interface_scores_and_samples(trained):
     from alm_plugin.models.attentive_lm import AttentiveLanguageModel
+
     save_dir, _ = trained
-    lm = AttentiveLanguageModel.from_pretrained(str(save_dir), "checkpoint_best.pt",
-                                                data_name_or_path=SAMPLE_DATA, user_dir="alm_plugin")
+    lm = AttentiveLanguageModel.from_pretrained(
+        str(save_dir), "checkpoint_best.pt", data_name_or_path=SAMPLE_DATA, user_dir="alm_plugin"
+    )
     lm.eval()
     scored = lm.score("The game was released in Japan .")
     assert scored["positional_scores"].shape == (7,)  # the hub scores the words, not </s>
@@ -186,13 +258,16 @@ def test_attention_heatmap_command_draws_the_weights(trained, tmp_path):
 
     from alm_plugin.cli.plot_attention import attention_rows, main
     from alm_plugin.scoring import load_models
+
     save_dir, _ = trained
-    (model, task), = load_models([str(save_dir / "checkpoint_best.pt")], SAMPLE_DATA, use_cpu=True)
+    ((model, task),) = load_models([str(save_dir / "checkpoint_best.pt")], SAMPLE_DATA, use_cpu=True)
     inputs, predicted, weights = attention_rows(model, task.source_dictionary, "The game was released .")
     assert inputs[0] == "</s>" and predicted[-1] == "</s>" and weights.shape == (6, 6)
     assert weights[0].sum() == 0 and abs(weights[1:].sum(1) - 1).max() < 1e-5
     out = tmp_path / "attention.png"
-    main(["--path", str(save_dir / "checkpoint_best.pt"), "--out", str(out), "The game was released .", "It sold well ."])
+    main(
+        ["--path", str(save_dir / "checkpoint_best.pt"), "--out", str(out), "The game was released .", "It sold well ."]
+    )
     assert Image.open(out).size[0] > 500
 
 
@@ -203,8 +278,9 @@ def test_dictionary_mismatch_is_a_clear_error(trained, tmp_path):
     lines = open(other / "dict.txt").read().splitlines()
     lines[10], lines[11] = lines[11], lines[10]  # same size, different word ids
     (other / "dict.txt").write_text("\n".join(lines) + "\n")
-    code, output = run("eval_lm", other, "--path", save_dir / "checkpoint_best.pt",
-                       "--user-dir", "alm_plugin", "--cpu", check=False)
+    code, output = run(
+        "eval_lm", other, "--path", save_dir / "checkpoint_best.pt", "--user-dir", "alm_plugin", "--cpu", check=False
+    )
     assert code != 0 and "dictionary mismatch" in output
 
 
@@ -219,53 +295,148 @@ def greedy_matches_full_forward(lm, prefix):
 
 def test_amsrn_with_entropy_trains_evaluates_and_generates(tmp_path):
     from alm_plugin.models.amsrn import AMSRNLanguageModel
-    args = ["--arch", "amsrn_small", "--memory-selection", "independent",
-            "--criterion", "attention_cross_entropy", "--attention-entropy-weight", "0.5",
-            "--optimizer", "adam", "--lr", "0.003", "--clip-norm", "5", "--batch-size", "32",
-            "--log-interval", "10", "--max-update", "60", "--save-dir", tmp_path]
+
+    args = [
+        "--arch",
+        "amsrn_small",
+        "--memory-selection",
+        "independent",
+        "--criterion",
+        "attention_cross_entropy",
+        "--attention-entropy-weight",
+        "0.5",
+        "--optimizer",
+        "adam",
+        "--lr",
+        "0.003",
+        "--clip-norm",
+        "5",
+        "--batch-size",
+        "32",
+        "--log-interval",
+        "10",
+        "--max-update",
+        "60",
+        "--save-dir",
+        tmp_path,
+    ]
     _, output = run("train", SAMPLE_DATA, *TRAIN_COMMON, *args)
     inner = json_records(output, "train_inner")
     losses = [float(r["loss"]) for r in inner]
     assert losses[-1] < losses[0] - 0.5 and all("attn_entropy" in r for r in inner)
 
     checkpoint = tmp_path / "checkpoint_best.pt"
-    _, output = run("eval_lm", SAMPLE_DATA, "--path", checkpoint, "--user-dir", "alm_plugin",
-                    "--task", "sentence_language_modeling", "--cpu", "--batch-size", "16")
+    _, output = run(
+        "eval_lm",
+        SAMPLE_DATA,
+        "--path",
+        checkpoint,
+        "--user-dir",
+        "alm_plugin",
+        "--task",
+        "sentence_language_modeling",
+        "--cpu",
+        "--batch-size",
+        "16",
+    )
     loss_base2, _ = eval_lm_result(output)
     sentences = list(data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "test"), None))
-    nll, count = hand_computed_nll(checkpoint, sentences, limit=10 ** 6)  # whole sentences, as eval-lm
+    nll, count = hand_computed_nll(checkpoint, sentences, limit=10**6)  # whole sentences, as eval-lm
     assert loss_base2 == pytest.approx(nll / count / math.log(2), abs=1e-3)
 
-    lm = AMSRNLanguageModel.from_pretrained(str(tmp_path), "checkpoint_best.pt",
-                                            data_name_or_path=SAMPLE_DATA, user_dir="alm_plugin").eval()
+    lm = AMSRNLanguageModel.from_pretrained(
+        str(tmp_path), "checkpoint_best.pt", data_name_or_path=SAMPLE_DATA, user_dir="alm_plugin"
+    ).eval()
     assert greedy_matches_full_forward(lm, "The game")
 
 
 def test_alm_lstm_baseline_trains_and_eval_lm_equals_hand_computation(tmp_path):
     """The PTB table's baseline: the same task, criterion and scoring path as the attentive rows."""
-    args = ["--arch", "alm_lstm", "--embed-dim", "32", "--hidden-size", "32", "--criterion", "attention_cross_entropy",
-            "--optimizer", "adam", "--lr", "0.003", "--clip-norm", "5", "--batch-size", "32",
-            "--log-interval", "10", "--max-update", "40", "--save-dir", tmp_path]
+    args = [
+        "--arch",
+        "alm_lstm",
+        "--embed-dim",
+        "32",
+        "--hidden-size",
+        "32",
+        "--criterion",
+        "attention_cross_entropy",
+        "--optimizer",
+        "adam",
+        "--lr",
+        "0.003",
+        "--clip-norm",
+        "5",
+        "--batch-size",
+        "32",
+        "--log-interval",
+        "10",
+        "--max-update",
+        "40",
+        "--save-dir",
+        tmp_path,
+    ]
     _, output = run("train", SAMPLE_DATA, *TRAIN_COMMON, *args)
     losses = [float(r["loss"]) for r in json_records(output, "train_inner")]
     assert losses[-1] < losses[0] - 0.5, losses
 
     checkpoint = tmp_path / "checkpoint_best.pt"
-    _, output = run("eval_lm", SAMPLE_DATA, "--path", checkpoint, "--user-dir", "alm_plugin",
-                    "--task", "sentence_language_modeling", "--cpu", "--batch-size", "16")
+    _, output = run(
+        "eval_lm",
+        SAMPLE_DATA,
+        "--path",
+        checkpoint,
+        "--user-dir",
+        "alm_plugin",
+        "--task",
+        "sentence_language_modeling",
+        "--cpu",
+        "--batch-size",
+        "16",
+    )
     loss_base2, _ = eval_lm_result(output)
     sentences = list(data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "test"), None))
-    nll, count = hand_computed_nll(checkpoint, sentences, limit=10 ** 6)
+    nll, count = hand_computed_nll(checkpoint, sentences, limit=10**6)
     assert loss_base2 == pytest.approx(nll / count / math.log(2), abs=1e-3)
 
 
 def test_checkpoint_of_another_architecture_is_a_clear_error(tmp_path):
-    _, _ = run("train", SAMPLE_DATA, *TRAIN_COMMON, "--arch", "lstm_lm", "--decoder-embed-dim", "16",
-               "--decoder-hidden-size", "16", "--decoder-out-embed-dim", "16", "--optimizer", "adam",
-               "--lr", "0.003", "--batch-size", "32", "--max-update", "2", "--save-dir", tmp_path / "lstm")
-    code, output = run("train", SAMPLE_DATA, *TRAIN_COMMON, *TRAIN, "--max-update", "4",
-                       "--save-dir", tmp_path / "ours", "--restore-file",
-                       tmp_path / "lstm" / "checkpoint_last.pt", check=False)
+    _, _ = run(
+        "train",
+        SAMPLE_DATA,
+        *TRAIN_COMMON,
+        "--arch",
+        "lstm_lm",
+        "--decoder-embed-dim",
+        "16",
+        "--decoder-hidden-size",
+        "16",
+        "--decoder-out-embed-dim",
+        "16",
+        "--optimizer",
+        "adam",
+        "--lr",
+        "0.003",
+        "--batch-size",
+        "32",
+        "--max-update",
+        "2",
+        "--save-dir",
+        tmp_path / "lstm",
+    )
+    code, output = run(
+        "train",
+        SAMPLE_DATA,
+        *TRAIN_COMMON,
+        *TRAIN,
+        "--max-update",
+        "4",
+        "--save-dir",
+        tmp_path / "ours",
+        "--restore-file",
+        tmp_path / "lstm" / "checkpoint_last.pt",
+        check=False,
+    )
     assert code != 0
     assert "this checkpoint does not fit AttentiveLanguageModel" in output
     assert "It was saved by another --arch" in output
@@ -274,12 +445,33 @@ def test_checkpoint_of_another_architecture_is_a_clear_error(tmp_path):
 def test_allowlist_lets_safe_loading_read_fairseq_namespace_checkpoints(tmp_path):
     """lstm_lm checkpoints hold an argparse.Namespace: refused by torch's safe loading on
     its own, accepted once the plugin has allow-listed exactly that type."""
-    run("train", SAMPLE_DATA, *TRAIN_COMMON, "--arch", "lstm_lm", "--decoder-embed-dim", "16",
-        "--decoder-hidden-size", "16", "--decoder-out-embed-dim", "16", "--optimizer", "adam",
-        "--lr", "0.003", "--batch-size", "32", "--max-update", "1", "--save-dir", tmp_path)
+    run(
+        "train",
+        SAMPLE_DATA,
+        *TRAIN_COMMON,
+        "--arch",
+        "lstm_lm",
+        "--decoder-embed-dim",
+        "16",
+        "--decoder-hidden-size",
+        "16",
+        "--decoder-out-embed-dim",
+        "16",
+        "--optimizer",
+        "adam",
+        "--lr",
+        "0.003",
+        "--batch-size",
+        "32",
+        "--max-update",
+        "1",
+        "--save-dir",
+        tmp_path,
+    )
     checkpoint = str(tmp_path / "checkpoint_last.pt")
-    plain = subprocess.run([sys.executable, "-c", f"import torch; torch.load({checkpoint!r})"],
-                           capture_output=True, text=True)
+    plain = subprocess.run(
+        [sys.executable, "-c", f"import torch; torch.load({checkpoint!r})"], capture_output=True, text=True
+    )
     assert plain.returncode != 0 and "Weights only load failed" in plain.stderr
     state = torch.load(checkpoint, weights_only=True)  # conftest imported alm_plugin
     assert isinstance(state["cfg"]["model"], argparse.Namespace)

@@ -11,15 +11,30 @@ says why (alm_plugin/device_mends.py):
   machine without CUDA, torch refuses that move; on one with a GPU, ``_foreach_mul_`` refuses
   the CUDA scalar).
 """
+
 import pytest
 import torch
-from fairseq import utils
-
 from cli import TRAIN_COMMON, json_records, run
 from conftest import SAMPLE_DATA
+from fairseq import utils
 
-TINY = ["--arch", "alm_lstm", "--embed-dim", "16", "--hidden-size", "16", "--num-layers", "1", "--optimizer", "adam",
-        "--lr", "0.01", "--batch-size", "64", "--disable-validation"]
+TINY = [
+    "--arch",
+    "alm_lstm",
+    "--embed-dim",
+    "16",
+    "--hidden-size",
+    "16",
+    "--num-layers",
+    "1",
+    "--optimizer",
+    "adam",
+    "--lr",
+    "0.01",
+    "--batch-size",
+    "64",
+    "--disable-validation",
+]
 
 
 def torch_sees_a_gpu(monkeypatch, seen):
@@ -38,7 +53,8 @@ def torch_sees_a_gpu(monkeypatch, seen):
 
 fairseq_clip_grad_norm_ = getattr(utils.clip_grad_norm_, "fairseq_original", utils.clip_grad_norm_)
 needs_fairseq_fallback = pytest.mark.skipif(
-    utils.multi_tensor_l2norm_available, reason="with apex's multi_tensor_l2norm fairseq keeps the norm in place")
+    utils.multi_tensor_l2norm_available, reason="with apex's multi_tensor_l2norm fairseq keeps the norm in place"
+)
 
 
 def parameters_with_gradients(seed=0):
@@ -84,15 +100,27 @@ def test_the_clip_keeps_cpu_gradients_norm_on_the_cpu_where_torch_sees_a_gpu(mon
 def test_fairseq_train_cpu_trains_where_torch_sees_a_gpu(monkeypatch, tmp_path):
     """The whole ``fairseq-train --cpu`` with gradient clipping on a machine with a GPU: it trains,
     and its losses and gradient norms are those of the same run on a machine without one."""
-    args = [SAMPLE_DATA, *TRAIN_COMMON, *TINY, "--max-update", "2", "--clip-norm", "0.1", "--no-save",
-            "--save-dir", tmp_path]
+    args = [
+        SAMPLE_DATA,
+        *TRAIN_COMMON,
+        *TINY,
+        "--max-update",
+        "2",
+        "--clip-norm",
+        "0.1",
+        "--no-save",
+        "--save-dir",
+        tmp_path,
+    ]
     records = {}
     for seen in (False, True):
         torch_sees_a_gpu(monkeypatch, seen)
         code, output = run("train", *args, check=False)
         assert code == 0, output[-3000:]
-        records[seen] = [{k: v for k, v in r.items() if k in ("train_loss", "train_gnorm", "train_clip")}
-                         for r in json_records(output, "train")]
+        records[seen] = [
+            {k: v for k, v in r.items() if k in ("train_loss", "train_gnorm", "train_clip")}
+            for r in json_records(output, "train")
+        ]
     assert records[True] == records[False] and records[True][0]["train_clip"] == "100"
 
 
@@ -115,16 +143,28 @@ def translation_data(root):
     """Ten German-English sentence pairs, binarised."""
     words = {"der": "the", "hund": "dog", "sieht": "sees", "ein": "a", "ball": "ball"}
     for split in ("train", "valid"):
-        pairs = [list(words)[i % 5:] + list(words)[:i % 5] for i in range(10)]
+        pairs = [list(words)[i % 5 :] + list(words)[: i % 5] for i in range(10)]
         (root / f"{split}.de").write_text("".join(" ".join(p) + "\n" for p in pairs))
         (root / f"{split}.en").write_text("".join(" ".join(words[w] for w in p) + "\n" for p in pairs))
-    run("preprocess", "--source-lang", "de", "--target-lang", "en", "--trainpref", root / "train",
-        "--validpref", root / "valid", "--destdir", root / "bin")
+    run(
+        "preprocess",
+        "--source-lang",
+        "de",
+        "--target-lang",
+        "en",
+        "--trainpref",
+        root / "train",
+        "--validpref",
+        root / "valid",
+        "--destdir",
+        root / "bin",
+    )
     return root / "bin"
 
 
-@pytest.mark.parametrize("case", ["sentence", "document", "open_vocabulary", "language_modeling", "translation",
-                                  "memory_efficient"])
+@pytest.mark.parametrize(
+    "case", ["sentence", "document", "open_vocabulary", "language_modeling", "translation", "memory_efficient"]
+)
 def test_fairseq_train_refuses_bf16_in_one_line(tmp_path, case):
     """Before: the trainer died asking torch_xla for its device (a traceback), on every task."""
     data, options, flag = SAMPLE_DATA, ["--task", "sentence_language_modeling", *TINY], "--bf16"
@@ -133,17 +173,34 @@ def test_fairseq_train_refuses_bf16_in_one_line(tmp_path, case):
     elif case == "open_vocabulary":
         options = ["--task", "open_vocabulary_language_modeling", "--arch", "char_lstm_lm_small", "--batch-size", "4"]
     elif case == "language_modeling":
-        options = ["--task", "language_modeling", "--arch", "attentive_lm_small", "--tokens-per-sample", "35",
-                   "--batch-size", "8"]
+        options = [
+            "--task",
+            "language_modeling",
+            "--arch",
+            "attentive_lm_small",
+            "--tokens-per-sample",
+            "35",
+            "--batch-size",
+            "8",
+        ]
     elif case == "translation":
         data = translation_data(tmp_path)
-        options = ["--task", "translation", "--arch", "attentive_nmt_small", "--optimizer", "adam",
-                   "--max-tokens", "400"]
+        options = [
+            "--task",
+            "translation",
+            "--arch",
+            "attentive_nmt_small",
+            "--optimizer",
+            "adam",
+            "--max-tokens",
+            "400",
+        ]
     elif case == "memory_efficient":
         flag = "--memory-efficient-bf16"
     save = tmp_path / "save"
-    code, output = run("train", data, *TRAIN_COMMON, *options, "--max-update", "1", flag, "--save-dir", save,
-                       check=False)
+    code, output = run(
+        "train", data, *TRAIN_COMMON, *options, "--max-update", "1", flag, "--save-dir", save, check=False
+    )
     assert code != 0 and refused(output, "fairseq-train", f"error: {flag}: {BF16}")
     assert not save.exists() or not list(save.iterdir())  # fairseq makes the directory first; nothing in it
 
@@ -157,7 +214,20 @@ def checkpoint(tiny_lstm):
 @pytest.mark.parametrize("tool", ["eval_lm", "validate"])
 def test_evaluation_refuses_bf16_in_one_line(checkpoint, tool):
     """Before: both ignored --bf16 and computed in float32, without a word."""
-    code, output = run(tool, SAMPLE_DATA, "--path", checkpoint, "--user-dir", "alm_plugin", "--task",
-                       "sentence_language_modeling", "--cpu", "--batch-size", "16", "--bf16", check=False)
+    code, output = run(
+        tool,
+        SAMPLE_DATA,
+        "--path",
+        checkpoint,
+        "--user-dir",
+        "alm_plugin",
+        "--task",
+        "sentence_language_modeling",
+        "--cpu",
+        "--batch-size",
+        "16",
+        "--bf16",
+        check=False,
+    )
     program = "fairseq-" + tool.replace("_", "-")
     assert code != 0 and refused(output, program, f"error: --bf16: {BF16}")

@@ -1,5 +1,6 @@
 """benchmarks/gpu/run.sh, the one prepared command for a lent GPU machine: the arguments it takes
 and refuses (its cli step, benchmarks/gpu/cli_check.py, and that step's dry run: test_cli_check.py)."""
+
 import json
 import os
 import re
@@ -7,22 +8,30 @@ import shutil
 import subprocess
 
 import pytest
-
 from conftest import ROOT
 
 RUN = os.path.join(ROOT, "benchmarks", "gpu", "run.sh")
 
 
 def run_sh(*args, env=None, timeout=60):
-    return subprocess.run(["bash", RUN, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        ["bash", RUN, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
 
 
-@pytest.mark.parametrize("args, message", [
-    (["install", "bogus"], "unknown step bogus"),
-    (["--dry-run", "--fast", "cli"], "unknown option --fast"),
-    (["--dry-run"], "usage: bash benchmarks/gpu/run.sh"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["install", "bogus"], "unknown step bogus"),
+        (["--dry-run", "--fast", "cli"], "unknown option --fast"),
+        (["--dry-run"], "usage: bash benchmarks/gpu/run.sh"),
+    ],
+)
 def test_run_sh_refuses_what_it_does_not_know_before_doing_anything(tmp_path, args, message):
     proc = run_sh(*args, env={"ALM_GPU_RESULTS": str(tmp_path / "results"), "ALM_GPU_WORK": str(tmp_path / "work")})
     assert proc.returncode == 2, proc.stdout + proc.stderr
@@ -33,6 +42,7 @@ def test_run_sh_refuses_what_it_does_not_know_before_doing_anything(tmp_path, ar
 def test_run_sh_knows_every_paper_row_of_the_table():
     """run.sh checks the paper step's rows before it installs anything (no Python there yet): its list is rows.py's."""
     from benchmarks.rows import PTB_PAPER
+
     known = re.search(r"^PAPER_ROWS_KNOWN=\((.*)\)$", open(RUN).read(), re.M).group(1).split()
     assert known == list(PTB_PAPER.rows)
 
@@ -40,8 +50,15 @@ def test_run_sh_knows_every_paper_row_of_the_table():
 def test_run_sh_help_names_the_steps_and_the_carry_list():
     proc = run_sh("--help")
     assert proc.returncode == 0
-    for text in ("install", "tests", "cli", "speed", '[".whl", ".gpu-data", ".gpu-plugins"]',
-                 "bash benchmarks/gpu/run.sh install tests cli speed", "--dry-run"):
+    for text in (
+        "install",
+        "tests",
+        "cli",
+        "speed",
+        '[".whl", ".gpu-data", ".gpu-plugins"]',
+        "bash benchmarks/gpu/run.sh install tests cli speed",
+        "--dry-run",
+    ):
         assert text in proc.stdout
 
 
@@ -56,8 +73,9 @@ def test_dry_run_of_the_paper_step_resumes_across_commands(tmp_path):
         first = run_sh("--dry-run", "paper", "lstm", env={**env, "GPU_RUN_BUDGET": "25"}, timeout=120)
         assert first.returncode == 3, first.stdout + first.stderr
         assert "paper: lstm started" in first.stdout
-        assert re.search(r"still running: lstm (epoch [01]/2|trained, scoring).*: run the same command again",
-                         first.stdout), first.stdout
+        assert re.search(
+            r"still running: lstm (epoch [01]/2|trained, scoring).*: run the same command again", first.stdout
+        ), first.stdout
         progress = json.loads((tmp_path / "results" / "paper_progress.json").read_text())
         assert progress["lstm"]["state"] in ("training", "scoring") and progress["lstm"]["epochs"] == 2
         second = run_sh("--dry-run", "paper", "lstm", env={**env, "GPU_RUN_BUDGET": "400"}, timeout=460)
@@ -76,8 +94,18 @@ def test_dry_run_of_the_paper_step_resumes_across_commands(tmp_path):
     assert row == json.loads((tmp_path / "results" / "lstm.json").read_text())  # the copy that comes back
     assert row["device"] == "cpu" and row["epochs"] == 2 and "cut_at_epoch" not in row
     assert len(row["valid_ppl_per_epoch"]) == 2 and row["valid_ppl_per_epoch"][1] < row["valid_ppl_per_epoch"][0]
-    for key in ("valid_ppl", "test_ppl", "valid_paper_ppl", "test_paper_ppl", "valid_ppl_cache", "test_ppl_cache",
-                "valid_ppl_dynamic", "test_ppl_dynamic", "valid_ppl_cache_dynamic", "test_ppl_cache_dynamic"):
+    for key in (
+        "valid_ppl",
+        "test_ppl",
+        "valid_paper_ppl",
+        "test_paper_ppl",
+        "valid_ppl_cache",
+        "test_ppl_cache",
+        "valid_ppl_dynamic",
+        "test_ppl_dynamic",
+        "valid_ppl_cache_dynamic",
+        "test_ppl_cache_dynamic",
+    ):
         assert 1 < row[key] < 6000, key
     assert row["cache"]["chosen_on"] == row["dynamic"]["chosen_on"] == row["both"]["chosen_on"] == "valid"
     assert row["test_ppl_cache_dynamic"] < row["test_ppl"]  # the test-time options help this tiny model
@@ -86,8 +114,7 @@ def test_dry_run_of_the_paper_step_resumes_across_commands(tmp_path):
 def test_a_paper_row_that_stopped_without_its_json_is_started_again(tmp_path):
     """A row whose process ended without its JSON (a fault, a kill) is started again by the next
     command, resuming its checkpoint (twice at most), not reported as stopped for every command after."""
-    env = {"ALM_GPU_RESULTS": str(tmp_path / "results"), "ALM_GPU_WORK": str(tmp_path / "work"),
-           "GPU_RUN_BUDGET": "20"}
+    env = {"ALM_GPU_RESULTS": str(tmp_path / "results"), "ALM_GPU_WORK": str(tmp_path / "work"), "GPU_RUN_BUDGET": "20"}
     (tmp_path / "work" / "paper").mkdir(parents=True)
     (tmp_path / "work" / "paper" / "lstm.pid").write_text("999999999\n")  # no such process
     try:

@@ -7,6 +7,7 @@ SIGTERM left its cli_check.py and the fairseq-eval-lm under it running (each ste
 its command in a process group of its own, which a signal to run.sh never reached), and on SIGINT
 it waited for them to finish. Here a stand-in Python (PYTHON=) plays cli_check.py and the paper
 rows: each records its pid and sleeps, with a child of its own (as cli_check.py's fairseq runs)."""
+
 import os
 import signal
 import subprocess
@@ -14,7 +15,6 @@ import sys
 import time
 
 import pytest
-
 from conftest import ROOT
 
 RUN = os.path.join(ROOT, "benchmarks", "gpu", "run.sh")
@@ -57,8 +57,14 @@ def stand_in(tmp_path):
     python = tmp_path / "python"
     python.write_text(STAND_IN)
     python.chmod(0o755)
-    env = {**os.environ, "PYTHON": str(python), "REAL_PYTHON": sys.executable, "MARKS": str(marks),
-           "ALM_GPU_RESULTS": str(tmp_path / "results"), "ALM_GPU_WORK": str(tmp_path / "work")}
+    env = {
+        **os.environ,
+        "PYTHON": str(python),
+        "REAL_PYTHON": sys.executable,
+        "MARKS": str(marks),
+        "ALM_GPU_RESULTS": str(tmp_path / "results"),
+        "ALM_GPU_WORK": str(tmp_path / "work"),
+    }
     started = []
     yield env, marks, started
     for name in ("cli_check.pid", "fairseq.pid", "row.pid", "pytest.pid"):  # what a failed test left running
@@ -72,8 +78,15 @@ def stand_in(tmp_path):
 
 
 def start(env, started, *args):
-    proc = subprocess.Popen(["bash", RUN, *args], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)  # a group of its own, as under a terminal
+    proc = subprocess.Popen(
+        ["bash", RUN, *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )  # a group of its own, as under a terminal
     started.append(proc)
     return proc
 
@@ -121,6 +134,8 @@ def test_cut_is_refused_outside_paper(stand_in, tmp_path, args):
     except subprocess.TimeoutExpired:
         pytest.fail("run.sh took --cut and ran the steps")
     assert proc.returncode == 2 and stdout == ""
-    assert stderr.splitlines() == ["run.sh: --cut stops paper's rows that cannot finish in the budget: it applies to "
-                                   "the paper step only (add paper, or drop --cut)"]
+    assert stderr.splitlines() == [
+        "run.sh: --cut stops paper's rows that cannot finish in the budget: it applies to "
+        "the paper step only (add paper, or drop --cut)"
+    ]
     assert not (tmp_path / "results").exists() and not (tmp_path / "work").exists()

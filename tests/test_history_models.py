@@ -1,16 +1,17 @@
 """Behaviour of the attentive LM and AMSRN decoders: causality, incremental decoding,
 padding, memory layout."""
+
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import random_tokens
 
 from alm_plugin.models.amsrn import AMSRNConfig, AMSRNDecoder
 from alm_plugin.models.attentive_lm import AttentiveLMConfig, AttentiveLMDecoder
 from alm_plugin.models.lstm_lm import LSTMDecoder
 from alm_plugin.models.pointer_sentinel_lm import PointerSentinelConfig, PointerSentinelDecoder
-from alm_plugin.modules.history_lstm_decoder import RecurrentLMConfig
 from alm_plugin.modules.history_attention import INITIAL_SLOT, CausalHistoryAttention, CombinedScore
-from conftest import random_tokens
+from alm_plugin.modules.history_lstm_decoder import RecurrentLMConfig
 
 VARIANTS = [
     dict(attention_score="single"),
@@ -40,8 +41,9 @@ def make_decoder(dictionary, device="cpu", **overrides):
     elif "pointer_window" in overrides:  # the softmax reads h_t itself: embed_dim = hidden_size
         config, decoder_cls, overrides = PointerSentinelConfig, PointerSentinelDecoder, {"embed_dim": 12, **overrides}
     else:
-        config, decoder_cls = ((AMSRNConfig, AMSRNDecoder) if "memory_selection" in overrides
-                               else (AttentiveLMConfig, AttentiveLMDecoder))
+        config, decoder_cls = (
+            (AMSRNConfig, AMSRNDecoder) if "memory_selection" in overrides else (AttentiveLMConfig, AttentiveLMDecoder)
+        )
     cfg = config(**{"embed_dim": 16, "hidden_size": 12, "num_layers": 2, "dropout": 0.0, **overrides})
     decoder = decoder_cls(cfg, dictionary)
     for p in decoder.parameters():  # the paper's tiny init makes attention near-uniform: sharpen it
@@ -60,7 +62,9 @@ def test_no_peeking_at_future_tokens(dictionary, variant, device):
     for t in range(9):
         changed = tokens.clone()
         changed[:, t:] = random_tokens(dictionary, 2, 9 - t).to(device)
-        changed[:, t] = (tokens[:, t] - dictionary.nspecial + 1) % (len(dictionary) - dictionary.nspecial) + dictionary.nspecial
+        changed[:, t] = (tokens[:, t] - dictionary.nspecial + 1) % (
+            len(dictionary) - dictionary.nspecial
+        ) + dictionary.nspecial
         before, after = log_probs(decoder, tokens), log_probs(decoder, changed)
         torch.testing.assert_close(before[:, :t], after[:, :t], rtol=0, atol=1e-6)
         assert not torch.allclose(before[:, t], after[:, t])  # the changed input does matter
@@ -122,9 +126,9 @@ def test_first_step_has_empty_memory_zero_context_and_finite_gradients(dictionar
     tokens = random_tokens(dictionary, 2, 5)
     out, extra = decoder(tokens)
     weights = extra["history_attn"][0]
-    assert weights[:, 0].abs().sum() == 0          # t = 1 attends to nothing
+    assert weights[:, 0].abs().sum() == 0  # t = 1 attends to nothing
     torch.testing.assert_close(weights[:, 1:].sum(-1), torch.ones(2, 4))
-    assert weights.triu().abs().sum() == 0          # never h_t itself, never the future
+    assert weights.triu().abs().sum() == 0  # never h_t itself, never the future
     out.logsumexp(-1).sum().backward()
     assert all(torch.isfinite(p.grad).all() for p in decoder.parameters() if p.grad is not None)
 
@@ -146,8 +150,11 @@ def test_a_config_saved_before_the_newer_options_builds_the_model_it_was_trained
     the missing option takes its default (tanh), or the value such checkpoints were trained
     with where the default has changed since (the combination layer's bias)."""
     from dataclasses import asdict
+
     from omegaconf import OmegaConf
+
     from alm_plugin.models.attentive_lm import AttentiveLanguageModel
+
     cfg = asdict(AttentiveLMConfig(embed_dim=16, hidden_size=12, num_layers=2, dropout=0.0))
     del cfg["concat_activation"], cfg["combination_bias"]
     completed = AttentiveLanguageModel.complete_config(OmegaConf.create(cfg))
@@ -179,7 +186,7 @@ def score_calls(attention):
 def test_chunked_combined_score_equals_one_pass():
     torch.manual_seed(1)
     states = torch.randn(2, 23, 8)
-    one_pass = CausalHistoryAttention(CombinedScore(8, 6), chunk_elements=10 ** 9)
+    one_pass = CausalHistoryAttention(CombinedScore(8, 6), chunk_elements=10**9)
     chunked = CausalHistoryAttention(one_pass.score, chunk_elements=2 * 23 * 6 * 3)  # 3 queries a chunk
     calls = score_calls(chunked)
     with torch.no_grad():
@@ -209,8 +216,8 @@ def test_combined_score_goes_in_one_pass_when_a_graph_is_built():
     attention.zero_grad()
     pieces = []
     for start in range(0, 23, 3):
-        piece, _ = attention(states[:, :start + 3])
-        pieces.append(piece[:, start:start + 3])
+        piece, _ = attention(states[:, : start + 3])
+        pieces.append(piece[:, start : start + 3])
     torch.cat(pieces, dim=1).square().sum().backward()
     for a, b in zip(one_pass_grads, [states.grad] + [p.grad for p in attention.parameters()]):
         torch.testing.assert_close(a, b)
@@ -224,8 +231,7 @@ def test_combined_training_step_makes_at_most_twice_the_single_scores_aten_calls
     tokens = random_tokens(dictionary, 16, 36)
     counts = {}
     for score in ("single", "combined"):
-        decoder = AttentiveLMDecoder(AttentiveLMConfig(embed_dim=8, hidden_size=8, attention_score=score),
-                                     dictionary)
+        decoder = AttentiveLMDecoder(AttentiveLMConfig(embed_dim=8, hidden_size=8, attention_score=score), dictionary)
         decoder.attention.chunk_elements = 16 * 35 * 8 * 4  # 4 queries a chunk without a graph
         with profile(activities=[ProfilerActivity.CPU]) as prof:
             logits = decoder(tokens[:, :-1])[0]
@@ -251,25 +257,25 @@ def test_paper_initialisation(dictionary):
 def test_combined_score_intermediate_stays_in_budget_on_512_token_blocks():
     """No (B, T, T, d) tensor: each chunk's tanh input is at most chunk_elements."""
     score = CombinedScore(32, 32)
-    attention = CausalHistoryAttention(score, chunk_elements=2 ** 20)
+    attention = CausalHistoryAttention(score, chunk_elements=2**20)
     sizes = []
     original = score.forward
     score.forward = lambda q, k, *a: sizes.append(q.size(0) * q.size(1) * k.size(1) * k.size(2)) or original(q, k, *a)
     with torch.no_grad():
         context, weights = attention(torch.randn(2, 512, 32))
     full = 2 * 512 * 512 * 32
-    assert len(sizes) > 1 and max(sizes) <= 2 ** 20 < full
+    assert len(sizes) > 1 and max(sizes) <= 2**20 < full
     assert torch.isfinite(context).all() and weights.shape == (2, 512, 512)
 
 
 def test_amsrn_memory_holds_h0_and_the_current_state(dictionary):
     decoder = make_decoder(dictionary, memory_selection="tied")
     weights = decoder(random_tokens(dictionary, 2, 6))[1]["history_attn"][0]
-    assert weights.shape == (2, 6, 7)                       # slots h_0 .. h_6
+    assert weights.shape == (2, 6, 7)  # slots h_0 .. h_6
     torch.testing.assert_close(weights.sum(-1), torch.ones(2, 6))
-    assert (weights[:, :, 0] > 0).all()                     # h_0 always readable
+    assert (weights[:, :, 0] > 0).all()  # h_0 always readable
     assert (weights.diagonal(offset=1, dim1=1, dim2=2) > 0).all()  # h_t itself is remembered
-    assert weights.triu(diagonal=2).abs().sum() == 0        # never h_{t+1} and later
+    assert weights.triu(diagonal=2).abs().sum() == 0  # never h_{t+1} and later
 
 
 @pytest.mark.parametrize("selection", ["independent", "tied", "complementary", "none"])
@@ -281,13 +287,21 @@ def test_amsrn_selection_matches_the_formulas(dictionary, selection):
         logits = decoder(tokens)[0][0]
         states, _ = decoder.lstm(decoder.embed_tokens(tokens))
         h = states[0]
-        memory = torch.cat([torch.zeros(1, 12), h])          # [h_0, h_1, ..., h_T]
+        memory = torch.cat([torch.zeros(1, 12), h])  # [h_0, h_1, ..., h_T]
         for t in range(5):
             gates = torch.sigmoid(decoder.gates(h[t])) if decoder.gates is not None else None
-            w_h = {"independent": gates[:12] if gates is not None else None, "tied": gates,
-                   "complementary": gates, "none": torch.ones(12)}[selection]
-            w_c = {"independent": gates[12:] if gates is not None else None, "tied": gates,
-                   "complementary": 1 - gates if gates is not None else None, "none": torch.ones(12)}[selection]
+            w_h = {
+                "independent": gates[:12] if gates is not None else None,
+                "tied": gates,
+                "complementary": gates,
+                "none": torch.ones(12),
+            }[selection]
+            w_c = {
+                "independent": gates[12:] if gates is not None else None,
+                "tied": gates,
+                "complementary": 1 - gates if gates is not None else None,
+                "none": torch.ones(12),
+            }[selection]
             k = decoder.key(h[t])
             e = torch.stack([k @ (w_h * memory[i]) for i in range(t + 2)])
             alpha = torch.softmax(e, 0)

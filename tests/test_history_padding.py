@@ -2,15 +2,16 @@
 queries included), and the same scores with and without padding, for every history score
 (single, combined, dot/AMSRN, the pointer's) with and without the initial (sentinel / h_0) slot
 and a window (issue 26: dropping the padding mask changed only padded positions, unnoticed)."""
+
 import pytest
 import torch
+from conftest import random_tokens
 from fairseq.data.data_utils import collate_tokens
 
 from alm_plugin.models.amsrn import AMSRNConfig, AMSRNDecoder
 from alm_plugin.models.attentive_lm import AttentiveLMConfig, AttentiveLMDecoder
 from alm_plugin.models.pointer_sentinel_lm import PointerSentinelConfig, PointerSentinelDecoder
 from alm_plugin.modules.history_attention import CausalHistoryAttention, CombinedScore, DotScore, SingleScore
-from conftest import random_tokens
 
 D = 6
 SCORES = {
@@ -23,9 +24,10 @@ SCORES = {
 LAYOUTS = [(score, current, initial) for score in SCORES for current in (False, True) for initial in (False, True)]
 
 
-def attention(score, current, initial, window, chunk_elements=2 ** 24):
-    return CausalHistoryAttention(SCORES[score](), include_current=current, initial_slot=initial, window=window,
-                                  chunk_elements=chunk_elements).eval()
+def attention(score, current, initial, window, chunk_elements=2**24):
+    return CausalHistoryAttention(
+        SCORES[score](), include_current=current, initial_slot=initial, window=window, chunk_elements=chunk_elements
+    ).eval()
 
 
 def pad_slots(weights, pads, initial):
@@ -50,13 +52,16 @@ def test_left_padding_is_never_read(score, current, initial, window):
     init = torch.randn(2, D) if initial else None
     with torch.no_grad():  # query chunks are taken only where no graph is built
         context, weights = module(states, pads, queries, init)
-        alone_context, alone_weights = module(states[1:, n_pad:], None,
-                                              None if queries is None else queries[1:, n_pad:],
-                                              None if init is None else init[1:])
+        alone_context, alone_weights = module(
+            states[1:, n_pad:],
+            None,
+            None if queries is None else queries[1:, n_pad:],
+            None if init is None else init[1:],
+        )
     assert torch.count_nonzero(pad_slots(weights, pads, initial)) == 0
     torch.testing.assert_close(context[1, n_pad:], alone_context[0], rtol=1e-5, atol=1e-6)
     first = 1 if initial else 0  # the slots: [initial;] pads; words
-    real = torch.cat([weights[1:, n_pad:, :first], weights[1:, n_pad:, first + n_pad:]], dim=-1)
+    real = torch.cat([weights[1:, n_pad:, :first], weights[1:, n_pad:, first + n_pad :]], dim=-1)
     torch.testing.assert_close(real, alone_weights, rtol=1e-5, atol=1e-6)
 
 
@@ -93,7 +98,7 @@ def test_carried_pads_are_never_read(score, current, initial, window):
     queries = torch.randn(1, 5, D) if score == "dot" else None
     context, weights = module(states, None, queries, None, past, past_pads)
     first_past = 1 if initial else 0
-    assert torch.count_nonzero(weights[..., first_past:first_past + 2]) == 0
+    assert torch.count_nonzero(weights[..., first_past : first_past + 2]) == 0
     trimmed, _ = module(states, None, queries, None, past[:, 2:], past_pads[:, 2:])
     torch.testing.assert_close(context, trimmed, rtol=1e-5, atol=1e-6)
 
@@ -103,8 +108,11 @@ def test_carried_pads_are_never_read(score, current, initial, window):
 DECODERS = {
     "attentive-single": (AttentiveLMConfig, AttentiveLMDecoder, dict(attention_score="single")),
     "attentive-combined": (AttentiveLMConfig, AttentiveLMDecoder, dict(attention_score="combined")),
-    "attentive-sentinel": (AttentiveLMConfig, AttentiveLMDecoder,
-                           dict(attention_score="combined", attention_sentinel=True)),
+    "attentive-sentinel": (
+        AttentiveLMConfig,
+        AttentiveLMDecoder,
+        dict(attention_score="combined", attention_sentinel=True),
+    ),
     "attentive-window": (AttentiveLMConfig, AttentiveLMDecoder, dict(attention_score="single", memory_window=2)),
     "amsrn": (AMSRNConfig, AMSRNDecoder, dict(memory_selection="independent")),
     "amsrn-window": (AMSRNConfig, AMSRNDecoder, dict(memory_selection="tied", memory_window=2)),

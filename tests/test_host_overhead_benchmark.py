@@ -1,6 +1,7 @@
 """``benchmarks/host_overhead.py``'s bookkeeping: which runs give the medians and which the
 trainer's pieces, and the figures handed on after every run, so that a GPU step cut by its
 budget keeps what it measured (docs/benchmarks.md, "The host's share of an update")."""
+
 import pytest
 
 from benchmarks import host_overhead
@@ -9,35 +10,76 @@ from benchmarks import host_overhead
 def test_the_benchmark_keeps_the_figures_of_a_run_its_budget_cuts(monkeypatch):
     """``benchmarks.host_overhead`` hands its figures on after every plugin's run: a GPU step's
     ``timeout`` that cuts the second run leaves the first's figures written."""
-    figures = {"host_ms": 1.0, "step_ms": 2.0, "task_ms": 1.0, "update_ms": 3.0, "tokens_per_s": 9, "syncs": 8,
-               "cuda_syncs": None, "ours": 0, "where": {}, "trained": "digest"}
+    figures = {
+        "host_ms": 1.0,
+        "step_ms": 2.0,
+        "task_ms": 1.0,
+        "update_ms": 3.0,
+        "tokens_per_s": 9,
+        "syncs": 8,
+        "cuda_syncs": None,
+        "ours": 0,
+        "where": {},
+        "trained": "digest",
+    }
     finished = iter([{"sentence single": figures}])
     monkeypatch.setattr(host_overhead, "measured_in_a_process", lambda *args: next(finished))  # then cut
     saved = []
     with pytest.raises(StopIteration):
         host_overhead.compare({"before": "a", "after": "b"}, ["sentence single"], 10, 1, {}, saved.append)
     assert len(saved) == 1 and list(saved[0]) == ["before"]
-    assert saved[0]["before"]["sentence single"]["tokens_per_s"] == 9 and saved[0]["before"]["sentence single"]["parts_ms"] is None
+    assert (
+        saved[0]["before"]["sentence single"]["tokens_per_s"] == 9
+        and saved[0]["before"]["sentence single"]["parts_ms"] is None
+    )
 
 
 def test_the_benchmark_takes_its_medians_from_the_timed_runs_and_the_pieces_from_their_own(monkeypatch):
     """The run with the trainer's pieces timed (its timers slow the update) gives the pieces, never
     the medians, unless it is the only run (``--repeats 0``: then the figures say so)."""
-    base = {"step_ms": 2.0, "task_ms": 1.0, "update_ms": 3.0, "tokens_per_s": 9, "syncs": 8, "cuda_syncs": None,
-            "ours": 0, "where": {}, "trained": "digest"}
+    base = {
+        "step_ms": 2.0,
+        "task_ms": 1.0,
+        "update_ms": 3.0,
+        "tokens_per_s": 9,
+        "syncs": 8,
+        "cuda_syncs": None,
+        "ours": 0,
+        "where": {},
+        "trained": "digest",
+    }
     runs = {False: {**base, "host_ms": 1.0}, True: {**base, "host_ms": 5.0, "parts_ms": {"clip": 0.2}}}
-    monkeypatch.setattr(host_overhead, "measured_in_a_process",
-                        lambda cases, plugin, updates, parts, where, graphs: {"sentence single": runs[parts]})
+    monkeypatch.setattr(
+        host_overhead,
+        "measured_in_a_process",
+        lambda cases, plugin, updates, parts, where, graphs: {"sentence single": runs[parts]},
+    )
     for repeats, host_ms, instrumented in ((2, 1.0, False), (0, 5.0, True)):
-        figures = host_overhead.compare({"after": "a"}, ["sentence single"], 10, repeats, {})["after"]["sentence single"]
-        assert (figures["host_ms"], figures["instrumented"], figures["parts_ms"]) == (host_ms, instrumented, {"clip": 0.2})
+        figures = host_overhead.compare({"after": "a"}, ["sentence single"], 10, repeats, {})["after"][
+            "sentence single"
+        ]
+        assert (figures["host_ms"], figures["instrumented"], figures["parts_ms"]) == (
+            host_ms,
+            instrumented,
+            {"clip": 0.2},
+        )
         assert figures["timed_runs"] == max(repeats, 1)
 
 
 def test_a_label_ending_in_graphs_trains_with_cuda_graphs(monkeypatch):
     """``after-graphs=alm_plugin`` runs the same plugin with ``--cuda-graphs``; other labels without it."""
-    figures = {"host_ms": 1.0, "step_ms": 2.0, "task_ms": 1.0, "update_ms": 3.0, "tokens_per_s": 9, "syncs": 8,
-               "cuda_syncs": None, "ours": 0, "where": {}, "trained": "digest"}
+    figures = {
+        "host_ms": 1.0,
+        "step_ms": 2.0,
+        "task_ms": 1.0,
+        "update_ms": 3.0,
+        "tokens_per_s": 9,
+        "syncs": 8,
+        "cuda_syncs": None,
+        "ours": 0,
+        "where": {},
+        "trained": "digest",
+    }
     asked = {}
 
     def measured(cases, plugin, updates, parts, where, graphs):

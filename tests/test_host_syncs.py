@@ -9,10 +9,12 @@ attentive LM and AMSRN, on a batch with padding (the document task's carrying th
 chunk's state). The plugin's count is 0 (before: 4 to 6 an update); what is left is fairseq's
 trainer and meters (docs/benchmarks.md). The figures are those the device reads gave.
 """
+
 import os
 
 import pytest
 import torch
+from conftest import SAMPLE_DATA, fairseq_trainer
 from fairseq import metrics
 
 import alm_plugin
@@ -20,7 +22,6 @@ from alm_plugin.criterions.attention_cross_entropy import AttentionCrossEntropyC
 from alm_plugin.modules.history_attention import CausalHistoryAttention, CombinedScore
 from alm_plugin.modules.stream_carry import StreamCarry, next_chunk, stream_chunk
 from benchmarks.host_overhead import CASES, HostSyncs, case_args
-from conftest import SAMPLE_DATA, fairseq_trainer
 
 FAIRSEQS = ("fairseq/trainer.py:", "fairseq/logging/meters.py:")  # the trainer's checks and its logs
 
@@ -67,7 +68,13 @@ def test_the_figures_are_those_the_device_reads_gave(update):
     assert set(logs[0]) == set(logs[1])
     attends = "attn_entropy" in logs[1]  # every case but the LSTM's
     assert attends == (type(trainer.model).__name__ != "LSTMLanguageModel")
-    for key in ("loss", "nll_loss", "paper_nll_loss", "sample_size", *(("attn_entropy", "attn_entropy_rows") * attends)):
+    for key in (
+        "loss",
+        "nll_loss",
+        "paper_nll_loss",
+        "sample_size",
+        *(("attn_entropy", "attn_entropy_rows") * attends),
+    ):
         assert torch.equal(torch.as_tensor(logs[0][key]), torch.as_tensor(logs[1][key])), key
     smoothed = []
     for log in logs:
@@ -77,14 +84,17 @@ def test_the_figures_are_those_the_device_reads_gave(update):
     assert smoothed[0] == smoothed[1] and {"ppl", "paper_ppl", *("attn_entropy",) * attends} <= set(smoothed[0])
 
 
-@pytest.mark.parametrize("window,initial_slot,include_current", [(0, False, False), (0, True, True), (3, False, False),
-                                                                 (3, True, False), (2, True, True)])
+@pytest.mark.parametrize(
+    "window,initial_slot,include_current",
+    [(0, False, False), (0, True, True), (3, False, False), (3, True, False), (2, True, True)],
+)
 def test_the_pairs_found_on_the_host_are_those_nonzero_finds(window, initial_slot, include_current):
     """CombinedScore computes the (query, slot) pairs ``_allowed`` permits: found on the host from
     the shapes, the same pairs in the same order as ``nonzero`` of the device's mask, in every
     chunk of queries, with a carried past (``lead``)."""
-    attention = CausalHistoryAttention(CombinedScore(4, 3), include_current=include_current,
-                                       initial_slot=initial_slot, window=window)
+    attention = CausalHistoryAttention(
+        CombinedScore(4, 3), include_current=include_current, initial_slot=initial_slot, window=window
+    )
     for lead in (int(initial_slot), int(initial_slot) + 4):
         slots = lead + 7
         slot_times = torch.arange(slots) - lead + 1
@@ -92,7 +102,9 @@ def test_the_pairs_found_on_the_host_are_those_nonzero_finds(window, initial_slo
             slot_times[0] = attention._slot_times(slots, lead)[0]
         for start, end in ((0, 7), (0, 3), (3, 7), (6, 7)):
             last_slot = min(slots, end + lead)
-            expected = attention._allowed(torch.arange(start + 1, end + 1), slot_times[:last_slot]).nonzero(as_tuple=True)
+            expected = attention._allowed(torch.arange(start + 1, end + 1), slot_times[:last_slot]).nonzero(
+                as_tuple=True
+            )
             found = attention._pairs(start, end, last_slot, lead, torch.device("cpu"))
             assert all(torch.equal(a, b) for a, b in zip(found, expected))
 
@@ -102,6 +114,7 @@ def test_a_padding_mask_without_pads_changes_no_bit(score):
     """The mask is applied whether or not the batch has pads (asking would read it on the host):
     without pads the attention is, to the bit, what it was without a mask."""
     from alm_plugin.models.attentive_lm import SCORES
+
     attention = CausalHistoryAttention(SCORES[score](6, 5))
     states = torch.randn(3, 9, 6)
     unmasked = attention(states)
@@ -128,6 +141,7 @@ def test_the_carry_decides_on_the_host_as_it_did_on_the_device():
 def read_from(path, name):
     """``.item()`` of a tensor in a module written at ``path``, counted: ``HostSyncs.found``."""
     import importlib.util
+
     path.parent.mkdir(parents=True)
     path.write_text("def read(value):\n    return value.item()\n")
     spec = importlib.util.spec_from_file_location(name, path)
@@ -163,7 +177,9 @@ def test_only_the_imported_plugin_counts_as_ours_in_a_clone_named_alm_plugin(tmp
 def test_the_benchmark_refuses_a_plugin_folder_it_could_not_count_as_ours(tmp_path):
     """fairseq imports a --user-dir by its folder's name; under another name the plugin's reads would count 0."""
     import contextlib
+
     from benchmarks.host_overhead import plugin_directory
+
     (tmp_path / "my_plugin").mkdir()
     with pytest.raises(SystemExit, match="must be named alm_plugin"), contextlib.ExitStack() as keep:
         plugin_directory(str(tmp_path / "my_plugin"), keep)

@@ -1,5 +1,6 @@
 """The paper setups in alm_plugin/config run through fairseq-hydra-train (shrunk to the
 shipped sample), and say what the papers say."""
+
 import glob
 import os
 import subprocess
@@ -7,14 +8,15 @@ import sys
 
 import pytest
 import yaml
-
 from conftest import ROOT, SAMPLE_DATA
 
 CONFIG_DIR = os.path.join(ROOT, "alm_plugin", "config")
 CONFIGS = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(CONFIG_DIR, "*.yaml")))
-SMALL = {"attentive_lm": ["model.embed_dim=16", "model.hidden_size=16"],
-         "amsrn": ["model.embed_dim=16", "model.hidden_size=16"],
-         "char_cache_lm": ["model.char_embed_dim=8", "model.hidden_size=16", "dataset.batch_size=4"]}
+SMALL = {
+    "attentive_lm": ["model.embed_dim=16", "model.hidden_size=16"],
+    "amsrn": ["model.embed_dim=16", "model.hidden_size=16"],
+    "char_cache_lm": ["model.char_embed_dim=8", "model.hidden_size=16", "dataset.batch_size=4"],
+}
 
 
 def test_there_is_a_config_per_paper_setup():
@@ -26,11 +28,26 @@ def test_config_trains_with_fairseq_hydra_train(name, tmp_path):
     with open(os.path.join(CONFIG_DIR, f"{name}.yaml")) as f:
         config = yaml.safe_load(f)
     code = "import sys; from fairseq_cli.hydra_train import cli_main; sys.argv[0] = 'fairseq-hydra-train'; cli_main()"
-    proc = subprocess.run([sys.executable, "-c", code, "--config-dir", CONFIG_DIR, "--config-name", name,
-                           f"task.data={SAMPLE_DATA}", "common.cpu=true", "optimization.max_update=2",
-                           "optimization.max_epoch=1", f"checkpoint.save_dir={tmp_path}",
-                           *SMALL[config["model"]["_name"]]],
-                          cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            "--config-dir",
+            CONFIG_DIR,
+            "--config-name",
+            name,
+            f"task.data={SAMPLE_DATA}",
+            "common.cpu=true",
+            "optimization.max_update=2",
+            "optimization.max_epoch=1",
+            f"checkpoint.save_dir={tmp_path}",
+            *SMALL[config["model"]["_name"]],
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-3000:]
     assert "done training" in output and os.path.exists(tmp_path / "checkpoint_last.pt")

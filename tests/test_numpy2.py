@@ -6,21 +6,22 @@ numpy 2.0 removed ``numpy.compat``, which fairseq 0.12 reads in TokenBlockDatase
 both back. numpy 2 is simulated on whatever numpy is installed: ``numpy.compat`` removed (the
 attribute, and ``import numpy.compat``) and, for 2.4, a ``numpy.percentile`` without the keyword.
 """
+
 import os
 import re
-from argparse import Namespace
 import subprocess
 import sys
+from argparse import Namespace
 
 import numpy
 import pytest
 import torch
+from conftest import ROOT, SAMPLE_DATA
 from fairseq.data import LanguagePairDataset, TokenBlockDataset, bucket_pad_length_dataset, data_utils
 
 from alm_plugin import numpy_compat
 from alm_plugin.errors import OptionError
 from alm_plugin.tasks.sentence_language_modeling import SentenceLanguageModelingTask
-from conftest import ROOT, SAMPLE_DATA
 
 SENTENCES = [[4, 5, 2], [6, 2], [7, 8, 9, 10, 2], [11, 2]]
 REAL_PERCENTILE = numpy.percentile
@@ -28,18 +29,35 @@ FAIRSEQ_GET_BUCKETS = getattr(data_utils.get_buckets, "fairseq_original", data_u
 
 
 def percentile_of_numpy_2_4(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False):
-    return REAL_PERCENTILE(a, q, axis=axis, out=out, overwrite_input=overwrite_input, method=method,
-                           keepdims=keepdims)
+    return REAL_PERCENTILE(a, q, axis=axis, out=out, overwrite_input=overwrite_input, method=method, keepdims=keepdims)
 
 
 @pytest.fixture
 def sentence_task():
-    args = Namespace(data=SAMPLE_DATA, sample_break_mode="eos", tokens_per_sample=10, output_dictionary_size=-1,
-                     self_target=False, future_target=False, past_target=False, add_bos_token=False,
-                     max_target_positions=None, shorten_method="none", shorten_data_split_list="",
-                     pad_to_fixed_length=False, pad_to_fixed_bsz=False, seed=1, batch_size=8, batch_size_valid=8,
-                     dataset_impl=None, data_buffer_size=10, tpu=False, use_plasma_view=False, plasma_path=None,
-                     eval_tokens_per_sample=0)
+    args = Namespace(
+        data=SAMPLE_DATA,
+        sample_break_mode="eos",
+        tokens_per_sample=10,
+        output_dictionary_size=-1,
+        self_target=False,
+        future_target=False,
+        past_target=False,
+        add_bos_token=False,
+        max_target_positions=None,
+        shorten_method="none",
+        shorten_data_split_list="",
+        pad_to_fixed_length=False,
+        pad_to_fixed_bsz=False,
+        seed=1,
+        batch_size=8,
+        batch_size_valid=8,
+        dataset_impl=None,
+        data_buffer_size=10,
+        tpu=False,
+        use_plasma_view=False,
+        plasma_path=None,
+        eval_tokens_per_sample=0,
+    )
     return SentenceLanguageModelingTask.setup_task(args)
 
 
@@ -60,8 +78,7 @@ def numpy2(request, monkeypatch):
 def token_blocks():
     """fairseq's language_modeling data with --sample-break-mode eos: one block per sentence."""
     dataset = [torch.tensor(s) for s in SENTENCES]
-    blocks = TokenBlockDataset(dataset, [len(s) for s in SENTENCES], block_size=None, pad=1, eos=2,
-                               break_mode="eos")
+    blocks = TokenBlockDataset(dataset, [len(s) for s in SENTENCES], block_size=None, pad=1, eos=2, break_mode="eos")
     return blocks
 
 
@@ -69,8 +86,9 @@ def language_pair_batches(dictionary):
     """fairseq's translation data with --num-batch-buckets: batched and collated."""
     src = [torch.tensor(s) for s in SENTENCES]
     tgt = [torch.tensor(s[::-1][1:] + [2]) for s in SENTENCES]
-    pairs = LanguagePairDataset(src, [len(s) for s in src], dictionary, tgt, [len(t) for t in tgt], dictionary,
-                                shuffle=False, num_buckets=2)
+    pairs = LanguagePairDataset(
+        src, [len(s) for s in src], dictionary, tgt, [len(t) for t in tgt], dictionary, shuffle=False, num_buckets=2
+    )
     batches = pairs.batch_by_size(pairs.ordered_indices(), max_tokens=16)
     return pairs, [pairs.collater([pairs[i] for i in batch]) for batch in batches]
 
@@ -122,7 +140,7 @@ def test_the_hubs_batches_of_several_sentences_are_measured(sentence_task):
 def test_with_user_dir_alm_plugin_fairseq_runs_on_numpy_2():
     """A fresh process (from the repository root, as a user runs fairseq there): fairseq fails while numpy
     has no compat, then works once alm_plugin is imported."""
-    script = f"""
+    script = """
 import sys, numpy
 numpy.__dict__.pop("compat", None); sys.modules["numpy.compat"] = None  # numpy 2
 from fairseq.data import TokenBlockDataset
@@ -150,6 +168,9 @@ def test_installs_pin_no_numpy_1(path):
     """An installed numpy 2 (and the scipy/scikit-learn built on it) is kept: no numpy<2 pin."""
     with open(os.path.join(ROOT, path), encoding="utf-8") as f:
         lines = f.read().splitlines()
-    pins = [line for line in lines if not line.lstrip().startswith("#")
-            and re.search(r"numpy\s*(<\s*2|<=\s*1|~=\s*1|==\s*1)", line)]
+    pins = [
+        line
+        for line in lines
+        if not line.lstrip().startswith("#") and re.search(r"numpy\s*(<\s*2|<=\s*1|~=\s*1|==\s*1)", line)
+    ]
     assert not pins, f"{path} pins numpy below 2: {pins}"

@@ -8,6 +8,7 @@ Before: the JSON and the pictures were opened and written where they stood, so `
 other/valid.bin out.json; alm-cache-grid ... --json out.json` put the grid into other/valid.bin, rc 0,
 and a symbolic link onto another model's checkpoint overwrote the checkpoint; alm-rescore renamed
 a temporary file, but of a fixed name (out.partial), and a link planted there was written through."""
+
 import hashlib
 import json
 import os
@@ -15,12 +16,13 @@ import shutil
 import stat
 
 import pytest
-
 from cli import last_line, refused, run_module
 from conftest import SAMPLE_DATA
 
-NBEST = "H-0\t-1.5\tthe cat sat\nP-0\t-0.5 -0.5 -0.25 -0.25\nH-0\t-2.0\ta cat\nP-0\t-1.0 -0.5 -0.5\n" \
-        "H-1\t-0.5\tthe dog\nP-1\t-0.25 -0.25 -0.25\n"
+NBEST = (
+    "H-0\t-1.5\tthe cat sat\nP-0\t-0.5 -0.5 -0.25 -0.25\nH-0\t-2.0\ta cat\nP-0\t-1.0 -0.5 -0.5\n"
+    "H-1\t-0.5\tthe dog\nP-1\t-0.25 -0.25 -0.25\n"
+)
 
 # (id, module, prog, output option, the model it reads, what the output holds)
 OUTPUTS = [
@@ -84,8 +86,9 @@ LINKS = {  # link kind -> (the file it names, given the folders above and anothe
 
 @pytest.mark.parametrize("link", list(LINKS))
 @pytest.mark.parametrize("name, module, prog, option, model, kind", OUTPUTS, ids=[o[0] for o in OUTPUTS])
-def test_an_output_that_is_a_link_is_replaced_never_written_through(request, tmp_path, name, module, prog, option,
-                                                                    model, kind, link):
+def test_an_output_that_is_a_link_is_replaced_never_written_through(
+    request, tmp_path, name, module, prog, option, model, kind, link
+):
     checkpoint, _ = request.getfixturevalue(model)
     other, corpus = other_files(tmp_path)
     another_model = tmp_path / "another-model" / "checkpoint_best.pt"
@@ -121,8 +124,9 @@ def test_a_link_planted_at_the_old_temporary_name_is_left_alone(tiny_attentive, 
 
 
 @pytest.mark.parametrize("name, module, prog, option, model, kind", OUTPUTS, ids=[o[0] for o in OUTPUTS])
-def test_an_output_naming_the_checkpoint_read_is_still_refused(request, tmp_path, name, module, prog, option, model,
-                                                              kind):
+def test_an_output_naming_the_checkpoint_read_is_still_refused(
+    request, tmp_path, name, module, prog, option, model, kind
+):
     """The refusal of an output that is an input stays (a hard link to --path / --lm: its inode)."""
     checkpoint, _ = request.getfixturevalue(model)
     ours = tmp_path / "model.pt"
@@ -143,14 +147,19 @@ def test_a_symbolic_link_into_another_data_directory_is_refused(tiny_attentive, 
     before = fingerprints(other)
     out = tmp_path / "grid.json"
     out.symlink_to(other / "valid.idx")
-    code, _, stderr = run_module("alm_plugin.cli.cache_grid", *command("cache_grid", "--json", checkpoint, out,
-                                                                       tmp_path))
-    assert code == 1 and refused(stderr, "alm-cache-grid", f"--json {out} is a link to {other / 'valid.idx'}, a file "
-                                                           f"of the data directory {other}")
+    code, _, stderr = run_module(
+        "alm_plugin.cli.cache_grid", *command("cache_grid", "--json", checkpoint, out, tmp_path)
+    )
+    assert code == 1 and refused(
+        stderr,
+        "alm-cache-grid",
+        f"--json {out} is a link to {other / 'valid.idx'}, a file of the data directory {other}",
+    )
     assert fingerprints(other) == before
 
 
 # ---------------------------------------------------------------- the helper itself
+
 
 def test_the_helper_writes_through_a_temporary_name_and_cleans_up_after_a_failure(tmp_path):
     from alm_plugin.output_files import output_file, write_json
@@ -185,15 +194,21 @@ def data_copy(folder):
 LINKED = [  # (module, prog, output option, the data file its link names, extra arguments)
     ("alm_plugin.cli.cache_posterior", "alm-cache-posterior", "--json", "dict.txt", ["--gen-subset", "valid"]),
     ("alm_plugin.cli.cache_posterior", "alm-cache-posterior", "--plot", "valid.bin", ["--gen-subset", "valid"]),
-    ("alm_plugin.cli.cache_grid", "alm-cache-grid", "--json", "valid.idx", ["--windows", "10", "--thetas", "0.3",
-                                                                            "--lambdas", "0.1"]),
+    (
+        "alm_plugin.cli.cache_grid",
+        "alm-cache-grid",
+        "--json",
+        "valid.idx",
+        ["--windows", "10", "--thetas", "0.3", "--lambdas", "0.1"],
+    ),
     ("alm_plugin.cli.plot_attention", "alm-plot-attention", "--out", "test.bin", ["the cat"]),
 ]
 
 
 @pytest.mark.parametrize("module, prog, option, target, extra", LINKED)
-def test_an_output_linked_into_the_data_directory_is_refused_and_nothing_is_written(tiny_pointer, tmp_path, module,
-                                                                                     prog, option, target, extra):
+def test_an_output_linked_into_the_data_directory_is_refused_and_nothing_is_written(
+    tiny_pointer, tmp_path, module, prog, option, target, extra
+):
     """Before: `ln -s DB/dict.txt out.json; alm-cache-posterior ... --json out.json` wrote the JSON
     through the link, rc 0 (`Incorrect dictionary format` afterwards); the same onto valid.idx."""
     checkpoint, _ = tiny_pointer
@@ -202,9 +217,13 @@ def test_an_output_linked_into_the_data_directory_is_refused_and_nothing_is_writ
     link = tmp_path / ("out.png" if option in ("--plot", "--out") else "out.json")
     link.symlink_to(data / target)
     code, stdout, stderr = run_module(module, "--path", checkpoint, "--data", data, option, link, *extra)
-    assert code == 1 and refused(stderr, prog, f"{option} {link} is a link to {data / target}, a file of the data "
-                                               f"directory {data} (the data the model reads): writing it would "
-                                               "destroy the data; give another path")
+    assert code == 1 and refused(
+        stderr,
+        prog,
+        f"{option} {link} is a link to {data / target}, a file of the data "
+        f"directory {data} (the data the model reads): writing it would "
+        "destroy the data; give another path",
+    )
     assert fingerprints(data) == before and link.is_symlink()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data", link.name]
 
@@ -218,9 +237,11 @@ def test_a_link_through_a_linked_folder_a_chain_and_a_hard_link_are_refused_too(
     (tmp_path / "chain.json").symlink_to(tmp_path / "first.json")
     os.link(data / "valid.bin", tmp_path / "hard.json")  # the same inode: found through --data
     grid = ["--windows", "10", "--thetas", "0.3", "--lambdas", "0.1", "--data", data]
-    for output, says in ((tmp_path / "folder" / "valid.idx", "is a file of the data directory"),
-                         (tmp_path / "chain.json", f"is a link to {data / 'dict.txt'}, a file of the data directory"),
-                         (tmp_path / "hard.json", "is a file of the data directory")):
+    for output, says in (
+        (tmp_path / "folder" / "valid.idx", "is a file of the data directory"),
+        (tmp_path / "chain.json", f"is a link to {data / 'dict.txt'}, a file of the data directory"),
+        (tmp_path / "hard.json", "is a file of the data directory"),
+    ):
         code, _, stderr = run_module("alm_plugin.cli.cache_grid", "--path", checkpoint, *grid, "--json", output)
         assert code == 1 and refused(stderr, "alm-cache-grid", f"--json {output} {says}"), output
     assert fingerprints(data) == before
@@ -240,28 +261,35 @@ def test_an_output_in_the_checkpoints_saved_data_directory_is_refused_without_da
 # ---------------------------------------------------------------- an output on an input, or in a folder that does not exist
 
 
-@pytest.mark.parametrize("module, prog, option, extra", [
-    ("alm_plugin.cli.plot_attention", "alm-plot-attention", "--out", ["the cat"]),
-    ("alm_plugin.cli.cache_posterior", "alm-cache-posterior", "--plot", []),
-    ("alm_plugin.cli.cache_grid", "alm-cache-grid", "--json", []),
-])
+@pytest.mark.parametrize(
+    "module, prog, option, extra",
+    [
+        ("alm_plugin.cli.plot_attention", "alm-plot-attention", "--out", ["the cat"]),
+        ("alm_plugin.cli.cache_posterior", "alm-cache-posterior", "--plot", []),
+        ("alm_plugin.cli.cache_grid", "alm-cache-grid", "--json", []),
+    ],
+)
 def test_every_tool_refuses_an_output_in_a_missing_folder_before_loading(tmp_path, module, prog, option, extra):
     """The checkpoint is never read (it does not exist): the output is checked first, not after the run."""
     out = tmp_path / "no" / "such" / "folder" / "out.png"
     code, stdout, stderr = run_module(module, "--path", tmp_path / "never-loaded.pt", option, out, *extra)
     assert code == 1 and "Traceback" not in stderr, stderr
-    assert last_line(stderr) == (f"{prog}: error: {option} {out}: the folder {out.parent} does not exist; "
-                                 "create it or give another path"), stderr
+    assert last_line(stderr) == (
+        f"{prog}: error: {option} {out}: the folder {out.parent} does not exist; create it or give another path"
+    ), stderr
 
 
 def test_cache_posterior_json_on_its_checkpoint_or_its_plot_is_refused(tmp_path, tiny_lm):
     """--json naming the checkpoint (under another spelling) or the --plot file: one line, nothing written."""
     checkpoint = tmp_path / "lm.pt"
     checkpoint.write_bytes(tiny_lm.read_bytes())
-    for json_out, extra, clash in ((os.path.join(tmp_path, ".", "lm.pt"), [], "--path"),
-                                   (tmp_path / "out.png", ["--plot", tmp_path / "out.png"], "--plot")):
-        code, stdout, stderr = run_module("alm_plugin.cli.cache_posterior", "--path", checkpoint, *extra,
-                                          "--json", json_out)
+    for json_out, extra, clash in (
+        (os.path.join(tmp_path, ".", "lm.pt"), [], "--path"),
+        (tmp_path / "out.png", ["--plot", tmp_path / "out.png"], "--plot"),
+    ):
+        code, stdout, stderr = run_module(
+            "alm_plugin.cli.cache_posterior", "--path", checkpoint, *extra, "--json", json_out
+        )
         assert code == 1 and stdout == "" and f"--json {json_out} is also {clash}" in last_line(stderr), stderr
     assert checkpoint.read_bytes() == tiny_lm.read_bytes() and sorted(os.listdir(tmp_path)) == ["lm.pt"]
 
@@ -272,8 +300,17 @@ def test_cache_posterior_json_on_its_checkpoint_or_its_plot_is_refused(tmp_path,
 def test_plot_without_an_extension_prints_the_file_it_wrote(tiny_pointer, tmp_path):
     """Before: `--plot noext` wrote noext.png (matplotlib adds it) and printed `wrote noext`."""
     checkpoint, data = tiny_pointer
-    code, stdout, stderr = run_module("alm_plugin.cli.cache_posterior", "--path", checkpoint, "--gen-subset", "valid",
-                                      "--plot", tmp_path / "noext", "--plot-words", "20")
+    code, stdout, stderr = run_module(
+        "alm_plugin.cli.cache_posterior",
+        "--path",
+        checkpoint,
+        "--gen-subset",
+        "valid",
+        "--plot",
+        tmp_path / "noext",
+        "--plot-words",
+        "20",
+    )
     assert code == 0, stderr
     assert stdout.strip().splitlines()[-1] == f"wrote {tmp_path / 'noext.png'}"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["noext.png"]

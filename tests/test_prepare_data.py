@@ -1,12 +1,13 @@
 """examples/language_model/prepare_lm_data.py: sentence splitting, sacremoses, binarising."""
+
 import os
 import subprocess
 import sys
 
 import pytest
+from conftest import ROOT, needs_shared_data
 from fairseq.data import Dictionary, data_utils
 
-from conftest import ROOT, needs_shared_data
 from examples.language_model.prepare_lm_data import split_sentences
 
 SCRIPT = os.path.join(ROOT, "examples", "language_model", "prepare_lm_data.py")
@@ -14,8 +15,12 @@ SCRIPT = os.path.join(ROOT, "examples", "language_model", "prepare_lm_data.py")
 
 def test_paragraphs_split_after_sentence_final_tokens():
     line = "It was released in 2011 . Was it good ? Yes ! The U.S. version followed"
-    assert list(split_sentences(line)) == ["It was released in 2011 .", "Was it good ?", "Yes !",
-                                           "The U.S. version followed"]
+    assert list(split_sentences(line)) == [
+        "It was released in 2011 .",
+        "Was it good ?",
+        "Yes !",
+        "The U.S. version followed",
+    ]
 
 
 def test_raw_text_is_tokenised_and_binarised(tmp_path):
@@ -23,23 +28,59 @@ def test_raw_text_is_tokenised_and_binarised(tmp_path):
     raw.mkdir()
     for split in ("train", "valid", "test"):
         (raw / f"{split}.txt").write_text("Hello, world! It's a test.\n\nSecond line (with brackets).\n")
-    subprocess.run([sys.executable, SCRIPT, "--raw-dir", raw, "--tokenize", "en", "--name", "tiny",
-                    "--destdir", tmp_path / "bin", "--text-dir", tmp_path / "text"], check=True, capture_output=True, cwd=tmp_path)
+    subprocess.run(
+        [
+            sys.executable,
+            SCRIPT,
+            "--raw-dir",
+            raw,
+            "--tokenize",
+            "en",
+            "--name",
+            "tiny",
+            "--destdir",
+            tmp_path / "bin",
+            "--text-dir",
+            tmp_path / "text",
+        ],
+        check=True,
+        capture_output=True,
+        cwd=tmp_path,
+    )
     dictionary = Dictionary.load(str(tmp_path / "bin" / "tiny" / "dict.txt"))
     assert "," in dictionary.symbols and "(" in dictionary.symbols  # sacremoses split punctuation
     sentences = data_utils.load_indexed_dataset(str(tmp_path / "bin" / "tiny" / "train"), dictionary)
     assert len(sentences) == 2  # the blank line is dropped
-    assert dictionary.string(sentences[0]) == "Hello , world ! It &apos;s a test ." or \
-        dictionary.string(sentences[0]) == "Hello , world ! It 's a test ."
+    assert (
+        dictionary.string(sentences[0]) == "Hello , world ! It &apos;s a test ."
+        or dictionary.string(sentences[0]) == "Hello , world ! It 's a test ."
+    )
 
 
 @needs_shared_data("wikitext-2", "valid.tokens")
 def test_shipped_sample_is_what_the_script_makes(tmp_path):
     """The committed data-bin/wikitext-2-sample is reproducible from ../shared/data."""
-    subprocess.run([sys.executable, SCRIPT, "--corpus", "wikitext-2", "--sample-sentences", "4000",
-                    "--threshold", "2", "--name", "wikitext-2-sample", "--destdir", tmp_path,
-                    "--text-dir", tmp_path / "text"],
-                   check=True, capture_output=True, cwd=tmp_path)
+    subprocess.run(
+        [
+            sys.executable,
+            SCRIPT,
+            "--corpus",
+            "wikitext-2",
+            "--sample-sentences",
+            "4000",
+            "--threshold",
+            "2",
+            "--name",
+            "wikitext-2-sample",
+            "--destdir",
+            tmp_path,
+            "--text-dir",
+            tmp_path / "text",
+        ],
+        check=True,
+        capture_output=True,
+        cwd=tmp_path,
+    )
     for name in ("dict.txt", "valid.bin", "test.idx"):
         made = (tmp_path / "wikitext-2-sample" / name).read_bytes()
         shipped = open(os.path.join(ROOT, "data-bin", "wikitext-2-sample", name), "rb").read()
@@ -59,15 +100,35 @@ def prepare(tmp_path, texts, *extra, env=None):
     for split in ("train", "valid", "test"):
         data = texts.get(split, GOOD)
         (raw / f"{split}.txt").write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
-    proc = subprocess.run([sys.executable, SCRIPT, "--raw-dir", raw, "--name", "d", "--destdir", tmp_path / "bin",
-                           "--text-dir", tmp_path / "text", *extra],
-                          capture_output=True, text=True, cwd=tmp_path, env=env)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            SCRIPT,
+            "--raw-dir",
+            raw,
+            "--name",
+            "d",
+            "--destdir",
+            tmp_path / "bin",
+            "--text-dir",
+            tmp_path / "text",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    )
     return proc.returncode, proc.stdout + proc.stderr
 
 
 def snapshot(*folders):
-    return {str(path): path.read_bytes() for folder in folders for path in sorted(folder.rglob("*"))
-            if path.is_file() and path.name != "preprocess.log"}
+    return {
+        str(path): path.read_bytes()
+        for folder in folders
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and path.name != "preprocess.log"
+    }
 
 
 def last_line(output):
@@ -76,8 +137,13 @@ def last_line(output):
 
 def leftovers(tmp_path):
     """Staging folders the script left beside its destinations."""
-    return [p.name for parent in (tmp_path / "bin", tmp_path / "text") if parent.exists()
-            for p in parent.iterdir() if p.name != "d"]
+    return [
+        p.name
+        for parent in (tmp_path / "bin", tmp_path / "text")
+        if parent.exists()
+        for p in parent.iterdir()
+        if p.name != "d"
+    ]
 
 
 @pytest.mark.parametrize("extra", [[], ["--open-vocabulary"]])
@@ -119,8 +185,9 @@ def test_prepare_force_keeps_the_old_dataset_when_preprocessing_fails(tmp_path):
     stub = tmp_path / "stub"
     stub.mkdir()
     (stub / "fairseq-preprocess").write_text(
-        "#!/bin/sh\nwhile [ \"$1\" != --destdir ]; do shift; done\n"
-        "echo 'half a dictionary' > \"$2/dict.txt\"; : > \"$2/train.bin\"; exit 3\n")
+        '#!/bin/sh\nwhile [ "$1" != --destdir ]; do shift; done\n'
+        'echo \'half a dictionary\' > "$2/dict.txt"; : > "$2/train.bin"; exit 3\n'
+    )
     (stub / "fairseq-preprocess").chmod(0o755)
     env = {**os.environ, "PATH": f"{stub}{os.pathsep}{os.environ['PATH']}"}
     code, output = prepare(tmp_path, {"train": "Zebras graze .\n"}, "--open-vocabulary", "--force", env=env)
@@ -142,10 +209,13 @@ def test_prepare_force_keeps_the_old_dataset_when_the_text_is_refused(tmp_path):
 
 # ---------------------------------------------------------- lines as fairseq-preprocess reads them
 
+
 def test_prepare_ends_lines_at_cr_as_fairseq_preprocess_does(tmp_path):
     """A CR-only (old Mac) file: two sentences reported and stored, no CR inside a word."""
-    code, output = prepare(tmp_path, {"train": "The cat sat .\rA dog ran .\r",
-                                      "valid": "The cat sat .\r\nA dog ran .\r\n\r\nThe dog sat .\r\n"})
+    code, output = prepare(
+        tmp_path,
+        {"train": "The cat sat .\rA dog ran .\r", "valid": "The cat sat .\r\nA dog ran .\r\n\r\nThe dog sat .\r\n"},
+    )
     assert code == 0, output
     assert "train: 2 sentences" in output and "valid: 3 sentences" in output
     dictionary = Dictionary.load(str(tmp_path / "bin" / "d" / "dict.txt"))
@@ -171,14 +241,37 @@ def test_sample_train_only_keeps_the_dev_splits_and_the_whole_dictionary(tmp_pat
     (raw / "train.txt").write_text("a b\nc d\ne f\ng h\n")
     for split in ("valid", "test"):
         (raw / f"{split}.txt").write_text("a c\ne g\nb d\n")
-    subprocess.run([sys.executable, SCRIPT, "--raw-dir", raw, "--sample-sentences", "2", "--sample-train-only",
-                    "--name", "slice", "--destdir", tmp_path / "bin", "--text-dir", tmp_path / "text"],
-                   check=True, capture_output=True, cwd=tmp_path)
+    subprocess.run(
+        [
+            sys.executable,
+            SCRIPT,
+            "--raw-dir",
+            raw,
+            "--sample-sentences",
+            "2",
+            "--sample-train-only",
+            "--name",
+            "slice",
+            "--destdir",
+            tmp_path / "bin",
+            "--text-dir",
+            tmp_path / "text",
+        ],
+        check=True,
+        capture_output=True,
+        cwd=tmp_path,
+    )
     dictionary = Dictionary.load(str(tmp_path / "bin" / "slice" / "dict.txt"))
     assert {"g", "h"} <= set(dictionary.symbols)  # from training sentences past the slice
-    counts = {split: len(data_utils.load_indexed_dataset(str(tmp_path / "bin" / "slice" / split), dictionary))
-              for split in ("train", "valid", "test")}
+    counts = {
+        split: len(data_utils.load_indexed_dataset(str(tmp_path / "bin" / "slice" / split), dictionary))
+        for split in ("train", "valid", "test")
+    }
     assert counts == {"train": 2, "valid": 3, "test": 3}
-    refused = subprocess.run([sys.executable, SCRIPT, "--raw-dir", raw, "--sample-train-only", "--name", "x",
-                              "--destdir", tmp_path / "bin"], capture_output=True, text=True, cwd=tmp_path)
+    refused = subprocess.run(
+        [sys.executable, SCRIPT, "--raw-dir", raw, "--sample-train-only", "--name", "x", "--destdir", tmp_path / "bin"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert refused.returncode == 2 and "give --sample-sentences N" in refused.stderr

@@ -4,6 +4,7 @@ the shell.
 
 Before: the line carried `--user-dir alm_plugin` (and the paths as given), so run from another
 directory it failed: `FileNotFoundError: <cwd>/alm_plugin`."""
+
 import json
 import os
 import re
@@ -13,7 +14,6 @@ import subprocess
 import sys
 
 import pytest
-
 from cli import eval_lm_result, run_module
 from conftest import ROOT
 
@@ -29,8 +29,22 @@ def test_the_printed_eval_lm_command_runs_as_printed_from_another_directory(requ
     relative = [os.path.relpath(checkpoint, ROOT), os.path.relpath(data, ROOT)]
     out = tmp_path / "a folder" / "grid.json"
     out.parent.mkdir()
-    code, stdout, stderr = run_module("alm_plugin.cli.cache_grid", "--path", relative[0], "--data", relative[1],
-                                      "--windows", "10", "--thetas", "0.3", "--lambdas", "0.1", "--json", out, "--cpu")
+    code, stdout, stderr = run_module(
+        "alm_plugin.cli.cache_grid",
+        "--path",
+        relative[0],
+        "--data",
+        relative[1],
+        "--windows",
+        "10",
+        "--thetas",
+        "0.3",
+        "--lambdas",
+        "0.1",
+        "--json",
+        out,
+        "--cpu",
+    )
     assert code == 0, stderr
     command = printed_command(stdout)
     assert command[0] == "fairseq-eval-lm" and command[1] == str(data)
@@ -39,10 +53,16 @@ def test_the_printed_eval_lm_command_runs_as_printed_from_another_directory(requ
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     program = shutil.which("fairseq-eval-lm")
-    launch = [program] if program else [sys.executable, "-c", "import sys; from fairseq_cli.eval_lm import cli_main; "
-                                                              "sys.argv[0] = 'fairseq-eval-lm'; cli_main()"]
-    proc = subprocess.run([*launch, *command[1:], "--cpu"], cwd=elsewhere, capture_output=True, text=True,
-                          timeout=300)
+    launch = (
+        [program]
+        if program
+        else [
+            sys.executable,
+            "-c",
+            "import sys; from fairseq_cli.eval_lm import cli_main; sys.argv[0] = 'fairseq-eval-lm'; cli_main()",
+        ]
+    )
+    proc = subprocess.run([*launch, *command[1:], "--cpu"], cwd=elsewhere, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     chosen = json.loads(out.read_text())
     assert eval_lm_result(proc.stdout + proc.stderr)[1] == pytest.approx(chosen["ppl_with_cache"], rel=2e-3)

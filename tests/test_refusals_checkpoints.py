@@ -3,17 +3,40 @@ every tool that loads one (fairseq-train resuming, fairseq-eval-lm, alm-score, a
 alm-cache-posterior, alm-cache-grid): an unreadable or missing file, an option that changes the
 model's function set otherwise on load, a misspelt override. The one-line hook shortens only the
 plugin's own errors."""
+
 import sys
 
 import pytest
-
 from cli import TRAIN_COMMON, eval_lm_result, last_line, refused, run, run_module
 from conftest import SAMPLE_DATA, short_split
 
-TINY = ["--embed-dim", "16", "--hidden-size", "16", "--num-layers", "1", "--optimizer", "adam", "--lr", "0.01",
-        "--batch-size", "64", "--no-epoch-checkpoints", "--disable-validation"]
-EVAL = ["--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--cpu", "--batch-size", "16",
-        "--max-valid-steps", "1"]
+TINY = [
+    "--embed-dim",
+    "16",
+    "--hidden-size",
+    "16",
+    "--num-layers",
+    "1",
+    "--optimizer",
+    "adam",
+    "--lr",
+    "0.01",
+    "--batch-size",
+    "64",
+    "--no-epoch-checkpoints",
+    "--disable-validation",
+]
+EVAL = [
+    "--user-dir",
+    "alm_plugin",
+    "--task",
+    "sentence_language_modeling",
+    "--cpu",
+    "--batch-size",
+    "16",
+    "--max-valid-steps",
+    "1",
+]
 
 
 # ---------------------------------------------------------------- unreadable and missing checkpoints
@@ -29,22 +52,37 @@ def test_an_unreadable_checkpoint_is_one_line(attentive, tmp_path):
 def test_a_corrupt_checkpoint_is_named_by_fairseq_eval_lm(tmp_path, tiny_lm):
     corrupt = tmp_path / "checkpoint_best.pt"
     corrupt.write_bytes(tiny_lm.read_bytes()[:5000])
-    code, output = run("eval_lm", SAMPLE_DATA, "--path", corrupt, "--user-dir", "alm_plugin",
-                       "--task", "sentence_language_modeling", "--cpu", check=False)
+    code, output = run(
+        "eval_lm",
+        SAMPLE_DATA,
+        "--path",
+        corrupt,
+        "--user-dir",
+        "alm_plugin",
+        "--task",
+        "sentence_language_modeling",
+        "--cpu",
+        check=False,
+    )
     assert code != 0 and f"{corrupt} could not be read as a fairseq checkpoint" in last_line(output)
 
 
-@pytest.mark.parametrize("module, prog, extra", [
-    ("alm_plugin.cli.score", "alm-score", []),
-    ("alm_plugin.cli.plot_attention", "alm-plot-attention", ["the cat"]),
-    ("alm_plugin.cli.cache_posterior", "alm-cache-posterior", []),
-    ("alm_plugin.cli.cache_grid", "alm-cache-grid", []),
-])
+@pytest.mark.parametrize(
+    "module, prog, extra",
+    [
+        ("alm_plugin.cli.score", "alm-score", []),
+        ("alm_plugin.cli.plot_attention", "alm-plot-attention", ["the cat"]),
+        ("alm_plugin.cli.cache_posterior", "alm-cache-posterior", []),
+        ("alm_plugin.cli.cache_grid", "alm-cache-grid", []),
+    ],
+)
 def test_every_tool_loads_and_refuses_a_checkpoint_alike(tmp_path, tiny_lm, module, prog, extra):
     corrupt = tmp_path / "corrupt.pt"
     corrupt.write_bytes(tiny_lm.read_bytes()[:5000])
-    for path, message in ((corrupt, f"{corrupt} could not be read as a fairseq checkpoint"),
-                          (tmp_path / "absent.pt", f"no language model checkpoint at {tmp_path / 'absent.pt'}")):
+    for path, message in (
+        (corrupt, f"{corrupt} could not be read as a fairseq checkpoint"),
+        (tmp_path / "absent.pt", f"no language model checkpoint at {tmp_path / 'absent.pt'}"),
+    ):
         code, stdout, stderr = run_module(module, "--path", path, *extra, stdin="the cat\n")
         assert code == 1 and "Traceback" not in stderr, stderr
         assert last_line(stderr).startswith(f"{prog}: error: {message}"), stderr
@@ -54,76 +92,170 @@ def test_every_tool_loads_and_refuses_a_checkpoint_alike(tmp_path, tiny_lm, modu
 
 
 def test_an_option_mismatch_on_load_is_our_last_line_without_a_traceback(attentive, tmp_path):
-    code, output = run("eval_lm", SAMPLE_DATA, "--path", attentive, *EVAL,
-                       "--model-overrides", "{'concat_activation': 'linear'}", check=False)
-    assert code != 0 and refused(output, "fairseq-eval-lm", "this checkpoint was trained with --concat-activation "
-                                                            "tanh, but the model being built has --concat-activation linear")
+    code, output = run(
+        "eval_lm",
+        SAMPLE_DATA,
+        "--path",
+        attentive,
+        *EVAL,
+        "--model-overrides",
+        "{'concat_activation': 'linear'}",
+        check=False,
+    )
+    assert code != 0 and refused(
+        output,
+        "fairseq-eval-lm",
+        "this checkpoint was trained with --concat-activation "
+        "tanh, but the model being built has --concat-activation linear",
+    )
     save = tmp_path / "resume"
     save.mkdir()
     (save / "checkpoint_last.pt").write_bytes(attentive.read_bytes())
     before = (save / "checkpoint_last.pt").read_bytes()
     # fairseq-train re-raises it as "Cannot load model parameters ..."; ours is still the last line
-    code, output = run("train", SAMPLE_DATA, *TRAIN_COMMON, "--arch", "attentive_lm", *TINY, "--memory-window", "5",
-                       "--max-update", "4", "--save-dir", save, check=False)
-    assert code != 0 and refused(output, "fairseq-train", "trained with --memory-window 0, but the model being built "
-                                                          "has --memory-window 5")
-    code, output = run("train", SAMPLE_DATA, *TRAIN_COMMON, "--arch", "amsrn", *TINY,
-                       "--max-update", "4", "--save-dir", save, check=False)
+    code, output = run(
+        "train",
+        SAMPLE_DATA,
+        *TRAIN_COMMON,
+        "--arch",
+        "attentive_lm",
+        *TINY,
+        "--memory-window",
+        "5",
+        "--max-update",
+        "4",
+        "--save-dir",
+        save,
+        check=False,
+    )
+    assert code != 0 and refused(
+        output, "fairseq-train", "trained with --memory-window 0, but the model being built has --memory-window 5"
+    )
+    code, output = run(
+        "train",
+        SAMPLE_DATA,
+        *TRAIN_COMMON,
+        "--arch",
+        "amsrn",
+        *TINY,
+        "--max-update",
+        "4",
+        "--save-dir",
+        save,
+        check=False,
+    )
     assert code != 0 and refused(output, "fairseq-train", "this checkpoint does not fit AMSRNLanguageModel")
     assert (save / "checkpoint_last.pt").read_bytes() == before
 
 
-TINY_ATTENTIVE = ["--arch", "attentive_lm", "--embed-dim", "16", "--hidden-size", "16", "--optimizer", "adam",
-                  "--lr", "0.01", "--batch-size", "64", "--no-epoch-checkpoints", "--disable-validation"]
+TINY_ATTENTIVE = [
+    "--arch",
+    "attentive_lm",
+    "--embed-dim",
+    "16",
+    "--hidden-size",
+    "16",
+    "--optimizer",
+    "adam",
+    "--lr",
+    "0.01",
+    "--batch-size",
+    "64",
+    "--no-epoch-checkpoints",
+    "--disable-validation",
+]
 
 
 def test_an_option_that_changes_the_function_cannot_change_on_load(tmp_path):
     run("train", SAMPLE_DATA, *TRAIN_COMMON, *TINY_ATTENTIVE, "--max-update", "2", "--save-dir", tmp_path)
     checkpoint = tmp_path / "checkpoint_last.pt"
     evaluate = ["--path", checkpoint, "--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--cpu"]
-    code, output = run("eval_lm", SAMPLE_DATA, *evaluate, "--model-overrides", "{'concat_activation': 'linear'}",
-                       check=False)
-    assert code != 0 and ("this checkpoint was trained with --concat-activation tanh, but the model being "
-                          "built has --concat-activation linear") in last_line(output)
+    code, output = run(
+        "eval_lm", SAMPLE_DATA, *evaluate, "--model-overrides", "{'concat_activation': 'linear'}", check=False
+    )
+    assert code != 0 and (
+        "this checkpoint was trained with --concat-activation tanh, but the model being "
+        "built has --concat-activation linear"
+    ) in last_line(output)
     run("eval_lm", SAMPLE_DATA, *evaluate, "--model-overrides", "{'dropout': 0.1}")  # training-only: fine
-    code, output = run("train", SAMPLE_DATA, *TRAIN_COMMON, *TINY_ATTENTIVE, "--attention-sentinel",
-                       "--max-update", "4", "--save-dir", tmp_path, check=False)  # resumes checkpoint_last
+    code, output = run(
+        "train",
+        SAMPLE_DATA,
+        *TRAIN_COMMON,
+        *TINY_ATTENTIVE,
+        "--attention-sentinel",
+        "--max-update",
+        "4",
+        "--save-dir",
+        tmp_path,
+        check=False,
+    )  # resumes checkpoint_last
     # fairseq-train re-raises it as "Cannot load model parameters ...", after our message
-    assert code != 0 and "trained with --attention-sentinel False, but the model being built has " \
-                         "--attention-sentinel True" in output
+    assert (
+        code != 0
+        and "trained with --attention-sentinel False, but the model being built has --attention-sentinel True" in output
+    )
 
 
 def test_the_same_cutoffs_written_another_way_load_the_model(adaptive_sentence, tmp_path):
     """Before: '500, 2000' on a 500,2000 model was refused as a different model."""
-    common = [short_split(tmp_path, 40), "--path", adaptive_sentence, "--user-dir", "alm_plugin", "--task",
-              "sentence_language_modeling", "--cpu", "--gen-subset", "valid", "--batch-size", "16"]
+    common = [
+        short_split(tmp_path, 40),
+        "--path",
+        adaptive_sentence,
+        "--user-dir",
+        "alm_plugin",
+        "--task",
+        "sentence_language_modeling",
+        "--cpu",
+        "--gen-subset",
+        "valid",
+        "--batch-size",
+        "16",
+    ]
     _, plain = eval_lm_result(run("eval_lm", *common)[1])
     for written in ("500, 2000", " 500 ,2000 ", "[500, 2000]"):
-        code, output = run("eval_lm", *common, "--model-overrides", f"{{'adaptive_softmax_cutoff': '{written}'}}",
-                           check=False)
+        code, output = run(
+            "eval_lm", *common, "--model-overrides", f"{{'adaptive_softmax_cutoff': '{written}'}}", check=False
+        )
         assert code == 0, output[-2000:]
         assert eval_lm_result(output)[1] == plain
     code, output = run("eval_lm", *common, "--model-overrides", "{'adaptive_softmax_cutoff': '500, 3000'}", check=False)
-    assert code == 1 and refused(output, "fairseq-eval-lm", "trained with --adaptive-softmax-cutoff 500,2000, but the "
-                                                            "model being built has --adaptive-softmax-cutoff 500, 3000")
+    assert code == 1 and refused(
+        output,
+        "fairseq-eval-lm",
+        "trained with --adaptive-softmax-cutoff 500,2000, but the "
+        "model being built has --adaptive-softmax-cutoff 500, 3000",
+    )
 
 
 def test_a_misspelt_override_is_refused_naming_the_key(attentive):
     """Before: fairseq dropped a key no config has, and scored the model as it was."""
-    code, output = run("eval_lm", SAMPLE_DATA, "--path", attentive, *EVAL,
-                       "--model-overrides", "{'concat_activaton': 'linear'}", check=False)
+    code, output = run(
+        "eval_lm",
+        SAMPLE_DATA,
+        "--path",
+        attentive,
+        *EVAL,
+        "--model-overrides",
+        "{'concat_activaton': 'linear'}",
+        check=False,
+    )
     assert code != 0 and refused(output, "fairseq-eval-lm", "the override 'concat_activaton'")
     assert "did you mean 'concat_activation'?" in last_line(output)
-    code, output = run("eval_lm", SAMPLE_DATA, "--path", attentive, *EVAL,
-                       "--model-overrides", "{'pointer_window': 5}", check=False)  # another model's option
+    code, output = run(
+        "eval_lm", SAMPLE_DATA, "--path", attentive, *EVAL, "--model-overrides", "{'pointer_window': 5}", check=False
+    )  # another model's option
     assert code != 0 and refused(output, "fairseq-eval-lm", "'pointer_window' (--model-overrides")
     # options of the model (training-only ones) and of fairseq's task and sections are fine
     for overrides in ("{'dropout': 0.1}", f"{{'data': '{SAMPLE_DATA}', 'seed': 3}}"):
-        code, output = run("eval_lm", SAMPLE_DATA, "--path", attentive, *EVAL, "--model-overrides", overrides,
-                           check=False)
+        code, output = run(
+            "eval_lm", SAMPLE_DATA, "--path", attentive, *EVAL, "--model-overrides", overrides, check=False
+        )
         assert code == 0, output[-2000:]
     from alm_plugin.errors import OptionError
     from alm_plugin.models.attentive_lm import AttentiveLanguageModel
+
     with pytest.raises(OptionError, match="'memory_windw'.*did you mean 'memory_window'"):
         AttentiveLanguageModel.from_pretrained(str(attentive.parent), attentive.name, SAMPLE_DATA, memory_windw=3)
 
@@ -133,6 +265,7 @@ def test_a_misspelt_override_is_refused_naming_the_key(attentive):
 
 def test_the_hook_shortens_only_our_errors(capsys, monkeypatch):
     from alm_plugin.errors import OptionError, one_line_excepthook
+
     monkeypatch.setattr(sys, "argv", ["/usr/bin/fairseq-train"])
     try:
         try:

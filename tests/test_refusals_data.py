@@ -2,15 +2,15 @@
 texts examples/language_model/prepare_lm_data.py cannot binarise (an empty split, text that is not
 UTF-8, a literal </s>, an unknown tokeniser language; a byte-order mark is dropped), and an empty
 split handed to fairseq-eval-lm, fairseq-validate and alm-cache-grid."""
+
 import os
 import subprocess
 import sys
 
 import pytest
-from fairseq.data import Dictionary
-
 from cli import last_line, refused, run, run_module
 from conftest import ROOT, short_split
+from fairseq.data import Dictionary
 
 PREPARE = os.path.join(ROOT, "examples", "language_model", "prepare_lm_data.py")
 GOOD = "The cat sat on the mat .\nA dog ran far away .\n"
@@ -25,9 +25,24 @@ def prepare(tmp_path, texts, *extra):
     for split in ("train", "valid", "test"):
         data = texts.get(split, GOOD)
         (raw / f"{split}.txt").write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
-    proc = subprocess.run([sys.executable, PREPARE, "--raw-dir", raw, "--name", "bad", "--destdir",
-                           tmp_path / "bin", "--text-dir", tmp_path / "text", *extra],
-                          capture_output=True, text=True, cwd=tmp_path)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            PREPARE,
+            "--raw-dir",
+            raw,
+            "--name",
+            "bad",
+            "--destdir",
+            tmp_path / "bin",
+            "--text-dir",
+            tmp_path / "text",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     return proc.returncode, proc.stdout + proc.stderr
 
 
@@ -74,13 +89,28 @@ def test_an_empty_split_of_the_sentence_task_is_refused_by_name(tiny_lstm, tmp_p
     data = short_split(tmp_path / "empty", 0)
     assert os.path.getsize(data / "valid.bin") == 0
     if tool == "alm-cache-grid":
-        code, _, output = run_module("alm_plugin.cli.cache_grid", "--path", tiny_lstm[0], "--data", data,
-                                     "--gen-subset", "valid", "--cpu")
+        code, _, output = run_module(
+            "alm_plugin.cli.cache_grid", "--path", tiny_lstm[0], "--data", data, "--gen-subset", "valid", "--cpu"
+        )
         name = "alm-cache-grid"
     else:
         subset = "--gen-subset" if tool == "eval_lm" else "--valid-subset"
-        code, output = run(tool, data, "--path", tiny_lstm[0], "--user-dir", "alm_plugin", "--task",
-                           "sentence_language_modeling", "--cpu", subset, "valid", "--batch-size", "8", check=False)
+        code, output = run(
+            tool,
+            data,
+            "--path",
+            tiny_lstm[0],
+            "--user-dir",
+            "alm_plugin",
+            "--task",
+            "sentence_language_modeling",
+            "--cpu",
+            subset,
+            "valid",
+            "--batch-size",
+            "8",
+            check=False,
+        )
         name = f"fairseq-{tool.replace('_', '-')}"
     assert code == 1 and refused(output, name, EMPTY.format(data))
     assert "Exception ignored" not in output and "mmap" not in output

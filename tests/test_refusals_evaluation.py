@@ -2,45 +2,74 @@
 another figure than asked: a negative --eval-tokens-per-sample, --softmax-batch with a reader that
 needs the batch whole (dynamic evaluation, the neural cache, the pointer's mixture), the test-time
 options in fairseq-validate, RMS dynamic evaluation without a training split."""
+
 import shutil
 
 import pytest
-
 from cli import refused, run, run_module
 from conftest import SAMPLE_DATA
 
 EVAL = ["--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--cpu", "--gen-subset", "valid"]
-STREAM_EVAL = ["--user-dir", "alm_plugin", "--task", "document_language_modeling", "--cpu", "--gen-subset", "valid",
-               "--batch-size", "1"]
+STREAM_EVAL = [
+    "--user-dir",
+    "alm_plugin",
+    "--task",
+    "document_language_modeling",
+    "--cpu",
+    "--gen-subset",
+    "valid",
+    "--batch-size",
+    "1",
+]
 
 
 # ---------------------------------------------------------------- sample lengths
 
 
 def test_a_negative_eval_sample_length_is_refused(attentive):
-    code, output = run("eval_lm", SAMPLE_DATA, "--path", attentive, *EVAL, "--batch-size", "16", "--max-valid-steps", "1",
-                       "--eval-tokens-per-sample", "-5",
-                       check=False)
+    code, output = run(
+        "eval_lm",
+        SAMPLE_DATA,
+        "--path",
+        attentive,
+        *EVAL,
+        "--batch-size",
+        "16",
+        "--max-valid-steps",
+        "1",
+        "--eval-tokens-per-sample",
+        "-5",
+        check=False,
+    )
     assert code != 0 and refused(output, "fairseq-eval-lm", "--eval-tokens-per-sample -5: give 0")
 
 
 # ---------------------------------------------------------------- --softmax-batch
 
 
-@pytest.mark.parametrize("model, reading, options, reader", [
-    ("lstm_stream", STREAM_EVAL, ["--dynamic-eval-lr", "0.3"], "dynamic evaluation (one step per whole segment)"),
-    ("adaptive_sentence", EVAL, ["--dynamic-eval-lr", "0.3"], "dynamic evaluation (one step per whole segment)"),
-    ("adaptive_sentence", EVAL, ["--neural-cache-window", "100"], "the neural cache reads a batch whole"),
-    ("adaptive_sentence", EVAL, ["--dynamic-eval-lr", "0.3", "--neural-cache-window", "100"],
-     "and the neural cache read a batch whole"),
-])
-def test_softmax_batch_with_dynamic_evaluation_or_the_cache_is_refused_before_scoring(request, model, reading,
-                                                                                       options, reader):
+@pytest.mark.parametrize(
+    "model, reading, options, reader",
+    [
+        ("lstm_stream", STREAM_EVAL, ["--dynamic-eval-lr", "0.3"], "dynamic evaluation (one step per whole segment)"),
+        ("adaptive_sentence", EVAL, ["--dynamic-eval-lr", "0.3"], "dynamic evaluation (one step per whole segment)"),
+        ("adaptive_sentence", EVAL, ["--neural-cache-window", "100"], "the neural cache reads a batch whole"),
+        (
+            "adaptive_sentence",
+            EVAL,
+            ["--dynamic-eval-lr", "0.3", "--neural-cache-window", "100"],
+            "and the neural cache read a batch whole",
+        ),
+    ],
+)
+def test_softmax_batch_with_dynamic_evaluation_or_the_cache_is_refused_before_scoring(
+    request, model, reading, options, reader
+):
     """Before: a stream LSTM printed 214.98 against 159.91 (a step per slice of 7 tokens)."""
     checkpoint = request.getfixturevalue(model)
-    code, output = run("eval_lm", SAMPLE_DATA, "--path", checkpoint, *reading, "--softmax-batch", "7", *options,
-                       check=False)
-    assert code == 1 and refused(output, "fairseq-eval-lm", f"--softmax-batch 7: fairseq would hand the model slices")
+    code, output = run(
+        "eval_lm", SAMPLE_DATA, "--path", checkpoint, *reading, "--softmax-batch", "7", *options, check=False
+    )
+    assert code == 1 and refused(output, "fairseq-eval-lm", "--softmax-batch 7: fairseq would hand the model slices")
     assert reader in output and "drop --softmax-batch" in output
     assert "examples" not in output  # refused before the split is even loaded
 
@@ -50,34 +79,74 @@ def test_softmax_batch_on_a_pointer_stream_model_exits_1_before_any_batch_is_rea
     without an active exception' (exit 134). A process of its own, as a user runs it."""
     import subprocess
     import sys
+
     from conftest import ROOT
+
     launch = "import sys; from fairseq_cli.eval_lm import cli_main; sys.argv[0] = 'fairseq-eval-lm'; cli_main()"
     for _ in range(2):
-        proc = subprocess.run([sys.executable, "-c", launch, SAMPLE_DATA, "--path", str(tiny_pointer[0]), *STREAM_EVAL,
-                               "--softmax-batch", "7", "--num-workers", "2"], cwd=ROOT, capture_output=True, text=True)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                launch,
+                SAMPLE_DATA,
+                "--path",
+                str(tiny_pointer[0]),
+                *STREAM_EVAL,
+                "--softmax-batch",
+                "7",
+                "--num-workers",
+                "2",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
         output = proc.stdout + proc.stderr
         assert proc.returncode == 1, output[-3000:]
-        assert refused(output, "fairseq-eval-lm", "the Pointer Sentinel-LSTM's mixture reads a batch whole: drop "
-                                                  "--softmax-batch")
+        assert refused(
+            output, "fairseq-eval-lm", "the Pointer Sentinel-LSTM's mixture reads a batch whole: drop --softmax-batch"
+        )
         assert "examples" not in output
 
 
 # ---------------------------------------------------------------- the test-time options in fairseq-validate
 
 
-@pytest.mark.parametrize("options, flag", [
-    (["--dynamic-eval-lr", "30"], "--dynamic-eval-lr is a test-time option"),
-    (["--neural-cache-window", "500", "--neural-cache-lambda", "0.5"], "--neural-cache-window is a test-time option"),
-])
-def test_fairseq_validate_refuses_the_test_time_options_instead_of_printing_the_static_figure(adaptive_sentence,
-                                                                                               options, flag):
-    common = [SAMPLE_DATA, "--path", adaptive_sentence, "--user-dir", "alm_plugin", "--task",
-              "sentence_language_modeling", "--cpu", "--valid-subset", "valid", "--batch-size", "16"]
+@pytest.mark.parametrize(
+    "options, flag",
+    [
+        (["--dynamic-eval-lr", "30"], "--dynamic-eval-lr is a test-time option"),
+        (
+            ["--neural-cache-window", "500", "--neural-cache-lambda", "0.5"],
+            "--neural-cache-window is a test-time option",
+        ),
+    ],
+)
+def test_fairseq_validate_refuses_the_test_time_options_instead_of_printing_the_static_figure(
+    adaptive_sentence, options, flag
+):
+    common = [
+        SAMPLE_DATA,
+        "--path",
+        adaptive_sentence,
+        "--user-dir",
+        "alm_plugin",
+        "--task",
+        "sentence_language_modeling",
+        "--cpu",
+        "--valid-subset",
+        "valid",
+        "--batch-size",
+        "16",
+    ]
     _, static = run("validate", *common)  # the model's own figure: fine
     assert "valid on 'valid' subset" in static
     code, output = run("validate", *common, *options, check=False)
     assert code == 1 and refused(output, "fairseq-validate", flag)
-    assert "(fairseq-eval-lm, alm-score, alm-cache-grid)" in output and "from fairseq-train and fairseq-validate" in output
+    assert (
+        "(fairseq-eval-lm, alm-score, alm-cache-grid)" in output and "from fairseq-train and fairseq-validate" in output
+    )
     assert "valid on 'valid' subset" not in output  # before a batch is read
 
 
@@ -90,17 +159,26 @@ def test_rms_without_a_training_split_says_why_and_that_sgd_needs_none(adaptive_
     shutil.copytree(SAMPLE_DATA, data, ignore=shutil.ignore_patterns("train.*"))
     rms = ["--dynamic-eval-lr", "1e-5", "--dynamic-eval-rule", "rms"]
     code, output = run("eval_lm", data, "--path", adaptive_sentence, *EVAL, *rms, check=False)
-    assert code == 1 and refused(output, "fairseq-eval-lm", "--dynamic-eval-rule rms measures MS, each weight's "
-                                                            f"gradient, on the training split, but there is no 'train' "
-                                                            f"data in {data}")
+    assert code == 1 and refused(
+        output,
+        "fairseq-eval-lm",
+        "--dynamic-eval-rule rms measures MS, each weight's "
+        f"gradient, on the training split, but there is no 'train' "
+        f"data in {data}",
+    )
     assert "or use --dynamic-eval-rule sgd, which needs no training data" in output
     assert "examples" not in output  # before the split to score is read
     text = tmp_path / "text.txt"
     text.write_text("The game was released in Japan .\nIt met with positive sales .\n")
     code, _, err = run_module("alm_plugin.cli.score", "--path", adaptive_sentence, "--data", data, text, *rms)
-    assert code == 1 and refused(err, "alm-score", "--dynamic-eval-rule rms measures MS, each weight's gradient, on "
-                                                   f"the training split, but no 'train' data in {data}")
+    assert code == 1 and refused(
+        err,
+        "alm-score",
+        "--dynamic-eval-rule rms measures MS, each weight's gradient, on "
+        f"the training split, but no 'train' data in {data}",
+    )
     assert "or use --dynamic-eval-rule sgd, which needs no training data" in err
-    code, _, err = run_module("alm_plugin.cli.score", "--path", adaptive_sentence, "--data", data, text,
-                              "--dynamic-eval-lr", "0.1")
+    code, _, err = run_module(
+        "alm_plugin.cli.score", "--path", adaptive_sentence, "--data", data, text, "--dynamic-eval-lr", "0.1"
+    )
     assert code == 0, err  # sgd reads no training data

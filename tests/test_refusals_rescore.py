@@ -2,23 +2,25 @@
 UTF-8, a corrupt checkpoint, a dictionary that does not match, a grid that never ends, an output on an
 input): one clear line, a non-zero exit, no half-written output; CR LF line ends and an infinite
 score are read as they should be."""
+
 import os
 
 import pytest
-
 from cli import last_line, run_module
 from conftest import SAMPLE_DATA
 
-
-NBEST = "H-0\t-1.5\tthe cat sat\nP-0\t-0.5 -0.5 -0.25 -0.25\nH-0\t-2.0\ta cat\nP-0\t-1.0 -0.5 -0.5\n" \
-        "H-1\t-0.5\tthe dog\nP-1\t-0.25 -0.25 -0.25\n"
+NBEST = (
+    "H-0\t-1.5\tthe cat sat\nP-0\t-0.5 -0.5 -0.25 -0.25\nH-0\t-2.0\ta cat\nP-0\t-1.0 -0.5 -0.5\n"
+    "H-1\t-0.5\tthe dog\nP-1\t-0.25 -0.25 -0.25\n"
+)
 
 
 def rescore(tmp_path, nbest, *args, lm="checkpoint"):
     path = tmp_path / "in.nbest"
     path.write_bytes(nbest if isinstance(nbest, bytes) else nbest.encode("utf-8"))
-    code, stdout, stderr = run_module("alm_plugin.cli.rescore", "--nbest", path, "--lm", lm, "--hyp-form", "tok",
-                                      "--lm-form", "tok", "--cpu", *args)
+    code, stdout, stderr = run_module(
+        "alm_plugin.cli.rescore", "--nbest", path, "--lm", lm, "--hyp-form", "tok", "--lm-form", "tok", "--cpu", *args
+    )
     return code, stdout + stderr
 
 
@@ -42,8 +44,9 @@ def test_rescore_refuses_a_repeated_hypothesis(tmp_path, tiny_lm):
 
 def test_rescore_ranks_an_infinite_score_last_and_writes_no_nan(tmp_path, tiny_lm):
     out = tmp_path / "out.nbest"
-    minus_inf = NBEST.replace("H-0\t-1.5\tthe cat sat\nP-0\t-0.5 -0.5 -0.25 -0.25",
-                              "H-0\t-inf\tthe cat sat\nP-0\t-0.5 -inf -0.25 -0.25")
+    minus_inf = NBEST.replace(
+        "H-0\t-1.5\tthe cat sat\nP-0\t-0.5 -0.5 -0.25 -0.25", "H-0\t-inf\tthe cat sat\nP-0\t-0.5 -inf -0.25 -0.25"
+    )
     code, output = rescore(tmp_path, minus_inf, "--output-nbest", out, "--weights", "TM=1,LM=0,Len=0.5", lm=tiny_lm)
     assert code == 0, output
     written = out.read_text().splitlines()
@@ -82,21 +85,43 @@ def test_rescore_refuses_a_grid_that_is_empty_or_never_ends(tmp_path, bad_grid):
 
 @pytest.mark.parametrize("clash", ["--output-1best", "--nbest", "--ref", "--tune-nbest", "--tune-ref"])
 def test_rescore_refuses_an_output_on_an_input_or_on_the_other_output(tmp_path, tiny_lm, clash):
-    files = {"--nbest": NBEST, "--ref": "The cat sat.\nThe dog.\n", "--tune-nbest": NBEST,
-             "--tune-ref": "The cat sat.\nThe dog.\n", "--output-1best": "an earlier 1-best\n"}
+    files = {
+        "--nbest": NBEST,
+        "--ref": "The cat sat.\nThe dog.\n",
+        "--tune-nbest": NBEST,
+        "--tune-ref": "The cat sat.\nThe dog.\n",
+        "--output-1best": "an earlier 1-best\n",
+    }
     paths = {option: tmp_path / f"file{i}.txt" for i, option in enumerate(files)}
     for option, text in files.items():
         paths[option].write_text(text, encoding="utf-8")
     before = {path: path.read_bytes() for path in paths.values()}
     same = os.path.join(tmp_path, ".", paths[clash].name)  # the file under another spelling
-    code, stdout, stderr = run_module("alm_plugin.cli.rescore", "--lm", tiny_lm, "--hyp-form", "tok", "--lm-form",
-                                      "tok", "--cpu", *(str(a) for option in files if option != "--output-1best"
-                                                        for a in (option, paths[option])),
-                                      "--output-1best", paths["--output-1best"], "--output-nbest", same)
+    code, stdout, stderr = run_module(
+        "alm_plugin.cli.rescore",
+        "--lm",
+        tiny_lm,
+        "--hyp-form",
+        "tok",
+        "--lm-form",
+        "tok",
+        "--cpu",
+        *(str(a) for option in files if option != "--output-1best" for a in (option, paths[option])),
+        "--output-1best",
+        paths["--output-1best"],
+        "--output-nbest",
+        same,
+    )
     assert code == 1 and stdout == "", stdout
-    assert last_line(stderr) == (f"alm-rescore: error: --output-nbest {same} is also {clash}: "
-                                 + ("the second output written would replace the first" if clash == "--output-1best"
-                                    else "writing it would destroy the input") + "; give another path"), stderr
+    assert last_line(stderr) == (
+        f"alm-rescore: error: --output-nbest {same} is also {clash}: "
+        + (
+            "the second output written would replace the first"
+            if clash == "--output-1best"
+            else "writing it would destroy the input"
+        )
+        + "; give another path"
+    ), stderr
     assert {path: path.read_bytes() for path in paths.values()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths.values())  # no .partial
 
@@ -105,8 +130,9 @@ def test_rescore_writes_the_same_outputs_for_a_crlf_nbest(tmp_path, tiny_lm):
     outputs = {}
     for name, text in (("lf", NBEST), ("crlf", NBEST.replace("\n", "\r\n"))):
         best, nbest = tmp_path / f"{name}.1best", tmp_path / f"{name}.nbest"
-        code, output = rescore(tmp_path, text, "--output-form", "tok", "--output-1best", best,
-                               "--output-nbest", nbest, lm=tiny_lm)
+        code, output = rescore(
+            tmp_path, text, "--output-form", "tok", "--output-1best", best, "--output-nbest", nbest, lm=tiny_lm
+        )
         assert code == 0, output
         outputs[name] = best.read_bytes(), nbest.read_bytes()
     assert b"\r" not in b"".join(outputs["crlf"])
@@ -115,6 +141,7 @@ def test_rescore_writes_the_same_outputs_for_a_crlf_nbest(tmp_path, tiny_lm):
 
 
 def test_rescore_finds_an_unwritable_output_before_scoring(tmp_path):
-    code, output = rescore(tmp_path, NBEST, "--output-1best", tmp_path / "no" / "such" / "dir.txt",
-                           lm=tmp_path / "never-loaded.pt")
+    code, output = rescore(
+        tmp_path, NBEST, "--output-1best", tmp_path / "no" / "such" / "dir.txt", lm=tmp_path / "never-loaded.pt"
+    )
     assert code != 0 and "--output-1best" in last_line(output) and "does not exist; create it" in last_line(output)

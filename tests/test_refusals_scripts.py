@@ -1,6 +1,7 @@
 """The shell and benchmark scripts refuse in one line what they cannot do here: scripts/install.sh an
 empty --wheelhouse, benchmarks/gpu/run.sh its GPU steps on a machine without a GPU, the GPU
 benchmarks (stream_speed --device cuda, step_profile) without one."""
+
 import os
 import runpy
 import subprocess
@@ -8,7 +9,6 @@ import sys
 
 import pytest
 import torch
-
 from cli import last_line
 from conftest import ROOT
 
@@ -19,14 +19,21 @@ def test_install_refuses_an_empty_wheelhouse_in_one_line(tmp_path, args):
     own `line 30: 2: --wheelhouse needs a directory`, rc 1."""
     calls = tmp_path / "calls"
     python = tmp_path / "python"  # records every call: none may happen
-    python.write_text(f"#!/bin/sh\necho \"$@\" >> {calls}\n")
+    python.write_text(f'#!/bin/sh\necho "$@" >> {calls}\n')
     python.chmod(0o755)
-    proc = subprocess.run(["bash", "scripts/install.sh", *args], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "PYTHON": str(python), "PIP_INDEX_URL": "http://127.0.0.1:9/simple"})
+    proc = subprocess.run(
+        ["bash", "scripts/install.sh", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHON": str(python), "PIP_INDEX_URL": "http://127.0.0.1:9/simple"},
+    )
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr.splitlines() == ["install.sh: --wheelhouse needs a directory (one made by "
-                                        "scripts/make_wheelhouse.sh); to install from the package index, leave the "
-                                        "option out"]
+    assert proc.stderr.splitlines() == [
+        "install.sh: --wheelhouse needs a directory (one made by "
+        "scripts/make_wheelhouse.sh); to install from the package index, leave the "
+        "option out"
+    ]
     assert not calls.exists()
 
 
@@ -43,25 +50,42 @@ def has_gpu():
 def test_run_sh_refuses_its_gpu_steps_on_a_machine_without_one_before_anything(tmp_path):
     """Before: each step ran and failed (`cli: rc=2`), the reason in the logs only."""
     steps = ["install", "tests", "cli", "speed"]  # install alone runs anywhere: named nowhere, not run either
-    env = {**os.environ, "ALM_GPU_RESULTS": str(tmp_path / "results"), "ALM_GPU_WORK": str(tmp_path / "work"),
-           "GPU_RUN_BUDGET": "30"}
-    proc = subprocess.run(["bash", "benchmarks/gpu/run.sh", *steps], cwd=ROOT, capture_output=True, text=True,
-                          env=env, timeout=300)
+    env = {
+        **os.environ,
+        "ALM_GPU_RESULTS": str(tmp_path / "results"),
+        "ALM_GPU_WORK": str(tmp_path / "work"),
+        "GPU_RUN_BUDGET": "30",
+    }
+    proc = subprocess.run(
+        ["bash", "benchmarks/gpu/run.sh", *steps], cwd=ROOT, capture_output=True, text=True, env=env, timeout=300
+    )
     asked = " ".join(s for s in steps if s != "install")
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.splitlines() == [
         f"run.sh: {asked} run on a GPU and this machine has none (nvidia-smi lists no GPU, torch sees no CUDA): run "
-        f"them on the lent GPU machine, or here with --dry-run (bash benchmarks/gpu/run.sh --dry-run {asked})"]
+        f"them on the lent GPU machine, or here with --dry-run (bash benchmarks/gpu/run.sh --dry-run {asked})"
+    ]
     assert not list(tmp_path.iterdir())
 
 
-@pytest.mark.parametrize("module, flags, message", [
-    ("gpu.step_profile", [], "--device cuda (the default): this benchmark needs a GPU and torch sees none: run it "
-                             "on a GPU machine, or pass --device cpu for a quick look here"),
-    ("gpu.step_profile", ["--device", "cuda"], "--device cuda (the default): this benchmark needs a GPU"),
-    ("stream_speed", ["--device", "cuda"], "--device cuda: torch sees no GPU here: run it on a GPU machine, or leave "
-                                           "--device out (the CPU)"),
-], ids=["step_profile", "step_profile-cuda", "stream_speed-cuda"])
+@pytest.mark.parametrize(
+    "module, flags, message",
+    [
+        (
+            "gpu.step_profile",
+            [],
+            "--device cuda (the default): this benchmark needs a GPU and torch sees none: run it "
+            "on a GPU machine, or pass --device cpu for a quick look here",
+        ),
+        ("gpu.step_profile", ["--device", "cuda"], "--device cuda (the default): this benchmark needs a GPU"),
+        (
+            "stream_speed",
+            ["--device", "cuda"],
+            "--device cuda: torch sees no GPU here: run it on a GPU machine, or leave --device out (the CPU)",
+        ),
+    ],
+    ids=["step_profile", "step_profile-cuda", "stream_speed-cuda"],
+)
 def test_the_gpu_benchmarks_on_a_machine_without_a_gpu_say_so_in_one_line(monkeypatch, capsys, module, flags, message):
     """Before: the GPU benchmarks with --device cuda died in torch's CUDA assertion (and without
     --device step_profile measured the CPU under a GPU benchmark's name). Run as a machine without a

@@ -7,14 +7,14 @@ Before: test_ppl / valid_ppl NaN in a row's JSON exited 0 and wrote `nan | **nan
 "behind on valid and test" into the docs (infinity: `+inf%`); a key removed ended in `KeyError:
 'test_ppl'`, an invalid or empty file in `JSONDecodeError`, a null in a `TypeError`, none naming
 the file. Fast: JSON only, the page a copy (no fairseq run)."""
+
 import importlib
 import json
 import os
 import shutil
 
-import pytest
-
 import conftest
+import pytest
 from test_report_layouts import row as ptb_row
 from test_report_paper import row as paper_row
 
@@ -47,8 +47,9 @@ def refused_by_the_generator(report, capsys, args, message):
         report.main(["--update-docs", *args])
     line = str(exit.value.code)
     assert line.startswith(f"benchmarks.report: error: {message}") and "\n" not in line
-    assert line.endswith(": rerun the row (benchmarks/table.py) or its script, or restore the file; the docs were left "
-                         "unchanged")
+    assert line.endswith(
+        ": rerun the row (benchmarks/table.py) or its script, or restore the file; the docs were left unchanged"
+    )
     assert open(report.PAGE, encoding="utf-8").read() == page and report.drawn == []
     assert capsys.readouterr().out == ""  # not a block printed either
     return True
@@ -63,9 +64,15 @@ PAPER_CASES = {  # the single row's file -> what the line says after its name
     "test_ppl NaN": (json.dumps({**GOOD, "test_ppl": float("nan")}), ": 'test_ppl' is nan, not a finite number"),
     "valid_ppl NaN": (json.dumps({**GOOD, "valid_ppl": float("nan")}), ": 'valid_ppl' is nan, not a finite number"),
     "test_ppl infinite": (json.dumps({**GOOD, "test_ppl": float("inf")}), ": 'test_ppl' is inf, not a finite number"),
-    "valid_ppl -Infinity": (json.dumps({**GOOD, "valid_ppl": float("-inf")}), ": 'valid_ppl' is -inf, not a finite number"),
+    "valid_ppl -Infinity": (
+        json.dumps({**GOOD, "valid_ppl": float("-inf")}),
+        ": 'valid_ppl' is -inf, not a finite number",
+    ),
     "test_ppl removed": (json.dumps(without(GOOD, "test_ppl")), ": no 'test_ppl', which the docs read"),
-    "valid_paper_ppl removed": (json.dumps(without(GOOD, "valid_paper_ppl")), ": no 'valid_paper_ppl', which the docs read"),
+    "valid_paper_ppl removed": (
+        json.dumps(without(GOOD, "valid_paper_ppl")),
+        ": no 'valid_paper_ppl', which the docs read",
+    ),
     "test_ppl null": (json.dumps({**GOOD, "test_ppl": None}), ": 'test_ppl' is null, and the docs read it"),
     "invalid JSON": ('{"valid_ppl": 100.0, "test_ppl": ', " is not valid JSON (Expecting value at line 1 column 34)"),
     "an empty file": ("", " is empty"),
@@ -81,8 +88,10 @@ def test_a_broken_paper_row_is_refused_by_file_and_key_and_the_docs_are_untouche
 
 
 PTB_CASES = {  # another block (ptb-table, ptb-stream, adaptive-softmax read --ptb-results): a row broken inside
-    "a NaN in an epoch's curve": ({**ptb_row(100.0, fixed=True), "valid_ppl_per_epoch": [150.0, float("nan")]},
-                                  ": 'valid_ppl_per_epoch[1]' is nan, not a finite number"),
+    "a NaN in an epoch's curve": (
+        {**ptb_row(100.0, fixed=True), "valid_ppl_per_epoch": [150.0, float("nan")]},
+        ": 'valid_ppl_per_epoch[1]' is nan, not a finite number",
+    ),
     "params removed": (without(ptb_row(100.0, fixed=True), "params"), ": no 'params', which the docs read"),
     "train_minutes null": ({**ptb_row(100.0, fixed=True), "train_minutes": None}, ": 'train_minutes' is null"),
 }
@@ -95,12 +104,25 @@ def test_a_broken_ptb_row_is_refused_by_file_and_key_and_no_picture_is_drawn(rep
     assert refused_by_the_generator(report, capsys, ["--ptb-results", str(folder)], f"{folder / 'single.json'}{says}")
 
 
-@pytest.mark.parametrize("name, change, says", [
-    ("stream_speed.json", lambda text, record: text.replace("}", ', "x": Infinity}', 1), ": '"),
-    ("output_layer_speed.json", lambda text, record: json.dumps({**record, "by_threads": {
-        t: {**v, "eval": {k: x for k, x in v["eval"].items() if k != "ratio"}} for t, v in record["by_threads"].items()}}),
-     ": no 'by_threads.1.eval.ratio', which the docs read"),
-])
+@pytest.mark.parametrize(
+    "name, change, says",
+    [
+        ("stream_speed.json", lambda text, record: text.replace("}", ', "x": Infinity}', 1), ": '"),
+        (
+            "output_layer_speed.json",
+            lambda text, record: json.dumps(
+                {
+                    **record,
+                    "by_threads": {
+                        t: {**v, "eval": {k: x for k, x in v["eval"].items() if k != "ratio"}}
+                        for t, v in record["by_threads"].items()
+                    },
+                }
+            ),
+            ": no 'by_threads.1.eval.ratio', which the docs read",
+        ),
+    ],
+)
 def test_a_broken_speed_file_is_refused_too(report, capsys, tmp_path, monkeypatch, name, change, says):
     """The scripts' JSON (benchmarks/results/cpu/...) goes through the same reader: a key nested in it named whole."""
     results = tmp_path / "results"

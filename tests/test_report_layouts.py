@@ -2,6 +2,7 @@
 trained before it, and a statement compares only rows of one layout, naming the rows it leaves out;
 benchmarks/table.py retrains such a row from scratch, never from the old weights. Fast: JSON in
 memory and empty files only (no fairseq run)."""
+
 import importlib
 import os
 
@@ -15,14 +16,28 @@ def report():
 
 def row(test, fixed, **more):
     """A full-PTB sentence row's JSON as table.py writes it; ``fixed``: trained after the dropout fix."""
-    return {"valid_ppl": test + 4, "test_ppl": test, "test_paper_ppl": test * 0.8, "valid_ppl_per_epoch": [test + 50],
-            "epochs": 10, "best_epoch": 10, "params": 2.7e6, "train_minutes": 30, "train_tokens_per_s": 5000,
-            **({"dropout_layout": "each tensor once"} if fixed else {}), **more}
+    return {
+        "valid_ppl": test + 4,
+        "test_ppl": test,
+        "test_paper_ppl": test * 0.8,
+        "valid_ppl_per_epoch": [test + 50],
+        "epochs": 10,
+        "best_epoch": 10,
+        "params": 2.7e6,
+        "train_minutes": 30,
+        "train_tokens_per_s": 5000,
+        **({"dropout_layout": "each tensor once"} if fixed else {}),
+        **more,
+    }
 
 
 def test_a_row_trained_before_the_fix_is_marked_and_left_out(report):
-    results = {"lstm": row(100.0, fixed=True), "single": row(95.0, fixed=False), "combined": row(99.0, fixed=True),
-               "fairseq-lstm_lm": row(108.0, fixed=False)}
+    results = {
+        "lstm": row(100.0, fixed=True),
+        "single": row(95.0, fixed=False),
+        "combined": row(99.0, fixed=True),
+        "fairseq-lstm_lm": row(108.0, fixed=False),
+    }
     block = report.ptb_table.block(results)
     lines = {line.split(" | ")[0].lstrip("| "): line for line in block.splitlines() if line.startswith("| ")}
     assert "`attentive_lm` single (Eq. 7 tanh, no b_c) ‡" in lines  # marked
@@ -49,8 +64,11 @@ def test_no_mark_once_every_row_is_retrained(report):
 
 
 def test_the_layer_and_the_attention_each_against_its_own_baseline(report):
-    results = {"lstm": row(100.0, fixed=True), "single-zero-context": row(90.0, fixed=True),
-               "single": row(90.5, fixed=True)}
+    results = {
+        "lstm": row(100.0, fixed=True),
+        "single-zero-context": row(90.0, fixed=True),
+        "single": row(90.5, fixed=True),
+    }
     statement = report.ptb_table.block(results).split("**What it shows", 1)[1]
     layer = statement.split("The layer and the attention apart: ", 1)[1]
     assert "context zeroed: the layer without the attention against the LSTM" in layer
@@ -69,6 +87,7 @@ def test_a_stale_row_is_retrained_from_scratch_and_a_killed_retraining_resumes(t
     """Before: table.py replaced a stale row's JSON but resumed its checkpoint_last.pt where one was
     left, so the old weights, trained before the fix, would have been scored as the fixed layout."""
     from benchmarks.table import set_aside
+
     save, stale = tmp_path / "single", tmp_path / "single.json"
     save.mkdir()
     (save / "checkpoint_last.pt").write_bytes(b"old weights")
@@ -95,13 +114,23 @@ def test_the_pointers_choices_are_weighed_within_one_layout(monkeypatch):
 
     def pointer(loss, scale, valid, fixed, gate=(1.0, 1.0, 1.0)):
         args = ["--arch", "pointer_sentinel_lm", "--pointer-loss", loss, "--sentinel-scale", scale]
-        return {"args": args, "valid_ppl_per_epoch": [valid + 40, valid + 20, valid], "pointer_gate_per_epoch": gate,
-                **({"dropout_layout": "each tensor once"} if fixed else {})}
+        return {
+            "args": args,
+            "valid_ppl_per_epoch": [valid + 40, valid + 20, valid],
+            "pointer_gate_per_epoch": gate,
+            **({"dropout_layout": "each tensor once"} if fixed else {}),
+        }
 
-    assert pointer_choice(rows.PTB.rows["ps-lstm-stream"].args) == pointer_choice(
-        rows.WIKITEXT2.rows["ps-lstm-stream"].args) == ("off", "0.1")  # what the note says both rows train with
-    choices = {"sentinel-1": pointer("off", "1", 131.5, True), "found": pointer("found", "1", 136.8, False),
-               "found-sentinel-0.1": pointer("found", "0.1", 119.2, False, (0.97, 0.97, 0.96))}
+    assert (
+        pointer_choice(rows.PTB.rows["ps-lstm-stream"].args)
+        == pointer_choice(rows.WIKITEXT2.rows["ps-lstm-stream"].args)
+        == ("off", "0.1")
+    )  # what the note says both rows train with
+    choices = {
+        "sentinel-1": pointer("off", "1", 131.5, True),
+        "found": pointer("found", "1", 136.8, False),
+        "found-sentinel-0.1": pointer("found", "0.1", 119.2, False, (0.97, 0.97, 0.96)),
+    }
     monkeypatch.setattr(rows.Corpus, "load", lambda self, results_dir=None: choices)
     note = pointer_loss_note()
     assert "| found ‡ | 1 |" in note and "| off | 1 |" in note and "left out: `off` at scale 1." in note
@@ -109,30 +138,43 @@ def test_the_pointers_choices_are_weighed_within_one_layout(monkeypatch):
 
     choices["sentinel-0.1"] = pointer("off", "0.1", 112.0, True, (0.9, 0.9, 0.9))
     note = pointer_loss_note()
-    assert "picks `--pointer-loss off --sentinel-scale 0.1` (-14.8% against off at scale 1); the PTB and " \
-           "WikiText-2 rows train with `--pointer-loss off --sentinel-scale 0.1`." in note
+    assert (
+        "picks `--pointer-loss off --sentinel-scale 0.1` (-14.8% against off at scale 1); the PTB and "
+        "WikiText-2 rows train with `--pointer-loss off --sentinel-scale 0.1`." in note
+    )
     assert "left out: `found` at scale 1, `found` at scale 0.1." in note
 
     choices["found-sentinel-0.1"] = pointer("found", "0.1", 110.0, True, (0.95, 0.95, 0.95))  # a pick not the rows'
     note = pointer_loss_note()
-    assert "picks `--pointer-loss found --sentinel-scale 0.1` (-16.3% against off at scale 1); the PTB and " \
-           "WikiText-2 rows train with `--pointer-loss off --sentinel-scale 0.1`, not the pick (-1.8% against " \
-           "theirs after epoch 3)." in note and "At full length" not in note
+    assert (
+        "picks `--pointer-loss found --sentinel-scale 0.1` (-16.3% against off at scale 1); the PTB and "
+        "WikiText-2 rows train with `--pointer-loss off --sentinel-scale 0.1`, not the pick (-1.8% against "
+        "theirs after epoch 3)."
+        in note
+        and "At full length" not in note
+    )
 
-    full = {"ps-lstm-stream": {"epochs": 10, "test_ppl": 86.2, "valid_ppl": 87.5, "valid_pointer_gate": 0.843},
-            "ps-lstm-stream-found": {"epochs": 10, "test_ppl": 84.0, "valid_ppl": 85.5, "valid_pointer_gate": 0.95}}
+    full = {
+        "ps-lstm-stream": {"epochs": 10, "test_ppl": 86.2, "valid_ppl": 87.5, "valid_pointer_gate": 0.843},
+        "ps-lstm-stream-found": {"epochs": 10, "test_ppl": 84.0, "valid_ppl": 85.5, "valid_pointer_gate": 0.95},
+    }
     monkeypatch.setattr(rows.Corpus, "load", lambda self, results_dir=None: full if self is rows.PTB else choices)
-    assert "`found` against `off`, both at 0.1: test 84.0 against 86.2 (-2.6%), valid -2.3%, the gate 0.950 against " \
-           "0.843: ahead." in pointer_loss_note()
+    assert (
+        "`found` against `off`, both at 0.1: test 84.0 against 86.2 (-2.6%), valid -2.3%, the gate 0.950 against "
+        "0.843: ahead." in pointer_loss_note()
+    )
 
 
 def test_the_attention_across_sentences_is_set_against_the_stream_lstm():
     """WikiText-2's statement: the stream LSTM against the sentence LSTM, and the attention that spans
     sentences (single-stream) against the stream LSTM, once its row has finished."""
     from benchmarks.report.wikitext_2 import statement
+
     row = lambda ppl: {"test_ppl": ppl, "valid_ppl": ppl + 5, "train_minutes": 30, "epochs": 4}
     results = {"lstm": row(124.0), "lstm-stream": row(113.6)}
     assert "reset at every sentence (-8.4%).\n" in statement(results, ptb={})
     results["single-stream"] = row(115.4)
-    assert "(-8.4%); with attention across sentences (`attentive_lm` single, document streams, M = 100), 115.4 " \
-           "against 113.6 (+1.6%)." in statement(results, ptb={})
+    assert (
+        "(-8.4%); with attention across sentences (`attentive_lm` single, document streams, M = 100), 115.4 "
+        "against 113.6 (+1.6%)." in statement(results, ptb={})
+    )

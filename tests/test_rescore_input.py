@@ -1,5 +1,6 @@
 """alm-rescore's reading of n-best lists and references: every malformed line is named, ids
 are never paired silently, the weights grid search finds the better weights."""
+
 import pytest
 from fairseq.data import Dictionary
 
@@ -35,7 +36,7 @@ def test_reads_fairseq_generate_output(tmp_path):
     groups = group_by_sentence(hyps)
     assert list(groups) == [0, 1]
     assert [h.text for h in groups[1]] == ["a dog .", "the dog"]
-    assert groups[1][0].features["TM"] == pytest.approx(-2.0)   # the sum of the P- scores
+    assert groups[1][0].features["TM"] == pytest.approx(-2.0)  # the sum of the P- scores
     assert groups[0][0].text == "" and groups[0][0].features["TM"] == pytest.approx(-1.2)
     assert groups[1][1].line == 7
 
@@ -59,34 +60,50 @@ def test_lines_end_at_cr_lf_or_cr_and_a_byte_order_mark_is_dropped(tmp_path, tex
     changed = {"crlf": text.replace("\n", "\r\n"), "cr": text.replace("\n", "\r"), "bom": "\ufeff" + text}[form]
     expected = read_nbest(write(tmp_path, "lf.txt", text))
     read = read_nbest(write(tmp_path, "changed.txt", changed))
-    assert [(h.sentence_id, h.text, h.line, h.features) for h in read] == \
-        [(h.sentence_id, h.text, h.line, h.features) for h in expected]
+    assert [(h.sentence_id, h.text, h.line, h.features) for h in read] == [
+        (h.sentence_id, h.text, h.line, h.features) for h in expected
+    ]
     references = "a cat.\na dog.\n"
-    changed = {"crlf": references.replace("\n", "\r\n"), "cr": references.replace("\n", "\r"),
-               "bom": "\ufeff" + references}[form]
-    assert read_references(write(tmp_path, "ref.txt", changed), group_by_sentence(read), "nbest") == ["a cat.", "a dog."]
+    changed = {
+        "crlf": references.replace("\n", "\r\n"),
+        "cr": references.replace("\n", "\r"),
+        "bom": "\ufeff" + references,
+    }[form]
+    assert read_references(write(tmp_path, "ref.txt", changed), group_by_sentence(read), "nbest") == [
+        "a cat.",
+        "a dog.",
+    ]
 
 
-@pytest.mark.parametrize("text, message", [
-    ("0 ||| a cat ||| TM0= -1 ||| -4.5\n1 ||| a dog ||| -3\n", r"moses.txt:2: a Moses n-best line has 4 fields .* got 3"),
-    ("x ||| a cat ||| TM0= -1 ||| -4.5\n", r"moses.txt:1: the sentence id must be a number, got 'x'"),
-    ("0 ||| a cat ||| TM0= -1 ||| high\n", r"moses.txt:1: the total score must be a number, got 'high'"),
-    ("0 ||| a cat ||| TM0= abc ||| -1\n", r"moses.txt:1: a feature value .* got 'abc'"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            "0 ||| a cat ||| TM0= -1 ||| -4.5\n1 ||| a dog ||| -3\n",
+            r"moses.txt:2: a Moses n-best line has 4 fields .* got 3",
+        ),
+        ("x ||| a cat ||| TM0= -1 ||| -4.5\n", r"moses.txt:1: the sentence id must be a number, got 'x'"),
+        ("0 ||| a cat ||| TM0= -1 ||| high\n", r"moses.txt:1: the total score must be a number, got 'high'"),
+        ("0 ||| a cat ||| TM0= abc ||| -1\n", r"moses.txt:1: a feature value .* got 'abc'"),
+    ],
+)
 def test_malformed_moses_lines_are_named(tmp_path, text, message):
     with pytest.raises(NBestError, match=message):
         read_nbest(write(tmp_path, "moses.txt", text))
 
 
-@pytest.mark.parametrize("text, message", [
-    ("S-0\tx\nH-0\t-1.0\n", r"gen.txt:2: an H- line has 3 tab-separated fields .* got 2"),
-    ("H-0\tbad\ta b\n", r"gen.txt:1: the hypothesis score must be a number, got 'bad'"),
-    ("H-0\t-1\ta b\nP-0\t-0.5 nan?\n", r"gen.txt:2: a positional score must be a number"),
-    ("H-0\t-1\ta b\nP-1\t-0.5 -0.5\n", r"gen.txt:2: P-1 does not follow its H-1 line"),
-    ("H-x\t-1\ta b\n", r"gen.txt:1: an H- line must be 'H-<id><TAB>...'"),
-    ("H-0\t-1\ta b\nP-0\t-1 -1 -1\nH-0\t-2\tb\n", r"1 of 2 H- lines have no P- line"),
-    ("nothing here\n", r"no hypotheses found"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("S-0\tx\nH-0\t-1.0\n", r"gen.txt:2: an H- line has 3 tab-separated fields .* got 2"),
+        ("H-0\tbad\ta b\n", r"gen.txt:1: the hypothesis score must be a number, got 'bad'"),
+        ("H-0\t-1\ta b\nP-0\t-0.5 nan?\n", r"gen.txt:2: a positional score must be a number"),
+        ("H-0\t-1\ta b\nP-1\t-0.5 -0.5\n", r"gen.txt:2: P-1 does not follow its H-1 line"),
+        ("H-x\t-1\ta b\n", r"gen.txt:1: an H- line must be 'H-<id><TAB>...'"),
+        ("H-0\t-1\ta b\nP-0\t-1 -1 -1\nH-0\t-2\tb\n", r"1 of 2 H- lines have no P- line"),
+        ("nothing here\n", r"no hypotheses found"),
+    ],
+)
 def test_malformed_fairseq_lines_are_named(tmp_path, text, message):
     with pytest.raises(NBestError, match=message):
         read_nbest(write(tmp_path, "gen.txt", text))
@@ -135,10 +152,13 @@ def test_grid_search_finds_the_weight_that_picks_the_better_hypotheses():
     groups = {}
     for i, (good, bad) in enumerate([("a small dog runs .", "a dog"), ("two cats sleep .", "cats")]):
         # the translation model prefers the short wrong output; the LM the right one
-        groups[i] = [Hypothesis(i, bad, 1, {"TM": -1.0, "LM": -20.0, "Len": 3.0}, raw=bad),
-                     Hypothesis(i, good, 2, {"TM": -2.0, "LM": -10.0, "Len": 6.0}, raw=good)]
+        groups[i] = [
+            Hypothesis(i, bad, 1, {"TM": -1.0, "LM": -20.0, "Len": 3.0}, raw=bad),
+            Hypothesis(i, good, 2, {"TM": -2.0, "LM": -10.0, "Len": 6.0}, raw=good),
+        ]
     assert [h.text for h in system_best(groups).values()] == ["a dog", "cats"]
-    weights, bleu = tune_weights(groups, references, {"TM": 1.0, "LM": 0.0, "Len": 0.0},
-                                 {"LM": [0.0, 0.05, 0.2, 1.0], "Len": [0.0]})
-    assert weights["LM"] == 0.2 and bleu == pytest.approx(100.0)   # the smallest weight that flips both
+    weights, bleu = tune_weights(
+        groups, references, {"TM": 1.0, "LM": 0.0, "Len": 0.0}, {"LM": [0.0, 0.05, 0.2, 1.0], "Len": [0.0]}
+    )
+    assert weights["LM"] == 0.2 and bleu == pytest.approx(100.0)  # the smallest weight that flips both
     assert [h.text for h in best(groups, weights).values()] == references

@@ -1,4 +1,5 @@
 """alm-score: plain text scored with a trained LM, as a user runs it."""
+
 import json
 import math
 import os
@@ -6,19 +7,40 @@ import random
 import threading
 
 import pytest
-from fairseq.data import Dictionary, data_utils
-
 from cli import TRAIN_COMMON, eval_lm_result, run, run_module
 from conftest import SAMPLE_DATA
+from fairseq.data import Dictionary, data_utils
 
 
 @pytest.fixture(scope="module")
 def model_and_text(tmp_path_factory):
     """A small attentive LM (30 updates) and the sample's test split as text."""
     root = tmp_path_factory.mktemp("score")
-    run("train", SAMPLE_DATA, *TRAIN_COMMON, "--arch", "attentive_lm", "--embed-dim", "32", "--hidden-size", "32",
-        "--attention-score", "combined", "--optimizer", "adam", "--lr", "0.01", "--batch-size", "32",
-        "--max-update", "30", "--save-dir", root, "--no-epoch-checkpoints", "--disable-validation")
+    run(
+        "train",
+        SAMPLE_DATA,
+        *TRAIN_COMMON,
+        "--arch",
+        "attentive_lm",
+        "--embed-dim",
+        "32",
+        "--hidden-size",
+        "32",
+        "--attention-score",
+        "combined",
+        "--optimizer",
+        "adam",
+        "--lr",
+        "0.01",
+        "--batch-size",
+        "32",
+        "--max-update",
+        "30",
+        "--save-dir",
+        root,
+        "--no-epoch-checkpoints",
+        "--disable-validation",
+    )
     d = Dictionary.load(os.path.join(SAMPLE_DATA, "dict.txt"))
     lines = data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "test"), d)
     text = root / "test.txt"
@@ -39,8 +61,19 @@ def test_corpus_perplexity_equals_fairseq_eval_lm(model_and_text):
     code, stdout, stderr = score("--path", checkpoint, text, "--batch-size", "16")
     assert code == 0, stderr
     summary = stderr.strip().splitlines()[-1]
-    _, eval_ppl = eval_lm_result(run("eval_lm", SAMPLE_DATA, "--path", checkpoint, "--user-dir", "alm_plugin",
-                                     "--task", "sentence_language_modeling", "--cpu")[1])
+    _, eval_ppl = eval_lm_result(
+        run(
+            "eval_lm",
+            SAMPLE_DATA,
+            "--path",
+            checkpoint,
+            "--user-dir",
+            "alm_plugin",
+            "--task",
+            "sentence_language_modeling",
+            "--cpu",
+        )[1]
+    )
     assert summary.startswith("alm-score: 400 sentences, 11017 tokens") and summary.endswith(f"ppl {eval_ppl:.2f}")
     table = [line.split("\t") for line in stdout.splitlines()]
     assert table[0] == ["line", "logprob", "tokens", "unk", "ppl"] and len(table) == 401
@@ -54,8 +87,9 @@ def test_scores_do_not_depend_on_batch_size_or_line_order(model_and_text):
     order = list(range(len(lines)))
     random.Random(0).shuffle(order)
     _, one, _ = score("--path", checkpoint, "--format", "jsonl", "--batch-size", "1", stdin="\n".join(lines) + "\n")
-    _, many, _ = score("--path", checkpoint, "--format", "jsonl", "--batch-size", "64",
-                       stdin="".join(lines[i] + "\n" for i in order))
+    _, many, _ = score(
+        "--path", checkpoint, "--format", "jsonl", "--batch-size", "64", stdin="".join(lines[i] + "\n" for i in order)
+    )
     alone = [r["logprob"] for r in rows(one)]
     shuffled = {order[k]: r["logprob"] for k, r in enumerate(rows(many))}
     assert [shuffled[i] for i in range(len(lines))] == pytest.approx(alone, abs=2e-4)
@@ -63,8 +97,16 @@ def test_scores_do_not_depend_on_batch_size_or_line_order(model_and_text):
 
 def test_empty_lines_unknown_words_and_tokenisation(model_and_text):
     checkpoint, _ = model_and_text
-    code, stdout, stderr = score("--path", checkpoint, "--format", "jsonl", "--base2", "--tokenize", "en",
-                                 stdin="The game , it was good.\n\nZyzzyva Quetzalcoatlus\n")
+    code, stdout, stderr = score(
+        "--path",
+        checkpoint,
+        "--format",
+        "jsonl",
+        "--base2",
+        "--tokenize",
+        "en",
+        stdin="The game , it was good.\n\nZyzzyva Quetzalcoatlus\n",
+    )
     assert code == 0, stderr
     first, empty, unknown = rows(stdout)
     assert first["tokens"] == 8  # sacremoses split "good." into "good ." ; </s> counted
@@ -81,11 +123,15 @@ def test_a_dictionary_mismatch_and_a_missing_file_are_one_line(model_and_text, t
     code, _, stderr = score("--path", checkpoint, "--data", tmp_path, text)
     assert code != 0 and "Traceback" not in stderr
     assert "dictionary mismatch" in stderr.strip().splitlines()[-1] and "--data" in stderr.strip().splitlines()[-1]
-    code, _, stderr = score("--path", checkpoint, "--context", "line", "--neural-cache-window", "10",
-                            "--neural-cache-lambda", "0.1", text)
+    code, _, stderr = score(
+        "--path", checkpoint, "--context", "line", "--neural-cache-window", "10", "--neural-cache-lambda", "0.1", text
+    )
     assert code != 0 and "--context line" in stderr.strip().splitlines()[-1]
     code, _, stderr = score("--path", checkpoint, tmp_path / "nope.txt")
-    assert code != 0 and stderr.strip().splitlines()[-1] == f"alm-score: error: input file {tmp_path / 'nope.txt'} does not exist"
+    assert (
+        code != 0
+        and stderr.strip().splitlines()[-1] == f"alm-score: error: input file {tmp_path / 'nope.txt'} does not exist"
+    )
 
 
 def test_a_sentence_model_read_as_a_document_without_a_cache_scores_each_line_alone(model_and_text):
@@ -100,6 +146,7 @@ def test_a_sentence_model_read_as_a_document_without_a_cache_scores_each_line_al
 
 def test_a_line_longer_than_the_model_context_is_refused(model_and_text):
     from alm_plugin.scoring import LanguageModelScorer, ScoringError
+
     checkpoint, _ = model_and_text
     scorer = LanguageModelScorer([str(checkpoint)], None, use_cpu=True)
     scorer.max_tokens = 5  # a transformer_lm's --max-target-positions, say
@@ -109,14 +156,19 @@ def test_a_line_longer_than_the_model_context_is_refused(model_and_text):
 
 # ------------------------------------------------------------- the text as fairseq reads it (issue 26)
 
+
 def test_lines_end_at_cr_and_a_byte_order_mark_is_dropped(model_and_text, tmp_path):
     """CR-only and CR LF files score as the LF file: fairseq-preprocess ends lines at all three;
     a UTF-8 byte-order mark is no part of the first word."""
     checkpoint, text = model_and_text
     lines = text.read_text(encoding="utf-8").splitlines()[:5] + ["", "the game"]
     scored = {}
-    for name, data in (("lf", "\n".join(lines) + "\n"), ("cr", "\r".join(lines) + "\r"),
-                       ("crlf", "\r\n".join(lines)), ("bom", "\ufeff" + "\n".join(lines) + "\n")):
+    for name, data in (
+        ("lf", "\n".join(lines) + "\n"),
+        ("cr", "\r".join(lines) + "\r"),
+        ("crlf", "\r\n".join(lines)),
+        ("bom", "\ufeff" + "\n".join(lines) + "\n"),
+    ):
         (tmp_path / name).write_bytes(data.encode("utf-8"))
         code, stdout, stderr = score("--path", checkpoint, "--format", "jsonl", tmp_path / name)
         assert code == 0, stderr
@@ -142,8 +194,10 @@ def test_control_symbols_in_the_text_are_refused_with_the_line(model_and_text, t
     (tmp_path / "in.txt").write_text(f"the game\nthe {word} game\n", encoding="utf-8")
     code, stdout, stderr = score("--path", checkpoint, tmp_path / "in.txt")
     assert code != 0 and stdout == "" and "Traceback" not in stderr
-    assert f"{tmp_path / 'in.txt'}:2: the text contains {word}, which fairseq would read as" in \
-        stderr.strip().splitlines()[-1]
+    assert (
+        f"{tmp_path / 'in.txt'}:2: the text contains {word}, which fairseq would read as"
+        in stderr.strip().splitlines()[-1]
+    )
     code, _, _ = score("--path", checkpoint, stdin="the <unk> game\n")  # the unknown word is a word
     assert code == 0
 
@@ -180,6 +234,7 @@ def test_alm_score_reads_a_pipe_as_a_file(tiny_pointer, tmp_path):
 @pytest.fixture(scope="module")
 def two_texts(tmp_path_factory):
     from fairseq.data import Dictionary, data_utils
+
     root = tmp_path_factory.mktemp("texts")
     d = Dictionary.load(os.path.join(SAMPLE_DATA, "dict.txt"))
     lines = data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "valid"), d)
@@ -193,11 +248,13 @@ def score_rows(*args):
     code, out, err = run_module("alm_plugin.cli.score", *args, "--format", "jsonl")
     assert code == 0, err
     import json
+
     return [json.loads(line) for line in out.splitlines()], err
 
 
-@pytest.mark.parametrize("options", [["--dynamic-eval-lr", "0.3"], ["--neural-cache-window", "100",
-                                                                    "--neural-cache-lambda", "0.3"]])
+@pytest.mark.parametrize(
+    "options", [["--dynamic-eval-lr", "0.3"], ["--neural-cache-window", "100", "--neural-cache-lambda", "0.3"]]
+)
 def test_alm_score_reads_each_file_as_a_text_of_its_own(adaptive_sentence, two_texts, options):
     """Before: two files were read as one text (the second adapted on the first, its cache holding it)."""
     first, second = two_texts

@@ -2,14 +2,14 @@
 chunks, as one stream read whole; every stream starts at a line end and, with --stream-burn-in,
 reads the text's opening and its own past before it scores; fairseq-eval-lm, fairseq-train's
 validation and alm-score agree with the one-stream reading and with hand computations."""
+
 import os
 
 import pytest
 import torch
-from fairseq.data import Dictionary
-
 from cli import TRAIN_COMMON, eval_lm_result, json_records, run, run_module
 from conftest import SAMPLE_DATA, random_tokens
+from fairseq.data import Dictionary
 from test_document_context import CACHE, hand_cache, load, mean_nll_base2, pointer_decoder
 from test_history_models import make_decoder
 
@@ -32,9 +32,10 @@ def stream_log_probs(decoder, tokens, chunk, mode="eval"):
     """Feed ``tokens`` (B, T) as the chunks of B streams; the decoder carries its state."""
     out = []
     for start in range(0, tokens.size(1), chunk):
-        piece = tokens[:, start:start + chunk]
-        net = decoder(piece, stream_ids=torch.arange(tokens.size(0)),
-                      stream_positions=torch.full((tokens.size(0),), start))
+        piece = tokens[:, start : start + chunk]
+        net = decoder(
+            piece, stream_ids=torch.arange(tokens.size(0)), stream_positions=torch.full((tokens.size(0),), start)
+        )
         out.append(decoder.get_normalized_probs(net, log_probs=True))
     return torch.cat(out, 1)
 
@@ -42,15 +43,22 @@ def stream_log_probs(decoder, tokens, chunk, mode="eval"):
 @pytest.mark.parametrize("name", list(WORD_MODELS))
 def test_a_stream_read_in_chunks_equals_it_read_whole(dictionary, name):
     """The state and the last M memory states (and the pointer's words) carry across chunks."""
-    decoder = pointer_decoder(dictionary) if WORD_MODELS[name] is None else make_decoder(dictionary, **WORD_MODELS[name])
+    decoder = (
+        pointer_decoder(dictionary) if WORD_MODELS[name] is None else make_decoder(dictionary, **WORD_MODELS[name])
+    )
     tokens = random_tokens(dictionary, 3, 20)
     whole = stream_log_probs(decoder, tokens, 20)
     for chunk in (1, 7):
         decoder.carry.reset()
         torch.testing.assert_close(stream_log_probs(decoder, tokens, chunk), whole, rtol=0, atol=2e-5)
     decoder.carry.reset()
-    restarted = torch.cat([stream_log_probs(decoder, tokens[:, :7], 7),
-                           decoder.get_normalized_probs(decoder(tokens[:, 7:]), log_probs=True)], 1)
+    restarted = torch.cat(
+        [
+            stream_log_probs(decoder, tokens[:, :7], 7),
+            decoder.get_normalized_probs(decoder(tokens[:, 7:]), log_probs=True),
+        ],
+        1,
+    )
     assert not torch.allclose(restarted[:, 7:], whole[:, 7:], atol=1e-3)  # carrying does change the result
 
 
@@ -65,8 +73,9 @@ def test_validation_in_mid_epoch_leaves_the_training_streams_alone(dictionary, n
     decoder.eval()
     stream_log_probs(decoder, other, 7)  # validation: its own streams from position 0
     decoder.train()
-    second = decoder.get_normalized_probs(decoder(tokens[:, 7:], stream_ids=torch.arange(2),
-                                                  stream_positions=torch.full((2,), 7)), log_probs=True)
+    second = decoder.get_normalized_probs(
+        decoder(tokens[:, 7:], stream_ids=torch.arange(2), stream_positions=torch.full((2,), 7)), log_probs=True
+    )
     torch.testing.assert_close(torch.cat([first, second], 1), expected, rtol=0, atol=1e-6)
 
 
@@ -85,8 +94,10 @@ def test_training_says_what_its_validation_measures(stream_models):
     says so, and what eval-lm --batch-size 1 reads instead (issue 47)."""
     _, outputs = stream_models
     for output in outputs.values():
-        assert "'valid' is read as 10 streams, each but the first after reading up to 100 words before it (not " \
-               "scored); fairseq-eval-lm --batch-size 1 reads it as one stream" in output
+        assert (
+            "'valid' is read as 10 streams, each but the first after reading up to 100 words before it (not "
+            "scored); fairseq-eval-lm --batch-size 1 reads it as one stream" in output
+        )
 
 
 @pytest.mark.parametrize("arch", ["alm_lstm", "attentive_lm", "pointer_sentinel_lm"])
@@ -102,8 +113,22 @@ def test_stream_eval_lm_equals_one_pass_over_the_split_with_and_without_the_cach
     targets = stream[1:]
     plain = mean_nll_base2(torch.log_softmax(out[0].double(), -1).gather(1, targets.unsqueeze(1)))
     cached = mean_nll_base2(hand_cache(out[0], extra["features"][0], targets, 60, 0.4, 0.25))
-    common = [SAMPLE_DATA, "--user-dir", "alm_plugin", "--task", "document_language_modeling", "--path", checkpoint,
-              "--gen-subset", "valid", "--cpu", "--batch-size", "1", "--tokens-per-sample", "35"]
+    common = [
+        SAMPLE_DATA,
+        "--user-dir",
+        "alm_plugin",
+        "--task",
+        "document_language_modeling",
+        "--path",
+        checkpoint,
+        "--gen-subset",
+        "valid",
+        "--cpu",
+        "--batch-size",
+        "1",
+        "--tokens-per-sample",
+        "35",
+    ]
     assert eval_lm_result(run("eval_lm", *common)[1])[0] == pytest.approx(plain, abs=2e-4)
     assert eval_lm_result(run("eval_lm", *common, *CACHE)[1])[0] == pytest.approx(cached, abs=2e-4)
 
@@ -118,7 +143,9 @@ def test_every_stream_starts_at_a_line_end_from_its_eos(streams, shards):
     valid 379 as one stream, 71,510 as 20). Every word is still a target exactly once, and the
     streams stay about equal."""
     from fairseq.data import data_utils
+
     from alm_plugin.data.word_streams import WordStreamDataset
+
     d = Dictionary.load(os.path.join(SAMPLE_DATA, "dict.txt"))
     lines = data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "valid"), d)
     words = torch.cat([lines[i] for i in range(len(lines))])
@@ -143,8 +170,10 @@ def test_a_burnt_in_stream_reads_the_openings_and_its_own_past_before_it_scores(
     reading starts fresh): every word is still scored exactly once, the neural cache remembers the
     burn-in but not the opening, and eval-lm's scorer is told where each row's scores begin."""
     from fairseq.data import data_utils
+
     from alm_plugin.data.word_streams import PREAMBLE, WordStreamDataset
     from alm_plugin.tasks.stream_task import WordStreamTask
+
     d = Dictionary.load(os.path.join(SAMPLE_DATA, "dict.txt"))
     lines = data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "valid"), d)
     words = torch.cat([lines[i] for i in range(len(lines))])
@@ -165,10 +194,12 @@ def test_a_burnt_in_stream_reads_the_openings_and_its_own_past_before_it_scores(
         start = int((torch.cumsum(torch.tensor([len(s) for s in scored]), 0) - len(scored[r]))[r])
         begin = start - (first - opening)
         assert torch.equal(source[r, :opening], stream[:opening])  # the text's opening, from its </s>
-        assert torch.equal(source[r, opening:first + 1], stream[begin:start + 1])  # then its own text ...
+        assert torch.equal(source[r, opening : first + 1], stream[begin : start + 1])  # then its own text ...
         assert start - begin >= min(burn_in, start - opening) and stream[begin] == d.eos()  # ... from a line start
-        assert read[r, :opening - 1].eq(d.pad()).all() and torch.equal(read[r, opening:first], stream[begin + 1:start + 1])
-    assert torch.equal(source[0, :len(scored[0])], stream[:len(scored[0])])  # the first starts the text, fresh
+        assert read[r, : opening - 1].eq(d.pad()).all() and torch.equal(
+            read[r, opening:first], stream[begin + 1 : start + 1]
+        )
+    assert torch.equal(source[0, : len(scored[0])], stream[: len(scored[0])])  # the first starts the text, fresh
     task = WordStreamTask.__new__(WordStreamTask)
     task.dictionary = d
     for item in chunks[:5]:
@@ -183,6 +214,7 @@ def test_eval_lm_on_burnt_in_streams_equals_the_hand_computation_and_the_one_str
     pass and sums log p over the scored words; fairseq-train's validation (10 streams) and eval-lm
     at 4 streams give the one-stream figure (issue 57: fresh starts were 0.3-26% off)."""
     from alm_plugin.data.word_streams import WordStreamDataset
+
     root, outputs = stream_models
     checkpoint = root / "attentive_lm" / "checkpoint_last.pt"
     model, task = load(checkpoint)
@@ -198,16 +230,32 @@ def test_eval_lm_on_burnt_in_streams_equals_the_hand_computation_and_the_one_str
             out = model.get_normalized_probs(model(row[:length].unsqueeze(0)), log_probs=True)[0]
             log_p.append(out.gather(1, targets[:length].unsqueeze(1)).squeeze(1)[scored[:length]])
     hand = mean_nll_base2(torch.cat(log_p).double())
-    common = [SAMPLE_DATA, "--user-dir", "alm_plugin", "--task", "document_language_modeling", "--path", checkpoint,
-              "--gen-subset", "valid", "--cpu", "--tokens-per-sample", "35", "--stream-burn-in", "100"]
+    common = [
+        SAMPLE_DATA,
+        "--user-dir",
+        "alm_plugin",
+        "--task",
+        "document_language_modeling",
+        "--path",
+        checkpoint,
+        "--gen-subset",
+        "valid",
+        "--cpu",
+        "--tokens-per-sample",
+        "35",
+        "--stream-burn-in",
+        "100",
+    ]
     four = eval_lm_result(run("eval_lm", *common, "--batch-size", "4")[1])[0]
     assert four == pytest.approx(hand, abs=2e-4)
     one = eval_lm_result(run("eval_lm", *common, "--batch-size", "1")[1])[0]
     validated = float(json_records(outputs["attentive_lm"], "valid")[-1]["valid_nll_loss"])  # 10 streams, update 40
     assert four == pytest.approx(one, rel=5e-4) and validated == pytest.approx(one, rel=5e-4)
     # with the neural cache each stream's past is at least its window: its cache holds what one stream's would
-    cached = [eval_lm_result(run("eval_lm", *common, "--batch-size", streams, *CACHE, "--stream-burn-in", "30")[1])[0]
-              for streams in ("1", "4")]
+    cached = [
+        eval_lm_result(run("eval_lm", *common, "--batch-size", streams, *CACHE, "--stream-burn-in", "30")[1])[0]
+        for streams in ("1", "4")
+    ]
     assert cached[1] == pytest.approx(cached[0], rel=5e-4) and cached[0] < one
 
 
@@ -220,17 +268,43 @@ def test_a_split_named_train_is_scored_as_any_split_is(stream_models, tmp_path):
     valid (issue 57: it ignored the segment and gave 224.14 / 218.65 / 204.26 at
     --tokens-per-sample 35 / 20 / 7)."""
     from fairseq.data import data_utils
+
     root, _ = stream_models
     d = Dictionary.load(os.path.join(SAMPLE_DATA, "dict.txt"))
     lines = data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "valid"), d)
     text = tmp_path / "text.txt"  # valid's first 20 lines, binarised under both names
     text.write_text("".join(d.string(lines[i][:-1]) + "\n" for i in range(20)))
     data = tmp_path / "db"
-    code, output = run("preprocess", "--only-source", "--srcdict", os.path.join(SAMPLE_DATA, "dict.txt"),
-                       "--trainpref", text, "--validpref", text, "--destdir", data, "--workers", "1", check=False)
+    code, output = run(
+        "preprocess",
+        "--only-source",
+        "--srcdict",
+        os.path.join(SAMPLE_DATA, "dict.txt"),
+        "--trainpref",
+        text,
+        "--validpref",
+        text,
+        "--destdir",
+        data,
+        "--workers",
+        "1",
+        check=False,
+    )
     assert code == 0, output
-    common = [data, "--user-dir", "alm_plugin", "--task", "document_language_modeling", "--path",
-              root / "alm_lstm" / "checkpoint_last.pt", "--cpu", "--batch-size", "4", "--dynamic-eval-lr", "0.3"]
+    common = [
+        data,
+        "--user-dir",
+        "alm_plugin",
+        "--task",
+        "document_language_modeling",
+        "--path",
+        root / "alm_lstm" / "checkpoint_last.pt",
+        "--cpu",
+        "--batch-size",
+        "4",
+        "--dynamic-eval-lr",
+        "0.3",
+    ]
     figure = lambda *more: eval_lm_result(run("eval_lm", *common, *more)[1])[1]
     valid = figure("--gen-subset", "valid")
     assert figure("--gen-subset", "train", "--tokens-per-sample", "7") == figure("--gen-subset", "train") == valid
@@ -244,19 +318,42 @@ def test_stream_reading_refusals(stream_models, tmp_path):
     root, _ = stream_models
     checkpoint = root / "alm_lstm" / "checkpoint_last.pt"
     common = ["--user-dir", "alm_plugin", "--task", "document_language_modeling", "--path", checkpoint, "--cpu"]
-    code, output = run("eval_lm", SAMPLE_DATA, *common, "--gen-subset", "valid", "--batch-size", "2",
-                       "--num-shards", "2", check=False)
+    code, output = run(
+        "eval_lm", SAMPLE_DATA, *common, "--gen-subset", "valid", "--batch-size", "2", "--num-shards", "2", check=False
+    )
     assert code != 0 and "--num-shards 2: the streams of a split are read in one process; drop" in output
-    code, output = run("eval_lm", SAMPLE_DATA, *common, "--gen-subset", "valid", "--batch-size", "2",
-                       "--stream-burn-in", "-1", check=False)
+    code, output = run(
+        "eval_lm",
+        SAMPLE_DATA,
+        *common,
+        "--gen-subset",
+        "valid",
+        "--batch-size",
+        "2",
+        "--stream-burn-in",
+        "-1",
+        check=False,
+    )
     assert code != 0 and "--stream-burn-in -1: the words a stream reads before it scores must be 0 or more" in output
     empty = tmp_path / "empty"
     empty.mkdir()
     (tmp_path / "empty.txt").write_text("")
     import shutil
+
     shutil.copy(os.path.join(SAMPLE_DATA, "dict.txt"), empty)
-    code, output = run("preprocess", "--only-source", "--srcdict", empty / "dict.txt", "--validpref",
-                       tmp_path / "empty.txt", "--destdir", empty, "--workers", "1", check=False)
+    code, output = run(
+        "preprocess",
+        "--only-source",
+        "--srcdict",
+        empty / "dict.txt",
+        "--validpref",
+        tmp_path / "empty.txt",
+        "--destdir",
+        empty,
+        "--workers",
+        "1",
+        check=False,
+    )
     assert code == 0, output
     code, output = run("eval_lm", empty, *common, "--gen-subset", "valid", "--batch-size", "2", check=False)
     assert code != 0 and "the 'valid' split in" in output and "holds no line (valid.bin is empty)" in output
@@ -264,11 +361,26 @@ def test_stream_reading_refusals(stream_models, tmp_path):
     text = tmp_path / "text.txt"
     text.write_text("the game was released in japan .\n" * 3)
     rms = ["--dynamic-eval-lr", "0.01", "--dynamic-eval-rule", "rms", "--dynamic-eval-stats-batches", "2"]
-    code, out, err = run_module("alm_plugin.cli.score", "--path", checkpoint, "--data", SAMPLE_DATA, "--cpu", *rms, text)
+    code, out, err = run_module(
+        "alm_plugin.cli.score", "--path", checkpoint, "--data", SAMPLE_DATA, "--cpu", *rms, text
+    )
     assert code == 0 and "ppl" in out, out + err
-    code, out, err = run_module("alm_plugin.cli.cache_grid", "--path", checkpoint, "--data", SAMPLE_DATA, "--cpu",
-                                "--windows", "10", "--dynamic-lrs", "0.01", "--dynamic-decays", "0", "--dynamic-rule",
-                                "rms")
+    code, out, err = run_module(
+        "alm_plugin.cli.cache_grid",
+        "--path",
+        checkpoint,
+        "--data",
+        SAMPLE_DATA,
+        "--cpu",
+        "--windows",
+        "10",
+        "--dynamic-lrs",
+        "0.01",
+        "--dynamic-decays",
+        "0",
+        "--dynamic-rule",
+        "rms",
+    )
     assert code == 0 and "best:" in out, out + err
 
 
@@ -277,12 +389,46 @@ def test_an_adam_model_scores_as_many_streams_as_it_does_as_one(tmp_path):
     and 360.33 on 20 streams started fresh (+21%; attentive_lm_small after 147: 469 against 1,797).
     Every stream now reads the text's opening and its own past before it scores: fairseq-train's
     validation (20 streams) and eval-lm at 4 and 20 streams give the one-stream figure."""
-    _, output = run("train", SAMPLE_DATA, *STREAM_COMMON, "--arch", "amsrn_small", "--memory-window", "20",
-                    "--batch-size", "20", "--tokens-per-sample", "35", "--clip-norm", "5", "--optimizer", "adam",
-                    "--lr", "0.01", "--seed", "2", "--max-update", "60", "--save-dir", tmp_path,
-                    "--no-epoch-checkpoints", "--criterion", "attention_cross_entropy")
-    common = [SAMPLE_DATA, "--user-dir", "alm_plugin", "--task", "document_language_modeling", "--path",
-              tmp_path / "checkpoint_last.pt", "--gen-subset", "valid", "--cpu"]
+    _, output = run(
+        "train",
+        SAMPLE_DATA,
+        *STREAM_COMMON,
+        "--arch",
+        "amsrn_small",
+        "--memory-window",
+        "20",
+        "--batch-size",
+        "20",
+        "--tokens-per-sample",
+        "35",
+        "--clip-norm",
+        "5",
+        "--optimizer",
+        "adam",
+        "--lr",
+        "0.01",
+        "--seed",
+        "2",
+        "--max-update",
+        "60",
+        "--save-dir",
+        tmp_path,
+        "--no-epoch-checkpoints",
+        "--criterion",
+        "attention_cross_entropy",
+    )
+    common = [
+        SAMPLE_DATA,
+        "--user-dir",
+        "alm_plugin",
+        "--task",
+        "document_language_modeling",
+        "--path",
+        tmp_path / "checkpoint_last.pt",
+        "--gen-subset",
+        "valid",
+        "--cpu",
+    ]
     one = eval_lm_result(run("eval_lm", *common, "--batch-size", "1")[1])[0]
     for streams in ("4", "20"):
         assert eval_lm_result(run("eval_lm", *common, "--batch-size", streams)[1])[0] == pytest.approx(one, rel=5e-4)

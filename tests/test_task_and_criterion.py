@@ -1,10 +1,13 @@
 """Sentence batching, and the criterion's figures against hand computations."""
+
 import math
 from argparse import Namespace
 
 import numpy as np
 import pytest
 import torch
+from cli import run
+from conftest import SAMPLE_DATA, short_split
 from fairseq import metrics
 from fairseq.criterions.cross_entropy import CrossEntropyCriterion
 from fairseq.data import MonolingualDataset
@@ -13,8 +16,6 @@ from alm_plugin.criterions.attention_cross_entropy import AttentionCrossEntropyC
 from alm_plugin.data.sentence_blocks import SentenceBlockDataset, sentence_piece_slices
 from alm_plugin.models.attentive_lm import AttentiveLanguageModel, AttentiveLMConfig, AttentiveLMDecoder
 from alm_plugin.tasks.sentence_language_modeling import SentenceLanguageModelingTask
-from cli import run
-from conftest import SAMPLE_DATA, short_split
 
 
 def test_long_sentences_are_cut_into_pieces_and_nothing_is_dropped():
@@ -27,8 +28,11 @@ def test_long_sentences_are_cut_into_pieces_and_nothing_is_dropped():
 
 def test_pieces_start_from_the_previous_token(dictionary):
     eos = dictionary.eos()
-    words = [torch.tensor([4, 5, 6, 7, 8, eos]), torch.tensor([eos]),  # an empty line is just </s>
-             torch.tensor([9, 10, 11, 12, 13, 14, 4, eos])]
+    words = [
+        torch.tensor([4, 5, 6, 7, 8, eos]),
+        torch.tensor([eos]),  # an empty line is just </s>
+        torch.tensor([9, 10, 11, 12, 13, 14, 4, eos]),
+    ]
     blocks = SentenceBlockDataset(words, np.array([len(w) for w in words]), 4, dictionary.pad(), eos)
     samples = [blocks[i] for i in range(len(blocks))]
     sources = [s[0].tolist() for s in samples]
@@ -39,13 +43,30 @@ def test_pieces_start_from_the_previous_token(dictionary):
 
 @pytest.fixture
 def sample_task():
-    args = Namespace(data=SAMPLE_DATA, sample_break_mode="eos", tokens_per_sample=10,
-                     output_dictionary_size=-1, self_target=False, future_target=False,
-                     past_target=False, add_bos_token=False, max_target_positions=None,
-                     shorten_method="none", shorten_data_split_list="", pad_to_fixed_length=False,
-                     pad_to_fixed_bsz=False, seed=1, batch_size=8, batch_size_valid=8,
-                     dataset_impl=None, data_buffer_size=10, tpu=False, use_plasma_view=False,
-                     plasma_path=None, eval_tokens_per_sample=10)
+    args = Namespace(
+        data=SAMPLE_DATA,
+        sample_break_mode="eos",
+        tokens_per_sample=10,
+        output_dictionary_size=-1,
+        self_target=False,
+        future_target=False,
+        past_target=False,
+        add_bos_token=False,
+        max_target_positions=None,
+        shorten_method="none",
+        shorten_data_split_list="",
+        pad_to_fixed_length=False,
+        pad_to_fixed_bsz=False,
+        seed=1,
+        batch_size=8,
+        batch_size_valid=8,
+        dataset_impl=None,
+        data_buffer_size=10,
+        tpu=False,
+        use_plasma_view=False,
+        plasma_path=None,
+        eval_tokens_per_sample=10,
+    )
     return SentenceLanguageModelingTask.setup_task(args)
 
 
@@ -100,8 +121,12 @@ def make_sample(dictionary):
     eos, pad = dictionary.eos(), dictionary.pad()
     src = torch.tensor([[eos, 4, 5, 6], [7, 8, 9, pad]])  # a sentence start, a continuation piece
     tgt = torch.tensor([[4, 5, 6, eos], [8, 9, eos, pad]])
-    return {"net_input": {"src_tokens": src, "src_lengths": torch.tensor([4, 3])},
-            "target": tgt, "ntokens": 7, "id": torch.arange(2)}
+    return {
+        "net_input": {"src_tokens": src, "src_lengths": torch.tensor([4, 3])},
+        "target": tgt,
+        "ntokens": 7,
+        "id": torch.arange(2),
+    }
 
 
 def reduce(criterion_cls, logging_output):
@@ -131,14 +156,19 @@ def test_paper_ppl_leaves_out_the_first_word_of_every_sentence_in_a_sample(dicti
     eos, pad = dictionary.eos(), dictionary.pad()
     src = torch.tensor([[eos, 4, 5, eos, 6, 7], [8, eos, 9, 10, pad, pad]])
     tgt = torch.tensor([[4, 5, eos, 6, 7, eos], [eos, 9, 10, eos, pad, pad]])
-    sample = {"net_input": {"src_tokens": src, "src_lengths": torch.tensor([6, 4])},
-              "target": tgt, "ntokens": 10, "id": torch.arange(2)}
+    sample = {
+        "net_input": {"src_tokens": src, "src_lengths": torch.tensor([6, 4])},
+        "target": tgt,
+        "ntokens": 10,
+        "id": torch.arange(2),
+    }
     log = AttentionCrossEntropyCriterion(FakeTask(dictionary))(model, sample)[2]
     nll = -model.get_normalized_probs(model(src), log_probs=True).gather(2, tgt[..., None])[..., 0]
     total = nll[tgt.ne(pad)].sum()
     first_words = nll[0, 0] + nll[0, 3] + nll[1, 1]
     assert reduce(AttentionCrossEntropyCriterion, log)["paper_ppl"] == pytest.approx(
-        math.exp((total - first_words) / 10), rel=1e-3)
+        math.exp((total - first_words) / 10), rel=1e-3
+    )
 
 
 def test_paper_ppl_of_a_translation_model_reads_the_target_side(dictionary):
@@ -148,9 +178,12 @@ def test_paper_ppl_of_a_translation_model_reads_the_target_side(dictionary):
     prev = torch.tensor([[eos, 4, 5], [eos, 6, 7]])
     tgt = torch.tensor([[4, 5, eos], [6, 7, eos]])
     source = torch.tensor([[9, 10, eos], [8, 8, eos]])  # never starts with </s>
-    sample = {"net_input": {"src_tokens": source, "src_lengths": torch.tensor([3, 3]),
-                            "prev_output_tokens": prev},
-              "target": tgt, "ntokens": 6, "id": torch.arange(2)}
+    sample = {
+        "net_input": {"src_tokens": source, "src_lengths": torch.tensor([3, 3]), "prev_output_tokens": prev},
+        "target": tgt,
+        "ntokens": 6,
+        "id": torch.arange(2),
+    }
 
     class TranslationLike(torch.nn.Module):  # an LM reading prev_output_tokens as its input
         def __init__(self):
@@ -169,7 +202,8 @@ def test_paper_ppl_of_a_translation_model_reads_the_target_side(dictionary):
     log = AttentionCrossEntropyCriterion(FakeTask(dictionary))(TranslationLike(), sample)[2]
     nll = -model.get_normalized_probs(model(prev), log_probs=True).gather(2, tgt[..., None])[..., 0]
     assert reduce(AttentionCrossEntropyCriterion, log)["paper_ppl"] == pytest.approx(
-        math.exp((nll.sum() - nll[:, 0].sum()) / 6), rel=1e-3)
+        math.exp((nll.sum() - nll[:, 0].sum()) / 6), rel=1e-3
+    )
 
 
 def test_weight_zero_is_fairseq_cross_entropy(dictionary):
@@ -199,10 +233,10 @@ class FixedAttentionModel(torch.nn.Module):
 
 def hand_made_attention():
     weights = torch.zeros(2, 4, 4)
-    weights[:, 1, 0] = 1.0                                  # entropy 0
-    weights[:, 2, :2] = 0.5                                 # ln 2
-    weights[:, 3, :3] = torch.tensor([0.5, 0.25, 0.25])     # 1.5 ln 2
-    return weights                                          # row 0: empty memory, entropy 0
+    weights[:, 1, 0] = 1.0  # entropy 0
+    weights[:, 2, :2] = 0.5  # ln 2
+    weights[:, 3, :3] = torch.tensor([0.5, 0.25, 0.25])  # 1.5 ln 2
+    return weights  # row 0: empty memory, entropy 0
 
 
 @pytest.mark.parametrize("weight", [0.0, 0.7, -0.3])
@@ -225,6 +259,7 @@ def test_entropy_gradient_sharpens_or_smooths(dictionary):
     scores = torch.zeros(1, 3, requires_grad=True)
     weights = torch.softmax(scores + torch.tensor([[1.0, 0.0, 0.0]]), -1)
     from alm_plugin.criterions.attention_cross_entropy import attention_entropy
+
     attention_entropy(weights).sum().backward()
     # minimising entropy (lambda > 0) raises the already largest weight's score
     assert scores.grad[0, 0] < 0 < scores.grad[0, 1]
@@ -233,6 +268,7 @@ def test_entropy_gradient_sharpens_or_smooths(dictionary):
 def test_entropy_gradient_is_finite_when_a_weight_underflows_to_zero():
     from alm_plugin.criterions.attention_cross_entropy import attention_entropy
     from alm_plugin.modules.history_attention import masked_softmax
+
     scores = torch.tensor([[[0.0, 200.0, -200.0, 5.0]]], requires_grad=True)  # exp(-400) == 0 in float32
     allowed = torch.tensor([[[True, True, True, False]]])
     weights = masked_softmax(scores, allowed)
@@ -242,10 +278,12 @@ def test_entropy_gradient_is_finite_when_a_weight_underflows_to_zero():
 
 
 def test_entropy_weight_on_a_model_without_attention_is_a_clear_error(dictionary):
-    from fairseq.models.lstm_lm import LSTMLanguageModel
     from fairseq.models.lstm import LSTMDecoder
-    model = LSTMLanguageModel(LSTMDecoder(dictionary, embed_dim=8, hidden_size=8, out_embed_dim=8,
-                                          encoder_output_units=0, attention=False))
+    from fairseq.models.lstm_lm import LSTMLanguageModel
+
+    model = LSTMLanguageModel(
+        LSTMDecoder(dictionary, embed_dim=8, hidden_size=8, out_embed_dim=8, encoder_output_units=0, attention=False)
+    )
     sample = make_sample(dictionary)
     loss, _, _ = AttentionCrossEntropyCriterion(FakeTask(dictionary))(model, sample)  # weight 0: fine
     assert torch.isfinite(loss)
@@ -273,8 +311,10 @@ def test_attn_entropy_and_sentence_avg_leave_out_rows_of_padding(dictionary, sen
     them at 20 streams): the same figures as the two alone. Before: attn_entropy 2/5 of it, and
     --sentence-avg divided the loss by 5 rows."""
     from alm_plugin.models.attentive_lm import AttentiveLanguageModel, AttentiveLMConfig, AttentiveLMDecoder
-    model = AttentiveLanguageModel(AttentiveLMDecoder(AttentiveLMConfig(embed_dim=8, hidden_size=8, num_layers=1,
-                                                                        dropout=0.0), dictionary)).eval()
+
+    model = AttentiveLanguageModel(
+        AttentiveLMDecoder(AttentiveLMConfig(embed_dim=8, hidden_size=8, num_layers=1, dropout=0.0), dictionary)
+    ).eval()
     for p in model.parameters():
         torch.nn.init.normal_(p, std=0.5)
     eos, pad = dictionary.eos(), dictionary.pad()
@@ -283,14 +323,21 @@ def test_attn_entropy_and_sentence_avg_leave_out_rows_of_padding(dictionary, sen
     ended = torch.full((3, 4), pad)
 
     def sample(src, tgt):
-        return {"net_input": {"src_tokens": src, "src_lengths": tgt.ne(pad).sum(1)}, "target": tgt,
-                "ntokens": int(tgt.ne(pad).sum()), "nsentences": src.size(0), "id": torch.arange(src.size(0))}
+        return {
+            "net_input": {"src_tokens": src, "src_lengths": tgt.ne(pad).sum(1)},
+            "target": tgt,
+            "ntokens": int(tgt.ne(pad).sum()),
+            "nsentences": src.size(0),
+            "id": torch.arange(src.size(0)),
+        }
 
-    criterion = AttentionCrossEntropyCriterion(FakeTask(dictionary), attention_entropy_weight=0.5,
-                                               sentence_avg=sentence_avg)
+    criterion = AttentionCrossEntropyCriterion(
+        FakeTask(dictionary), attention_entropy_weight=0.5, sentence_avg=sentence_avg
+    )
     loss, size, log = criterion(model, sample(source, target))
-    padded_loss, padded_size, padded_log = criterion(model, sample(torch.cat([source, ended]),
-                                                                   torch.cat([target, ended])))
+    padded_loss, padded_size, padded_log = criterion(
+        model, sample(torch.cat([source, ended]), torch.cat([target, ended]))
+    )
     assert padded_size == size == (2 if sentence_avg else 7)
     torch.testing.assert_close(padded_loss, loss)
     expected, got = reduce(AttentionCrossEntropyCriterion, log), reduce(AttentionCrossEntropyCriterion, padded_log)
@@ -299,17 +346,56 @@ def test_attn_entropy_and_sentence_avg_leave_out_rows_of_padding(dictionary, sen
     assert got["loss"] == pytest.approx(expected["loss"], abs=1e-3)
 
 
-TINY_ADAM24 = ["--embed-dim", "24", "--hidden-size", "24", "--num-layers", "1", "--criterion",
-               "attention_cross_entropy", "--optimizer", "adam", "--lr", "0.01", "--batch-size", "32",
-               "--no-epoch-checkpoints", "--disable-validation", "--seed", "1"]
+TINY_ADAM24 = [
+    "--embed-dim",
+    "24",
+    "--hidden-size",
+    "24",
+    "--num-layers",
+    "1",
+    "--criterion",
+    "attention_cross_entropy",
+    "--optimizer",
+    "adam",
+    "--lr",
+    "0.01",
+    "--batch-size",
+    "32",
+    "--no-epoch-checkpoints",
+    "--disable-validation",
+    "--seed",
+    "1",
+]
 
 
 @pytest.fixture(scope="module")
 def attentive_stream(tmp_path_factory):
     save = tmp_path_factory.mktemp("attentive_stream")
-    run("train", SAMPLE_DATA, "--user-dir", "alm_plugin", "--task", "document_language_modeling", "--cpu",
-        "--no-progress-bar", "--num-workers", "0", "--arch", "attentive_lm", *TINY_ADAM24, "--memory-window", "20",
-        "--batch-size", "10", "--tokens-per-sample", "35", "--max-update", "5", "--save-dir", save)
+    run(
+        "train",
+        SAMPLE_DATA,
+        "--user-dir",
+        "alm_plugin",
+        "--task",
+        "document_language_modeling",
+        "--cpu",
+        "--no-progress-bar",
+        "--num-workers",
+        "0",
+        "--arch",
+        "attentive_lm",
+        *TINY_ADAM24,
+        "--memory-window",
+        "20",
+        "--batch-size",
+        "10",
+        "--tokens-per-sample",
+        "35",
+        "--max-update",
+        "5",
+        "--save-dir",
+        save,
+    )
     return save / "checkpoint_last.pt"
 
 
@@ -320,8 +406,21 @@ def test_fairseq_validate_logs_one_attn_entropy_at_every_batch_size(attentive_st
     data = short_split(tmp_path / "data", 40)
     figures = []
     for streams in (1, 20):
-        _, output = run("validate", data, "--path", attentive_stream, "--user-dir", "alm_plugin", "--task",
-                        "document_language_modeling", "--cpu", "--valid-subset", "valid", "--batch-size", streams)
+        _, output = run(
+            "validate",
+            data,
+            "--path",
+            attentive_stream,
+            "--user-dir",
+            "alm_plugin",
+            "--task",
+            "document_language_modeling",
+            "--cpu",
+            "--valid-subset",
+            "valid",
+            "--batch-size",
+            streams,
+        )
         summary = [line for line in output.splitlines() if "valid on 'valid' subset |" in line][-1]
         figures.append(float(summary.split("attn_entropy ")[1].split()[0]))
     assert figures[0] > 1.0
@@ -331,6 +430,7 @@ def test_fairseq_validate_logs_one_attn_entropy_at_every_batch_size(attentive_st
 def test_corpus_order_trains_on_consecutive_sentences_the_same_every_epoch(sample_task):
     """--corpus-order (the released code's batches): a training batch is consecutive samples in
     the corpus's order, never shuffled; by default fairseq shuffles batches of like-length samples."""
+
     def epochs(task, count=2):
         task.load_dataset("train", data_selector=None, tpu=False)
         iterator = task.get_batch_iterator(task.dataset("train"), max_sentences=8, seed=1)

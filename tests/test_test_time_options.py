@@ -1,5 +1,6 @@
 """The test-time options (issue 34): no token dropped, no flattering perplexity, no tool writing over
 its inputs, a printed command that reproduces its figure, one-line refusals."""
+
 import re
 import shlex
 import shutil
@@ -7,15 +8,40 @@ import subprocess
 import sys
 
 import pytest
-
 from cli import TRAIN_COMMON, eval_lm_result, refused, run, run_module
 from conftest import ROOT, SAMPLE_DATA
 
-TINY = ["--arch", "alm_lstm", "--embed-dim", "16", "--hidden-size", "16", "--num-layers", "1",
-        "--criterion", "attention_cross_entropy", "--optimizer", "adam", "--lr", "0.01", "--batch-size", "16",
-        "--no-epoch-checkpoints", "--disable-validation"]
-EVAL = ["--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--cpu", "--gen-subset", "valid",
-        "--batch-size", "16"]
+TINY = [
+    "--arch",
+    "alm_lstm",
+    "--embed-dim",
+    "16",
+    "--hidden-size",
+    "16",
+    "--num-layers",
+    "1",
+    "--criterion",
+    "attention_cross_entropy",
+    "--optimizer",
+    "adam",
+    "--lr",
+    "0.01",
+    "--batch-size",
+    "16",
+    "--no-epoch-checkpoints",
+    "--disable-validation",
+]
+EVAL = [
+    "--user-dir",
+    "alm_plugin",
+    "--task",
+    "sentence_language_modeling",
+    "--cpu",
+    "--gen-subset",
+    "valid",
+    "--batch-size",
+    "16",
+]
 
 
 @pytest.fixture(scope="module")
@@ -23,14 +49,38 @@ def blocks_model(tmp_path_factory):
     """A sentence-task model trained on blocks across sentences (--sample-break-mode none): the grid
     reads valid that way, and so must the command it prints."""
     save = tmp_path_factory.mktemp("blocks")
-    run("train", SAMPLE_DATA, *TRAIN_COMMON, *TINY, "--sample-break-mode", "none", "--tokens-per-sample", "20",
-        "--max-update", "15", "--save-dir", save)
+    run(
+        "train",
+        SAMPLE_DATA,
+        *TRAIN_COMMON,
+        *TINY,
+        "--sample-break-mode",
+        "none",
+        "--tokens-per-sample",
+        "20",
+        "--max-update",
+        "15",
+        "--save-dir",
+        save,
+    )
     return save / "checkpoint_last.pt"
 
 
 def test_the_grids_command_reproduces_its_figure_on_its_split(blocks_model, tmp_path):
-    code, out, err = run_module("alm_plugin.cli.cache_grid", "--path", blocks_model, "--windows", "50",
-                                "--thetas", "0.3", "--lambdas", "0.2", "--cpu", "--json", tmp_path / "grid.json")
+    code, out, err = run_module(
+        "alm_plugin.cli.cache_grid",
+        "--path",
+        blocks_model,
+        "--windows",
+        "50",
+        "--thetas",
+        "0.3",
+        "--lambdas",
+        "0.2",
+        "--cpu",
+        "--json",
+        tmp_path / "grid.json",
+    )
     assert code == 0, err
     best = float(re.search(r"best: ([\d.]+)", out).group(1))
     command = shlex.split(re.search(r"^use: (.*)$", out, re.M).group(1))
@@ -40,37 +90,62 @@ def test_the_grids_command_reproduces_its_figure_on_its_split(blocks_model, tmp_
 
 
 def test_eval_lm_never_drops_a_token_at_the_extremes_the_options_accept(blocks_model):
-    _, output = run("eval_lm", SAMPLE_DATA, "--path", blocks_model, *EVAL, "--neural-cache-window", "1",
-                    "--neural-cache-theta", "1e30", "--neural-cache-lambda", "0.999999")
+    _, output = run(
+        "eval_lm",
+        SAMPLE_DATA,
+        "--path",
+        blocks_model,
+        *EVAL,
+        "--neural-cache-window",
+        "1",
+        "--neural-cache-theta",
+        "1e30",
+        "--neural-cache-lambda",
+        "0.999999",
+    )
     assert "skipping tokens" not in output
     loss, ppl = eval_lm_result(output)
     assert ppl > 1000  # the cache at lambda ~1 over one token is a terrible model: it must say so
 
 
-@pytest.mark.parametrize("options, message", [
-    # before: 70.83 printed for a split whose real perplexity is infinite ("skipping tokens with inf scores")
-    (["--neural-cache-window", "50", "--neural-cache-lambda", "1"], "--neural-cache-lambda 1.0 is out of range: it "
-                                                                    "must be below 1"),
-    (["--neural-cache-window", "50", "--neural-cache-theta", "nan"], "--neural-cache-theta nan: give a finite number"),
-    (["--neural-cache-window", "50", "--neural-cache-theta", "inf"], "--neural-cache-theta inf: give a finite number"),
-    # before: silently nothing
-    (["--neural-cache-theta", "0.5"], "--neural-cache-theta does nothing without --neural-cache-window N"),
-    (["--neural-cache-lambda", "0.2"], "--neural-cache-lambda does nothing without --neural-cache-window N"),
-    # before: fairseq's bare AssertionError
-    (["--max-tokens", "5", "--batch-size", "100"], "--max-tokens 5 is below the longest sample of this split"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        # before: 70.83 printed for a split whose real perplexity is infinite ("skipping tokens with inf scores")
+        (
+            ["--neural-cache-window", "50", "--neural-cache-lambda", "1"],
+            "--neural-cache-lambda 1.0 is out of range: it must be below 1",
+        ),
+        (
+            ["--neural-cache-window", "50", "--neural-cache-theta", "nan"],
+            "--neural-cache-theta nan: give a finite number",
+        ),
+        (
+            ["--neural-cache-window", "50", "--neural-cache-theta", "inf"],
+            "--neural-cache-theta inf: give a finite number",
+        ),
+        # before: silently nothing
+        (["--neural-cache-theta", "0.5"], "--neural-cache-theta does nothing without --neural-cache-window N"),
+        (["--neural-cache-lambda", "0.2"], "--neural-cache-lambda does nothing without --neural-cache-window N"),
+        # before: fairseq's bare AssertionError
+        (["--max-tokens", "5", "--batch-size", "100"], "--max-tokens 5 is below the longest sample of this split"),
+    ],
+)
 def test_eval_lm_refuses_options_that_would_change_the_figure_unnoticed(blocks_model, options, message):
     code, output = run("eval_lm", SAMPLE_DATA, "--path", blocks_model, *EVAL, *options, check=False)
     assert code != 0 and refused(output, "fairseq-eval-lm", message)
 
 
-@pytest.mark.parametrize("options, message", [
-    (["--windows", ","], "--windows: give at least one value"),            # before: IndexError
-    (["--windows", "inf"], "--windows inf: give a finite number"),          # before: OverflowError
-    (["--lambdas", "0"], "--lambdas: give at least one value above 0"),     # before: min() of an empty sequence
-    (["--lambdas", "0.1,1"], "--lambdas 1.0 is out of range: it must be below 1"),  # before: "best: inf", exit 0
-    (["--eval-tokens-per-sample", "-1"], "--eval-tokens-per-sample -1: give 0 (whole sentences)"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (["--windows", ","], "--windows: give at least one value"),  # before: IndexError
+        (["--windows", "inf"], "--windows inf: give a finite number"),  # before: OverflowError
+        (["--lambdas", "0"], "--lambdas: give at least one value above 0"),  # before: min() of an empty sequence
+        (["--lambdas", "0.1,1"], "--lambdas 1.0 is out of range: it must be below 1"),  # before: "best: inf", exit 0
+        (["--eval-tokens-per-sample", "-1"], "--eval-tokens-per-sample -1: give 0 (whole sentences)"),
+    ],
+)
 def test_cache_grid_refuses_a_grid_it_cannot_run(blocks_model, options, message):
     code, out, err = run_module("alm_plugin.cli.cache_grid", "--path", blocks_model, "--cpu", *options)
     assert code != 0 and refused(out + err, "alm-cache-grid", message)
@@ -82,7 +157,11 @@ def outputs_onto_inputs(checkpoint, data):
     sentence = ["The game was released ."]
     for target in (checkpoint, data / "dict.txt"):
         yield "alm_plugin.cli.cache_grid", ["--path", checkpoint, "--data", data, "--json", target], "--json"
-        yield "alm_plugin.cli.plot_attention", [*sentence, "--path", checkpoint, "--data", data, "--out", target], "--out"
+        yield (
+            "alm_plugin.cli.plot_attention",
+            [*sentence, "--path", checkpoint, "--data", data, "--out", target],
+            "--out",
+        )
         yield "alm_plugin.cli.cache_posterior", ["--path", checkpoint, "--data", data, "--plot", target], "--plot"
 
 
@@ -103,18 +182,46 @@ def test_no_tool_writes_over_its_checkpoint_or_its_data(blocks_model, tmp_path):
 
 def test_document_task_refuses_a_model_that_cannot_carry_its_state(tmp_path):
     """Before: fairseq's lstm_lm died in a TypeError ('stream_ids')."""
-    code, output = run("train", SAMPLE_DATA, "--user-dir", "alm_plugin", "--task", "document_language_modeling",
-                       "--cpu", "--arch", "lstm_lm", "--decoder-embed-dim", "16", "--decoder-hidden-size", "16",
-                       "--decoder-out-embed-dim", "16", "--optimizer", "adam", "--lr", "0.01", "--batch-size", "4",
-                       "--max-update", "1", "--save-dir", tmp_path, check=False)
-    assert code != 0 and refused(output, "fairseq-train", "LSTMLanguageModel cannot: use one of our word models "
-                                                          "(alm_lstm, attentive_lm, amsrn and pointer_sentinel_lm)")
+    code, output = run(
+        "train",
+        SAMPLE_DATA,
+        "--user-dir",
+        "alm_plugin",
+        "--task",
+        "document_language_modeling",
+        "--cpu",
+        "--arch",
+        "lstm_lm",
+        "--decoder-embed-dim",
+        "16",
+        "--decoder-hidden-size",
+        "16",
+        "--decoder-out-embed-dim",
+        "16",
+        "--optimizer",
+        "adam",
+        "--lr",
+        "0.01",
+        "--batch-size",
+        "4",
+        "--max-update",
+        "1",
+        "--save-dir",
+        tmp_path,
+        check=False,
+    )
+    assert code != 0 and refused(
+        output,
+        "fairseq-train",
+        "LSTMLanguageModel cannot: use one of our word models (alm_lstm, attentive_lm, amsrn and pointer_sentinel_lm)",
+    )
 
 
 def test_importing_the_plugin_prints_no_chatter():
     """Before: 'Please install tensorboardX' above alm-score's output."""
-    proc = subprocess.run([sys.executable, "-c", "import alm_plugin.cli.score"], cwd=ROOT, capture_output=True,
-                          text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", "import alm_plugin.cli.score"], cwd=ROOT, capture_output=True, text=True
+    )
     assert proc.returncode == 0 and proc.stdout == "" and "tensorboardX" not in proc.stderr, proc.stderr
 
 
@@ -123,9 +230,12 @@ GRID_POINT = ["--windows", "50", "--thetas", "0.3", "--lambdas", "0.2", "--cpu"]
 
 def test_lr_0_in_the_grid_is_the_static_point(adaptive_sentence):
     """Before: --dynamic-lrs 0,0.3 answered '--dynamic-eval-decay does nothing without --dynamic-eval-lr'."""
-    code, out, err = run_module("alm_plugin.cli.cache_grid", "--path", adaptive_sentence, *GRID_POINT,
-                                "--dynamic-lrs", "0,0.3")
+    code, out, err = run_module(
+        "alm_plugin.cli.cache_grid", "--path", adaptive_sentence, *GRID_POINT, "--dynamic-lrs", "0,0.3"
+    )
     assert code == 0, err
     assert "dynamic evaluation lr 0.3 decay 0 (sgd)" in out and "lr 0 decay" not in out
-    code, alone, err = run_module("alm_plugin.cli.cache_grid", "--path", adaptive_sentence, *GRID_POINT, "--dynamic-lrs", "0.3")
+    code, alone, err = run_module(
+        "alm_plugin.cli.cache_grid", "--path", adaptive_sentence, *GRID_POINT, "--dynamic-lrs", "0.3"
+    )
     assert code == 0 and alone == out  # the static point is measured either way

@@ -1,6 +1,7 @@
 """Translation with our decoders through fairseq's own commands, n-best rescoring with our
 LMs, and shallow fusion (--lm-path), on a small synthetic word-for-word corpus (built here,
 so the test needs nothing outside the project)."""
+
 import math
 import os
 import random
@@ -11,18 +12,55 @@ import sys
 
 import pytest
 import torch
-
-from alm_plugin.nbest import group_by_sentence, read_nbest
-from alm_plugin.scoring import LanguageModelScorer
 from cli import json_records, run, run_module
 from conftest import ROOT, needs_shared_data
 
-LEXICON = {"der": "the", "hund": "dog", "katze": "cat", "sieht": "sees", "ein": "a", "kleiner": "small",
-           "roten": "red", "ball": "ball", "und": "and", "rennt": "runs", "schnell": "fast", "mann": "man"}
-NMT = ["--user-dir", "alm_plugin", "--task", "translation", "--source-lang", "de", "--target-lang", "en", "--cpu",
-       "--required-batch-size-multiple", "1"]  # else fairseq drops a last batch not a multiple of 8
-TRAIN = ["--log-format", "json", "--log-interval", "10", "--no-progress-bar", "--num-workers", "0", "--seed", "1",
-         "--optimizer", "adam", "--clip-norm", "1", "--no-epoch-checkpoints"]
+from alm_plugin.nbest import group_by_sentence, read_nbest
+from alm_plugin.scoring import LanguageModelScorer
+
+LEXICON = {
+    "der": "the",
+    "hund": "dog",
+    "katze": "cat",
+    "sieht": "sees",
+    "ein": "a",
+    "kleiner": "small",
+    "roten": "red",
+    "ball": "ball",
+    "und": "and",
+    "rennt": "runs",
+    "schnell": "fast",
+    "mann": "man",
+}
+NMT = [
+    "--user-dir",
+    "alm_plugin",
+    "--task",
+    "translation",
+    "--source-lang",
+    "de",
+    "--target-lang",
+    "en",
+    "--cpu",
+    "--required-batch-size-multiple",
+    "1",
+]  # else fairseq drops a last batch not a multiple of 8
+TRAIN = [
+    "--log-format",
+    "json",
+    "--log-interval",
+    "10",
+    "--no-progress-bar",
+    "--num-workers",
+    "0",
+    "--seed",
+    "1",
+    "--optimizer",
+    "adam",
+    "--clip-norm",
+    "1",
+    "--no-epoch-checkpoints",
+]
 
 
 def sentence_pairs(n, seed):
@@ -54,20 +92,70 @@ def corpus(tmp_path_factory):
 @pytest.fixture(scope="module")
 def nmt(corpus):
     save = corpus / "ckpt-nmt"
-    _, output = run("train", corpus / "nmt", *NMT, *TRAIN, "--arch", "attentive_nmt_small", "--embed-dim", "32",
-                    "--hidden-size", "32", "--encoder-embed-dim", "32", "--encoder-hidden-size", "32",
-                    "--dropout", "0.1", "--encoder-dropout", "0.1", "--lr", "0.01", "--max-tokens", "800",
-                    "--max-update", "150", "--criterion", "label_smoothed_cross_entropy",
-                    "--label-smoothing", "0.1", "--save-dir", save)
+    _, output = run(
+        "train",
+        corpus / "nmt",
+        *NMT,
+        *TRAIN,
+        "--arch",
+        "attentive_nmt_small",
+        "--embed-dim",
+        "32",
+        "--hidden-size",
+        "32",
+        "--encoder-embed-dim",
+        "32",
+        "--encoder-hidden-size",
+        "32",
+        "--dropout",
+        "0.1",
+        "--encoder-dropout",
+        "0.1",
+        "--lr",
+        "0.01",
+        "--max-tokens",
+        "800",
+        "--max-update",
+        "150",
+        "--criterion",
+        "label_smoothed_cross_entropy",
+        "--label-smoothing",
+        "0.1",
+        "--save-dir",
+        save,
+    )
     return save / "checkpoint_best.pt", output
 
 
 @pytest.fixture(scope="module")
 def lm(corpus):
     save = corpus / "ckpt-lm"
-    run("train", corpus / "lm", "--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--cpu",
-        *TRAIN, "--arch", "amsrn_small", "--embed-dim", "32", "--hidden-size", "32", "--lr", "0.01",
-        "--batch-size", "32", "--max-update", "40", "--criterion", "attention_cross_entropy", "--save-dir", save)
+    run(
+        "train",
+        corpus / "lm",
+        "--user-dir",
+        "alm_plugin",
+        "--task",
+        "sentence_language_modeling",
+        "--cpu",
+        *TRAIN,
+        "--arch",
+        "amsrn_small",
+        "--embed-dim",
+        "32",
+        "--hidden-size",
+        "32",
+        "--lr",
+        "0.01",
+        "--batch-size",
+        "32",
+        "--max-update",
+        "40",
+        "--criterion",
+        "attention_cross_entropy",
+        "--save-dir",
+        save,
+    )
     return save
 
 
@@ -80,8 +168,22 @@ def test_translation_model_learns(nmt):
 
 def test_generate_beam_nbest_and_alignment(corpus, nmt, tmp_path):
     checkpoint, _ = nmt
-    _, output = run("generate", corpus / "nmt", *NMT, "--path", checkpoint, "--gen-subset", "test",
-                    "--beam", "4", "--nbest", "3", "--print-alignment", "--batch-size", "7")
+    _, output = run(
+        "generate",
+        corpus / "nmt",
+        *NMT,
+        "--path",
+        checkpoint,
+        "--gen-subset",
+        "test",
+        "--beam",
+        "4",
+        "--nbest",
+        "3",
+        "--print-alignment",
+        "--batch-size",
+        "7",
+    )
     groups = group_by_sentence(read_nbest(str(_write(tmp_path / "gen.txt", output))))
     assert list(groups) == list(range(30)) and all(len(g) == 3 for g in groups.values())
     alignments = [line for line in output.splitlines() if line.startswith("A-")]
@@ -121,23 +223,62 @@ def test_lm_scores_are_the_hand_computed_log2_probabilities(corpus, lm):
 
 def test_rescore_command_tunes_reranks_and_writes(corpus, nmt, lm, tmp_path):
     checkpoint, _ = nmt
-    _, output = run("generate", corpus / "nmt", *NMT, "--path", checkpoint, "--gen-subset", "test",
-                    "--beam", "5", "--nbest", "5", "--batch-size", "16")
+    _, output = run(
+        "generate",
+        corpus / "nmt",
+        *NMT,
+        "--path",
+        checkpoint,
+        "--gen-subset",
+        "test",
+        "--beam",
+        "5",
+        "--nbest",
+        "5",
+        "--batch-size",
+        "16",
+    )
     nbest = _write(tmp_path / "test.nbest", output)
-    command = [sys.executable, "-m", "alm_plugin.cli.rescore", "--nbest", nbest, "--lm",
-               lm / "checkpoint_best.pt", lm / "checkpoint_last.pt", "--lm-data", corpus / "lm",
-               "--hyp-form", "tok", "--lm-form", "tok", "--tune-nbest", nbest, "--tune-ref",
-               corpus / "text" / "test.en", "--ref", corpus / "text" / "test.en", "--cpu",
-               "--output-1best", tmp_path / "1best.en", "--output-nbest", tmp_path / "out.nbest"]
+    command = [
+        sys.executable,
+        "-m",
+        "alm_plugin.cli.rescore",
+        "--nbest",
+        nbest,
+        "--lm",
+        lm / "checkpoint_best.pt",
+        lm / "checkpoint_last.pt",
+        "--lm-data",
+        corpus / "lm",
+        "--hyp-form",
+        "tok",
+        "--lm-form",
+        "tok",
+        "--tune-nbest",
+        nbest,
+        "--tune-ref",
+        corpus / "text" / "test.en",
+        "--ref",
+        corpus / "text" / "test.en",
+        "--cpu",
+        "--output-1best",
+        tmp_path / "1best.en",
+        "--output-nbest",
+        tmp_path / "out.nbest",
+    ]
     proc = subprocess.run(list(map(str, command)), cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "LM scores are log2-probabilities" in proc.stdout
     assert re.search(r"weights: TM=1,LM=[\d.]+,Len=-?[\d.]+", proc.stdout), proc.stdout
-    before, after = map(float, re.search(r"test.nbest: BLEU ([\d.]+) \(system 1-best\) -> ([\d.]+)", proc.stdout).groups())
+    before, after = map(
+        float, re.search(r"test.nbest: BLEU ([\d.]+) \(system 1-best\) -> ([\d.]+)", proc.stdout).groups()
+    )
     assert after >= before  # tuned on this very set: never worse than the system's choice
     assert len((tmp_path / "1best.en").read_text().splitlines()) == 30
     rows = (tmp_path / "out.nbest").read_text().splitlines()
-    assert len(rows) == 150 and re.match(r"^0 \|\|\| .* \|\|\| TM= -[\d.]+ LM= -[\d.]+ Len= [\d.]+ \|\|\| -?[\d.]+$", rows[0])
+    assert len(rows) == 150 and re.match(
+        r"^0 \|\|\| .* \|\|\| TM= -[\d.]+ LM= -[\d.]+ Len= [\d.]+ \|\|\| -?[\d.]+$", rows[0]
+    )
 
     # the references of another set do not line up: reported, nothing written
     command[command.index("--ref") + 1] = corpus / "text" / "valid.en"
@@ -147,17 +288,60 @@ def test_rescore_command_tunes_reranks_and_writes(corpus, nmt, lm, tmp_path):
 
 def test_shallow_fusion_with_lm_path_and_its_dictionary_check(corpus, nmt, lm, tmp_path):
     checkpoint, _ = nmt
-    generate = ["generate", corpus / "nmt", *NMT, "--path", checkpoint, "--gen-subset", "test", "--beam", "3",
-                "--batch-size", "16", "--lm-weight", "0.2"]
+    generate = [
+        "generate",
+        corpus / "nmt",
+        *NMT,
+        "--path",
+        checkpoint,
+        "--gen-subset",
+        "test",
+        "--beam",
+        "3",
+        "--batch-size",
+        "16",
+        "--lm-weight",
+        "0.2",
+    ]
     _, output = run(*generate, "--lm-path", lm / "checkpoint_best.pt")
     assert len([line for line in output.splitlines() if line.startswith("H-")]) == 30
 
     # an LM trained on the source side: its dictionary is not the target dictionary
-    run("preprocess", "--only-source", "--srcdict", corpus / "nmt" / "dict.de.txt",
-        "--trainpref", corpus / "text" / "train.de", "--destdir", tmp_path / "lm-de")
-    run("train", tmp_path / "lm-de", "--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--cpu",
-        *TRAIN, "--arch", "amsrn_small", "--embed-dim", "8", "--hidden-size", "8", "--lr", "0.01",
-        "--batch-size", "32", "--max-update", "1", "--disable-validation", "--save-dir", tmp_path / "ckpt-de")
+    run(
+        "preprocess",
+        "--only-source",
+        "--srcdict",
+        corpus / "nmt" / "dict.de.txt",
+        "--trainpref",
+        corpus / "text" / "train.de",
+        "--destdir",
+        tmp_path / "lm-de",
+    )
+    run(
+        "train",
+        tmp_path / "lm-de",
+        "--user-dir",
+        "alm_plugin",
+        "--task",
+        "sentence_language_modeling",
+        "--cpu",
+        *TRAIN,
+        "--arch",
+        "amsrn_small",
+        "--embed-dim",
+        "8",
+        "--hidden-size",
+        "8",
+        "--lr",
+        "0.01",
+        "--batch-size",
+        "32",
+        "--max-update",
+        "1",
+        "--disable-validation",
+        "--save-dir",
+        tmp_path / "ckpt-de",
+    )
     source_side = tmp_path / "nmt-source-dict"
     shutil.copytree(corpus / "nmt", source_side)
     shutil.copyfile(source_side / "dict.de.txt", source_side / "dict.txt")
@@ -171,7 +355,9 @@ def test_shallow_fusion_with_lm_path_and_its_dictionary_check(corpus, nmt, lm, t
 
     os.remove(source_side / "dict.txt")
     code, output = run(*generate, "--lm-path", lm / "checkpoint_best.pt", check=False)
-    assert code != 0 and "For fairseq-generate --lm-path, which loads the language model's dictionary from there" in output
+    assert (
+        code != 0 and "For fairseq-generate --lm-path, which loads the language model's dictionary from there" in output
+    )
 
 
 def test_alm_score_names_a_translation_checkpoint_and_a_translation_data_directory(corpus, nmt, lm, tmp_path):
@@ -182,25 +368,50 @@ def test_alm_score_names_a_translation_checkpoint_and_a_translation_data_directo
         code, _, stderr = run_module("alm_plugin.cli.score", "--path", checkpoint, *data, stdin="the dog\n")
         # without --data its dictionary cannot load (dict.de.txt/dict.en.txt); with it, the model is built
         last = stderr.strip().splitlines()[-1]
-        assert code == 1 and last.startswith(f"alm-score: error: {checkpoint} holds a ") and \
-            "not a language model: alm-score works with language models" in last, stderr
+        assert (
+            code == 1
+            and last.startswith(f"alm-score: error: {checkpoint} holds a ")
+            and "not a language model: alm-score works with language models" in last
+        ), stderr
     translation_data = tmp_path / "nmt-only"
     shutil.copytree(corpus / "nmt", translation_data)
     os.remove(translation_data / "dict.txt")
-    code, _, stderr = run_module("alm_plugin.cli.score", "--path", lm / "checkpoint_best.pt", "--data",
-                                 translation_data, stdin="the dog\n")
+    code, _, stderr = run_module(
+        "alm_plugin.cli.score", "--path", lm / "checkpoint_best.pt", "--data", translation_data, stdin="the dog\n"
+    )
     assert code == 1 and "Traceback" not in stderr
-    assert f"it is a translation data directory (dict.de.txt, dict.en.txt), and a language model reads its " \
-           "dictionary from dict.txt: give the data-bin the language model was trained on" in stderr, stderr
+    assert (
+        "it is a translation data directory (dict.de.txt, dict.en.txt), and a language model reads its "
+        "dictionary from dict.txt: give the data-bin the language model was trained on" in stderr
+    ), stderr
 
 
 @needs_shared_data("multi30k", "train.de")
 def test_multi30k_preparation_round_trips_the_bpe_text(tmp_path):
     from alm_plugin.text_forms import TextForms
+
     script = os.path.join(ROOT, "examples", "translation", "prepare_multi30k.py")
-    proc = subprocess.run([sys.executable, script, "--train-pairs", "300", "--eval-pairs", "20", "--bpe-merges", "300",
-                           "--destdir", tmp_path / "nmt", "--lm-destdir", tmp_path / "lm", "--text-dir", tmp_path / "text"],
-                          cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            script,
+            "--train-pairs",
+            "300",
+            "--eval-pairs",
+            "20",
+            "--bpe-merges",
+            "300",
+            "--destdir",
+            tmp_path / "nmt",
+            "--lm-destdir",
+            tmp_path / "lm",
+            "--text-dir",
+            tmp_path / "text",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (tmp_path / "nmt" / "dict.txt").read_text() == (tmp_path / "nmt" / "dict.en.txt").read_text()
     assert (tmp_path / "lm" / "dict.txt").read_text() == (tmp_path / "nmt" / "dict.en.txt").read_text()

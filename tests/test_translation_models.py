@@ -1,17 +1,20 @@
 """The attentive and AMSRN decoders as translation decoders: beam search against a greedy
 search done by hand with the full forward, batch independence, incremental decoding."""
+
 from types import SimpleNamespace
 
 import pytest
 import torch
+from conftest import random_tokens
 from fairseq.data import Dictionary
 from fairseq.sequence_generator import SequenceGenerator
 
 from alm_plugin.models.history_translation import HistoryTranslationConfig, HistoryTranslationModel
-from conftest import random_tokens
 
-DECODERS = [dict(decoder_type="attentive", attention_score="combined"),
-            dict(decoder_type="amsrn", memory_selection="independent")]
+DECODERS = [
+    dict(decoder_type="attentive", attention_score="combined"),
+    dict(decoder_type="amsrn", memory_selection="independent"),
+]
 MAX_LEN = 12
 
 
@@ -24,17 +27,29 @@ def make_dictionary(words):
 
 @pytest.fixture
 def dictionaries():
-    return (make_dictionary("der die das hund katze sitzt auf matte und rennt weit weg".split()),
-            make_dictionary("the cat sat on a mat and dog ran far away".split()))
+    return (
+        make_dictionary("der die das hund katze sitzt auf matte und rennt weit weg".split()),
+        make_dictionary("the cat sat on a mat and dog ran far away".split()),
+    )
 
 
 def make_model(dictionaries, **overrides):
     src_dict, tgt_dict = dictionaries
-    cfg = HistoryTranslationConfig(**{"embed_dim": 16, "hidden_size": 12, "num_layers": 2, "dropout": 0.0,
-                                      "encoder_embed_dim": 10, "encoder_hidden_size": 8,
-                                      "encoder_dropout": 0.0, **overrides})
-    model = HistoryTranslationModel.build_model(cfg, SimpleNamespace(source_dictionary=src_dict,
-                                                                     target_dictionary=tgt_dict))
+    cfg = HistoryTranslationConfig(
+        **{
+            "embed_dim": 16,
+            "hidden_size": 12,
+            "num_layers": 2,
+            "dropout": 0.0,
+            "encoder_embed_dim": 10,
+            "encoder_hidden_size": 8,
+            "encoder_dropout": 0.0,
+            **overrides,
+        }
+    )
+    model = HistoryTranslationModel.build_model(
+        cfg, SimpleNamespace(source_dictionary=src_dict, target_dictionary=tgt_dict)
+    )
     for p in model.parameters():  # sharp distributions: no near-ties in the arg max
         torch.nn.init.normal_(p, std=0.6)
     return model.eval()
@@ -45,15 +60,14 @@ def left_padded(sentences, pad):
     sentences = sorted(sentences, key=len, reverse=True)
     batch = torch.full((len(sentences), len(sentences[0])), pad)
     for row, sentence in enumerate(sentences):
-        batch[row, batch.size(1) - len(sentence):] = sentence
+        batch[row, batch.size(1) - len(sentence) :] = sentence
     return {"net_input": {"src_tokens": batch, "src_lengths": torch.tensor([len(s) for s in sentences])}}
 
 
 def sources(dictionaries, lengths, seed=0):
     generator = torch.Generator().manual_seed(seed)
     eos = dictionaries[0].eos()
-    return [torch.cat([random_tokens(dictionaries[0], 1, n, generator)[0], torch.tensor([eos])])
-            for n in lengths]
+    return [torch.cat([random_tokens(dictionaries[0], 1, n, generator)[0], torch.tensor([eos])]) for n in lengths]
 
 
 def hand_greedy(model, source, tgt_dict):
@@ -105,18 +119,22 @@ def test_beam_results_do_not_depend_on_the_batch(dictionaries, variant):
     model = make_model(dictionaries, **variant)
     batch = sources(dictionaries, [6, 2, 9, 4])
     together = generate(model, dictionaries[1], batch, beam=4, nbest=4)
-    other_batch = generate(model, dictionaries[1], [batch[2]] + sources(dictionaries, [11, 1], seed=5),
-                           beam=4, nbest=4)[0]
+    other_batch = generate(
+        model, dictionaries[1], [batch[2]] + sources(dictionaries, [11, 1], seed=5), beam=4, nbest=4
+    )[0]
     for i, source in enumerate(batch):
         alone = generate(model, dictionaries[1], [source], beam=4, nbest=4)[0]
-        for mates in ([together[i]] + ([other_batch] if i == 2 else [])):
+        for mates in [together[i]] + ([other_batch] if i == 2 else []):
             assert [h["tokens"].tolist() for h in mates] == [h["tokens"].tolist() for h in alone]
-            torch.testing.assert_close(torch.tensor([h["score"] for h in mates]),
-                                       torch.tensor([h["score"] for h in alone]), atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(
+                torch.tensor([h["score"] for h in mates]),
+                torch.tensor([h["score"] for h in alone]),
+                atol=1e-5,
+                rtol=1e-5,
+            )
             # source attention (S, T): the same over the real words, nothing on the batch's padding
             real = len(source)
-            torch.testing.assert_close(mates[0]["attention"][:real], alone[0]["attention"][:real],
-                                       atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(mates[0]["attention"][:real], alone[0]["attention"][:real], atol=1e-5, rtol=1e-5)
             assert mates[0]["attention"][real:].sum() == 0
 
 

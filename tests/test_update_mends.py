@@ -2,6 +2,7 @@
 give fairseq's numbers: the seeding before every update (the generators seeded directly, not
 through ``torch.manual_seed``'s queued seeders) and the clip (the gradients' norms in one
 ``torch._foreach_norm``, not one ``torch.norm`` each)."""
+
 import pytest
 import torch
 from fairseq import utils
@@ -19,11 +20,16 @@ def test_the_mends_are_what_fairseqs_trainer_calls():
 
 def draws():
     """What training draws: uniform (init), normal, integers, and dropout's Bernoulli masks."""
-    return [torch.rand(5), torch.randn(4), torch.randint(0, 1000, (6,)), torch.empty(64).bernoulli_(0.5),
-            torch.nn.functional.dropout(torch.ones(64), 0.3)]
+    return [
+        torch.rand(5),
+        torch.randn(4),
+        torch.randint(0, 1000, (6,)),
+        torch.empty(64).bernoulli_(0.5),
+        torch.nn.functional.dropout(torch.ones(64), 0.3),
+    ]
 
 
-@pytest.mark.parametrize("seed", [1, 1 + 7919, 2 ** 31 + 5])
+@pytest.mark.parametrize("seed", [1, 1 + 7919, 2**31 + 5])
 def test_seeding_leaves_the_generator_where_fairseqs_does(seed):
     fairseq_set_torch_seed(seed)
     expected_state, expected = torch.get_rng_state(), draws()
@@ -62,8 +68,10 @@ def parameters_with_gradients(device, dtype, seed=0):
     """Parameters of several shapes, one a mixture-of-experts one (``expert``: clipped, not counted
     in the norm), one without a gradient."""
     generator = torch.Generator().manual_seed(seed)
-    params = [torch.nn.Parameter(torch.randn(shape, generator=generator).to(device, dtype))
-              for shape in ((50, 30), (7,), (2, 2, 2), (4,), (300,))]
+    params = [
+        torch.nn.Parameter(torch.randn(shape, generator=generator).to(device, dtype))
+        for shape in ((50, 30), (7,), (2, 2, 2), (4,), (300,))
+    ]
     for p in params[:3] + params[4:]:
         p.grad = torch.randn(p.shape, generator=generator).to(device, dtype)
     params[2].expert = True
@@ -73,8 +81,9 @@ def parameters_with_gradients(device, dtype, seed=0):
 @pytest.mark.parametrize("max_norm", [0.0, 5.0, 1e9])
 @pytest.mark.parametrize("aggregate", [None, lambda norm: norm * 3], ids=["alone", "aggregated"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
-def test_the_clip_in_one_foreach_norm_gives_fairseqs_norm_and_gradients(device, max_norm, aggregate, dtype,
-                                                                         monkeypatch):
+def test_the_clip_in_one_foreach_norm_gives_fairseqs_norm_and_gradients(
+    device, max_norm, aggregate, dtype, monkeypatch
+):
     """The norm and the clipped gradients of fairseq's one-norm-per-gradient loop: the same bits on
     the CPU (the same kernel per gradient); CUDA's fused kernel may sum in another order."""
     expected = parameters_with_gradients(device, dtype)

@@ -14,6 +14,7 @@ does, and the cache grid is run on the adapted model's features too. Prints the 
 point, the best of each kind, a ``best: PPL`` line and the ``fairseq-eval-lm`` command that
 reproduces it.
 """
+
 import argparse
 import math
 import os
@@ -43,8 +44,8 @@ def split_in_corpus_order(model, task, split, batch_size=64, segment=None):
     ``split`` in corpus order, as fairseq-eval-lm scores it with the cache; with the model's
     ``dynamic_eval`` on, one segment per batch (a sentence, or ``segment`` tokens of the stream),
     adapting after each, from the trained weights."""
-    from ..tasks.stream_task import WordStreamTask
     from ..tasks.sentence_language_modeling import CorpusOrder
+    from ..tasks.stream_task import WordStreamTask
 
     model.neural_cache = None
     adapting = getattr(model, "dynamic_eval", None) is not None
@@ -62,9 +63,11 @@ def split_in_corpus_order(model, task, split, batch_size=64, segment=None):
     else:
         task.load_dataset(split)
         size = 1 if adapting else batch_size
-        batches = task.get_batch_iterator(CorpusOrder(task.dataset(split)), max_sentences=size,
-                                          max_tokens=max(size * 200, int(max(task.dataset(split).sizes)))
-                                          ).next_epoch_itr(shuffle=False)
+        batches = task.get_batch_iterator(
+            CorpusOrder(task.dataset(split)),
+            max_sentences=size,
+            max_tokens=max(size * 200, int(max(task.dataset(split).sizes))),
+        ).next_epoch_itr(shuffle=False)
     device = next(model.parameters()).device
     features, targets, scores = Rows(), Rows(), Rows()
     for sample in batches:
@@ -95,13 +98,13 @@ class Rows:
             self.block = rows.new_empty((self.capacity, *rows.shape[1:]))
         if self.count + len(rows) > len(self.block):
             grown = rows.new_empty((max(2 * len(self.block), self.count + len(rows)), *rows.shape[1:]))
-            grown[:self.count] = self.block[:self.count]
+            grown[: self.count] = self.block[: self.count]
             self.block = grown
-        self.block[self.count:self.count + len(rows)] = rows
+        self.block[self.count : self.count + len(rows)] = rows
         self.count += len(rows)
 
     def kept(self):
-        return torch.empty(0) if self.block is None else self.block[:self.count]
+        return torch.empty(0) if self.block is None else self.block[: self.count]
 
 
 def grid(features, targets, model_scores, windows, thetas, lambdas):
@@ -118,29 +121,52 @@ def grid(features, targets, model_scores, windows, thetas, lambdas):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="alm-cache-grid", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="alm-cache-grid", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--path", required=True, help="a word-level checkpoint (alm_lstm, attentive_lm, amsrn)")
     parser.add_argument("--data", help="data-bin directory (default: as saved in the checkpoint)")
     parser.add_argument("--gen-subset", default="valid", help="the split to choose on (default: valid)")
     parser.add_argument("--windows", type=floats, default=[100, 500, 2000], help="cache sizes N to try")
-    parser.add_argument("--thetas", type=floats, default=[0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5],
-                        help="inverse temperatures to try")
-    parser.add_argument("--lambdas", type=floats, default=[0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6],
-                        help="cache weights to try")
-    parser.add_argument("--dynamic-lrs", type=floats, default=[],
-                        help="dynamic evaluation: the step sizes to try (none: the cache alone; 0, the static model, "
-                             "is always measured)")
-    parser.add_argument("--dynamic-decays", type=floats, default=None,
-                        help="dynamic evaluation: the decays to try, in [0, 1] (default 0; needs --dynamic-lrs)")
-    parser.add_argument("--dynamic-rule", choices=["sgd", "rms"], default=None,
-                        help="dynamic evaluation's rule (default sgd; needs --dynamic-lrs)")
-    parser.add_argument("--dynamic-segment", type=int, default=None,
-                        help="a stream model's segment in tokens (default 20; a sentence model: one sentence)")
-    parser.add_argument("--eval-tokens-per-sample", type=int, default=0,
-                        help="sentence_language_modeling: score sentences longer than this in pieces, as "
-                             "fairseq-eval-lm's option (0, its default: whole sentences, whatever the checkpoint "
-                             "validated with in training)")
+    parser.add_argument(
+        "--thetas", type=floats, default=[0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5], help="inverse temperatures to try"
+    )
+    parser.add_argument(
+        "--lambdas", type=floats, default=[0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6], help="cache weights to try"
+    )
+    parser.add_argument(
+        "--dynamic-lrs",
+        type=floats,
+        default=[],
+        help="dynamic evaluation: the step sizes to try (none: the cache alone; 0, the static model, "
+        "is always measured)",
+    )
+    parser.add_argument(
+        "--dynamic-decays",
+        type=floats,
+        default=None,
+        help="dynamic evaluation: the decays to try, in [0, 1] (default 0; needs --dynamic-lrs)",
+    )
+    parser.add_argument(
+        "--dynamic-rule",
+        choices=["sgd", "rms"],
+        default=None,
+        help="dynamic evaluation's rule (default sgd; needs --dynamic-lrs)",
+    )
+    parser.add_argument(
+        "--dynamic-segment",
+        type=int,
+        default=None,
+        help="a stream model's segment in tokens (default 20; a sentence model: one sentence)",
+    )
+    parser.add_argument(
+        "--eval-tokens-per-sample",
+        type=int,
+        default=0,
+        help="sentence_language_modeling: score sentences longer than this in pieces, as "
+        "fairseq-eval-lm's option (0, its default: whole sentences, whatever the checkpoint "
+        "validated with in training)",
+    )
     parser.add_argument("--json", help="also write the grid and the choice to this file")
     parser.add_argument("--cpu", action="store_true", help="run on the CPU even when a GPU is there")
     args = parser.parse_args(argv)
@@ -152,9 +178,12 @@ def check_grid(windows, thetas, lambdas):
     something to try on each axis (lambda 0, the model alone, is always measured)."""
     for flag, values in (("--windows", windows), ("--thetas", thetas), ("--lambdas", [v for v in lambdas if v])):
         if not values:
-            raise ScoringError(f"{flag}: give at least one value" + (" above 0 (0, the model alone, is always measured)"
-                                                                    if flag == "--lambdas" else "") + ", e.g. "
-                               + {"--windows": "100,500,2000", "--thetas": "0.1,0.3,1", "--lambdas": "0.1,0.2"}[flag])
+            raise ScoringError(
+                f"{flag}: give at least one value"
+                + (" above 0 (0, the model alone, is always measured)" if flag == "--lambdas" else "")
+                + ", e.g. "
+                + {"--windows": "100,500,2000", "--thetas": "0.1,0.3,1", "--lambdas": "0.1,0.2"}[flag]
+            )
     flags = ("--windows", "--thetas", "--lambdas")
     for window in windows:
         check_values(window, None, None, flags)
@@ -178,9 +207,11 @@ def check_dynamic_grid(args):
         number("--dynamic-decays", decay, least=0, at_most=1, why="the share of the way back to the trained weights")
     number("--dynamic-segment", args.dynamic_segment, least=1, why="a segment holds at least one token")
     steps = sorted(set(lr for lr in args.dynamic_lrs if lr > 0), key=args.dynamic_lrs.index)
-    for flag, given in (("--dynamic-decays", args.dynamic_decays is not None),
-                        ("--dynamic-rule", args.dynamic_rule is not None),
-                        ("--dynamic-segment", args.dynamic_segment is not None)):
+    for flag, given in (
+        ("--dynamic-decays", args.dynamic_decays is not None),
+        ("--dynamic-rule", args.dynamic_rule is not None),
+        ("--dynamic-segment", args.dynamic_segment is not None),
+    ):
         needs(flag, given, "--dynamic-lrs", bool(steps), " (step sizes above 0, e.g. 0.03,0.1,0.3)")
     args.dynamic_lrs = steps
     args.dynamic_decays = args.dynamic_decays or [0.0]
@@ -192,32 +223,44 @@ def run(args):
     check_grid(args.windows, args.thetas, args.lambdas)  # before the model loads
     check_dynamic_grid(args)
     from ..modules.dynamic_evaluation import check_options as dynamic_options
+
     if args.eval_tokens_per_sample < 0:
-        raise ScoringError(f"--eval-tokens-per-sample {args.eval_tokens_per_sample}: give 0 (whole sentences) or "
-                           "the most tokens a piece holds")
+        raise ScoringError(
+            f"--eval-tokens-per-sample {args.eval_tokens_per_sample}: give 0 (whole sentences) or "
+            "the most tokens a piece holds"
+        )
     keep_freed_memory()  # the cache's score blocks and the dynamic steps reallocate the same tensors
-    (model, task), = load_models([args.path], args.data, args.cpu, tool="alm-cache-grid")
+    ((model, task),) = load_models([args.path], args.data, args.cpu, tool="alm-cache-grid")
     check_outputs({"--json": args.json}, {"--path": [args.path]}, data=[task_data(task)])  # the checkpoint's data
     if task.cfg is None and hasattr(task.args, "eval_tokens_per_sample"):
         # the checkpoint keeps its training's validation cut (e.g. 35): read as eval-lm would, not as that
         task.args.eval_tokens_per_sample = args.eval_tokens_per_sample
     if is_character_model(model) or not hasattr(model, "neural_cache"):
-        raise ScoringError(f"{args.path} holds a {model.__class__.__name__}: the neural cache works with the "
-                           f"word-level {CACHE_MODELS}")
+        raise ScoringError(
+            f"{args.path} holds a {model.__class__.__name__}: the neural cache works with the word-level {CACHE_MODELS}"
+        )
     if args.eval_tokens_per_sample and not (task.cfg is None and hasattr(task.args, "eval_tokens_per_sample")):
         from ..scoring import trained_on_streams
-        how = ("reads the split as one stream, its state carried from chunk to chunk: there is no sentence to cut"
-               if trained_on_streams(task) else "has no such option")
-        raise ScoringError(f"--eval-tokens-per-sample {args.eval_tokens_per_sample} cuts the sentences of "
-                           f"sentence_language_modeling; {args.path} was trained on {_task_name(task)}, which {how}: "
-                           "drop the option")
+
+        how = (
+            "reads the split as one stream, its state carried from chunk to chunk: there is no sentence to cut"
+            if trained_on_streams(task)
+            else "has no such option"
+        )
+        raise ScoringError(
+            f"--eval-tokens-per-sample {args.eval_tokens_per_sample} cuts the sentences of "
+            f"sentence_language_modeling; {args.path} was trained on {_task_name(task)}, which {how}: "
+            "drop the option"
+        )
     from ..modules.dynamic_evaluation import DynamicEvaluator
     from ..scoring import trained_on_streams
 
     streams = trained_on_streams(task)
     if args.dynamic_segment is not None and not streams:
-        raise ScoringError(f"--dynamic-segment: {args.path} is a sentence-level model, whose segment is one sentence "
-                           "(read whole from a fresh state, as it was trained): drop the option")
+        raise ScoringError(
+            f"--dynamic-segment: {args.path} is a sentence-level model, whose segment is one sentence "
+            "(read whole from a fresh state, as it was trained): drop the option"
+        )
     settings = {}
     for lr in args.dynamic_lrs:  # every point checked before the first pass
         for decay in args.dynamic_decays:
@@ -241,8 +284,10 @@ def run(args):
     for point, table in results.items():
         title = "" if point is None else f", dynamic evaluation lr {point[0]:g} decay {point[1]:g}"
         if point is not None:
-            print(f"\ndynamic evaluation lr {point[0]:g} decay {point[1]:g} ({args.dynamic_rule}): perplexity "
-                  f"{table[(windows[0], args.thetas[0], 0.0)]:.2f} without the cache")
+            print(
+                f"\ndynamic evaluation lr {point[0]:g} decay {point[1]:g} ({args.dynamic_rule}): perplexity "
+                f"{table[(windows[0], args.thetas[0], 0.0)]:.2f} without the cache"
+            )
         for w in windows:
             print(f"\nwindow {w}{title}: perplexity by theta (rows) and lambda (columns)")
             print("theta\\lambda\t" + "\t".join(f"{lam_:g}" for lam_ in lambdas[1:]))
@@ -252,16 +297,21 @@ def run(args):
     def flags(point, key):
         parts = []
         if point is not None:
-            parts.append(f"--dynamic-eval-lr {point[0]:g} --dynamic-eval-decay {point[1]:g}"
-                         + (f" --dynamic-eval-rule {args.dynamic_rule}" if args.dynamic_rule != "sgd" else "")
-                         + (f" --dynamic-eval-segment {settings[point].segment}" if streams else ""))
+            parts.append(
+                f"--dynamic-eval-lr {point[0]:g} --dynamic-eval-decay {point[1]:g}"
+                + (f" --dynamic-eval-rule {args.dynamic_rule}" if args.dynamic_rule != "sgd" else "")
+                + (f" --dynamic-eval-segment {settings[point].segment}" if streams else "")
+            )
         if key is not None and key[2] > 0:
-            parts.append(f"--neural-cache-window {key[0]} --neural-cache-theta {key[1]:g} --neural-cache-lambda {key[2]:g}")
+            parts.append(
+                f"--neural-cache-window {key[0]} --neural-cache-theta {key[1]:g} --neural-cache-lambda {key[2]:g}"
+            )
         return " ".join(parts)
 
     def best_of(points, cached):
-        candidates = [(ppl, point, key) for point in points for key, ppl in results[point].items()
-                      if (key[2] > 0) == cached]
+        candidates = [
+            (ppl, point, key) for point in points for key, ppl in results[point].items() if (key[2] > 0) == cached
+        ]
         return min(candidates, key=lambda c: c[0])
 
     kinds = {"cache": best_of([None], True)}
@@ -275,20 +325,32 @@ def run(args):
     print(f"use: {eval_lm_command(task, args.path, flags(point, key), args.gen_subset)}")
     if args.json:
         cache_ppl, _, (window, theta, lam) = kinds["cache"]
-        record = {"split": args.gen_subset, "tokens": tokens, "ppl_without_cache": without,
-                  "window": window, "theta": theta, "lambda": lam, "ppl_with_cache": cache_ppl,
-                  "grid": [{"window": w, "theta": t, "lambda": l_, "ppl": p}
-                           for (w, t, l_), p in results[None].items()]}
+        record = {
+            "split": args.gen_subset,
+            "tokens": tokens,
+            "ppl_without_cache": without,
+            "window": window,
+            "theta": theta,
+            "lambda": lam,
+            "ppl_with_cache": cache_ppl,
+            "grid": [{"window": w, "theta": t, "lambda": l_, "ppl": p} for (w, t, l_), p in results[None].items()],
+        }
         for kind in ("dynamic", "both"):
             if kind in kinds:
                 kind_ppl, (lr, decay), key = kinds[kind]
-                record[kind] = {"lr": lr, "decay": decay, "rule": args.dynamic_rule, "ppl": kind_ppl,
-                                "segment": settings[(lr, decay)].segment if streams else "sentence",
-                                **({"window": key[0], "theta": key[1], "lambda": key[2]} if kind == "both" else {})}
+                record[kind] = {
+                    "lr": lr,
+                    "decay": decay,
+                    "rule": args.dynamic_rule,
+                    "ppl": kind_ppl,
+                    "segment": settings[(lr, decay)].segment if streams else "sentence",
+                    **({"window": key[0], "theta": key[1], "lambda": key[2]} if kind == "both" else {}),
+                }
         if settings:
-            record["dynamic_grid"] = [{"lr": lr, "decay": decay, "ppl": results[(lr, decay)][(windows[0], args.thetas[0],
-                                                                                           0.0)]}
-                                      for lr, decay in settings]
+            record["dynamic_grid"] = [
+                {"lr": lr, "decay": decay, "ppl": results[(lr, decay)][(windows[0], args.thetas[0], 0.0)]}
+                for lr, decay in settings
+            ]
         write_json(args.json, record)
 
 
@@ -321,9 +383,15 @@ def eval_lm_command(task, checkpoint, flags, split="valid"):
             continue
         flag = "--" + option.replace("_", "-")
         reading.append(flag if value is True else f"{flag} {value}")
-    return " ".join([f"fairseq-eval-lm {data} --user-dir {plugin} --task {name} --path {checkpoint}",
-                     f"--gen-subset {split}", *reading, flags]
-                    + (["--batch-size 1"] if name == "document_language_modeling" else []))
+    return " ".join(
+        [
+            f"fairseq-eval-lm {data} --user-dir {plugin} --task {name} --path {checkpoint}",
+            f"--gen-subset {split}",
+            *reading,
+            flags,
+        ]
+        + (["--batch-size 1"] if name == "document_language_modeling" else [])
+    )
 
 
 def _task_name(task):

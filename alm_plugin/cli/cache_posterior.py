@@ -19,6 +19,7 @@ in the training split (the paper's Table 8: N = 5); ``--json`` writes the figure
 For a Pointer Sentinel-LSTM the posterior is the pointer's share of each word's probability,
 ``(p(w) - g p_vocab(w)) / p(w)``, and the mean sentinel gate ``g`` is printed beside it.
 """
+
 import argparse
 import collections
 import math
@@ -44,8 +45,11 @@ def score_split(model, task, split):
         for sample in itr:
             target = sample["target"].to(device)
             real = target.ne(task.target_dictionary.pad()).cpu()
-            net_input = {k: v.to(device) if torch.is_tensor(v) else v  # stream_chunk: a tuple, on the host
-                         for k, v in sample["net_input"].items() if k != "src_lengths"}
+            net_input = {
+                k: v.to(device) if torch.is_tensor(v) else v  # stream_chunk: a tuple, on the host
+                for k, v in sample["net_input"].items()
+                if k != "src_lengths"
+            }
             scores, extra = model(**net_input)
             words.append(sample["target"][real])
             if pointer is None:  # the character model scores the target words themselves
@@ -86,14 +90,17 @@ def training_counts(task):
     """How often each dictionary word occurs in the training split (the dictionary's own counts
     cover every split when it was built with ``--open-vocabulary``)."""
     if not hasattr(task, "load_words"):
-        raise ScoringError(f"--rare-in-train counts the training split as a stream, which the checkpoint's task "
-                           f"({task.__class__.__name__}) does not read: drop --rare-in-train, or use a model "
-                           "trained with --task open_vocabulary_language_modeling / document_language_modeling")
+        raise ScoringError(
+            f"--rare-in-train counts the training split as a stream, which the checkpoint's task "
+            f"({task.__class__.__name__}) does not read: drop --rare-in-train, or use a model "
+            "trained with --task open_vocabulary_language_modeling / document_language_modeling"
+        )
     return torch.bincount(task.load_words("train"), minlength=len(task.target_dictionary))
 
 
 def plot(path, dictionary, words, posteriors, n):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -112,26 +119,36 @@ class RenamedOption(argparse.Action):
     """``--split``, this tool's name for ``--gen-subset`` before: still read, with a note."""
 
     def __call__(self, parser, namespace, value, option_string=None):
-        print(f"{parser.prog}: note: --split is now --gen-subset (as in alm-cache-grid and fairseq-eval-lm)",
-              file=sys.stderr)
+        print(
+            f"{parser.prog}: note: --split is now --gen-subset (as in alm-cache-grid and fairseq-eval-lm)",
+            file=sys.stderr,
+        )
         setattr(namespace, self.dest, value)
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="alm-cache-posterior", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="alm-cache-posterior", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--path", required=True, help="checkpoint of a char_cache_lm model")
     parser.add_argument("--data", help="data-bin directory (default: the one saved in the checkpoint)")
     parser.add_argument("--gen-subset", default="test", help="split to analyse (default: test), as alm-cache-grid's")
     parser.add_argument("--split", action=RenamedOption, dest="gen_subset", help=argparse.SUPPRESS)
     parser.add_argument("--min-count", type=int, default=2, help="only word types seen this often")
     parser.add_argument("--top", type=int, default=15, help="how many types to list per side")
-    parser.add_argument("--rare-in-train", type=int, default=0, metavar="N",
-                        help="also list the types seen fewer than N times in the training split "
-                             "(the paper's Table 8: 5)")
+    parser.add_argument(
+        "--rare-in-train",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also list the types seen fewer than N times in the training split (the paper's Table 8: 5)",
+    )
     parser.add_argument("--json", help="also write the figures and the lists to this file")
-    parser.add_argument("--plot", metavar="PNG", help="also draw the posterior of the first words (the format "
-                                                      "from the extension; none: .png is added)")
+    parser.add_argument(
+        "--plot",
+        metavar="PNG",
+        help="also draw the posterior of the first words (the format from the extension; none: .png is added)",
+    )
     parser.add_argument("--plot-words", type=int, default=60, help="how many words to draw (with --plot)")
     parser.add_argument("--cpu", action="store_true", help="stay on the CPU even with a GPU")
     args = parser.parse_args(argv)
@@ -140,59 +157,86 @@ def main(argv=None):
 
 def run(args):
     if args.rare_in_train < 0:
-        raise ScoringError(f"--rare-in-train {args.rare_in_train}: give a count of training occurrences "
-                           "(the paper's Table 8: 5), or 0 for no such list")
+        raise ScoringError(
+            f"--rare-in-train {args.rare_in_train}: give a count of training occurrences "
+            "(the paper's Table 8: 5), or 0 for no such list"
+        )
     if args.top < 0:
         raise ScoringError(f"--top {args.top}: give how many word types to list per side (e.g. 15; 0: none)")
     if args.plot_words < 1:
-        raise ScoringError(f"--plot-words {args.plot_words}: give how many of the split's first words to draw "
-                           "(at least 1, e.g. 60)")
+        raise ScoringError(
+            f"--plot-words {args.plot_words}: give how many of the split's first words to draw (at least 1, e.g. 60)"
+        )
     inputs = {"--path": [args.path]}
     check_outputs({"--plot": args.plot, "--json": args.json}, inputs, data=[args.data])  # the names as given
     args.plot = picture_path(args.plot, "--plot")  # the file savefig writes: no extension, .png added
     outputs = {"--plot": args.plot, "--json": args.json}
     check_outputs(outputs, inputs, data=[args.data])
-    (model, task), = load_models([args.path], args.data, args.cpu, tool="alm-cache-posterior")
+    ((model, task),) = load_models([args.path], args.data, args.cpu, tool="alm-cache-posterior")
     check_outputs(outputs, inputs, data=[task_data(task)])  # the data directory saved in the checkpoint
     if getattr(model.decoder, "cache", None) is None and not hasattr(model.decoder, "copy_posterior"):
-        raise ScoringError(f"{args.path} has no word cache ({model.__class__.__name__}, "
-                           "e.g. --arch hclm or char_lstm_lm): the cache posterior needs a char_cache_lm "
-                           "or a pointer_sentinel_lm")
+        raise ScoringError(
+            f"{args.path} has no word cache ({model.__class__.__name__}, "
+            "e.g. --arch hclm or char_lstm_lm): the cache posterior needs a char_cache_lm "
+            "or a pointer_sentinel_lm"
+        )
     dictionary = task.target_dictionary
     in_train = training_counts(task) if args.rare_in_train else None  # before scoring: a missing split fails fast
     words, log_probs, posteriors, characters, gate = score_split(model, task, args.gen_subset)
 
     nll = -log_probs.double().sum().item()
-    per_character = (f"{characters} characters | bpc {nll / characters / math.log(2):.4f} | " if characters
-                     else "")
-    print(f"{args.gen_subset}: {words.numel()} words, {per_character}word ppl {math.exp(nll / words.numel()):.2f} | "
-          f"mean cache posterior {posteriors.mean().item():.3f}"
-          + (f" | mean sentinel gate {gate:.3f}" if gate is not None else ""))
+    per_character = f"{characters} characters | bpc {nll / characters / math.log(2):.4f} | " if characters else ""
+    print(
+        f"{args.gen_subset}: {words.numel()} words, {per_character}word ppl {math.exp(nll / words.numel()):.2f} | "
+        f"mean cache posterior {posteriors.mean().item():.3f}"
+        + (f" | mean sentinel gate {gate:.3f}" if gate is not None else "")
+    )
     means, counts = posterior_by_type(words, posteriors, args.min_count)
     # the character model copies from its word cache or spells; the pointer copies or uses its softmax
-    sources = ("copied from the cache", "spelled by the LM") if gate is None else ("copied by the pointer",
-                                                                                 "from the softmax")
+    sources = (
+        ("copied from the cache", "spelled by the LM")
+        if gate is None
+        else ("copied by the pointer", "from the softmax")
+    )
     seen = f"seen at least {max(args.min_count, 2)} times in {args.gen_subset}"
     tables = {seen: means}
     if args.rare_in_train:
         tables[f"{seen} and fewer than {args.rare_in_train} times in train"] = {
-            w: m for w, m in means.items() if in_train[w] < args.rare_in_train}
-    record = {"path": str(args.path), "split": args.gen_subset, "words": words.numel(), "characters": characters,
-              "bpc": nll / characters / math.log(2) if characters else None,
-              "word_ppl": math.exp(nll / words.numel()), "mean_posterior": posteriors.mean().item(),
-              "mean_sentinel_gate": gate, "min_count": args.min_count, "rare_in_train": args.rare_in_train,
-              "tables": []}
+            w: m for w, m in means.items() if in_train[w] < args.rare_in_train
+        }
+    record = {
+        "path": str(args.path),
+        "split": args.gen_subset,
+        "words": words.numel(),
+        "characters": characters,
+        "bpc": nll / characters / math.log(2) if characters else None,
+        "word_ppl": math.exp(nll / words.numel()),
+        "mean_posterior": posteriors.mean().item(),
+        "mean_sentinel_gate": gate,
+        "min_count": args.min_count,
+        "rare_in_train": args.rare_in_train,
+        "tables": [],
+    }
     for title, table in tables.items():
         copied, spelled = ranked(table, counts, args.top)
         # n: the type's occurrences in the split (the posterior averages all but the first)
         print(f"\nword types {title} ({len(table)}):\n{sources[0]:<32}{sources[1]:<32}")
         print(f"{'word':<16}{'p(z|w)':>8}{'n':>6}  {'':<2}{'word':<16}{'p(z|w)':>8}{'n':>6}")
         for high, low in zip(copied, spelled):
-            print(f"{dictionary[high]:<16}{means[high]:>8.3f}{counts[high] + 1:>6}  {'':<2}"
-                  f"{dictionary[low]:<16}{means[low]:>8.3f}{counts[low] + 1:>6}")
-        record["tables"].append({"title": title, "types": len(table), **{
-            side: [[dictionary[w], round(means[w], 4), counts[w] + 1] for w in chosen]
-            for side, chosen in (("copied", copied), ("spelled", spelled))}})
+            print(
+                f"{dictionary[high]:<16}{means[high]:>8.3f}{counts[high] + 1:>6}  {'':<2}"
+                f"{dictionary[low]:<16}{means[low]:>8.3f}{counts[low] + 1:>6}"
+            )
+        record["tables"].append(
+            {
+                "title": title,
+                "types": len(table),
+                **{
+                    side: [[dictionary[w], round(means[w], 4), counts[w] + 1] for w in chosen]
+                    for side, chosen in (("copied", copied), ("spelled", spelled))
+                },
+            }
+        )
     if args.json:
         write_json(args.json, record)
         print(f"\nwrote {args.json}")

@@ -8,6 +8,7 @@ One panel per sentence: the inputs (the memory slots, whose states were computed
 reading each input word) on the x axis, the predicted next words on the y axis; a row is
 the attention distribution used to predict that word.
 """
+
 import argparse
 
 import torch
@@ -21,8 +22,10 @@ def check_has_history_attention(model, path):
     from ..models.history_language_model import HistoryAttentionLanguageModel
 
     if not isinstance(model, HistoryAttentionLanguageModel) or model.decoder.attention is None:
-        raise ScoringError(f"{path} holds a {model.__class__.__name__}; alm-plot-attention draws the "
-                           "history attention of an attentive_lm or amsrn language model")
+        raise ScoringError(
+            f"{path} holds a {model.__class__.__name__}; alm-plot-attention draws the "
+            "history attention of an attentive_lm or amsrn language model"
+        )
 
 
 def attention_rows(model, dictionary, sentence):
@@ -42,11 +45,14 @@ def attention_rows(model, dictionary, sentence):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="alm-plot-attention", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="alm-plot-attention", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("sentences", nargs="+", help="tokenised sentences, as in the training data")
     parser.add_argument("--path", required=True, help="checkpoint of attentive_lm or amsrn")
-    parser.add_argument("--data", help="data-bin directory with the model's dict.txt (default: the one saved in the checkpoint)")
+    parser.add_argument(
+        "--data", help="data-bin directory with the model's dict.txt (default: the one saved in the checkpoint)"
+    )
     parser.add_argument("--out", default="attention.png", help="PNG file to write")
     args = parser.parse_args(argv)
     run_tool("alm-plot-attention", run, args)
@@ -57,10 +63,11 @@ def run(args):
     args.out = picture_path(args.out, "--out")  # the file savefig writes: no extension, .png added
     check_outputs({"--out": args.out}, {"--path": [args.path]}, data=[args.data])
     # on the CPU: a few sentences, and the weights are drawn from there
-    (model, task), = load_models([args.path], args.data, use_cpu=True, tool="alm-plot-attention")
+    ((model, task),) = load_models([args.path], args.data, use_cpu=True, tool="alm-plot-attention")
     check_outputs({"--out": args.out}, {"--path": [args.path]}, data=[task_data(task)])
     check_has_history_attention(model, args.path)
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

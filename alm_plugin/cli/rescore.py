@@ -29,13 +29,23 @@ Text forms (``--hyp-form``, ``--lm-form``; see ``alm_plugin/text_forms.py``): ``
 ``--remove-bpe``), ``tok`` (sacremoses tokens) or ``raw``. Hypotheses are moved to the form
 the LM was trained on; BLEU and the 1-best output use raw text (``--output-form``).
 """
+
 import argparse
 import itertools
 import os
 from typing import Dict, List
 
-from ..nbest import (Hypothesis, NBestError, check_outputs, group_by_sentence, read_nbest, read_references,
-                     short_list, write_moses, write_whole)
+from ..nbest import (
+    Hypothesis,
+    NBestError,
+    check_outputs,
+    group_by_sentence,
+    read_nbest,
+    read_references,
+    short_list,
+    write_moses,
+    write_whole,
+)
 from ..scoring import LanguageModelScorer
 from ..text_forms import FORMS, TextForms
 from .tool import run_tool
@@ -44,6 +54,7 @@ FEATURES = ("TM", "LM", "Len")
 
 
 # ----------------------------------------------------------------------------- scoring
+
 
 def add_lm_features(groups, scorer, forms: TextForms, hyp_form: str, lm_form: str) -> int:
     """Fill the LM and Len features; returns how many hypotheses had unknown words."""
@@ -57,6 +68,7 @@ def add_lm_features(groups, scorer, forms: TextForms, hyp_form: str, lm_form: st
 
 
 # ----------------------------------------------------------------------------- reranking
+
 
 def combined(hypothesis: Hypothesis, weights: Dict[str, float]) -> float:
     """The weighted sum; a feature with weight 0 is left out (so a -inf score times 0 is not
@@ -105,8 +117,9 @@ def parse_weights(text: str) -> Dict[str, float]:
     for item in filter(None, text.split(",")):
         name, _, value = item.partition("=")
         if name not in FEATURES or not value:
-            raise argparse.ArgumentTypeError(f"weights look like TM=1,LM=0.3,Len=0.5 (features: "
-                                             f"{', '.join(FEATURES)}), got {item!r}")
+            raise argparse.ArgumentTypeError(
+                f"weights look like TM=1,LM=0.3,Len=0.5 (features: {', '.join(FEATURES)}), got {item!r}"
+            )
         weights[name] = float(value)
     return weights
 
@@ -122,18 +135,25 @@ def grid(text: str) -> List[float]:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="alm-rescore", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="alm-rescore", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--nbest", required=True, help="n-best list to rerank (fairseq-generate output or Moses)")
     parser.add_argument("--lm", required=True, nargs="+", help="language model checkpoint(s); several = an ensemble")
-    parser.add_argument("--lm-data", help="data-bin directory with the LM's dict.txt (default: as saved in the checkpoint)")
+    parser.add_argument(
+        "--lm-data", help="data-bin directory with the LM's dict.txt (default: as saved in the checkpoint)"
+    )
     parser.add_argument("--lang", default="en", help="target language, for sacremoses (default: en)")
     parser.add_argument("--hyp-form", choices=FORMS, default="bpe", help="form of the n-best hypotheses (default: bpe)")
     parser.add_argument("--lm-form", choices=FORMS, default="bpe", help="form of the LM's training text (default: bpe)")
     parser.add_argument("--bpe-codes", help="subword-nmt codes, needed to apply BPE to tok/raw hypotheses")
-    parser.add_argument("--weights", type=parse_weights, default=parse_weights("TM=1,LM=0.3"),
-                        help="feature weights, e.g. TM=1,LM=0.3,Len=0.5 (default: TM=1,LM=0.3,Len=0; "
-                             "with --tune-nbest: kept unless a grid point scores higher)")
+    parser.add_argument(
+        "--weights",
+        type=parse_weights,
+        default=parse_weights("TM=1,LM=0.3"),
+        help="feature weights, e.g. TM=1,LM=0.3,Len=0.5 (default: TM=1,LM=0.3,Len=0; "
+        "with --tune-nbest: kept unless a grid point scores higher)",
+    )
     parser.add_argument("--tune-nbest", help="dev n-best list to tune the weights on (BLEU with sacrebleu)")
     parser.add_argument("--tune-ref", help="raw references of the dev n-best list, one line per sentence id")
     parser.add_argument("--lm-grid", type=grid, default=grid("0:1:0.05"), help="LM weights tried, low:high:step")
@@ -151,22 +171,38 @@ def main(argv=None):
 
 
 def run(args):
-    check_outputs({"--output-1best": args.output_1best, "--output-nbest": args.output_nbest},
-                  {"--nbest": [args.nbest], "--ref": [args.ref], "--tune-nbest": [args.tune_nbest],
-                   "--tune-ref": [args.tune_ref], "--bpe-codes": [args.bpe_codes], "--lm": args.lm},
-                  data=[args.lm_data])
-    for path, what in ((args.nbest, "the n-best list"), (args.ref, "the reference file"),
-                       (args.tune_nbest, "the dev n-best list"), (args.tune_ref, "the dev reference file"),
-                       (args.bpe_codes, "the BPE codes file")):
+    check_outputs(
+        {"--output-1best": args.output_1best, "--output-nbest": args.output_nbest},
+        {
+            "--nbest": [args.nbest],
+            "--ref": [args.ref],
+            "--tune-nbest": [args.tune_nbest],
+            "--tune-ref": [args.tune_ref],
+            "--bpe-codes": [args.bpe_codes],
+            "--lm": args.lm,
+        },
+        data=[args.lm_data],
+    )
+    for path, what in (
+        (args.nbest, "the n-best list"),
+        (args.ref, "the reference file"),
+        (args.tune_nbest, "the dev n-best list"),
+        (args.tune_ref, "the dev reference file"),
+        (args.bpe_codes, "the BPE codes file"),
+    ):
         if path and not os.path.isfile(path):
             raise NBestError(f"{what} {path} does not exist (or is not a file)")
     forms = TextForms(args.lang, args.bpe_codes)
     if args.hyp_form != "bpe" and "bpe" in (args.lm_form, args.output_form) and args.bpe_codes is None:
-        raise NBestError(f"hypotheses in '{args.hyp_form}' form need --bpe-codes (the codes the LM's "
-                         "data was prepared with) to become BPE units")
+        raise NBestError(
+            f"hypotheses in '{args.hyp_form}' form need --bpe-codes (the codes the LM's "
+            "data was prepared with) to become BPE units"
+        )
     scorer = LanguageModelScorer(args.lm, args.lm_data, args.cpu, args.batch_tokens, tool="alm-rescore")
-    print(f"alm-rescore: {len(scorer.models)} language model(s), {len(scorer.dictionary)} types; "
-          "LM scores are log2-probabilities; TM is the system's own score (log2 with P- lines)")
+    print(
+        f"alm-rescore: {len(scorer.models)} language model(s), {len(scorer.dictionary)} types; "
+        "LM scores are log2-probabilities; TM is the system's own score (log2 with P- lines)"
+    )
 
     def prepare(path, ref_path):
         groups = group_by_sentence(read_nbest(path))
@@ -192,19 +228,22 @@ def run(args):
         ids = list(groups)
         if ids != list(range(len(ids))) and args.output_1best:
             missing = sorted(set(range(ids[-1] + 1)) - set(ids))
-            raise NBestError(f"{args.nbest}: sentence ids {short_list(missing)} have no hypotheses "
-                             f"({len(missing)} of {ids[-1] + 1}), so line i of the 1-best would not be "
-                             "sentence i. Is the n-best list truncated? (fairseq-generate drops a last "
-                             "batch whose size is not a multiple of --required-batch-size-multiple: "
-                             "generate with --required-batch-size-multiple 1)")
+            raise NBestError(
+                f"{args.nbest}: sentence ids {short_list(missing)} have no hypotheses "
+                f"({len(missing)} of {ids[-1] + 1}), so line i of the 1-best would not be "
+                "sentence i. Is the n-best list truncated? (fairseq-generate drops a last "
+                "batch whose size is not a multiple of --required-batch-size-multiple: "
+                "generate with --required-batch-size-multiple 1)"
+            )
     else:
         baseline = corpus_bleu(system_best(groups), references)
         rescored = corpus_bleu(best(groups, weights), references)
         print(f"{args.nbest}: BLEU {baseline:.2f} (system 1-best) -> {rescored:.2f} (rescored)")
     chosen = best(groups, weights)
     if args.output_1best:
-        write_whole(args.output_1best, [forms.convert(chosen[i].text, args.hyp_form, args.output_form) + "\n"
-                                        for i in groups])
+        write_whole(
+            args.output_1best, [forms.convert(chosen[i].text, args.hyp_form, args.output_form) + "\n" for i in groups]
+        )
         print(f"wrote {args.output_1best}")
     if args.output_nbest:
         write_moses(args.output_nbest, groups, lambda h: combined(h, weights), FEATURES)

@@ -32,6 +32,7 @@ Several files are several texts: read as a document (``--context document``, a n
 dynamic evaluation, a character model), each file starts from a fresh state, an empty cache and
 the trained weights; the rows are numbered, and the summary counted, over all of them.
 """
+
 import argparse
 import json
 import math
@@ -40,10 +41,15 @@ import re
 import sys
 
 from ..plain_text import check_plain_text
-from ..scoring import (CharacterModelScorer, LanguageModelScorer, ScoringError, is_character_model, load_models,
-                       trained_on_streams)
+from ..scoring import (
+    CharacterModelScorer,
+    LanguageModelScorer,
+    ScoringError,
+    is_character_model,
+    load_models,
+    trained_on_streams,
+)
 from .tool import run_tool
-
 
 # fairseq-preprocess reads text with Python's universal newlines: a line ends at \r\n, \r or \n
 LINE_BREAK = re.compile(rb"\r\n|\r|\n")
@@ -83,8 +89,9 @@ def read_lines(files, sizes=None):
             try:
                 lines.append((f"{label}:{number}", raw.decode("utf-8")))
             except UnicodeDecodeError:
-                raise ScoringError(f"{label}:{number}: not UTF-8; convert the text, e.g. iconv -f latin1 "
-                                   "-t utf-8") from None
+                raise ScoringError(
+                    f"{label}:{number}: not UTF-8; convert the text, e.g. iconv -f latin1 -t utf-8"
+                ) from None
         if sizes is not None:
             sizes.append(len(raw_lines))
     return lines
@@ -94,46 +101,77 @@ def check_words(where, line):
     """Refuse a word fairseq would read as one of its control symbols."""
     reserved = RESERVED_WORDS.intersection(line.split())
     if reserved:
-        raise ScoringError(f"{where}: the text contains {', '.join(sorted(reserved))}, which fairseq would read as "
-                           "its end-of-sentence / padding symbol, not as a word: remove or replace it "
-                           "(e.g. with &lt;/s&gt;)")
+        raise ScoringError(
+            f"{where}: the text contains {', '.join(sorted(reserved))}, which fairseq would read as "
+            "its end-of-sentence / padding symbol, not as a word: remove or replace it "
+            "(e.g. with &lt;/s&gt;)"
+        )
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="alm-score", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("files", nargs="*", metavar="FILE",
-                        help="text, one sentence per line (default: stdin; a pipe such as <(cmd) is read too). Each FILE is a text of its own: read as a "
-                             "document (--context document, a neural cache, dynamic evaluation), each starts from a "
-                             "fresh state, an empty cache and the trained weights")
-    parser.add_argument("--path", required=True,
-                        help="checkpoint; several separated by ':' are an ensemble (as in fairseq)")
-    parser.add_argument("--data", help="data-bin directory with the model's dict.txt (default: as saved in the checkpoint)")
-    parser.add_argument("--tokenize", default="none", metavar="none|LANG",
-                        help="none (the text is tokenised like the training data) or a sacremoses language")
+    parser = argparse.ArgumentParser(
+        prog="alm-score", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "files",
+        nargs="*",
+        metavar="FILE",
+        help="text, one sentence per line (default: stdin; a pipe such as <(cmd) is read too). Each FILE is a text of its own: read as a "
+        "document (--context document, a neural cache, dynamic evaluation), each starts from a "
+        "fresh state, an empty cache and the trained weights",
+    )
+    parser.add_argument(
+        "--path", required=True, help="checkpoint; several separated by ':' are an ensemble (as in fairseq)"
+    )
+    parser.add_argument(
+        "--data", help="data-bin directory with the model's dict.txt (default: as saved in the checkpoint)"
+    )
+    parser.add_argument(
+        "--tokenize",
+        default="none",
+        metavar="none|LANG",
+        help="none (the text is tokenised like the training data) or a sacremoses language",
+    )
     parser.add_argument("--bpe-codes", help="subword-nmt codes the training data was split with")
     parser.add_argument("--format", choices=["tsv", "jsonl"], default="tsv", help="output format (default: tsv)")
     parser.add_argument("--base2", action="store_true", help="also print log2 p(sentence)")
     parser.add_argument("--batch-size", type=int, default=64, help="most sentences per batch")
     parser.add_argument("--batch-tokens", type=int, default=8000, help="most tokens per batch")
-    parser.add_argument("--context", choices=["document", "line"],
-                        help="read the lines as one document (the default for character models and models "
-                             "trained on document_language_modeling: their state carries over, as in "
-                             "fairseq-eval-lm --batch-size 1; a neural cache spans the lines) or score each line "
-                             "alone (the default for sentence-level word models)")
-    parser.add_argument("--neural-cache-window", type=int, default=0,
-                        help="word models: mix in a neural cache over the N previous tokens of the document "
-                             "(Grave et al. 2017; 0: none); choose N, theta, lambda with alm-cache-grid")
+    parser.add_argument(
+        "--context",
+        choices=["document", "line"],
+        help="read the lines as one document (the default for character models and models "
+        "trained on document_language_modeling: their state carries over, as in "
+        "fairseq-eval-lm --batch-size 1; a neural cache spans the lines) or score each line "
+        "alone (the default for sentence-level word models)",
+    )
+    parser.add_argument(
+        "--neural-cache-window",
+        type=int,
+        default=0,
+        help="word models: mix in a neural cache over the N previous tokens of the document "
+        "(Grave et al. 2017; 0: none); choose N, theta, lambda with alm-cache-grid",
+    )
     parser.add_argument("--neural-cache-theta", type=float, help="the cache's inverse temperature (default 0.3)")
-    parser.add_argument("--neural-cache-lambda", type=float,
-                        help="the cache's weight in the mixture, in [0, 1) (default 0.1)")
+    parser.add_argument(
+        "--neural-cache-lambda", type=float, help="the cache's weight in the mixture, in [0, 1) (default 0.1)"
+    )
     from ..modules.dynamic_evaluation import DynamicEvalOptions
+
     for name, option in DynamicEvalOptions.__dataclass_fields__.items():  # the options fairseq-eval-lm has
-        kind = {"dynamic_eval_lr": float, "dynamic_eval_decay": float, "dynamic_eval_eps": float,
-                "dynamic_eval_rule": str}.get(name, int)
-        parser.add_argument("--" + name.replace("_", "-"), type=kind, default=option.default,
-                            help=option.metadata["help"] + " (the lines of each FILE are read in order as one text, "
-                                                           "from the trained weights)")
+        kind = {
+            "dynamic_eval_lr": float,
+            "dynamic_eval_decay": float,
+            "dynamic_eval_eps": float,
+            "dynamic_eval_rule": str,
+        }.get(name, int)
+        parser.add_argument(
+            "--" + name.replace("_", "-"),
+            type=kind,
+            default=option.default,
+            help=option.metadata["help"] + " (the lines of each FILE are read in order as one text, "
+            "from the trained weights)",
+        )
     parser.add_argument("--cpu", action="store_true", help="score on the CPU even when a GPU is there")
     args = parser.parse_args(argv)
     if args.batch_size < 1 or args.batch_tokens < 1:
@@ -145,22 +183,28 @@ def run(args):
     forms = None
     if args.tokenize != "none" or args.bpe_codes:
         from ..text_forms import TextForms
+
         if args.bpe_codes and not os.path.isfile(args.bpe_codes):
             raise ScoringError(f"the BPE codes file {args.bpe_codes} does not exist")
         forms = TextForms("en" if args.tokenize == "none" else args.tokenize, args.bpe_codes)
     paths = args.path.split(":")
     if "" in paths:
-        raise ScoringError(f"--path {args.path!r} has an empty checkpoint path (a ':' at an end or doubled): "
-                           "give CHECKPOINT, or CK1:CK2 for an ensemble")
+        raise ScoringError(
+            f"--path {args.path!r} has an empty checkpoint path (a ':' at an end or doubled): "
+            "give CHECKPOINT, or CK1:CK2 for an ensemble"
+        )
     from ..test_time import TestTimeOptions
+
     options = TestTimeOptions.read(args)  # before the model loads; the segment is checked after
     cache = options.cache
     texts = []  # the number of lines of each file: each a text of its own
     numbered = read_lines(args.files, texts)
     if not numbered:
-        raise ScoringError(f"nothing to score: {' and '.join(args.files) or 'stdin'} "
-                           f"{'has' if len(args.files) < 2 else 'have'} no lines (an empty line, which scores "
-                           "its </s>, is a line; an empty input is not)")
+        raise ScoringError(
+            f"nothing to score: {' and '.join(args.files) or 'stdin'} "
+            f"{'has' if len(args.files) < 2 else 'have'} no lines (an empty line, which scores "
+            "its </s>, is a line; an empty input is not)"
+        )
     lines = [text for _, text in numbered]
     if forms is not None:
         source = "tok" if args.tokenize == "none" else "raw"
@@ -173,32 +217,51 @@ def run(args):
         raise ScoringError("an ensemble cannot mix word-level and character-level models: score them apart")
     if is_character_model(loaded[0][0]):
         if options.dynamic is not None:
-            raise ScoringError("--dynamic-eval-lr adapts the word-level models; the character models are scored as "
-                               "trained: drop the --dynamic-eval-* options")
+            raise ScoringError(
+                "--dynamic-eval-lr adapts the word-level models; the character models are scored as "
+                "trained: drop the --dynamic-eval-* options"
+            )
         if cache is not None:
-            raise ScoringError("--neural-cache-window is for word-level models; the character models have their own "
-                               "word cache (char_cache_lm): drop the option")
-        scorer = CharacterModelScorer(paths, args.data, args.cpu, args.batch_tokens, args.batch_size, loaded,
-                                      document=args.context != "line")
+            raise ScoringError(
+                "--neural-cache-window is for word-level models; the character models have their own "
+                "word cache (char_cache_lm): drop the option"
+            )
+        scorer = CharacterModelScorer(
+            paths, args.data, args.cpu, args.batch_tokens, args.batch_size, loaded, document=args.context != "line"
+        )
         encoded = scorer.encode_all(lines)
         if scorer.unspellable:
             examples = ", ".join(f"{w!r} ({n}x)" for w, n in scorer.unspellable[:5])
             count = sum(n for _, n in scorer.unspellable)
-            print(f"alm-score: WARNING: words with characters the model never saw are scored as <unk> "
-                  f"(counted in 'unk'), {count} in all: {examples}", file=sys.stderr)
+            print(
+                f"alm-score: WARNING: words with characters the model never saw are scored as <unk> "
+                f"(counted in 'unk'), {count} in all: {examples}",
+                file=sys.stderr,
+            )
     else:
         if cache is not None and args.context == "line":
             raise ScoringError("--neural-cache-window: the cache spans the lines of a document; drop --context line")
         if options.dynamic is not None and args.context == "line":
-            raise ScoringError("--dynamic-eval-lr: the model adapts to the lines it has read, in order: drop "
-                               "--context line")
+            raise ScoringError(
+                "--dynamic-eval-lr: the model adapts to the lines it has read, in order: drop --context line"
+            )
         streams = any(trained_on_streams(task) for _, task in loaded)
         if streams and args.context == "line":
-            raise ScoringError(f"{args.path} was trained on document_language_modeling, which reads text as one "
-                               "stream: drop --context line")
+            raise ScoringError(
+                f"{args.path} was trained on document_language_modeling, which reads text as one "
+                "stream: drop --context line"
+            )
         document = args.context == "document" or streams or cache is not None
-        scorer = LanguageModelScorer(paths, args.data, args.cpu, args.batch_tokens, args.batch_size, loaded=loaded,
-                                     document=document, test_time=options)
+        scorer = LanguageModelScorer(
+            paths,
+            args.data,
+            args.cpu,
+            args.batch_tokens,
+            args.batch_size,
+            loaded=loaded,
+            document=document,
+            test_time=options,
+        )
         encoded = [scorer.encode(line) for line in lines]
     characters = scorer.characters_of if isinstance(scorer, CharacterModelScorer) else None
     scores = scorer.token_log_probs(encoded, progress_bar(len(encoded)), texts=texts)
@@ -216,8 +279,10 @@ def report(encoded, scores, unk, characters, args):
         raise
     except OSError as error:
         _discard_stdout()
-        raise ScoringError(f"cannot write the scores to stdout ({error.strerror or error}): free space on its "
-                           "disk, or send the output elsewhere; the output is incomplete") from None
+        raise ScoringError(
+            f"cannot write the scores to stdout ({error.strerror or error}): free space on its "
+            "disk, or send the output elsewhere; the output is incomplete"
+        ) from None
 
 
 def _discard_stdout():
@@ -233,8 +298,16 @@ def _discard_stdout():
 
 def _report(encoded, scores, unk, characters, args):
     total_logprob, total_tokens, total_unk, total_chars = 0.0, 0, 0, 0
-    header = ["line", "logprob", *(["log2prob"] if args.base2 else []), "tokens",
-              *(["chars"] if characters else []), "unk", *(["bpc"] if characters else []), "ppl"]
+    header = [
+        "line",
+        "logprob",
+        *(["log2prob"] if args.base2 else []),
+        "tokens",
+        *(["chars"] if characters else []),
+        "unk",
+        *(["bpc"] if characters else []),
+        "ppl",
+    ]
     if args.format == "tsv":
         print("\t".join(header))
     for number, (tokens, values) in enumerate(zip(encoded, scores), 1):
@@ -251,13 +324,20 @@ def _report(encoded, scores, unk, characters, args):
             bpc = round(-logprob / math.log(2) / chars, 4) if chars else None
             row.update(chars=chars, unk=unknown, bpc=bpc)
         row.update(unk=unknown, ppl=round(math.exp(-logprob / count), 4))
-        print(json.dumps(row) if args.format == "jsonl" else "\t".join("" if v is None else str(v) for v in row.values()))
+        print(
+            json.dumps(row) if args.format == "jsonl" else "\t".join("" if v is None else str(v) for v in row.values())
+        )
     loss = -total_logprob / max(total_tokens, 1)
-    figures = (f"bpc {-total_logprob / math.log(2) / max(total_chars, 1):.4f}, word" if characters
-               else f"loss {loss:.4f} nats, {loss / math.log(2):.4f} bits per token,")
-    print(f"alm-score: {len(encoded)} sentences, {total_tokens} tokens (</s> included), "
-          f"{f'{total_chars} characters, ' if characters else ''}{total_unk} <unk>; {figures} ppl {math.exp(loss):.2f}",
-          file=sys.stderr)
+    figures = (
+        f"bpc {-total_logprob / math.log(2) / max(total_chars, 1):.4f}, word"
+        if characters
+        else f"loss {loss:.4f} nats, {loss / math.log(2):.4f} bits per token,"
+    )
+    print(
+        f"alm-score: {len(encoded)} sentences, {total_tokens} tokens (</s> included), "
+        f"{f'{total_chars} characters, ' if characters else ''}{total_unk} <unk>; {figures} ppl {math.exp(loss):.2f}",
+        file=sys.stderr,
+    )
 
 
 def progress_bar(total):

@@ -1,6 +1,7 @@
 """How every console script of the plugin runs its work: fairseq's logging kept quiet, and a
 problem the user can fix reported as one line, ``PROG: error: MESSAGE``, with exit status 1
 and no traceback (as argparse reports a bad option)."""
+
 import ctypes
 import logging
 import os
@@ -55,7 +56,9 @@ def picture_path(path, option):
     if not extension:
         return path + ".png"  # as savefig names it
     if extension[1:].lower() not in formats:
-        raise ScoringError(f"{option} {path}: the picture's format is read from its extension, and "
-                           f"'{extension}' is none matplotlib writes here: end the name in .png (or "
-                           f"{', '.join('.' + f for f in formats if f != 'png')})")
+        raise ScoringError(
+            f"{option} {path}: the picture's format is read from its extension, and "
+            f"'{extension}' is none matplotlib writes here: end the name in .png (or "
+            f"{', '.join('.' + f for f in formats if f != 'png')})"
+        )
     return path

@@ -22,6 +22,7 @@ device): what the loss and the logs count (the samples holding a scored token, w
 words are) comes with the batch, counted on the host where it is collated (``count_on_host``;
 a batch made elsewhere is counted here), and the logs get Python ints for fairseq's meters.
 """
+
 import logging
 import math
 from dataclasses import dataclass, field
@@ -40,14 +41,22 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class AttentionCrossEntropyConfig(FairseqDataclass):
-    attention_entropy_weight: float = field(default=0.0, metadata={
-        "help": "lambda: add lambda * (per-sample mean entropy of the history attention) to "
-                "the loss; > 0 sharpens, < 0 smooths; needs a model with history attention"})
-    pointer_loss: ChoiceEnum(["off", "found", "all"]) = field(default="off", metadata={
-        "help": "pointer_sentinel_lm: add Merity et al.'s -log(g + sum of the pointer's weights on the target) to "
-                "the loss; 'found': at the targets in the pointer's window (it takes the weight off wrong "
-                "positions), 'all': at every target, as the paper's formula reads (-log g where the target is "
-                "absent, which pushes the gate to the softmax); 'off': the NLL alone"})
+    attention_entropy_weight: float = field(
+        default=0.0,
+        metadata={
+            "help": "lambda: add lambda * (per-sample mean entropy of the history attention) to "
+            "the loss; > 0 sharpens, < 0 smooths; needs a model with history attention"
+        },
+    )
+    pointer_loss: ChoiceEnum(["off", "found", "all"]) = field(
+        default="off",
+        metadata={
+            "help": "pointer_sentinel_lm: add Merity et al.'s -log(g + sum of the pointer's weights on the target) to "
+            "the loss; 'found': at the targets in the pointer's window (it takes the weight off wrong "
+            "positions), 'all': at every target, as the paper's formula reads (-log g where the target is "
+            "absent, which pushes the gate to the softmax); 'off': the NLL alone"
+        },
+    )
     sentence_avg: bool = II("optimization.sentence_avg")
     best_checkpoint_metric: str = II("checkpoint.best_checkpoint_metric")
 
@@ -108,16 +117,24 @@ def target_log_probs(model, net_output, target):
 class AttentionCrossEntropyCriterion(FairseqCriterion):
     reads_target_log_probs = True  # trains an adaptive softmax without forming the distribution
 
-    def __init__(self, task, attention_entropy_weight=0.0, pointer_loss="off", sentence_avg=False,
-                 best_checkpoint_metric="nll_loss"):
+    def __init__(
+        self,
+        task,
+        attention_entropy_weight=0.0,
+        pointer_loss="off",
+        sentence_avg=False,
+        best_checkpoint_metric="nll_loss",
+    ):
         super().__init__(task)
-        extra = [f"--attention-entropy-weight {attention_entropy_weight}"] * (attention_entropy_weight != 0.0) + \
-            [f"--pointer-loss {pointer_loss}"] * (pointer_loss != "off")
+        extra = [f"--attention-entropy-weight {attention_entropy_weight}"] * (attention_entropy_weight != 0.0) + [
+            f"--pointer-loss {pointer_loss}"
+        ] * (pointer_loss != "off")
         if extra and best_checkpoint_metric == "loss":
             logger.warning(
                 f"{' and '.join(extra)}: the logged 'loss' includes the extra term, so checkpoint_best.pt and "
                 "--patience follow it, not the perplexity. Add --best-checkpoint-metric nll_loss to select the "
-                "model by its NLL.")
+                "model by its NLL."
+            )
         self.entropy_weight = attention_entropy_weight
         self.pointer_loss = str(pointer_loss)
         self.sentence_avg = sentence_avg
@@ -165,8 +182,13 @@ class AttentionCrossEntropyCriterion(FairseqCriterion):
         # reads its burn-in) is a row of padding, no sentence
         rows = self._scored_rows(sample, target.ne(self.padding_idx)) if self.sentence_avg or attends else None
         sample_size = rows if self.sentence_avg else ntokens
-        logging_output = {"nll_loss": figures["nll_loss"], "paper_nll_loss": figures["paper_nll_loss"],
-                          "ntokens": ntokens, "nsentences": target.size(0), "sample_size": sample_size}
+        logging_output = {
+            "nll_loss": figures["nll_loss"],
+            "paper_nll_loss": figures["paper_nll_loss"],
+            "ntokens": ntokens,
+            "nsentences": target.size(0),
+            "sample_size": sample_size,
+        }
         for name, value in figures.items():
             logging_output[name] = value
             if name == "attn_entropy":
@@ -177,9 +199,11 @@ class AttentionCrossEntropyCriterion(FairseqCriterion):
         """The Pointer Sentinel's extra term, summed over the targets ``--pointer-loss`` names."""
         decoder = getattr(model, "decoder", None)
         if not hasattr(decoder, "sentinel_loss"):
-            raise OptionError(f"--pointer-loss {self.pointer_loss} trains the Pointer Sentinel-LSTM's gate; this model "
-                              f"({model.__class__.__name__}) has no pointer: drop the option or use "
-                              "--arch pointer_sentinel_lm")
+            raise OptionError(
+                f"--pointer-loss {self.pointer_loss} trains the Pointer Sentinel-LSTM's gate; this model "
+                f"({model.__class__.__name__}) has no pointer: drop the option or use "
+                "--arch pointer_sentinel_lm"
+            )
         term, found = decoder.sentinel_loss(net_output, target)
         applied = target.ne(self.padding_idx) & (found if self.pointer_loss == "found" else True)
         term = term.masked_fill(~applied, 0.0).sum()
@@ -221,7 +245,8 @@ class AttentionCrossEntropyCriterion(FairseqCriterion):
             raise OptionError(
                 f"--attention-entropy-weight {self.entropy_weight} needs a model that returns "
                 "its history attention (attentive_lm, amsrn); this model "
-                f"({model.__class__.__name__}) has none: drop the option or change --arch")
+                f"({model.__class__.__name__}) has none: drop the option or change --arch"
+            )
         return weights
 
     @staticmethod
@@ -232,8 +257,7 @@ class AttentionCrossEntropyCriterion(FairseqCriterion):
         ntokens, nsentences, sample_size = total("ntokens"), total("nsentences"), total("sample_size")
         metrics.log_scalar("loss", total("loss") / sample_size / math.log(2), sample_size, round=3)
         metrics.log_scalar("nll_loss", total("nll_loss") / ntokens / math.log(2), ntokens, round=3)
-        metrics.log_scalar("paper_nll_loss", total("paper_nll_loss") / ntokens / math.log(2),
-                           ntokens, round=3)
+        metrics.log_scalar("paper_nll_loss", total("paper_nll_loss") / ntokens / math.log(2), ntokens, round=3)
         metrics.log_derived("ppl", lambda m: utils.get_perplexity(m["nll_loss"].avg))
         metrics.log_derived("paper_ppl", lambda m: utils.get_perplexity(m["paper_nll_loss"].avg))
         if any("pointer_loss" in log for log in logging_outputs):  # per token, in bits like the NLL
@@ -243,8 +267,9 @@ class AttentionCrossEntropyCriterion(FairseqCriterion):
         if any("attn_entropy" in log for log in logging_outputs):
             # per sample that holds a scored token: rows of padding (the document task's streams
             # that have ended) would scale it down with the number of streams
-            rows = total("attn_entropy_rows") if any("attn_entropy_rows" in log for log in logging_outputs) \
-                else nsentences
+            rows = (
+                total("attn_entropy_rows") if any("attn_entropy_rows" in log for log in logging_outputs) else nsentences
+            )
             metrics.log_scalar("attn_entropy", total("attn_entropy") / max(rows, 1), rows, round=3)
 
     @staticmethod

@@ -8,6 +8,7 @@ sample's ``nchars`` (every character plus one space or line break per word; see
 ``modules/spelling.py``), and, for the cache model, ``cache_use``: the mean cache posterior
 ``p(z_t | w)`` over the words.
 """
+
 import math
 
 from fairseq import metrics, utils
@@ -21,15 +22,21 @@ from ..errors import OptionError
 class OpenVocabularyCrossEntropy(FairseqCriterion):
     def forward(self, model, sample, reduce=True):
         if "nchars" not in sample:
-            raise OptionError("open_vocabulary_cross_entropy needs batches from "
-                              "--task open_vocabulary_language_modeling (they count characters)")
+            raise OptionError(
+                "open_vocabulary_cross_entropy needs batches from "
+                "--task open_vocabulary_language_modeling (they count characters)"
+            )
         log_probs, extra = model(**sample["net_input"])
         real = sample["target"].ne(self.padding_idx)
         nll = -(log_probs.squeeze(-1) * real).sum()
         ntokens = sample["ntokens"]
         logging_output = {
-            "loss": nll.data, "nll_loss": nll.data, "ntokens": ntokens, "nchars": sample["nchars"],
-            "nsentences": sample["nsentences"], "sample_size": ntokens,
+            "loss": nll.data,
+            "nll_loss": nll.data,
+            "ntokens": ntokens,
+            "nchars": sample["nchars"],
+            "nsentences": sample["nsentences"],
+            "sample_size": ntokens,
         }
         if "cache_posterior" in extra:
             logging_output["cache_posterior"] = (extra["cache_posterior"] * real).sum().data

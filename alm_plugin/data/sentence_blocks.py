@@ -1,4 +1,5 @@
 """One sentence per sample, with over-long sentences cut into consecutive pieces."""
+
 import numpy as np
 from fairseq.data import TokenBlockDataset
 from fairseq.data.token_block_utils_fast import _get_block_to_dataset_index_fast
@@ -13,8 +14,7 @@ def sentence_piece_slices(sizes: np.ndarray, max_tokens: int) -> np.ndarray:
     first = np.repeat(starts, pieces)
     piece_index = np.arange(pieces.sum()) - np.repeat(np.cumsum(pieces) - pieces, pieces)
     slice_starts = first + piece_index * max(max_tokens, 1)
-    slice_ends = np.minimum(slice_starts + (max_tokens if max_tokens > 0 else sizes.max()),
-                            np.repeat(ends, pieces))
+    slice_ends = np.minimum(slice_starts + (max_tokens if max_tokens > 0 else sizes.max()), np.repeat(ends, pieces))
     return np.stack([slice_starts, slice_ends], axis=1).astype(np.int64)
 
 
@@ -29,8 +29,9 @@ class SentenceBlockDataset(TokenBlockDataset):
     """
 
     def __init__(self, dataset, sizes, block_size, pad, eos, include_targets=True):
-        super().__init__(dataset, sizes, block_size, pad=pad, eos=eos,
-                         break_mode="eos_split", include_targets=include_targets)
+        super().__init__(
+            dataset, sizes, block_size, pad=pad, eos=eos, break_mode="eos_split", include_targets=include_targets
+        )
 
     @staticmethod
     def _build_slice_indices(sizes, break_mode, document_sep_len, block_size):

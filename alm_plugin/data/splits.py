@@ -16,6 +16,7 @@ What is checked, before fairseq opens anything:
   the dictionary's size (a split binarised with another, larger dictionary).
 - An empty ``.bin`` and a missing split, refused by name as before.
 """
+
 import itertools
 import os
 import re
@@ -28,13 +29,24 @@ from fairseq.data.indexed_dataset import data_file_path, index_file_path
 
 from ..errors import CorruptDataError, MissingDataError
 
-REBUILD = ("rebuild the data directory with fairseq-preprocess --only-source (see "
-           "examples/language_model/prepare_lm_data.py)")
+REBUILD = (
+    "rebuild the data directory with fairseq-preprocess --only-source (see examples/language_model/prepare_lm_data.py)"
+)
 MMAP_MAGIC = b"MMIDIDX\x00\x00"  # fairseq's MMapIndexedDataset.Index
 LEGACY_MAGIC = b"TNTIDX\x00\x00"  # fairseq's older IndexedDataset (--dataset-impl cached / lazy): left to fairseq
 HEADER = len(MMAP_MAGIC) + 8 + 1 + 8  # magic, version, dtype code, number of lines
-DTYPES = {1: np.uint8, 2: np.int8, 3: np.int16, 4: np.int32, 5: np.int64, 6: np.float64, 7: np.double,
-          8: np.uint16, 9: np.uint32, 10: np.uint64}
+DTYPES = {
+    1: np.uint8,
+    2: np.int8,
+    3: np.int16,
+    4: np.int32,
+    5: np.int64,
+    6: np.float64,
+    7: np.double,
+    8: np.uint16,
+    9: np.uint32,
+    10: np.uint64,
+}
 
 
 def check_dictionary(path: str) -> None:
@@ -45,8 +57,9 @@ def check_dictionary(path: str) -> None:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         line = data[: error.start].count(b"\n") + 1
-        raise CorruptDataError(f"{path}:{line}: not UTF-8 (byte 0x{data[error.start]:02x}): the dictionary is "
-                               f"corrupt; {REBUILD}") from None
+        raise CorruptDataError(
+            f"{path}:{line}: not UTF-8 (byte 0x{data[error.start]:02x}): the dictionary is corrupt; {REBUILD}"
+        ) from None
     seen = {word: None for word in ("<s>", "<pad>", "</s>", "<unk>")}  # fairseq's own, before the file's
     lines = re.split(r"\r\n|\r|\n", text)  # as fairseq's readlines() of a file opened in text mode
     for number, line in enumerate(lines[:-1] if lines[-1] == "" else lines, 1):
@@ -55,13 +68,16 @@ def check_dictionary(path: str) -> None:
         if overwrite:
             fields = fields[0].rsplit(" ", 1)
         if len(fields) != 2 or not _is_int(fields[1]):
-            raise CorruptDataError(f"{path}:{number}: {line[:60]!r} is not a dictionary line ('<word> <count>'): "
-                                   f"the dictionary is corrupt; {REBUILD}")
+            raise CorruptDataError(
+                f"{path}:{number}: {line[:60]!r} is not a dictionary line ('<word> <count>'): "
+                f"the dictionary is corrupt; {REBUILD}"
+            )
         word = fields[0]
         if word in seen and not overwrite:
             where = "fairseq's own symbol" if seen[word] is None else f"already on line {seen[word]}"
-            raise CorruptDataError(f"{path}:{number}: the word {word!r} is listed twice ({where}): the dictionary is "
-                                   f"corrupt; {REBUILD}")
+            raise CorruptDataError(
+                f"{path}:{number}: the word {word!r} is listed twice ({where}): the dictionary is corrupt; {REBUILD}"
+            )
         seen[word] = number
 
 
@@ -88,21 +104,27 @@ def check_split_files(prefix: str, dictionary=None) -> None:
         return
     corrupt = f"the split is corrupt; {REBUILD}"
     if not raw.startswith(MMAP_MAGIC):
-        raise CorruptDataError(f"{index} is not a fairseq index (it does not begin with MMIDIDX, as fairseq-preprocess "
-                               f"writes them): {corrupt}")
+        raise CorruptDataError(
+            f"{index} is not a fairseq index (it does not begin with MMIDIDX, as fairseq-preprocess "
+            f"writes them): {corrupt}"
+        )
     if len(raw) < HEADER:
         raise CorruptDataError(f"{index} is truncated ({len(raw)} bytes, shorter than an index's header): {corrupt}")
-    version, = struct.unpack("<Q", raw[9:17])
+    (version,) = struct.unpack("<Q", raw[9:17])
     code, count = raw[17], struct.unpack("<Q", raw[18:26])[0]
     if version != 1 or code not in DTYPES:
-        raise CorruptDataError(f"{index}: an index header of version {version}, type code {code} (fairseq writes "
-                               f"version 1, codes 1-10): {corrupt}")
+        raise CorruptDataError(
+            f"{index}: an index header of version {version}, type code {code} (fairseq writes "
+            f"version 1, codes 1-10): {corrupt}"
+        )
     itemsize = np.dtype(DTYPES[code]).itemsize
     expected = HEADER + 12 * count
     if len(raw) != expected:
-        raise CorruptDataError(f"{index} declares {count:,} lines, whose sizes and offsets take {expected:,} bytes, "
-                               f"but holds {len(raw):,}: it is {'truncated' if len(raw) < expected else 'corrupt'}; "
-                               f"{REBUILD}")
+        raise CorruptDataError(
+            f"{index} declares {count:,} lines, whose sizes and offsets take {expected:,} bytes, "
+            f"but holds {len(raw):,}: it is {'truncated' if len(raw) < expected else 'corrupt'}; "
+            f"{REBUILD}"
+        )
     sizes = np.frombuffer(raw, dtype=np.int32, count=count, offset=HEADER).astype(np.int64)
     pointers = np.frombuffer(raw, dtype=np.int64, count=count, offset=HEADER + 4 * count)
     data_bytes = os.path.getsize(data)
@@ -110,31 +132,41 @@ def check_split_files(prefix: str, dictionary=None) -> None:
     negative = np.flatnonzero((sizes < 0) | (pointers < 0))
     if len(negative):
         line = int(negative[0])
-        raise CorruptDataError(f"{index} says line {line + 1:,} holds {int(sizes[line]):,} tokens at byte "
-                               f"{int(pointers[line]):,}: a negative size or offset; {corrupt}")
+        raise CorruptDataError(
+            f"{index} says line {line + 1:,} holds {int(sizes[line]):,} tokens at byte "
+            f"{int(pointers[line]):,}: a negative size or offset; {corrupt}"
+        )
     wrong = np.flatnonzero(ends > data_bytes)
     if len(wrong):
         line = int(wrong[0])
-        raise CorruptDataError(f"{index} says line {line + 1:,} holds {int(sizes[line]):,} tokens at byte "
-                               f"{int(pointers[line]):,}, beyond the {data_bytes:,} bytes of {split}.bin: the index "
-                               f"does not match the data (truncated, or from another binarisation); {REBUILD}")
+        raise CorruptDataError(
+            f"{index} says line {line + 1:,} holds {int(sizes[line]):,} tokens at byte "
+            f"{int(pointers[line]):,}, beyond the {data_bytes:,} bytes of {split}.bin: the index "
+            f"does not match the data (truncated, or from another binarisation); {REBUILD}"
+        )
     starts = np.concatenate([[0], np.cumsum(sizes[:-1]) * itemsize]) if count else pointers
     if not np.array_equal(pointers, starts):
         line = int(np.flatnonzero(pointers != starts)[0])
-        raise CorruptDataError(f"{index}: line {line + 1:,} starts at byte {int(pointers[line]):,}, not where the "
-                               f"lines before it end ({int(starts[line]):,}): {corrupt}")
+        raise CorruptDataError(
+            f"{index}: line {line + 1:,} starts at byte {int(pointers[line]):,}, not where the "
+            f"lines before it end ({int(starts[line]):,}): {corrupt}"
+        )
     total = int(sizes.sum()) * itemsize
     if data_bytes != total:
-        raise CorruptDataError(f"{data} holds {data_bytes:,} bytes and {index} lists {total // itemsize:,} tokens "
-                               f"({total:,} bytes): the two files do not match ({split}.bin "
-                               f"{'truncated' if data_bytes < total else 'longer than its index'}, or the files come "
-                               f"from different binarisations); {REBUILD}")
+        raise CorruptDataError(
+            f"{data} holds {data_bytes:,} bytes and {index} lists {total // itemsize:,} tokens "
+            f"({total:,} bytes): the two files do not match ({split}.bin "
+            f"{'truncated' if data_bytes < total else 'longer than its index'}, or the files come "
+            f"from different binarisations); {REBUILD}"
+        )
     if dictionary is not None and total:
         largest = int(np.memmap(data, dtype=DTYPES[code], mode="r").max())
         if largest >= len(dictionary):
-            raise CorruptDataError(f"{data} holds the word id {largest:,}, beyond the {len(dictionary):,} entries of "
-                                   f"{os.path.join(folder, 'dict.txt')}: the split was binarised with another "
-                                   f"dictionary; {REBUILD}")
+            raise CorruptDataError(
+                f"{data} holds the word id {largest:,}, beyond the {len(dictionary):,} entries of "
+                f"{os.path.join(folder, 'dict.txt')}: the split was binarised with another "
+                f"dictionary; {REBUILD}"
+            )
 
 
 def load_split(data: str, split: str, dictionary, epoch: int = 1, dataset_impl=None, combine=False):
@@ -154,10 +186,14 @@ def load_split(data: str, split: str, dictionary, epoch: int = 1, dataset_impl=N
         if not combine:
             break
     if os.path.isfile(index_file_path(split_path)) and os.path.isfile(bin_file) and os.path.getsize(bin_file) == 0:
-        raise MissingDataError(f"the '{split}' split in {folder} holds no line ({split}.bin is empty): binarise a "
-                               "text of at least one line with fairseq-preprocess --only-source, or name another split")
+        raise MissingDataError(
+            f"the '{split}' split in {folder} holds no line ({split}.bin is empty): binarise a "
+            "text of at least one line with fairseq-preprocess --only-source, or name another split"
+        )
     lines = data_utils.load_indexed_dataset(split_path, dictionary, dataset_impl, combine=combine)
     if lines is None:
-        raise MissingDataError(f"no '{split}' data in {folder}: binarise it with fairseq-preprocess --only-source "
-                               "(see examples/language_model/prepare_lm_data.py)")
+        raise MissingDataError(
+            f"no '{split}' data in {folder}: binarise it with fairseq-preprocess --only-source "
+            "(see examples/language_model/prepare_lm_data.py)"
+        )
     return lines

@@ -16,6 +16,7 @@ own text from the line start at or before B words back, as fairseq's ``--context
 context before a block. Why the cuts and the burn-in, with what was measured: docs/models.md,
 "Document context: streams and the neural cache" and "What a stream reads before it scores".
 """
+
 import logging
 import math
 
@@ -27,8 +28,9 @@ logger = logging.getLogger(__name__)
 
 def starts_of_lines(words: torch.Tensor, eos: int) -> torch.Tensor:
     """Every line's first word, then the text's end (an empty row's start)."""
-    return torch.cat([words.new_zeros(1), (words[:-1] == eos).nonzero().flatten() + 1,
-                      words.new_tensor([words.numel()])])
+    return torch.cat(
+        [words.new_zeros(1), (words[:-1] == eos).nonzero().flatten() + 1, words.new_tensor([words.numel()])]
+    )
 
 
 def line_starts(words: torch.Tensor, rows: int, eos: int) -> torch.Tensor:
@@ -53,8 +55,17 @@ def burn_in_starts(words: torch.Tensor, starts: torch.Tensor, burn_in: int, eos:
 
 
 class WordStreamDataset(FairseqDataset):
-    def __init__(self, words: torch.Tensor, rows_per_shard: int, words_per_chunk: int, pad: int,
-                 eos: int, shard_id: int = 0, num_shards: int = 1, burn_in: int = 0):
+    def __init__(
+        self,
+        words: torch.Tensor,
+        rows_per_shard: int,
+        words_per_chunk: int,
+        pad: int,
+        eos: int,
+        shard_id: int = 0,
+        num_shards: int = 1,
+        burn_in: int = 0,
+    ):
         super().__init__()
         stream = torch.cat([words.new_tensor([eos]), words])
         rows = rows_per_shard * num_shards
@@ -62,8 +73,10 @@ class WordStreamDataset(FairseqDataset):
         lengths = torch.diff(torch.cat([starts, starts.new_tensor([words.numel()])]))
         longest = int(lengths.max())
         if rows > 1 and longest > 1.5 * words.numel() / rows:
-            logger.warning(f"the text's lines are long for {rows} streams: the longest stream holds {longest} "
-                           f"words against {words.numel() / rows:.0f} on average (streams start at line ends)")
+            logger.warning(
+                f"the text's lines are long for {rows} streams: the longest stream holds {longest} "
+                f"words against {words.numel() / rows:.0f} on average (streams start at line ends)"
+            )
         # row r reads stream[0 : opening_r] (the text's opening, or nothing), then stream[begin_r : end_r]:
         # from the burn-in's line start to its last word; an empty row reads nothing
         begin, opening = burn_in_starts(words, starts, burn_in, eos), torch.zeros_like(starts)
@@ -79,7 +92,9 @@ class WordStreamDataset(FairseqDataset):
         # the inputs stream[...] (the first, the </s> before a line), targets one further: the +1 column
         # is the overlap; beyond a row's length: pads
         offsets = torch.arange(row_length + 1).unsqueeze(0)
-        index = torch.where(offsets < opening.unsqueeze(1), offsets, begin.unsqueeze(1) + offsets - opening.unsqueeze(1))
+        index = torch.where(
+            offsets < opening.unsqueeze(1), offsets, begin.unsqueeze(1) + offsets - opening.unsqueeze(1)
+        )
         inside = (offsets <= total.unsqueeze(1)) & (lengths > 0).unsqueeze(1)  # an empty row: pads
         table = torch.where(inside, stream[index.clamp(max=words.numel())], torch.full((), pad, dtype=stream.dtype))
         # targets: the words after each input, padding where a row reads without scoring; what it read:
@@ -87,10 +102,10 @@ class WordStreamDataset(FairseqDataset):
         targets = table.masked_fill((offsets <= read.unsqueeze(1)) & (offsets > 0), pad)
         read_targets = table.masked_fill((offsets <= opening.unsqueeze(1)) & (offsets > 0), pad)
         first_row = shard_id * rows_per_shard
-        self.rows = table[first_row: first_row + rows_per_shard]
-        self.targets = targets[first_row: first_row + rows_per_shard]
-        self.read_targets = read_targets[first_row: first_row + rows_per_shard]
-        self.read_words = read[first_row: first_row + rows_per_shard]
+        self.rows = table[first_row : first_row + rows_per_shard]
+        self.targets = targets[first_row : first_row + rows_per_shard]
+        self.read_targets = read_targets[first_row : first_row + rows_per_shard]
+        self.read_words = read[first_row : first_row + rows_per_shard]
         self.stream_ids = torch.arange(first_row, first_row + rows_per_shard)
         self.words_per_chunk = words_per_chunk
         self.num_chunks = math.ceil(row_length / words_per_chunk)
@@ -101,6 +116,12 @@ class WordStreamDataset(FairseqDataset):
     def __getitem__(self, index):
         start = index * self.words_per_chunk
         end = start + self.words_per_chunk + 1
-        chunk = self.rows[:, start: end]
-        return {"id": index, "source": chunk[:, :-1], "target": self.targets[:, start + 1: end],
-                "read_target": self.read_targets[:, start + 1: end], "streams": self.stream_ids, "position": start}
+        chunk = self.rows[:, start:end]
+        return {
+            "id": index,
+            "source": chunk[:, :-1],
+            "target": self.targets[:, start + 1 : end],
+            "read_target": self.read_targets[:, start + 1 : end],
+            "streams": self.stream_ids,
+            "position": start,
+        }

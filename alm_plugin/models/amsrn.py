@@ -23,6 +23,7 @@ Output layer choice: the text names three learned parameters ``W_1, W_2, b`` com
 matrix ``E`` as ``W_o`` (as the attentive LM does), with no extra non-linearity.
 The entropy regulariser is the criterion's ``--attention-entropy-weight``.
 """
+
 from dataclasses import dataclass, field
 
 import torch
@@ -40,9 +41,13 @@ SELECTIONS = ["independent", "tied", "complementary", "none"]
 
 @dataclass
 class AMSRNConfig(HistoryAttentionConfig):
-    memory_selection: ChoiceEnum(SELECTIONS) = field(default="tied", metadata={
-        "help": "independent: w_h and w_c from two sigmoid layers; tied: w_c = w_h; "
-                "complementary: w_c = 1 - w_h; none: w_h = w_c = 1 (attention only)"})
+    memory_selection: ChoiceEnum(SELECTIONS) = field(
+        default="tied",
+        metadata={
+            "help": "independent: w_h and w_c from two sigmoid layers; tied: w_c = w_h; "
+            "complementary: w_c = 1 - w_h; none: w_h = w_c = 1 (attention only)"
+        },
+    )
 
 
 class AMSRNDecoder(HistoryAttentionLSTMDecoder):
@@ -53,8 +58,9 @@ class AMSRNDecoder(HistoryAttentionLSTMDecoder):
         self.key = nn.Linear(hidden, hidden)  # k_t = W_k h_t + b_k
         n_gates = {"independent": 2, "tied": 1, "complementary": 1, "none": 0}[self.selection]
         self.gates = nn.Linear(hidden, n_gates * hidden) if n_gates else None
-        self.attention = CausalHistoryAttention(DotScore(), include_current=True,
-                                                initial_slot=True, window=cfg.memory_window)
+        self.attention = CausalHistoryAttention(
+            DotScore(), include_current=True, initial_slot=True, window=cfg.memory_window
+        )
         self.memory_starts_with_h0 = True  # zeros for an LM; the bridged encoder state for translation
         # [W_1 W_2] [h_t ; r_t] (+ b with --combination-bias)
         self.output = nn.Linear(2 * hidden + source_dim, cfg.embed_dim, bias=cfg.combination_bias)

@@ -1,4 +1,5 @@
 """Named architectures set defaults only for the options the user did not give."""
+
 from fairseq.utils import safe_getattr
 
 

@@ -9,6 +9,7 @@
 with the *single* (Eq. 9) or *combined* (Eq. 10) score. The memory holds ``h_1..h_{t-1}``
 (``h_t`` is written only after the prediction); at ``t = 1`` it is empty and ``c_1 = 0``.
 """
+
 from dataclasses import dataclass, field
 
 import torch
@@ -26,20 +27,33 @@ SCORES = {"single": SingleScore, "combined": CombinedScore}
 
 @dataclass
 class AttentiveLMConfig(HistoryAttentionConfig):
-    attention_score: ChoiceEnum(list(SCORES)) = field(default="single", metadata={
-        "help": "single: v.tanh(W_s h_i) (Eq. 9); combined: v.tanh(W_s h_i + W_q h_t) (Eq. 10)"})
-    attention_dim: int = field(default=0, metadata={
-        "help": "size of the score's tanh layer (0: the LSTM hidden size)"})
-    attention_sentinel: bool = field(default=False, metadata={
-        "help": "add an all-zero memory slot that every step can attend to, as the authors' "
-                "released code does (the paper has none)"})
-    concat_activation: ChoiceEnum(["tanh", "linear"]) = field(default="tanh", metadata={
-        "help": "the concat layer's non-linearity: tanh (Eq. 7, the paper) or linear (none, "
-                "as in the authors' released code)"})
-    zero_context: bool = field(default=False, metadata={
-        "help": "an ablation with no attention: the concat layer is kept and fed c_t = 0, "
-                "h'_t = tanh(W_c [h_t ; 0]); no attention is built (what the authors' released code "
-                "trains). Against alm_lstm it measures the layer, against attentive_lm the attention"})
+    attention_score: ChoiceEnum(list(SCORES)) = field(
+        default="single",
+        metadata={"help": "single: v.tanh(W_s h_i) (Eq. 9); combined: v.tanh(W_s h_i + W_q h_t) (Eq. 10)"},
+    )
+    attention_dim: int = field(default=0, metadata={"help": "size of the score's tanh layer (0: the LSTM hidden size)"})
+    attention_sentinel: bool = field(
+        default=False,
+        metadata={
+            "help": "add an all-zero memory slot that every step can attend to, as the authors' "
+            "released code does (the paper has none)"
+        },
+    )
+    concat_activation: ChoiceEnum(["tanh", "linear"]) = field(
+        default="tanh",
+        metadata={
+            "help": "the concat layer's non-linearity: tanh (Eq. 7, the paper) or linear (none, "
+            "as in the authors' released code)"
+        },
+    )
+    zero_context: bool = field(
+        default=False,
+        metadata={
+            "help": "an ablation with no attention: the concat layer is kept and fed c_t = 0, "
+            "h'_t = tanh(W_c [h_t ; 0]); no attention is built (what the authors' released code "
+            "trains). Against alm_lstm it measures the layer, against attentive_lm the attention"
+        },
+    )
 
 
 class AttentiveLMDecoder(HistoryAttentionLSTMDecoder):
@@ -48,9 +62,9 @@ class AttentiveLMDecoder(HistoryAttentionLSTMDecoder):
         self.zero_context = cfg.zero_context
         if not self.zero_context:
             score = SCORES[cfg.attention_score](cfg.hidden_size, cfg.attention_dim or cfg.hidden_size)
-            self.attention = CausalHistoryAttention(score, include_current=False,
-                                                    initial_slot=cfg.attention_sentinel,
-                                                    window=cfg.memory_window)
+            self.attention = CausalHistoryAttention(
+                score, include_current=False, initial_slot=cfg.attention_sentinel, window=cfg.memory_window
+            )
         self.concat = nn.Linear(2 * cfg.hidden_size + source_dim, cfg.embed_dim, bias=cfg.combination_bias)
         self.concat_tanh = cfg.concat_activation == "tanh"
         self.reset_parameters()

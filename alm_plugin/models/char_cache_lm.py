@@ -12,6 +12,7 @@ Neural Language Modeling").
 are carried from chunk to chunk of each stream (``StreamCarry``); with ``--cache-scope
 sentence`` the cache is emptied at every sentence start instead.
 """
+
 from dataclasses import dataclass, field
 
 import torch
@@ -31,13 +32,19 @@ from .open_vocabulary_lm import OpenVocabularyLanguageModel
 @dataclass
 class CharCacheLMConfig(CharacterModelConfig):
     context_layers: int = field(default=1, metadata={"help": "layers of the word-level context LSTM"})
-    cache_size: int = field(default=100, metadata={
-        "help": "K, the number of words the cache holds (paper: 100); 0 = no cache (= --arch hclm)"})
-    cache_attention_dim: int = field(default=0, metadata={
-        "help": "size of the copy-score projections W_q, W_u (0 = --hidden-size)"})
-    cache_scope: ChoiceEnum(["stream", "sentence"]) = field(default="stream", metadata={
-        "help": "stream: the cache spans sentences, as in the paper; sentence: emptied at every "
-                "sentence start"})
+    cache_size: int = field(
+        default=100,
+        metadata={"help": "K, the number of words the cache holds (paper: 100); 0 = no cache (= --arch hclm)"},
+    )
+    cache_attention_dim: int = field(
+        default=0, metadata={"help": "size of the copy-score projections W_q, W_u (0 = --hidden-size)"}
+    )
+    cache_scope: ChoiceEnum(["stream", "sentence"]) = field(
+        default="stream",
+        metadata={
+            "help": "stream: the cache spans sentences, as in the paper; sentence: emptied at every sentence start"
+        },
+    )
 
 
 class HierarchicalCharDecoder(OpenVocabularyDecoder):
@@ -45,8 +52,9 @@ class HierarchicalCharDecoder(OpenVocabularyDecoder):
         super().__init__(cfg, dictionary)
         H = cfg.hidden_size
         self.word_encoder = nn.LSTM(cfg.char_embed_dim, H, batch_first=True)
-        self.context_lstm = nn.LSTM(H, H, cfg.context_layers, batch_first=True,
-                                    dropout=cfg.dropout if cfg.context_layers > 1 else 0.0)
+        self.context_lstm = nn.LSTM(
+            H, H, cfg.context_layers, batch_first=True, dropout=cfg.dropout if cfg.context_layers > 1 else 0.0
+        )
         self.speller = nn.LSTM(cfg.char_embed_dim, H, batch_first=True)
         self.char_output = nn.Linear(H, self.spelling.num_characters)
         self.cache = None
@@ -61,7 +69,7 @@ class HierarchicalCharDecoder(OpenVocabularyDecoder):
 
     def spell_log_probs(self, contexts, words):
         """``log p_lm(w)`` for N words at once, each decoder started from its context (N,H)."""
-        chars, lengths = self.spelling(words)                 # targets: characters + end-of-word
+        chars, lengths = self.spelling(words)  # targets: characters + end-of-word
         inputs = F.pad(chars[:, :-1], (1, 0), value=START_OF_WORD)
         start = (contexts.unsqueeze(0).contiguous(), torch.zeros_like(contexts).unsqueeze(0))
         states, _ = packed_lstm(self.speller, self.dropout(self.embed_chars(inputs)), lengths, start)
@@ -73,12 +81,12 @@ class HierarchicalCharDecoder(OpenVocabularyDecoder):
     def score(self, src_tokens, target_tokens, state):
         B, T = src_tokens.shape
         distinct, where = torch.unique(src_tokens, return_inverse=True)
-        word_vectors = self.encode_words(distinct)[where]     # (B,T,H)
-        contexts, context_state = self.context_lstm(self.dropout(word_vectors),
-                                                    None if state is None else state["context"])
+        word_vectors = self.encode_words(distinct)[where]  # (B,T,H)
+        contexts, context_state = self.context_lstm(
+            self.dropout(word_vectors), None if state is None else state["context"]
+        )
         contexts = self.dropout(contexts)
-        lm_log_probs = self.spell_log_probs(contexts.reshape(B * T, -1),
-                                            target_tokens.reshape(-1)).view(B, T)
+        lm_log_probs = self.spell_log_probs(contexts.reshape(B * T, -1), target_tokens.reshape(-1)).view(B, T)
         extra = {"lm_log_probs": lm_log_probs}
         new_state = {"context": context_state}
         if self.cache is None:
@@ -86,7 +94,8 @@ class HierarchicalCharDecoder(OpenVocabularyDecoder):
         cache = self.cache.empty(B, contexts) if state is None else state["cache"]
         resets = src_tokens.eq(self.dictionary.eos()) if self.cfg.cache_scope == "sentence" else None
         log_probs, extra["cache_posterior"], extra["lm_weight"], new_state["cache"] = self.cache(
-            contexts, target_tokens, lm_log_probs, cache, target_tokens.ne(self.dictionary.pad()), resets)
+            contexts, target_tokens, lm_log_probs, cache, target_tokens.ne(self.dictionary.pad()), resets
+        )
         return log_probs, extra, new_state
 
 

@@ -1,6 +1,7 @@
 """The character-level LSTM baseline of Kawakami et al. (2017): one LSTM over the character
 stream, words separated by the end-of-word symbol (the space), scored per word so that its
 bits per character are counted exactly like HCLM's (same task, criterion and ``|c|``)."""
+
 from dataclasses import dataclass, field
 
 import torch
@@ -25,13 +26,18 @@ class CharLSTMLMConfig(CharacterModelConfig):
 class CharLSTMDecoder(OpenVocabularyDecoder):
     def __init__(self, cfg: CharLSTMLMConfig, dictionary):
         super().__init__(cfg, dictionary)
-        self.lstm = nn.LSTM(cfg.char_embed_dim, cfg.hidden_size, cfg.num_layers, batch_first=True,
-                            dropout=cfg.dropout if cfg.num_layers > 1 else 0.0)
+        self.lstm = nn.LSTM(
+            cfg.char_embed_dim,
+            cfg.hidden_size,
+            cfg.num_layers,
+            batch_first=True,
+            dropout=cfg.dropout if cfg.num_layers > 1 else 0.0,
+        )
         self.char_output = nn.Linear(cfg.hidden_size, self.spelling.num_characters)
 
     def score(self, src_tokens, target_tokens, state):
         B, T = target_tokens.shape
-        chars, lengths = self.spelling(target_tokens)                      # (B,T,L), (B,T)
+        chars, lengths = self.spelling(target_tokens)  # (B,T,L), (B,T)
         inside = torch.arange(chars.size(-1), device=chars.device) < lengths.unsqueeze(-1)
         # lay each row's words end to end: symbol s of row b belongs to word word_of[b, s]
         row_lengths = lengths.sum(1)

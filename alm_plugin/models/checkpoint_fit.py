@@ -20,6 +20,7 @@ builds through ``cls.complete_config`` and ``cls.record_options``:
 
 Every refusal is an ``OptionError``: fairseq's CLIs end with its message in one line.
 """
+
 import argparse
 import dataclasses
 import difflib
@@ -49,6 +50,7 @@ def _meaning(name: str, value):
     built: the cutoffs ``'2000, 4000'`` and ``'2000,4000'`` are one model."""
     if name == "adaptive_softmax_cutoff":
         from ..modules.adaptive_softmax import parse_cutoff
+
         try:
             return parse_cutoff(value, given_blank_ok=True)
         except OptionError:  # not a list of ids: compared as written (the build refuses it by name)
@@ -61,8 +63,11 @@ def _before_the_option(model_class) -> dict:
     before the option existed were trained with."""
     dataclass = getattr(model_class, "__dataclass", None)
     fields = dataclass.__dataclass_fields__ if dataclass is not None else {}
-    return {name: f.metadata[DEFAULT_BEFORE_THE_OPTION] for name, f in fields.items()
-            if DEFAULT_BEFORE_THE_OPTION in f.metadata}
+    return {
+        name: f.metadata[DEFAULT_BEFORE_THE_OPTION]
+        for name, f in fields.items()
+        if DEFAULT_BEFORE_THE_OPTION in f.metadata
+    }
 
 
 def fill_options_older_than(state, overrides):
@@ -159,7 +164,8 @@ def check_overrides(state, overrides):
             f"the override '{key}' (--model-overrides or a from_pretrained keyword) is not an option of "
             f"{name} nor of fairseq, so it would be ignored"
             + (f": did you mean '{close[0]}'?" if close else "")
-            + f" {name}'s options: {', '.join(sorted(o for o in options if o != '_name'))}.")
+            + f" {name}'s options: {', '.join(sorted(o for o in options if o != '_name'))}."
+        )
 
 
 class CheckpointFitMixin:
@@ -174,8 +180,11 @@ class CheckpointFitMixin:
         if dataclasses.is_dataclass(cfg):  # built in Python: complete by construction
             check_ranges(cfg, dataclass)
             return cfg
-        before = {name: f.metadata[DEFAULT_BEFORE_THE_OPTION] for name, f in names.items()
-                  if DEFAULT_BEFORE_THE_OPTION in f.metadata}
+        before = {
+            name: f.metadata[DEFAULT_BEFORE_THE_OPTION]
+            for name, f in names.items()
+            if DEFAULT_BEFORE_THE_OPTION in f.metadata
+        }
         if isinstance(cfg, argparse.Namespace):
             for name in names:
                 if not hasattr(cfg, name):
@@ -196,8 +205,10 @@ class CheckpointFitMixin:
         names = getattr(cls, "__dataclass").__dataclass_fields__
         options = {name: getattr(cfg, name) for name in sorted(names) if not _may_differ(name)}
         if OmegaConf.is_config(cfg):
-            options = {name: OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
-                       for name, value in options.items()}
+            options = {
+                name: OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
+                for name, value in options.items()
+            }
         encoded = json.dumps(options, sort_keys=True, default=str).encode("utf-8")
         model.register_buffer(OPTIONS_BUFFER, torch.tensor(list(encoded), dtype=torch.uint8))
         return model
@@ -213,10 +224,15 @@ class CheckpointFitMixin:
             if saved is not None:
                 wanted = self.saved_options({OPTIONS_BUFFER: mine})
                 # an option newer than the checkpoint: it was trained at the option's old value
-                saved = {**{name: value for name, value in _before_the_option(type(self)).items()
-                            if name not in saved}, **saved}
-                differ = [name for name in sorted(saved)
-                          if name in wanted and _meaning(name, saved[name]) != _meaning(name, wanted[name])]
+                saved = {
+                    **{name: value for name, value in _before_the_option(type(self)).items() if name not in saved},
+                    **saved,
+                }
+                differ = [
+                    name
+                    for name in sorted(saved)
+                    if name in wanted and _meaning(name, saved[name]) != _meaning(name, wanted[name])
+                ]
                 if differ:
                     name = differ[0]
                     flag = "--" + name.replace("_", "-")
@@ -226,7 +242,8 @@ class CheckpointFitMixin:
                         + (f" (and {len(differ) - 1} more: {', '.join(differ[1:])})" if len(differ) > 1 else "")
                         + ". The option changes what the parameters compute, so the loaded model "
                         f"would score junk: drop {flag} (or the --model-overrides entry), or train "
-                        "a new model with it.")
+                        "a new model with it."
+                    )
             state_dict = dict(state_dict)
             state_dict[OPTIONS_BUFFER] = mine  # its length may differ from an older save's
         if strict:
@@ -237,5 +254,6 @@ class CheckpointFitMixin:
                     f"this checkpoint does not fit {self.__class__.__name__}: {len(missing)} "
                     f"parameters missing (e.g. {missing[:2]}), {len(unexpected)} unexpected "
                     f"(e.g. {unexpected[:2]}). It was saved by another --arch or with other "
-                    "options; load it with those, or train this one without --restore-file.")
+                    "options; load it with those, or train this one without --restore-file."
+                )
         return super().load_state_dict(state_dict, strict=strict, model_cfg=model_cfg, args=args)

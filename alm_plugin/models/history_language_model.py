@@ -1,14 +1,14 @@
 """The fairseq model wrapper shared by our history-attention language models."""
+
 import sys
 
 import torch
-
 from fairseq.models import FairseqLanguageModel
 
 from ..errors import OptionError
+from ..modules.neural_cache import cached_log_probs
 from ..tasks.open_vocabulary_language_modeling import reads_characters
 from ..tasks.sentence_language_modeling import warn_if_memory_spans_sentences
-from ..modules.neural_cache import cached_log_probs
 from .checkpoint_fit import CheckpointFitMixin
 from .hub import LanguageModelHubInterface, from_pretrained
 
@@ -21,14 +21,20 @@ def refuse_softmax_batch(model, cfg) -> None:
     softmax_batch = getattr(getattr(cfg, "eval_lm", None), "softmax_batch", None)
     if softmax_batch is None or softmax_batch >= sys.maxsize:  # not given (fairseq's default: sys.maxsize)
         return
-    readers = [name for name, on in (
-        ("dynamic evaluation (one step per whole segment)", getattr(model, "dynamic_eval", None) is not None),
-        ("the neural cache", getattr(model, "neural_cache", None) is not None),
-        ("the Pointer Sentinel-LSTM's mixture", hasattr(getattr(model, "decoder", None), "copy_posterior")))
-        if on]
+    readers = [
+        name
+        for name, on in (
+            ("dynamic evaluation (one step per whole segment)", getattr(model, "dynamic_eval", None) is not None),
+            ("the neural cache", getattr(model, "neural_cache", None) is not None),
+            ("the Pointer Sentinel-LSTM's mixture", hasattr(getattr(model, "decoder", None), "copy_posterior")),
+        )
+        if on
+    ]
     if readers:
-        raise OptionError(f"--softmax-batch {softmax_batch}: fairseq would hand the model slices of a batch's output, "
-                          f"but {' and '.join(readers)} read{'s' * (len(readers) == 1)} a batch whole: drop --softmax-batch")
+        raise OptionError(
+            f"--softmax-batch {softmax_batch}: fairseq would hand the model slices of a batch's output, "
+            f"but {' and '.join(readers)} read{'s' * (len(readers) == 1)} a batch whole: drop --softmax-batch"
+        )
 
 
 class HistoryAttentionLanguageModel(CheckpointFitMixin, FairseqLanguageModel):
@@ -68,9 +74,11 @@ class HistoryAttentionLanguageModel(CheckpointFitMixin, FairseqLanguageModel):
     def build_model(cls, cfg, task):
         cfg = cls.complete_config(cfg)
         if reads_characters(task):
-            raise OptionError(f"--arch {cfg._name} is a word-level language model; the task "
-                              f"{task.__class__.__name__} reads words as character streams for "
-                              "char_cache_lm / hclm / char_lstm_lm. Use --task sentence_language_modeling.")
+            raise OptionError(
+                f"--arch {cfg._name} is a word-level language model; the task "
+                f"{task.__class__.__name__} reads words as character streams for "
+                "char_cache_lm / hclm / char_lstm_lm. Use --task sentence_language_modeling."
+            )
         if hasattr(cfg, "memory_window"):  # the plain LSTM has no attention to span anything
             warn_if_memory_spans_sentences(task, cfg.memory_window, cls.__name__)
         return cls.record_options(cls(cls.decoder_class(cfg, task.target_dictionary)), cfg)
@@ -84,7 +92,9 @@ class HistoryAttentionLanguageModel(CheckpointFitMixin, FairseqLanguageModel):
             return super().get_normalized_probs(net_output, log_probs, sample)
         target = sample["target"]
         if net_output[0].shape[:2] != target.shape:
-            raise OptionError("the neural cache and dynamic evaluation score a whole batch at once: drop --softmax-batch")
+            raise OptionError(
+                "the neural cache and dynamic evaluation score a whole batch at once: drop --softmax-batch"
+            )
         with torch.no_grad():
             scores = self.decoder.log_probs(net_output)
         if self.neural_cache is not None:
@@ -99,8 +109,10 @@ class HistoryAttentionLanguageModel(CheckpointFitMixin, FairseqLanguageModel):
         NLL comes from ``target_log_probs``: its backward never spans the whole distribution
         (the adaptive softmax: the head, and a tail only for the targets in it)."""
         if target.size(0) != 1:
-            raise OptionError("dynamic evaluation reads the text one segment at a time: this batch holds "
-                              f"{target.size(0)}; score with fairseq-eval-lm or alm-score")
+            raise OptionError(
+                "dynamic evaluation reads the text one segment at a time: this batch holds "
+                f"{target.size(0)}; score with fairseq-eval-lm or alm-score"
+            )
         with self.dynamic_eval.recording():
             scores = self.decoder.target_log_probs(net_output, target)
             real = target.ne(self.decoder.padding_idx)
@@ -111,5 +123,6 @@ class HistoryAttentionLanguageModel(CheckpointFitMixin, FairseqLanguageModel):
 
     @classmethod
     def from_pretrained(cls, model_name_or_path, checkpoint_file="model.pt", data_name_or_path=".", **kwargs):
-        return from_pretrained(LanguageModelHubInterface, model_name_or_path, checkpoint_file,
-                               data_name_or_path, **kwargs)
+        return from_pretrained(
+            LanguageModelHubInterface, model_name_or_path, checkpoint_file, data_name_or_path, **kwargs
+        )

@@ -12,6 +12,7 @@ Decoder options keep the language models' names (``--embed-dim``, ``--hidden-siz
 ``--num-layers``, ``--attention-score``, ``--memory-selection`` ...), so a decoder
 configuration reads the same in both; the encoder's options start with ``--encoder-``.
 """
+
 from dataclasses import dataclass, field
 
 from fairseq.dataclass import ChoiceEnum
@@ -33,18 +34,25 @@ DECODERS = {"attentive": AttentiveLMDecoder, "amsrn": AMSRNDecoder}
 
 @dataclass
 class HistoryTranslationConfig(AttentiveLMConfig, AMSRNConfig):
-    decoder_type: ChoiceEnum(list(DECODERS)) = field(default="attentive", metadata={
-        "help": "attentive: the Attentive LM decoder (--attention-score ...); amsrn: the AMSRN "
-                "decoder (--memory-selection ...)"})
+    decoder_type: ChoiceEnum(list(DECODERS)) = field(
+        default="attentive",
+        metadata={
+            "help": "attentive: the Attentive LM decoder (--attention-score ...); amsrn: the AMSRN "
+            "decoder (--memory-selection ...)"
+        },
+    )
     encoder_embed_dim: int = field(default=256, metadata={"help": "source word embedding size"})
     encoder_hidden_size: int = field(default=256, metadata={"help": "encoder LSTM size (per direction)"})
     encoder_layers: int = field(default=1, metadata={"help": "number of encoder LSTM layers"})
     encoder_bidirectional: bool = field(default=True, metadata={"help": "bidirectional encoder"})
-    encoder_dropout: float = field(default=0.3, metadata={
-        "help": "dropout on the encoder's embeddings and outputs"})
-    init_range: float = field(default=0.1, metadata={
-        "help": "decoder weights start uniform in [-init_range, init_range], biases at 0 (the "
-                "language models: 0.05)"})
+    encoder_dropout: float = field(default=0.3, metadata={"help": "dropout on the encoder's embeddings and outputs"})
+    init_range: float = field(
+        default=0.1,
+        metadata={
+            "help": "decoder weights start uniform in [-init_range, init_range], biases at 0 (the "
+            "language models: 0.05)"
+        },
+    )
     combination_bias: bool = combination_bias_field(default=True)
 
 
@@ -58,15 +66,22 @@ class HistoryTranslationModel(CheckpointFitMixin, FairseqEncoderDecoderModel):
     def build_model(cls, cfg, task):
         cfg = cls.complete_config(cfg)
         src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
-        if src_dict is None or tgt_dict is None or isinstance(task, LanguageModelingTask) \
-                or reads_characters(task):
-            raise OptionError(f"--arch {cfg._name} is a translation model: train it with "
-                              "--task translation (source and target dictionaries)")
-        encoder = LSTMEncoder(src_dict, embed_dim=cfg.encoder_embed_dim,
-                              hidden_size=cfg.encoder_hidden_size, num_layers=cfg.encoder_layers,
-                              dropout_in=cfg.encoder_dropout, dropout_out=cfg.encoder_dropout,
-                              bidirectional=cfg.encoder_bidirectional, left_pad=True,
-                              padding_idx=src_dict.pad())
+        if src_dict is None or tgt_dict is None or isinstance(task, LanguageModelingTask) or reads_characters(task):
+            raise OptionError(
+                f"--arch {cfg._name} is a translation model: train it with "
+                "--task translation (source and target dictionaries)"
+            )
+        encoder = LSTMEncoder(
+            src_dict,
+            embed_dim=cfg.encoder_embed_dim,
+            hidden_size=cfg.encoder_hidden_size,
+            num_layers=cfg.encoder_layers,
+            dropout_in=cfg.encoder_dropout,
+            dropout_out=cfg.encoder_dropout,
+            bidirectional=cfg.encoder_bidirectional,
+            left_pad=True,
+            padding_idx=src_dict.pad(),
+        )
         decoder = DECODERS[cfg.decoder_type](cfg, tgt_dict, source_dim=encoder.output_units)
         if decoder.adaptive_softmax is not None:
             check_criterion_of(task)  # fairseq's translation task would build any criterion
@@ -79,8 +94,16 @@ class HistoryTranslationModel(CheckpointFitMixin, FairseqEncoderDecoderModel):
 @register_model_architecture("attentive_nmt", "attentive_nmt_small")
 def attentive_nmt_small(args):
     """Sized for Multi30k on a CPU: 256-d embeddings, 1 x 256 bi-LSTM encoder, 1 x 256 decoder."""
-    set_arch_defaults(args, embed_dim=256, hidden_size=256, num_layers=1, dropout=0.3,
-                      encoder_embed_dim=256, encoder_hidden_size=256, encoder_layers=1)
+    set_arch_defaults(
+        args,
+        embed_dim=256,
+        hidden_size=256,
+        num_layers=1,
+        dropout=0.3,
+        encoder_embed_dim=256,
+        encoder_hidden_size=256,
+        encoder_layers=1,
+    )
 
 
 @register_model_architecture("attentive_nmt", "amsrn_nmt")

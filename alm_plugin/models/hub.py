@@ -1,5 +1,6 @@
 """The hub interface (``from_pretrained``) of our language models, with defined behaviour
 where fairseq's generic one returns NaN or a misleading error."""
+
 from fairseq import hub_utils
 
 from ..errors import OptionError, UnsupportedError
@@ -15,16 +16,20 @@ class LanguageModelHubInterface(hub_utils.GeneratorHubInterface):
         single = isinstance(sentences, str)
         for sentence in [sentences] if single else sentences:
             if not sentence.strip():
-                raise ValueError("cannot score an empty sentence: the hub scores the words of a "
-                                 "sentence (not </s>), and an empty one has none; fairseq-eval-lm scores "
-                                 "the </s> of empty lines")
+                raise ValueError(
+                    "cannot score an empty sentence: the hub scores the words of a "
+                    "sentence (not </s>), and an empty one has none; fairseq-eval-lm scores "
+                    "the </s> of empty lines"
+                )
         if all(getattr(m, "dynamic_eval", None) is None for m in self.models):
             return super().score(sentences, replace_newline_with_eos=replace_newline_with_eos, **kwargs)
         for model in self.models:
             model.start_text()
         try:  # one sentence (a segment) at a time, in the order given: fairseq's batches sort by length
-            scores = [super(LanguageModelHubInterface, self).score([sentence], replace_newline_with_eos, **kwargs)[0]
-                      for sentence in ([sentences] if single else sentences)]
+            scores = [
+                super(LanguageModelHubInterface, self).score([sentence], replace_newline_with_eos, **kwargs)[0]
+                for sentence in ([sentences] if single else sentences)
+            ]
         finally:
             for model in self.models:
                 model.start_text()
@@ -39,7 +44,8 @@ class ScoringOnlyHubInterface(hub_utils.GeneratorHubInterface):
             f"{self.models[0].__class__.__name__} scores text in streams through its task: use "
             "alm-score --path CHECKPOINT (plain text, bits per character), fairseq-eval-lm / "
             "fairseq-validate --task open_vocabulary_language_modeling, or alm-cache-posterior; "
-            "the hub's score/sample/generate do not apply")
+            "the hub's score/sample/generate do not apply"
+        )
 
     score = sample = generate = _refuse
 
@@ -48,9 +54,11 @@ def from_pretrained(interface, model_name_or_path, checkpoint_file="model.pt", d
     if kwargs.get("dynamic_eval_segment") is not None and interface is LanguageModelHubInterface:
         # fairseq's hub batches each sentence alone (language_modeling's inference dataset), from a
         # fresh state: a segment of N tokens of a stream never arises, the keyword would be ignored
-        raise OptionError(f"dynamic_eval_segment={kwargs['dynamic_eval_segment']}: the hub's score() reads each "
-                          "sentence alone and takes one step after it (a segment is one sentence, whatever the "
-                          "model's task): drop the keyword; to adapt every N tokens of a text read as one stream, "
-                          "use alm-score --dynamic-eval-lr LR --dynamic-eval-segment N")
+        raise OptionError(
+            f"dynamic_eval_segment={kwargs['dynamic_eval_segment']}: the hub's score() reads each "
+            "sentence alone and takes one step after it (a segment is one sentence, whatever the "
+            "model's task): drop the keyword; to adapt every N tokens of a text read as one stream, "
+            "use alm-score --dynamic-eval-lr LR --dynamic-eval-segment N"
+        )
     loaded = hub_utils.from_pretrained(model_name_or_path, checkpoint_file, data_name_or_path, **kwargs)
     return interface(loaded["args"], loaded["task"], loaded["models"])

@@ -9,6 +9,7 @@ attention and the layer between the LSTM and the softmax; ``attentive_lm --zero-
 the layer without the attention, so each can be measured against its own baseline.
 (fairseq's own ``lstm_lm`` loops over time in Python and has no output bias when tied.)
 """
+
 from fairseq.models import register_model, register_model_architecture
 
 from ..errors import OptionError
@@ -20,8 +21,10 @@ from .history_language_model import HistoryAttentionLanguageModel
 class LSTMDecoder(HistoryAttentionLSTMDecoder):
     def __init__(self, cfg: RecurrentLMConfig, dictionary):
         if cfg.embed_dim != cfg.hidden_size:
-            raise OptionError(f"alm_lstm feeds h_t straight to the softmax tied to the embeddings, so "
-                              f"--embed-dim ({cfg.embed_dim}) must equal --hidden-size ({cfg.hidden_size})")
+            raise OptionError(
+                f"alm_lstm feeds h_t straight to the softmax tied to the embeddings, so "
+                f"--embed-dim ({cfg.embed_dim}) must equal --hidden-size ({cfg.hidden_size})"
+            )
         super().__init__(cfg, dictionary)
         self.reset_parameters()
 

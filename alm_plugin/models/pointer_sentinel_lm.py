@@ -20,6 +20,7 @@ as every word model does; the mixture is formed by ``log_probs`` (the whole dist
 ``get_normalized_probs`` hands every fairseq tool and the neural cache) and, in training, by
 ``target_log_probs`` at the target alone.
 """
+
 from dataclasses import dataclass, field
 
 import torch
@@ -37,31 +38,47 @@ from .history_language_model import HistoryAttentionLanguageModel
 
 @dataclass
 class PointerSentinelConfig(RecurrentLMConfig):
-    pointer_window: int = field(default=100, metadata={
-        "help": "L: the pointer reads the last L outputs and can copy their input words (paper: 100); "
-                "on document_language_modeling they carry across chunks"})
-    sentinel_scale: float = field(default=0.1, metadata={
-        "help": "the sentinel vector s is stored as s / scale, so SGD moves it at scale^2 the learning "
-                "rate (the model is unchanged). At 1 (the paper's) the first clipped lr-1 steps saturate "
-                "the gate (g = 1: pointer unused, its gradient gone) within 10 updates; 0.1 kept it near "
-                "0.9 and reached 15% lower PTB valid ppl after 3 epochs (docs/models.md)",
-        # checkpoints saved before the option existed were trained (and must be read) at 1
-        DEFAULT_BEFORE_THE_OPTION: 1.0})
+    pointer_window: int = field(
+        default=100,
+        metadata={
+            "help": "L: the pointer reads the last L outputs and can copy their input words (paper: 100); "
+            "on document_language_modeling they carry across chunks"
+        },
+    )
+    sentinel_scale: float = field(
+        default=0.1,
+        metadata={
+            "help": "the sentinel vector s is stored as s / scale, so SGD moves it at scale^2 the learning "
+            "rate (the model is unchanged). At 1 (the paper's) the first clipped lr-1 steps saturate "
+            "the gate (g = 1: pointer unused, its gradient gone) within 10 updates; 0.1 kept it near "
+            "0.9 and reached 15% lower PTB valid ppl after 3 epochs (docs/models.md)",
+            # checkpoints saved before the option existed were trained (and must be read) at 1
+            DEFAULT_BEFORE_THE_OPTION: 1.0,
+        },
+    )
 
 
 class PointerSentinelDecoder(HistoryAttentionLSTMDecoder):
     def __init__(self, cfg: PointerSentinelConfig, dictionary):
         if cfg.embed_dim != cfg.hidden_size:
-            raise OptionError(f"pointer_sentinel_lm feeds h_t to the softmax tied to the embeddings, so --embed-dim "
-                              f"({cfg.embed_dim}) must equal --hidden-size ({cfg.hidden_size})")
-        number("--sentinel-scale", cfg.sentinel_scale, above=0,
-               why="the sentinel is stored as s / scale (1 is the paper's)")
+            raise OptionError(
+                f"pointer_sentinel_lm feeds h_t to the softmax tied to the embeddings, so --embed-dim "
+                f"({cfg.embed_dim}) must equal --hidden-size ({cfg.hidden_size})"
+            )
+        number(
+            "--sentinel-scale",
+            cfg.sentinel_scale,
+            above=0,
+            why="the sentinel is stored as s / scale (1 is the paper's)",
+        )
         if cfg.pointer_window < 1:
-            raise OptionError(f"--pointer-window {cfg.pointer_window}: the pointer reads the last L >= 1 outputs "
-                              "(paper: 100)")
+            raise OptionError(
+                f"--pointer-window {cfg.pointer_window}: the pointer reads the last L >= 1 outputs (paper: 100)"
+            )
         super().__init__(cfg, dictionary)
-        self.attention = CausalHistoryAttention(DotScore(), include_current=True, initial_slot=True,
-                                                window=cfg.pointer_window)
+        self.attention = CausalHistoryAttention(
+            DotScore(), include_current=True, initial_slot=True, window=cfg.pointer_window
+        )
         self.query = nn.Linear(cfg.hidden_size, cfg.hidden_size)  # q = tanh(W h_t + b)
         self.sentinel_vector = nn.Parameter(torch.zeros(cfg.hidden_size))  # s / scale
         self.reset_parameters()
@@ -88,8 +105,9 @@ class PointerSentinelDecoder(HistoryAttentionLSTMDecoder):
         scores, extra = net_output[0], net_output[1]
         weights = extra["history_attn"][0]  # (B, T, 1 + slots): the sentinel first
         if scores.shape[:2] != weights.shape[:2]:
-            raise OptionError("the Pointer Sentinel-LSTM mixes its pointer into the whole batch at once: "
-                              "drop --softmax-batch")
+            raise OptionError(
+                "the Pointer Sentinel-LSTM mixes its pointer into the whole batch at once: drop --softmax-batch"
+            )
         if weights.dtype != torch.float32:  # half-precision weights sum to 1 only to ~1e-3
             weights = weights.float()
             weights = weights / weights.sum(-1, keepdim=True).clamp_min(torch.finfo(weights.dtype).tiny)

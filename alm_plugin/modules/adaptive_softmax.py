@@ -25,6 +25,7 @@ tails to a plain embedding. Here ``log_probs`` forms the whole distribution (sum
 differentiable) and ``target_log_probs`` the target's log probability alone, each tail
 computed only for the rows whose target lies in it; both in float32.
 """
+
 import math
 from dataclasses import dataclass, field
 from typing import List, Optional
@@ -43,17 +44,28 @@ UNTIED_FACTOR, UNTIED_DROPOUT = 4.0, 0.0
 
 @dataclass
 class AdaptiveSoftmaxConfig(FairseqDataclass):
-    adaptive_softmax_cutoff: Optional[str] = field(default=None, metadata={
-        "help": "use the adaptive softmax: comma-separated word ids where the head ends and each tail "
-                "cluster ends, e.g. 2000,10000 (the last cluster runs to the end of the dictionary, which "
-                "must be sorted by frequency, as fairseq-preprocess writes it); not given: the full softmax"})
-    adaptive_softmax_untied: bool = field(default=False, metadata={
-        "help": "give the adaptive softmax's tails their own projections and word vectors (fairseq's "
-                "AdaptiveSoftmax) instead of the tied embedding rows at full width"})
-    adaptive_softmax_factor: Optional[float] = field(default=None, metadata={
-        "help": "untied tails only: tail k projects h to d / factor^k dimensions (default 4)"})
-    adaptive_softmax_dropout: Optional[float] = field(default=None, metadata={
-        "help": "untied tails only: dropout between a tail's projection and its words (default 0)"})
+    adaptive_softmax_cutoff: Optional[str] = field(
+        default=None,
+        metadata={
+            "help": "use the adaptive softmax: comma-separated word ids where the head ends and each tail "
+            "cluster ends, e.g. 2000,10000 (the last cluster runs to the end of the dictionary, which "
+            "must be sorted by frequency, as fairseq-preprocess writes it); not given: the full softmax"
+        },
+    )
+    adaptive_softmax_untied: bool = field(
+        default=False,
+        metadata={
+            "help": "give the adaptive softmax's tails their own projections and word vectors (fairseq's "
+            "AdaptiveSoftmax) instead of the tied embedding rows at full width"
+        },
+    )
+    adaptive_softmax_factor: Optional[float] = field(
+        default=None, metadata={"help": "untied tails only: tail k projects h to d / factor^k dimensions (default 4)"}
+    )
+    adaptive_softmax_dropout: Optional[float] = field(
+        default=None,
+        metadata={"help": "untied tails only: dropout between a tail's projection and its words (default 0)"},
+    )
 
 
 def parse_cutoff(text, given_blank_ok: bool = False) -> Optional[List[int]]:
@@ -68,11 +80,14 @@ def parse_cutoff(text, given_blank_ok: bool = False) -> Optional[List[int]]:
         try:
             values = [int(v) for v in str(text).strip("[]() ").split(",") if v.strip()]
         except ValueError:
-            raise OptionError(f"--adaptive-softmax-cutoff {text}: expected comma-separated word ids, "
-                              "e.g. 2000,10000") from None
+            raise OptionError(
+                f"--adaptive-softmax-cutoff {text}: expected comma-separated word ids, e.g. 2000,10000"
+            ) from None
     if not values and not given_blank_ok:
-        raise OptionError(f"--adaptive-softmax-cutoff {text!r} holds no word id: give the cutoffs, comma-separated "
-                          "(e.g. 2000,10000), or drop the option for the full softmax")
+        raise OptionError(
+            f"--adaptive-softmax-cutoff {text!r} holds no word id: give the cutoffs, comma-separated "
+            "(e.g. 2000,10000), or drop the option for the full softmax"
+        )
     return [int(v) for v in values] or None
 
 
@@ -83,30 +98,51 @@ def check_options(cfg, vocab_size: int) -> Optional[List[int]]:
     untied = bool(getattr(cfg, "adaptive_softmax_untied", False))
     factor = getattr(cfg, "adaptive_softmax_factor", None)
     dropout = getattr(cfg, "adaptive_softmax_dropout", None)
-    for flag, given in (("--adaptive-softmax-untied", untied), ("--adaptive-softmax-factor", factor is not None),
-                        ("--adaptive-softmax-dropout", dropout is not None)):
-        needs(flag, given, "--adaptive-softmax-cutoff", cutoff is not None, " (e.g. 2000,10000: the head's end, then "
-              "each tail cluster's)")
-    for flag, given in (("--adaptive-softmax-factor", factor is not None),
-                        ("--adaptive-softmax-dropout", dropout is not None)):
-        needs(flag, given, "--adaptive-softmax-untied", untied, " (it shapes the untied tails' projections; the tied "
-              "tails, the default, have none: they read h at full width against the embedding rows)")
+    for flag, given in (
+        ("--adaptive-softmax-untied", untied),
+        ("--adaptive-softmax-factor", factor is not None),
+        ("--adaptive-softmax-dropout", dropout is not None),
+    ):
+        needs(
+            flag,
+            given,
+            "--adaptive-softmax-cutoff",
+            cutoff is not None,
+            " (e.g. 2000,10000: the head's end, then each tail cluster's)",
+        )
+    for flag, given in (
+        ("--adaptive-softmax-factor", factor is not None),
+        ("--adaptive-softmax-dropout", dropout is not None),
+    ):
+        needs(
+            flag,
+            given,
+            "--adaptive-softmax-untied",
+            untied,
+            " (it shapes the untied tails' projections; the tied "
+            "tails, the default, have none: they read h at full width against the embedding rows)",
+        )
     number("--adaptive-softmax-factor", factor, above=0, why="tail k projects h to d / factor^k dimensions")
     number("--adaptive-softmax-dropout", dropout, least=0, at_most=1, why="a dropout probability lies in [0, 1]")
     if cutoff is None:
         return None
     if any(b <= a for a, b in zip(cutoff, cutoff[1:])) or cutoff[0] < 1:
-        raise OptionError(f"--adaptive-softmax-cutoff {','.join(map(str, cutoff))}: the cutoffs must be positive "
-                          "and strictly increasing (head end, then each tail cluster's end), e.g. 2000,10000")
+        raise OptionError(
+            f"--adaptive-softmax-cutoff {','.join(map(str, cutoff))}: the cutoffs must be positive "
+            "and strictly increasing (head end, then each tail cluster's end), e.g. 2000,10000"
+        )
     if cutoff[-1] >= vocab_size:
-        raise OptionError(f"--adaptive-softmax-cutoff {','.join(map(str, cutoff))}: every cutoff must lie below the "
-                          f"dictionary's size ({vocab_size} with its special symbols and padding); the last "
-                          "cluster runs to the end by itself")
+        raise OptionError(
+            f"--adaptive-softmax-cutoff {','.join(map(str, cutoff))}: every cutoff must lie below the "
+            f"dictionary's size ({vocab_size} with its special symbols and padding); the last "
+            "cluster runs to the end by itself"
+        )
     return cutoff
 
 
-def check_clusters(cutoff: List[int], nspecial: int, input_dim: int, untied: bool = False,
-                   factor: Optional[float] = None) -> None:
+def check_clusters(
+    cutoff: List[int], nspecial: int, input_dim: int, untied: bool = False, factor: Optional[float] = None
+) -> None:
     """Refuse cutoffs that leave a special symbol out of the head, and untied tails too narrow to
     read ``h``. ``--adaptive-softmax-cutoff 1,2,3`` put ``<pad>`` and ``</s>`` (which ends every
     line: the most frequent token) into one-word clusters and every word out of the head; fairseq's
@@ -115,11 +151,17 @@ def check_clusters(cutoff: List[int], nspecial: int, input_dim: int, untied: boo
     context, trained without a word."""
     given = ",".join(map(str, cutoff))
     if cutoff[0] <= nspecial:
-        what = (f"puts special symbols (ids 0-{nspecial - 1}: <s>, <pad>, </s>, <unk>; </s> ends every line) into tail "
-                "clusters" if cutoff[0] < nspecial else f"gives the head the {nspecial} special symbols and no word")
-        raise OptionError(f"--adaptive-softmax-cutoff {given}: a head ending at id {cutoff[0]} {what}: start the "
-                          f"cutoffs above {nspecial} (the head holds the special symbols and the most frequent words), "
-                          "e.g. 2000,10000")
+        what = (
+            f"puts special symbols (ids 0-{nspecial - 1}: <s>, <pad>, </s>, <unk>; </s> ends every line) into tail "
+            "clusters"
+            if cutoff[0] < nspecial
+            else f"gives the head the {nspecial} special symbols and no word"
+        )
+        raise OptionError(
+            f"--adaptive-softmax-cutoff {given}: a head ending at id {cutoff[0]} {what}: start the "
+            f"cutoffs above {nspecial} (the head holds the special symbols and the most frequent words), "
+            "e.g. 2000,10000"
+        )
     if not untied:
         return
     factor = UNTIED_FACTOR if factor is None else float(factor)
@@ -128,15 +170,17 @@ def check_clusters(cutoff: List[int], nspecial: int, input_dim: int, untied: boo
     if not narrow:
         return
     k = narrow[0]
-    most = max((n for n in range(1, tails + 1) if int(input_dim // factor ** n) >= 1), default=0)
+    most = max((n for n in range(1, tails + 1) if int(input_dim // factor**n) >= 1), default=0)
     largest = math.floor(input_dim ** (1.0 / tails) * 100) / 100
-    while largest > 0 and int(input_dim // largest ** tails) < 1:  # float rounding at the edge
+    while largest > 0 and int(input_dim // largest**tails) < 1:  # float rounding at the edge
         largest = round(largest - 0.01, 2)
     fewer = f", at most {most} cutoff{'s' if most > 1 else ''} at this factor" if most else ""
-    raise OptionError(f"--adaptive-softmax-untied with --adaptive-softmax-factor {factor:g}: tail {k + 1} of {tails} "
-                      f"(--adaptive-softmax-cutoff {given}) would project the decoder's {input_dim}-dimensional output "
-                      f"(--embed-dim) to {input_dim} // {factor:g}^{k + 1} = 0 dimensions, so its words would ignore "
-                      f"the context: use --adaptive-softmax-factor {largest:g} or less{fewer}, or a larger --embed-dim")
+    raise OptionError(
+        f"--adaptive-softmax-untied with --adaptive-softmax-factor {factor:g}: tail {k + 1} of {tails} "
+        f"(--adaptive-softmax-cutoff {given}) would project the decoder's {input_dim}-dimensional output "
+        f"(--embed-dim) to {input_dim} // {factor:g}^{k + 1} = 0 dimensions, so its words would ignore "
+        f"the context: use --adaptive-softmax-factor {largest:g} or less{fewer}, or a larger --embed-dim"
+    )
 
 
 def check_sorted_by_frequency(dictionary) -> None:
@@ -153,7 +197,8 @@ def check_sorted_by_frequency(dictionary) -> None:
                 f"the adaptive softmax needs the dictionary sorted by frequency (its head holds the most "
                 f"frequent words), but it lists '{symbols[previous]}' (count {counts[previous]}) before "
                 f"'{symbols[index]}' (count {counts[index]}): rebuild it with fairseq-preprocess without "
-                "--srcdict (it sorts by count), or drop --adaptive-softmax-cutoff")
+                "--srcdict (it sorts by count), or drop --adaptive-softmax-cutoff"
+            )
         previous = index
 
 
@@ -162,8 +207,15 @@ class AdaptiveSoftmax(nn.Module):
     and ``b`` are the decoder's tied embedding weight and output bias (passed in, so the
     embedding is owned and saved once, by the decoder)."""
 
-    def __init__(self, dictionary, input_dim: int, cutoff: List[int], untied: bool = False,
-                 factor: Optional[float] = None, dropout: Optional[float] = None):
+    def __init__(
+        self,
+        dictionary,
+        input_dim: int,
+        cutoff: List[int],
+        untied: bool = False,
+        factor: Optional[float] = None,
+        dropout: Optional[float] = None,
+    ):
         super().__init__()
         check_clusters(list(cutoff), getattr(dictionary, "nspecial", 4), input_dim, untied, factor)
         check_sorted_by_frequency(dictionary)
@@ -174,9 +226,13 @@ class AdaptiveSoftmax(nn.Module):
         if untied:
             from fairseq.modules import AdaptiveSoftmax as FairseqAdaptiveSoftmax
 
-            fairseq_layer = FairseqAdaptiveSoftmax(self.vocab_size, input_dim, self.cutoff,
-                                                   UNTIED_DROPOUT if dropout is None else dropout,
-                                                   UNTIED_FACTOR if factor is None else factor)
+            fairseq_layer = FairseqAdaptiveSoftmax(
+                self.vocab_size,
+                input_dim,
+                self.cutoff,
+                UNTIED_DROPOUT if dropout is None else dropout,
+                UNTIED_FACTOR if factor is None else factor,
+            )
             self.head, self.tails = fairseq_layer.head, fairseq_layer.tail  # (d -> c_0 + K), [d -> |band|]
             self.clusters = None
         else:
@@ -193,10 +249,11 @@ class AdaptiveSoftmax(nn.Module):
         """``log softmax(head(h))`` (N, c_0 + K) in float32."""
         if self.head is not None:
             logits = self.head(h)
-            logits = torch.cat([logits[:, :self.cutoff[0]] + biases[0], logits[:, self.cutoff[0]:]], dim=-1)
+            logits = torch.cat([logits[:, : self.cutoff[0]] + biases[0], logits[:, self.cutoff[0] :]], dim=-1)
         else:  # one product for the head's words and the cluster logits
-            logits = F.linear(h, torch.cat([weights[0], self.clusters.weight]),
-                              torch.cat([biases[0], self.clusters.bias]))
+            logits = F.linear(
+                h, torch.cat([weights[0], self.clusters.weight]), torch.cat([biases[0], self.clusters.bias])
+            )
         return F.log_softmax(logits.float(), dim=-1)
 
     def tail_log_probs(self, k: int, h: Tensor, weights, biases) -> Tensor:
@@ -215,7 +272,9 @@ class AdaptiveSoftmax(nn.Module):
         head = self.head_log_probs(h, weights, biases)
         parts = [head[:, : self.cutoff[0]]]
         for k in range(len(self.bands)):
-            parts.append(head[:, self.cutoff[0] + k: self.cutoff[0] + k + 1] + self.tail_log_probs(k, h, weights, biases))
+            parts.append(
+                head[:, self.cutoff[0] + k : self.cutoff[0] + k + 1] + self.tail_log_probs(k, h, weights, biases)
+            )
         return torch.cat(parts, dim=-1).view(*features.shape[:-1], self.vocab_size)
 
     def target_log_probs(self, features: Tensor, target: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
@@ -236,8 +295,10 @@ class AdaptiveSoftmax(nn.Module):
         return scores.view(target.shape)
 
     def forward(self, *args, **kwargs):
-        raise OptionError("this model's adaptive softmax is trained by --criterion attention_cross_entropy "
-                          "(fairseq's adaptive_loss drops a word's within-cluster term and cannot read tied tails)")
+        raise OptionError(
+            "this model's adaptive softmax is trained by --criterion attention_cross_entropy "
+            "(fairseq's adaptive_loss drops a word's within-cluster term and cannot read tied tails)"
+        )
 
 
 def uses_adaptive_softmax(model) -> bool:
@@ -263,11 +324,16 @@ def check_criterion(criterion_cfg, adaptive: bool, translation: bool = False) ->
         return
     if translation and name in SMOOTHING_CRITERIA:
         return
-    raise OptionError(f"--criterion {name} cannot train a model with --adaptive-softmax-cutoff at the adaptive "
-                      "softmax's speed (it forms the whole distribution, or expects fairseq's own "
-                      "AdaptiveSoftmax): use --criterion attention_cross_entropy"
-                      + (" (or label_smoothed_cross_entropy, whose smoothing term reads the whole distribution "
-                         "anyway)" if translation else ""))
+    raise OptionError(
+        f"--criterion {name} cannot train a model with --adaptive-softmax-cutoff at the adaptive "
+        "softmax's speed (it forms the whole distribution, or expects fairseq's own "
+        "AdaptiveSoftmax): use --criterion attention_cross_entropy"
+        + (
+            " (or label_smoothed_cross_entropy, whose smoothing term reads the whole distribution anyway)"
+            if translation
+            else ""
+        )
+    )
 
 
 def check_criterion_of(task) -> None:
@@ -297,9 +363,11 @@ def check_temperature(models, args) -> None:
     for model in models:
         decoder = getattr(model, "decoder", None)
         if uses_adaptive_softmax(model) or hasattr(decoder, "copy_posterior"):
-            raise OptionError(f"--temperature {temperature}: fairseq divides the decoder's first output by it, "
-                              f"which for {model.__class__.__name__} (adaptive softmax or pointer) is not the "
-                              "logits of its distribution: sample at --temperature 1")
+            raise OptionError(
+                f"--temperature {temperature}: fairseq divides the decoder's first output by it, "
+                f"which for {model.__class__.__name__} (adaptive softmax or pointer) is not the "
+                "logits of its distribution: sample at --temperature 1"
+            )
 
 
 def build_adaptive_softmax(cfg, dictionary, input_dim: int) -> Optional[AdaptiveSoftmax]:
@@ -307,5 +375,11 @@ def build_adaptive_softmax(cfg, dictionary, input_dim: int) -> Optional[Adaptive
     cutoff = check_options(cfg, len(dictionary))
     if cutoff is None:
         return None
-    return AdaptiveSoftmax(dictionary, input_dim, cutoff, bool(getattr(cfg, "adaptive_softmax_untied", False)),
-                           getattr(cfg, "adaptive_softmax_factor", None), getattr(cfg, "adaptive_softmax_dropout", None))
+    return AdaptiveSoftmax(
+        dictionary,
+        input_dim,
+        cutoff,
+        bool(getattr(cfg, "adaptive_softmax_untied", False)),
+        getattr(cfg, "adaptive_softmax_factor", None),
+        getattr(cfg, "adaptive_softmax_dropout", None),
+    )

@@ -3,6 +3,7 @@
 The size of the embedding table only catches a dictionary of another size; the same size
 with other words (another corpus, another threshold) would load silently and score junk.
 """
+
 import hashlib
 
 import torch
@@ -21,8 +22,9 @@ class DictionaryFingerprint(nn.Module):
     """Mixin for decoders: ``self.register_fingerprint(dictionary)`` in ``__init__``."""
 
     def register_fingerprint(self, dictionary):
-        self.register_buffer("dictionary_fingerprint",
-                             torch.tensor(dictionary_fingerprint(dictionary), dtype=torch.long))
+        self.register_buffer(
+            "dictionary_fingerprint", torch.tensor(dictionary_fingerprint(dictionary), dtype=torch.long)
+        )
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         saved = state_dict.get(prefix + "dictionary_fingerprint")
@@ -30,5 +32,6 @@ class DictionaryFingerprint(nn.Module):
             raise OptionError(
                 "dictionary mismatch: this checkpoint was trained with another dictionary "
                 f"than the one loaded now ({len(self.dictionary)} types). Point fairseq at the "
-                "data-bin directory (dict.txt) the model was trained on.")
+                "data-bin directory (dict.txt) the model was trained on."
+            )
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)

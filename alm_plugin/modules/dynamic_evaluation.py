@@ -22,6 +22,7 @@ the step's loss is the model's own NLL (the cache is not trained). What stops a 
 adaptation (``EXPLODED``, ``SHADOW``, ``DRIFT`` below) and what it was measured on: docs/models.md,
 "Dynamic evaluation: the model adapts to the text it scores".
 """
+
 import contextlib
 import copy
 import itertools
@@ -57,23 +58,40 @@ DRIFT, DRIFT_CHECK = math.log(2), 50
 class DynamicEvalOptions:
     """Mixed into the word-level LM tasks' configs: the options of ``fairseq-eval-lm`` (and ``alm-score``)."""
 
-    dynamic_eval_lr: float = field(default=0.0, metadata={
-        "help": "test time only: > 0 switches on dynamic evaluation (Krause et al. 2018): after each segment is "
-                "scored, one step of this size on its mean NLL; 0: off"})
-    dynamic_eval_decay: Optional[float] = field(default=None, metadata={
-        "help": f"pull towards the trained weights, decay * (theta_0 - theta), in [0, 1] (default {DECAY})"})
-    dynamic_eval_rule: Optional[str] = field(default=None, metadata={
-        "help": "sgd (default): the step lr * grad; rms: lr * grad / (MS + eps), MS the root mean square of each "
-                "weight's gradient over training segments, and the decay scaled per weight (Krause's best)"})
-    dynamic_eval_eps: Optional[float] = field(default=None, metadata={
-        "help": f"rms: added to MS (default {RMS_EPS})"})
-    dynamic_eval_segment: Optional[int] = field(default=None, metadata={
-        "help": f"document_language_modeling: tokens per segment of the stream, one step after each (default "
-                f"{SEGMENT}: a step costs a backward pass; Krause et al. used 5 for LSTMs). On "
-                "sentence_language_modeling a segment is one sentence"})
-    dynamic_eval_stats_batches: Optional[int] = field(default=None, metadata={
-        "help": f"rms: training batches read for MS (default {STATS_BATCHES}; about a training epoch's "
-                "forward/backward at most)"})
+    dynamic_eval_lr: float = field(
+        default=0.0,
+        metadata={
+            "help": "test time only: > 0 switches on dynamic evaluation (Krause et al. 2018): after each segment is "
+            "scored, one step of this size on its mean NLL; 0: off"
+        },
+    )
+    dynamic_eval_decay: Optional[float] = field(
+        default=None,
+        metadata={"help": f"pull towards the trained weights, decay * (theta_0 - theta), in [0, 1] (default {DECAY})"},
+    )
+    dynamic_eval_rule: Optional[str] = field(
+        default=None,
+        metadata={
+            "help": "sgd (default): the step lr * grad; rms: lr * grad / (MS + eps), MS the root mean square of each "
+            "weight's gradient over training segments, and the decay scaled per weight (Krause's best)"
+        },
+    )
+    dynamic_eval_eps: Optional[float] = field(default=None, metadata={"help": f"rms: added to MS (default {RMS_EPS})"})
+    dynamic_eval_segment: Optional[int] = field(
+        default=None,
+        metadata={
+            "help": f"document_language_modeling: tokens per segment of the stream, one step after each (default "
+            f"{SEGMENT}: a step costs a backward pass; Krause et al. used 5 for LSTMs). On "
+            "sentence_language_modeling a segment is one sentence"
+        },
+    )
+    dynamic_eval_stats_batches: Optional[int] = field(
+        default=None,
+        metadata={
+            "help": f"rms: training batches read for MS (default {STATS_BATCHES}; about a training epoch's "
+            "forward/backward at most)"
+        },
+    )
 
 
 @dataclass(frozen=True)
@@ -91,8 +109,13 @@ def check_options(lr, decay=None, rule=None, eps=None, segment=None, stats=None)
     ``None`` when dynamic evaluation is off (lr 0). Whether a segment may be given depends on the
     model: ``TestTimeOptions.check_segments``."""
     number("--dynamic-eval-lr", lr, least=0, why="the step size (0: off)")
-    for flag, value in (("--dynamic-eval-decay", decay), ("--dynamic-eval-rule", rule), ("--dynamic-eval-eps", eps),
-                        ("--dynamic-eval-segment", segment), ("--dynamic-eval-stats-batches", stats)):
+    for flag, value in (
+        ("--dynamic-eval-decay", decay),
+        ("--dynamic-eval-rule", rule),
+        ("--dynamic-eval-eps", eps),
+        ("--dynamic-eval-segment", segment),
+        ("--dynamic-eval-stats-batches", stats),
+    ):
         needs(flag, value is not None, "--dynamic-eval-lr", lr > 0, " (> 0: the step size, e.g. 0.01)")
     number("--dynamic-eval-decay", decay, least=0, at_most=1, why="the share of the way back to the trained weights")
     if rule is not None and rule not in RULES:
@@ -104,9 +127,14 @@ def check_options(lr, decay=None, rule=None, eps=None, segment=None, stats=None)
     number("--dynamic-eval-segment", segment, least=1, why="a segment holds at least one token")
     if lr == 0:
         return None
-    return DynamicEvalSettings(float(lr), DECAY if decay is None else float(decay), rule or "sgd",
-                               RMS_EPS if eps is None else float(eps), SEGMENT if segment is None else int(segment),
-                               STATS_BATCHES if stats is None else int(stats))
+    return DynamicEvalSettings(
+        float(lr),
+        DECAY if decay is None else float(decay),
+        rule or "sgd",
+        RMS_EPS if eps is None else float(eps),
+        SEGMENT if segment is None else int(segment),
+        STATS_BATCHES if stats is None else int(stats),
+    )
 
 
 class DynamicEvaluator:
@@ -119,8 +147,11 @@ class DynamicEvaluator:
         self.parameters = [p for p in model.parameters() if p.requires_grad]
         # a segment looks up a few rows of a 10^4-10^5-row table: a sparse lookup gradient spares
         # zeroing the whole table every step (~10% of a WikiText-2 step, measured), the sum is the same
-        self.embeddings = [m for m in model.modules() if isinstance(m, torch.nn.Embedding) and not m.sparse
-                           and m.weight.requires_grad and m.max_norm is None]
+        self.embeddings = [
+            m
+            for m in model.modules()
+            if isinstance(m, torch.nn.Embedding) and not m.sparse and m.weight.requires_grad and m.max_norm is None
+        ]
         self.recurrent = [m for m in model.modules() if isinstance(m, torch.nn.RNNBase)]
         self.initial = None
         self.segments = 0
@@ -202,8 +233,10 @@ class DynamicEvaluator:
     def gradient_rms(self):
         """``MS``: the root mean square of each weight's gradient of the mean NLL over training batches."""
         if self.training_batches is None:
-            raise OptionError("--dynamic-eval-rule rms needs the training split's gradients (MS), which this tool "
-                              "cannot read: use --dynamic-eval-rule sgd, or fairseq-eval-lm with the training data")
+            raise OptionError(
+                "--dynamic-eval-rule rms needs the training split's gradients (MS), which this tool "
+                "cannot read: use --dynamic-eval-rule sgd, or fairseq-eval-lm with the training data"
+            )
         sums, count = [torch.zeros_like(p) for p in self.parameters], 0
         try:
             batches = iter(self.training_batches(self.settings.stats_batches, self.settings.segment))
@@ -232,9 +265,11 @@ class DynamicEvaluator:
         nll = float(loss.detach())
         if not math.isfinite(nll) or nll > self.exploded:
             where = f"segment {self.segments}" + (f" of text {self.earlier_texts + 1}" if self.earlier_texts else "")
-            raise OptionError(f"dynamic evaluation: the NLL of {where} is {nll:.4g} nats a token "
-                              f"(above {EXPLODED:g} x ln V = {self.exploded:.1f}): the adapted weights diverged; "
-                              "lower --dynamic-eval-lr (no figure is given for a partial text)")
+            raise OptionError(
+                f"dynamic evaluation: the NLL of {where} is {nll:.4g} nats a token "
+                f"(above {EXPLODED:g} x ln V = {self.exploded:.1f}): the adapted weights diverged; "
+                "lower --dynamic-eval-lr (no figure is given for a partial text)"
+            )
         self.nlls.append(nll)
         if trained_nll is not None:
             self.trained_nlls.append(trained_nll)
@@ -255,7 +290,6 @@ class DynamicEvaluator:
                 torch._foreach_addcdiv_(self.parameters, grads, self.denominators, value=-s.lr)
                 torch._foreach_add_(self.parameters, pulls)
 
-
     def check_worse(self):
         """Stop a pass whose adapted segments score ``WORSE`` nats a token above the trained weights on
         the same segments (from the ``MIN_SHADOW``th shadowed one on): it would print a figure far
@@ -267,13 +301,17 @@ class DynamicEvaluator:
             adapted = sum(self.nlls[:shadowed]) / shadowed
             trained = sum(self.trained_nlls) / shadowed
             if shadowed == SHADOW:
-                logger.info(f"dynamic evaluation: segments 1-{SHADOW} average {adapted:.4f} nats a token adapted, "
-                            f"{trained:.4f} at the trained weights")
+                logger.info(
+                    f"dynamic evaluation: segments 1-{SHADOW} average {adapted:.4f} nats a token adapted, "
+                    f"{trained:.4f} at the trained weights"
+                )
             if adapted > trained + WORSE:
-                raise OptionError(f"dynamic evaluation made the model worse: segments 1-{shadowed} average "
-                                  f"{adapted:.2f} nats a token adapted against {trained:.2f} at the trained weights "
-                                  f"(perplexity x{math.exp(adapted - trained):.1f}): lower --dynamic-eval-lr or raise "
-                                  "--dynamic-eval-decay (no figure is given for a partial text)")
+                raise OptionError(
+                    f"dynamic evaluation made the model worse: segments 1-{shadowed} average "
+                    f"{adapted:.2f} nats a token adapted against {trained:.2f} at the trained weights "
+                    f"(perplexity x{math.exp(adapted - trained):.1f}): lower --dynamic-eval-lr or raise "
+                    "--dynamic-eval-decay (no figure is given for a partial text)"
+                )
         count = self.earlier_shadowed + shadowed
         if not self.earlier_texts or count < MIN_SHADOW:
             return
@@ -281,11 +319,13 @@ class DynamicEvaluator:
         trained = (self.earlier_trained + sum(self.trained_nlls)) / count
         if adapted > trained + WORSE:
             texts = self.earlier_texts + 1
-            raise OptionError(f"dynamic evaluation made the model worse: over texts 1-{texts} (each from the trained "
-                              f"weights) the {count} segments scored at the trained weights too average {adapted:.2f} "
-                              f"nats a token adapted against {trained:.2f} (perplexity "
-                              f"x{math.exp(adapted - trained):.1f}): lower --dynamic-eval-lr or raise "
-                              "--dynamic-eval-decay (no figure is given for part of the texts)")
+            raise OptionError(
+                f"dynamic evaluation made the model worse: over texts 1-{texts} (each from the trained "
+                f"weights) the {count} segments scored at the trained weights too average {adapted:.2f} "
+                f"nats a token adapted against {trained:.2f} (perplexity "
+                f"x{math.exp(adapted - trained):.1f}): lower --dynamic-eval-lr or raise "
+                "--dynamic-eval-decay (no figure is given for part of the texts)"
+            )
 
     def check_drift(self):
         """Warn once a pass where the segments' mean NLL since the shadowed ones has risen ``DRIFT``
@@ -296,13 +336,15 @@ class DynamicEvaluator:
         if len(reference) < MIN_SHADOW or later <= 0 or later % DRIFT_CHECK or self.drift_warned:
             return
         start = sum(reference) / len(reference)
-        since = sum(self.nlls[len(reference):]) / later
+        since = sum(self.nlls[len(reference) :]) / later
         if since > start + DRIFT:
             self.drift_warned = True
-            logger.warning(f"dynamic evaluation is running away: segments {len(reference) + 1}-{len(self.nlls)} "
-                           f"average {since:.2f} nats a token against {start:.2f} for the first {len(reference)} "
-                           f"at the trained weights (perplexity x{math.exp(since - start):.1f}); the figure will "
-                           "be worse than the static model's: lower --dynamic-eval-lr or raise --dynamic-eval-decay")
+            logger.warning(
+                f"dynamic evaluation is running away: segments {len(reference) + 1}-{len(self.nlls)} "
+                f"average {since:.2f} nats a token against {start:.2f} for the first {len(reference)} "
+                f"at the trained weights (perplexity x{math.exp(since - start):.1f}); the figure will "
+                "be worse than the static model's: lower --dynamic-eval-lr or raise --dynamic-eval-decay"
+            )
 
 
 def frozen_copy(model):
@@ -332,8 +374,10 @@ def reset_stream(model) -> None:
 def rms_without_training_data(missing: str) -> MissingDataError:
     """The refusal of rms where the training split is missing (``missing``: what is, and its fix):
     it says why rms needs the split, and that sgd does not."""
-    return MissingDataError(f"--dynamic-eval-rule rms measures MS, each weight's gradient, on the training split, but "
-                            f"{missing}; or use --dynamic-eval-rule sgd, which needs no training data")
+    return MissingDataError(
+        f"--dynamic-eval-rule rms measures MS, each weight's gradient, on the training split, but "
+        f"{missing}; or use --dynamic-eval-rule sgd, which needs no training data"
+    )
 
 
 def check_training_split(data: str) -> None:
@@ -345,16 +389,17 @@ def check_training_split(data: str) -> None:
 
     directory = utils.split_paths(data)[0]
     if infer_dataset_impl(os.path.join(directory, "train")) is None:
-        raise rms_without_training_data(f"there is no 'train' data in {directory}: give the data-bin the model was "
-                                        "trained on (or binarise its training text with fairseq-preprocess "
-                                        "--only-source)")
+        raise rms_without_training_data(
+            f"there is no 'train' data in {directory}: give the data-bin the model was "
+            "trained on (or binarise its training text with fairseq-preprocess "
+            "--only-source)"
+        )
 
 
 def dense_gradients(loss, parameters):
     """d loss / d p for each of ``parameters``, dense (an untied lookup table's is sparse; unused: 0)."""
     grads = torch.autograd.grad(loss, parameters, allow_unused=True)
-    return [torch.zeros_like(p) if g is None else g.to_dense() if g.is_sparse else g
-            for p, g in zip(parameters, grads)]
+    return [torch.zeros_like(p) if g is None else g.to_dense() if g.is_sparse else g for p, g in zip(parameters, grads)]
 
 
 def mean_nll(model, net_output, target) -> torch.Tensor:
@@ -371,8 +416,10 @@ def attach_dynamic_eval(settings: Optional[DynamicEvalSettings], model, training
     if settings is None:
         return model
     if not hasattr(model, "dynamic_eval"):
-        raise OptionError(f"--dynamic-eval-lr: dynamic evaluation adapts the word-level {CACHE_MODELS}, not "
-                          f"{model.__class__.__name__}: drop the --dynamic-eval-* options for this model")
+        raise OptionError(
+            f"--dynamic-eval-lr: dynamic evaluation adapts the word-level {CACHE_MODELS}, not "
+            f"{model.__class__.__name__}: drop the --dynamic-eval-* options for this model"
+        )
     if settings.rule == "rms" and data:
         check_training_split(data)
     model.dynamic_eval = DynamicEvaluator(model, settings, training_batches)

@@ -8,6 +8,7 @@ grid its score blocks every chunk: measured on WikiText-2 valid at one thread, h
 dynamic pass's CPU time went to the kernel (~14,000 faults a segment); with the blocks kept,
 ~200, and the pass ran ~2x faster, the figures unchanged.
 """
+
 import ctypes
 import os
 

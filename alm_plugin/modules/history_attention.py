@@ -15,6 +15,7 @@ Training and scoring see the whole sequence at once (attention never feeds back 
 recurrence), so the full forward is a handful of batched matrix products under a causal
 mask. Incremental decoding keeps the memory and its precomputed keys in a dict of tensors.
 """
+
 from typing import Dict, Optional, Tuple
 
 import numpy as np
@@ -27,11 +28,11 @@ from ..cuda_graphs import capturing
 from ..errors import OptionError
 
 Pairs = Tuple[Tensor, Tensor]  # the query and slot indices of the (query, slot) pairs a score computes
-INITIAL_SLOT = -(2 ** 40)  # the time of the initial slot h_0: before any state, never out of the window
+INITIAL_SLOT = -(2**40)  # the time of the initial slot h_0: before any state, never out of the window
 # elements of a score intermediate per chunk of queries when no graph is built: 64 MiB in fp32
 # on the CPU (eval-lm's memory on 2,048-token blocks), 512 MiB on a GPU, where every chunk is
 # another round of kernel launches
-CHUNK_ELEMENTS = {"cpu": 2 ** 24, "cuda": 2 ** 27}
+CHUNK_ELEMENTS = {"cpu": 2**24, "cuda": 2**27}
 PAIR_CACHE = 512  # chunk geometries whose pair indices a module keeps (training: one per sample length)
 
 
@@ -135,8 +136,14 @@ class CausalHistoryAttention(nn.Module):
     (and kept per chunk geometry), and the padding mask is applied whether or not it masks anything.
     """
 
-    def __init__(self, score: nn.Module, include_current: bool = False, initial_slot: bool = False,
-                 window: int = 0, chunk_elements: Optional[int] = None):
+    def __init__(
+        self,
+        score: nn.Module,
+        include_current: bool = False,
+        initial_slot: bool = False,
+        window: int = 0,
+        chunk_elements: Optional[int] = None,
+    ):
         super().__init__()
         if window < 0:
             raise OptionError(f"the memory window must be >= 0 (0 = whole sample), got {window}")
@@ -199,9 +206,15 @@ class CausalHistoryAttention(nn.Module):
         decoder's, bridged from the encoder), else zeros."""
         return states.new_zeros(states.size(0), 1, states.size(2)) if initial is None else initial[:, None]
 
-    def forward(self, states: Tensor, padding_mask: Optional[Tensor] = None,
-                queries: Optional[Tensor] = None, initial: Optional[Tensor] = None,
-                past: Optional[Tensor] = None, past_padding: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+    def forward(
+        self,
+        states: Tensor,
+        padding_mask: Optional[Tensor] = None,
+        queries: Optional[Tensor] = None,
+        initial: Optional[Tensor] = None,
+        past: Optional[Tensor] = None,
+        past_padding: Optional[Tensor] = None,
+    ) -> Tuple[Tensor, Tensor]:
         """Full sequence. ``states``: ``(B, T, d)``; ``padding_mask``: ``(B, T)``, True at pads;
         ``queries``: what the score compares the memory with (default: the states);
         ``initial``: ``(B, d)``, the initial slot's state (default: zeros); ``past``: ``(B, P, d)``,
@@ -225,11 +238,18 @@ class CausalHistoryAttention(nn.Module):
         slot_padding = None
         # applied whether or not it masks anything: asking would read the mask on the host
         if past is not None or padding_mask is not None:
+
             def pads(mask, length):
                 return states.new_zeros(bsz, length, dtype=torch.bool) if mask is None else mask
-            slot_padding = torch.cat([pads(None, 1 if self.initial_slot else 0),
-                                      pads(past_padding, 0 if past is None else past.size(1)),
-                                      pads(padding_mask, tgt_len)], dim=1)
+
+            slot_padding = torch.cat(
+                [
+                    pads(None, 1 if self.initial_slot else 0),
+                    pads(past_padding, 0 if past is None else past.size(1)),
+                    pads(padding_mask, tgt_len),
+                ],
+                dim=1,
+            )
 
         chunk = self._queries_per_chunk(queries, keys, tgt_len)
         reads_pairs = getattr(self.score, "reads_pairs", False)
@@ -244,8 +264,9 @@ class CausalHistoryAttention(nn.Module):
             if slot_padding is not None:
                 allowed = allowed & ~slot_padding[:, None, :last_slot]
             pairs = self._pairs(start, end, last_slot, lead, states.device) if reads_pairs else None
-            context, weight = self._attend(queries[:, start:end], memory[:, :last_slot],
-                                           keys[:, :last_slot], allowed.expand(bsz, -1, -1), pairs)
+            context, weight = self._attend(
+                queries[:, start:end], memory[:, :last_slot], keys[:, :last_slot], allowed.expand(bsz, -1, -1), pairs
+            )
             contexts.append(context)
             weights.append(F.pad(weight, (0, memory.size(1) - last_slot)))
         return torch.cat(contexts, dim=1), torch.cat(weights, dim=1)
@@ -263,10 +284,15 @@ class CausalHistoryAttention(nn.Module):
         offset = 1 if self.initial_slot else 0
         if self.window == 0 or slots.size(1) - offset <= self.window:
             return slots
-        return torch.cat([slots[:, :offset], slots[:, -self.window:]], dim=1)
+        return torch.cat([slots[:, :offset], slots[:, -self.window :]], dim=1)
 
-    def step(self, state: Tensor, cache: Optional[Dict[str, Tensor]], query: Optional[Tensor] = None,
-             initial: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Dict[str, Tensor]]:
+    def step(
+        self,
+        state: Tensor,
+        cache: Optional[Dict[str, Tensor]],
+        query: Optional[Tensor] = None,
+        initial: Optional[Tensor] = None,
+    ) -> Tuple[Tensor, Tensor, Dict[str, Tensor]]:
         """One incremental step. ``state``: ``(B, 1, d)``; ``cache`` holds the memory so far
         (``None`` at the first step); ``query`` as in ``forward``. Returns the context
         ``(B, 1, d)``, the weights ``(B, 1, S)`` and the new cache (batch first: reorder it
@@ -275,14 +301,15 @@ class CausalHistoryAttention(nn.Module):
         if cache is None:
             empty = self._initial(state, initial) if self.initial_slot else state[:, :0]
             cache = {"memory": empty, "keys": self.score.keys(empty)}
-        grown = {"memory": torch.cat([cache["memory"], state], dim=1),
-                 "keys": torch.cat([cache["keys"], self.score.keys(state)], dim=1)}
+        grown = {
+            "memory": torch.cat([cache["memory"], state], dim=1),
+            "keys": torch.cat([cache["keys"], self.score.keys(state)], dim=1),
+        }
         grown = {name: self._trim(slots) for name, slots in grown.items()}
         read = grown if self.include_current else cache
         if read["memory"].size(1) == 0:  # nothing remembered yet: zero context
             context, weights = torch.zeros_like(state), state.new_zeros(state.size(0), 1, 0)
         else:
             allowed = state.new_ones(state.size(0), 1, read["memory"].size(1), dtype=torch.bool)
-            context, weights = self._attend(state if query is None else query,
-                                            read["memory"], read["keys"], allowed)
+            context, weights = self._attend(state if query is None else query, read["memory"], read["keys"], allowed)
         return context, weights, grown

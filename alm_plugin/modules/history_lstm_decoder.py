@@ -11,6 +11,7 @@ from the encoder's final state and adds the source context ``z_t`` (``SourceAtte
 the combination layer's inputs; ``encoder_out`` is then the output of fairseq's
 ``LSTMEncoder``.
 """
+
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -33,10 +34,14 @@ def combination_bias_field(default: bool):
     the language models, on for translation (``HistoryTranslationConfig``); a checkpoint saved
     before the option existed had the bias (``default_before_the_option``, which
     ``CheckpointFitMixin`` reads). docs/models.md says what each default rests on."""
-    return field(default=default, metadata={
-        "help": "give the layer before the tied softmax its bias (b_c of Eq. 7; AMSRN's b); the "
-                "output bias b of Eq. 8 is kept either way",
-        "default_before_the_option": True})
+    return field(
+        default=default,
+        metadata={
+            "help": "give the layer before the tied softmax its bias (b_c of Eq. 7; AMSRN's b); the "
+            "output bias b of Eq. 8 is kept either way",
+            "default_before_the_option": True,
+        },
+    )
 
 
 @dataclass
@@ -44,29 +49,46 @@ class RecurrentLMConfig(AdaptiveSoftmaxConfig):
     embed_dim: int = field(default=650, metadata={"help": "word embedding size (tied with the output layer)"})
     hidden_size: int = field(default=650, metadata={"help": "LSTM hidden size"})
     num_layers: int = field(default=2, metadata={"help": "number of stacked LSTM layers"})
-    dropout: float = field(default=0.5, metadata={
-        "help": "dropout on the non-recurrent connections, each tensor once: the embeddings, "
-                "between the LSTM layers, and the vector the output layer reads (h'_t; h_t itself "
-                "for alm_lstm and the pointer's p_vocab). The attention reads h_t undropped"})
-    forget_gate_bias: float = field(default=0.0, metadata={
-        "help": "the LSTM forget gates' bias starts here (the paper: every bias 0; the authors' "
-                "released code and TensorFlow: 1.0). On a PTB slice (docs/benchmarks.md, ptb-choices) "
-                "single valid 313.5 at 1.0 against 277.6 at 0"})
-    init_range: float = field(default=0.05, metadata={
-        "help": "weights start uniform in [-init_range, init_range], biases at 0 (paper: 0.05)"})
+    dropout: float = field(
+        default=0.5,
+        metadata={
+            "help": "dropout on the non-recurrent connections, each tensor once: the embeddings, "
+            "between the LSTM layers, and the vector the output layer reads (h'_t; h_t itself "
+            "for alm_lstm and the pointer's p_vocab). The attention reads h_t undropped"
+        },
+    )
+    forget_gate_bias: float = field(
+        default=0.0,
+        metadata={
+            "help": "the LSTM forget gates' bias starts here (the paper: every bias 0; the authors' "
+            "released code and TensorFlow: 1.0). On a PTB slice (docs/benchmarks.md, ptb-choices) "
+            "single valid 313.5 at 1.0 against 277.6 at 0"
+        },
+    )
+    init_range: float = field(
+        default=0.05, metadata={"help": "weights start uniform in [-init_range, init_range], biases at 0 (paper: 0.05)"}
+    )
 
 
 @dataclass
 class HistoryAttentionConfig(RecurrentLMConfig):
-    memory_window: int = field(default=0, metadata={
-        "help": "attend over at most this many previous states; 0 = the whole sample (with "
-                "--sample-break-mode eos: the sentence, the paper's per-sentence reset)"})
+    memory_window: int = field(
+        default=0,
+        metadata={
+            "help": "attend over at most this many previous states; 0 = the whole sample (with "
+            "--sample-break-mode eos: the sentence, the paper's per-sentence reset)"
+        },
+    )
     combination_bias: bool = combination_bias_field(default=False)
-    attend_dropped_states: bool = field(default=False, metadata={
-        "help": "the attention's memory and queries read h_t after a dropout of their own (the "
-                "concat layer still reads h_t undropped); off: they read h_t as the LSTM gives it, "
-                "as the authors' released code does. On a PTB slice (docs/benchmarks.md, ptb-choices) "
-                "single valid 280.0 with it against 277.6 without, amsrn 285.2 against 277.6"})
+    attend_dropped_states: bool = field(
+        default=False,
+        metadata={
+            "help": "the attention's memory and queries read h_t after a dropout of their own (the "
+            "concat layer still reads h_t undropped); off: they read h_t as the LSTM gives it, "
+            "as the authors' released code does. On a PTB slice (docs/benchmarks.md, ptb-choices) "
+            "single valid 280.0 with it against 277.6 without, amsrn 285.2 against 277.6"
+        },
+    )
 
 
 class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecoder):
@@ -81,8 +103,13 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
         self.cfg = cfg
         self.padding_idx = dictionary.pad()
         self.embed_tokens = nn.Embedding(len(dictionary), cfg.embed_dim, self.padding_idx)
-        self.lstm = nn.LSTM(cfg.embed_dim, cfg.hidden_size, cfg.num_layers, batch_first=True,
-                            dropout=cfg.dropout if cfg.num_layers > 1 else 0.0)
+        self.lstm = nn.LSTM(
+            cfg.embed_dim,
+            cfg.hidden_size,
+            cfg.num_layers,
+            batch_first=True,
+            dropout=cfg.dropout if cfg.num_layers > 1 else 0.0,
+        )
         self.dropout = nn.Dropout(cfg.dropout)
         self.output_bias = nn.Parameter(torch.zeros(len(dictionary)))
         # named as fairseq's decoders name theirs, but read only by the methods below
@@ -114,7 +141,7 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
             if forget:
                 hidden = self.cfg.hidden_size
                 for layer in range(self.cfg.num_layers):
-                    getattr(self.lstm, f"bias_ih_l{layer}")[hidden:2 * hidden].fill_(forget)
+                    getattr(self.lstm, f"bias_ih_l{layer}")[hidden : 2 * hidden].fill_(forget)
 
     def combine(self, states: Tensor, context: Tensor, *source_context: Tensor) -> Tensor:
         raise NotImplementedError
@@ -143,8 +170,16 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
         context, weights = self.source_attention(states, source.transpose(0, 1), source_padding.t())
         return (context,), weights
 
-    def extract_features(self, prev_output_tokens, encoder_out=None, incremental_state=None,
-                         stream_ids=None, stream_positions=None, stream_chunk=None, **kwargs):
+    def extract_features(
+        self,
+        prev_output_tokens,
+        encoder_out=None,
+        incremental_state=None,
+        stream_ids=None,
+        stream_positions=None,
+        stream_chunk=None,
+        **kwargs,
+    ):
         """With ``stream_ids``/``stream_positions`` (the document task's chunks) the LSTM state
         and the last ``--memory-window`` states of the attention memory carry over from the
         previous chunk of the same streams (``StreamCarry``; detached: truncated BPTT)."""
@@ -179,36 +214,52 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
             weights = None
         elif incremental_state is None:
             past, past_tokens = (None, None) if carried is None else carried["memory"]
-            context, weights = self.attention(attended, tokens.eq(self.padding_idx), self.attention_queries(attended),
-                                              initial_slot, past, None if past is None else past_tokens.eq(self.padding_idx))
+            context, weights = self.attention(
+                attended,
+                tokens.eq(self.padding_idx),
+                self.attention_queries(attended),
+                initial_slot,
+                past,
+                None if past is None else past_tokens.eq(self.padding_idx),
+            )
             if past is not None:
                 memory_tokens = torch.cat([past_tokens, tokens], dim=1)
         else:
             memory = None if cache is None else {"memory": cache["memory"], "keys": cache["keys"]}
-            context, weights, memory = self.attention.step(attended, memory, self.attention_queries(attended),
-                                                           initial_slot)
+            context, weights, memory = self.attention.step(
+                attended, memory, self.attention_queries(attended), initial_slot
+            )
             # the words of the remembered states, trimmed as the memory is (the pointer's targets)
             memory_tokens = tokens if cache is None else torch.cat([cache["tokens"], tokens], dim=1)
             if self.attention.window:
-                memory_tokens = memory_tokens[:, -self.attention.window:]
+                memory_tokens = memory_tokens[:, -self.attention.window :]
             memory["tokens"] = memory_tokens
             if not self.attention.include_current:
                 memory_tokens = None if cache is None else cache["tokens"]
         if incremental_state is not None:
             # batch first everywhere, so reordering is one index_select on dim 0
-            self.set_incremental_state(incremental_state, "history", {
-                "hidden": h.transpose(0, 1), "cell": c.transpose(0, 1), **memory})
+            self.set_incremental_state(
+                incremental_state, "history", {"hidden": h.transpose(0, 1), "cell": c.transpose(0, 1), **memory}
+            )
         if streaming:
-            self.carry.save(stream_ids, stream_positions + tokens.size(1),
-                            {"hidden": (h, c), "memory": self._kept_memory(carried, attended, tokens)}, mode,
-                            next_chunk(stream_chunk, tokens.size(1)))
+            self.carry.save(
+                stream_ids,
+                stream_positions + tokens.size(1),
+                {"hidden": (h, c), "memory": self._kept_memory(carried, attended, tokens)},
+                mode,
+                next_chunk(stream_chunk, tokens.size(1)),
+            )
         source_context, source_weights = self.attend_source(states, encoder_out)
         features = self.dropout(self.combine(states, context, *source_context))
         # "attn" is what fairseq's generator reads (source attention, --print-alignment);
         # "features" is what the output layer receives (the neural cache's h_t);
         # "memory_tokens" the input word of each memory slot after the initial one
-        return features, {"attn": [source_weights], "history_attn": [weights], "features": features,
-                          "memory_tokens": memory_tokens}
+        return features, {
+            "attn": [source_weights],
+            "history_attn": [weights],
+            "features": features,
+            "memory_tokens": memory_tokens,
+        }
 
     def sentinel(self, bsz: int) -> Optional[Tensor]:
         """The state of the memory's initial slot ``(B, d)``; ``None``: zeros (or ``h_0``)."""
@@ -258,8 +309,9 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
         cache = self.get_incremental_state(incremental_state, "history")
         if cache is None:
             return
-        self.set_incremental_state(incremental_state, "history", {
-            name: value.index_select(0, new_order) for name, value in cache.items()})
+        self.set_incremental_state(
+            incremental_state, "history", {name: value.index_select(0, new_order) for name, value in cache.items()}
+        )
 
     def max_positions(self):
         return UNLIMITED_POSITIONS

@@ -1,4 +1,5 @@
 """What the plugin's LSTM decoders share (word-level and character-level alike)."""
+
 import warnings
 
 import torch
@@ -33,12 +34,21 @@ def layer_by_layer(lstm, inputs, state=None):
     per_layer = len(lstm._flat_weights) // lstm.num_layers  # w_ih, w_hh (, b_ih, b_hh)
     finals = []
     for layer in range(lstm.num_layers):
-        weights = lstm._flat_weights[layer * per_layer:(layer + 1) * per_layer]
+        weights = lstm._flat_weights[layer * per_layer : (layer + 1) * per_layer]
         # torch's own LSTM function, as nn.LSTM calls it, for one layer and no dropout
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", "RNN module weights are not part of single contiguous")
-            inputs, h, c = torch._VF.lstm(inputs, (state[0][layer:layer + 1], state[1][layer:layer + 1]), weights,
-                                          lstm.bias, 1, 0.0, True, False, lstm.batch_first)
+            inputs, h, c = torch._VF.lstm(
+                inputs,
+                (state[0][layer : layer + 1], state[1][layer : layer + 1]),
+                weights,
+                lstm.bias,
+                1,
+                0.0,
+                True,
+                False,
+                lstm.batch_first,
+            )
         finals.append((h, c))
         if layer < lstm.num_layers - 1:
             inputs = F.dropout(inputs, lstm.dropout, training=True)

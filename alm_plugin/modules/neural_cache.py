@@ -14,6 +14,7 @@ document task. ``StreamCarry`` hands the previous batch's memory on only to a ba
 continues it (the next sentence ids, or the next positions of the same streams); anything
 else starts with an empty cache.
 """
+
 import math
 from dataclasses import dataclass, field
 from typing import Optional
@@ -26,7 +27,6 @@ from ..option_checks import needs, number
 from .history_attention import masked_softmax
 from .stream_carry import StreamCarry
 
-
 THETA, LAMBDA = 0.3, 0.1  # what --neural-cache-window alone uses
 CACHE_MODELS = "alm_lstm, attentive_lm, amsrn and pointer_sentinel_lm"  # the word models that hand it features
 
@@ -35,14 +35,26 @@ CACHE_MODELS = "alm_lstm, attentive_lm, amsrn and pointer_sentinel_lm"  # the wo
 class NeuralCacheOptions:
     """Mixed into a task's config: the options exist on ``fairseq-eval-lm`` and ``alm-score``."""
 
-    neural_cache_window: int = field(default=0, metadata={
-        "help": "test time only: mix in a neural cache (Grave et al. 2017) over the features of the "
-                "N previous tokens, read in corpus order across sentence ends (0: no cache)"})
-    neural_cache_theta: Optional[float] = field(default=None, metadata={
-        "help": f"the cache's inverse temperature: softmax(theta h_t . h_i) (default {THETA}; needs the window)"})
-    neural_cache_lambda: Optional[float] = field(default=None, metadata={
-        "help": f"weight of the cache in p = (1 - lambda) p_model + lambda p_cache, in [0, 1) (default "
-                f"{LAMBDA}; needs the window)"})
+    neural_cache_window: int = field(
+        default=0,
+        metadata={
+            "help": "test time only: mix in a neural cache (Grave et al. 2017) over the features of the "
+            "N previous tokens, read in corpus order across sentence ends (0: no cache)"
+        },
+    )
+    neural_cache_theta: Optional[float] = field(
+        default=None,
+        metadata={
+            "help": f"the cache's inverse temperature: softmax(theta h_t . h_i) (default {THETA}; needs the window)"
+        },
+    )
+    neural_cache_lambda: Optional[float] = field(
+        default=None,
+        metadata={
+            "help": f"weight of the cache in p = (1 - lambda) p_model + lambda p_cache, in [0, 1) (default "
+            f"{LAMBDA}; needs the window)"
+        },
+    )
 
 
 FLAGS = ("--neural-cache-window", "--neural-cache-theta", "--neural-cache-lambda")
@@ -55,9 +67,14 @@ def check_values(window, theta, lam, flags=FLAGS) -> None:
         raise OptionError(f"{flags[0]} {window:g}: a cache holds a whole number of tokens")
     number(flags[0], window, least=0, why="the cache holds N >= 0 previous tokens (0: none)")
     number(flags[1], theta, least=0, why="the cache's inverse temperature")
-    number(flags[2], lam, least=0, below=1,
-           why="a mixture weight below 1 (at 1 every word the recent text does not hold gets probability 0: an "
-               "infinite perplexity, of which fairseq-eval-lm would report only the finite part)")
+    number(
+        flags[2],
+        lam,
+        least=0,
+        below=1,
+        why="a mixture weight below 1 (at 1 every word the recent text does not hold gets probability 0: an "
+        "infinite perplexity, of which fairseq-eval-lm would report only the finite part)",
+    )
 
 
 def check_options(window, theta, lam):
@@ -99,8 +116,16 @@ class NeuralCache:
     def reset(self):
         self.carry.reset()
 
-    def log_probs(self, log_model: Tensor, features: Tensor, targets: Tensor, padding: Tensor,
-                  rows=None, positions=None, next_positions=None) -> Tensor:
+    def log_probs(
+        self,
+        log_model: Tensor,
+        features: Tensor,
+        targets: Tensor,
+        padding: Tensor,
+        rows=None,
+        positions=None,
+        next_positions=None,
+    ) -> Tensor:
         """``log_model`` (R, T, V) the model's log probabilities, ``features`` (R, T, d), ``targets`` (R, T) and ``padding``
         (R, T) of R rows read left to right; ``rows``/``positions`` tag the batch for
         ``StreamCarry`` (``None``: nothing carried in or out; the next batch continues this one
@@ -115,8 +140,7 @@ class NeuralCache:
         if positions is not None:
             next_positions = positions + features.size(1) if next_positions is None else next_positions
             keep = slice(max(0, memory.size(1) - self.window), None)
-            self.carry.save(rows, next_positions,
-                            (memory[:, keep], keys[:, keep], memory_padding[:, keep]), "eval")
+            self.carry.save(rows, next_positions, (memory[:, keep], keys[:, keep], memory_padding[:, keep]), "eval")
         if self.window == 0 or self.lam == 0.0:
             return log_model
 
@@ -147,7 +171,8 @@ def attach_neural_cache(settings, model):
     if not hasattr(model, "neural_cache"):
         raise OptionError(
             f"--neural-cache-window: {model.__class__.__name__} does not hand its output features to "
-            f"the cache; the neural cache works with {CACHE_MODELS}. Drop the --neural-cache-* options for this model.")
+            f"the cache; the neural cache works with {CACHE_MODELS}. Drop the --neural-cache-* options for this model."
+        )
     model.neural_cache = NeuralCache(*settings)
     return model
 
@@ -169,16 +194,30 @@ def cached_log_probs(cache: NeuralCache, log_model: Tensor, net_output, sample, 
     net_input = sample["net_input"]
     if net_input.get("stream_ids") is not None:  # a stream's cache remembers what it read, scored or not
         read = sample.get("read_target", target)
-        return check_finite(cache.log_probs(log_model, features, read, read.eq(padding_idx), net_input["stream_ids"],
-                                            net_input["stream_positions"]), target, padding)
+        return check_finite(
+            cache.log_probs(
+                log_model, features, read, read.eq(padding_idx), net_input["stream_ids"], net_input["stream_positions"]
+            ),
+            target,
+            padding,
+        )
     ids = sample["id"]
     if not torch.equal(ids, torch.arange(int(ids[0]), int(ids[0]) + ids.numel(), device=ids.device)):
-        raise OptionError("the neural cache reads the text in corpus order, but this batch holds sentences "
-                          f"{ids[:4].tolist()}...: score with fairseq-eval-lm --task sentence_language_modeling "
-                          "or document_language_modeling, or alm-score")
+        raise OptionError(
+            "the neural cache reads the text in corpus order, but this batch holds sentences "
+            f"{ids[:4].tolist()}...: score with fairseq-eval-lm --task sentence_language_modeling "
+            "or document_language_modeling, or alm-score"
+        )
     real = ~padding
-    flat = cache.log_probs(log_model[real].unsqueeze(0), features[real].unsqueeze(0), target[real].unsqueeze(0),
-                           padding[real].unsqueeze(0), ids.new_zeros(1), ids[:1], ids[-1:] + 1)
+    flat = cache.log_probs(
+        log_model[real].unsqueeze(0),
+        features[real].unsqueeze(0),
+        target[real].unsqueeze(0),
+        padding[real].unsqueeze(0),
+        ids.new_zeros(1),
+        ids[:1],
+        ids[-1:] + 1,
+    )
     log_model[real] = flat[0]  # padded slots keep the model's (finite) scores
     return check_finite(log_model, target, padding)
 
@@ -188,9 +227,11 @@ def check_finite(log_probs: Tensor, target: Tensor, padding: Tensor) -> Tensor:
     skip the tokens scored -inf and print the perplexity of the rest."""
     at_target = log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
     if not torch.isfinite(at_target[~padding]).all():
-        raise OptionError("the neural cache gave a word a non-finite log probability: lower "
-                          "--neural-cache-lambda (below 1) or --neural-cache-theta; the perplexity of the other "
-                          "words alone would flatter the model")
+        raise OptionError(
+            "the neural cache gave a word a non-finite log probability: lower "
+            "--neural-cache-lambda (below 1) or --neural-cache-theta; the perplexity of the other "
+            "words alone would flatter the model"
+        )
     return log_probs
 
 

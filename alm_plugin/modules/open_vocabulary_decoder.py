@@ -7,6 +7,7 @@ the size of the dictionary, so fairseq's scorers (``fairseq-eval-lm``, ``fairseq
 which gather the target's column, read the right number without a V-sized softmax. Any
 other column is *not* a probability of that word: the models refuse step-wise generation.
 """
+
 from dataclasses import dataclass, field
 
 import torch.nn as nn
@@ -24,10 +25,10 @@ from .stream_carry import StreamCarry, next_chunk
 class CharacterModelConfig(FairseqDataclass):
     char_embed_dim: int = field(default=600, metadata={"help": "character embedding size"})
     hidden_size: int = field(default=600, metadata={"help": "hidden size of every LSTM"})
-    dropout: float = field(default=0.5, metadata={
-        "help": "dropout on all but the recurrent connections (paper: 0.5)"})
-    init_range: float = field(default=0.08, metadata={
-        "help": "all parameters start uniform in [-init_range, init_range] (paper: 0.08)"})
+    dropout: float = field(default=0.5, metadata={"help": "dropout on all but the recurrent connections (paper: 0.5)"})
+    init_range: float = field(
+        default=0.08, metadata={"help": "all parameters start uniform in [-init_range, init_range] (paper: 0.08)"}
+    )
 
 
 class OpenVocabularyDecoder(DictionaryFingerprint, FairseqDecoder):
@@ -48,14 +49,23 @@ class OpenVocabularyDecoder(DictionaryFingerprint, FairseqDecoder):
         for param in self.parameters():
             nn.init.uniform_(param, -self.cfg.init_range, self.cfg.init_range)
 
-    def forward(self, src_tokens, target_tokens=None, stream_ids=None, stream_positions=None,
-                incremental_state=None, stream_chunk=None, **unused):
+    def forward(
+        self,
+        src_tokens,
+        target_tokens=None,
+        stream_ids=None,
+        stream_positions=None,
+        incremental_state=None,
+        stream_chunk=None,
+        **unused,
+    ):
         """src_tokens (B,T): ``w_{t-1}``; target_tokens (B,T): ``w_t``, the words to score."""
         if incremental_state is not None or target_tokens is None:
             raise UnsupportedError(
                 f"{self.__class__.__name__} scores given text (alm-score, fairseq-eval-lm, fairseq-validate, "
                 "alm-cache-posterior); it has no word softmax to generate from. Batches come from "
-                "--task open_vocabulary_language_modeling, which supplies the target words.")
+                "--task open_vocabulary_language_modeling, which supplies the target words."
+            )
         mode = "train" if self.training else "eval"
         state = self.carry.resume(stream_ids, stream_positions, mode, stream_chunk)
         log_probs, extra, state = self.score(src_tokens, target_tokens, state)

@@ -8,6 +8,7 @@ There is no input feeding (z_{t-1} is not fed back into the LSTM), so the contex
 target steps are one batched matrix product after a single LSTM call, as for the history
 attention.
 """
+
 from typing import Tuple
 
 import torch

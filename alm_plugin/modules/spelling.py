@@ -12,6 +12,7 @@ Counting for bits per character (Kawakami et al. 2017, ``bpc = -log2 p(corpus) /
 every character of every word plus one for the space or line break after it. ``</s>``
 adds nothing, since the line break was already counted after the sentence's last word.
 """
+
 from typing import List, Optional, Tuple
 
 import torch
@@ -50,7 +51,7 @@ class Spelling(nn.Module):
         longest = max(len(word) for word in words) + 1
         table = torch.full((len(words), longest), PAD, dtype=torch.long)
         for row, word in enumerate(words):
-            table[row, :len(word)] = torch.tensor([index[c] for c in word], dtype=torch.long)
+            table[row, : len(word)] = torch.tensor([index[c] for c in word], dtype=torch.long)
             table[row, len(word)] = END_OF_WORD
         # not saved: derived from the dictionary, whose fingerprint the model does save
         self.register_buffer("table", table, persistent=False)

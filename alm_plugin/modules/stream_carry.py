@@ -10,6 +10,7 @@ Training and evaluation keep separate states (``mode``), so a validation run in 
 of an epoch (``--validate-interval-updates``) neither overwrites the training streams'
 state nor hands its own to them.
 """
+
 from typing import Any, Optional, Tuple
 
 import torch
@@ -43,8 +44,9 @@ class StreamCarry:
     def __init__(self):
         self._saved = {}  # mode ("train" / "eval") -> (stream ids, next positions, next chunk, state)
 
-    def resume(self, stream_ids: Optional[Tensor], positions: Optional[Tensor], mode: str,
-               chunk: Optional[tuple] = None) -> Optional[Any]:
+    def resume(
+        self, stream_ids: Optional[Tensor], positions: Optional[Tensor], mode: str, chunk: Optional[tuple] = None
+    ) -> Optional[Any]:
         """The state saved after the previous batch if this one (``stream_ids`` from ``positions``;
         ``chunk``: the same on the host, ``stream_chunk``) continues it, else None."""
         saved = self._saved.get(mode)
@@ -53,13 +55,22 @@ class StreamCarry:
         saved_ids, next_positions, expected, state = saved
         if chunk is not None and expected is not None:  # both on the host: nothing read from the device
             return state if chunk == expected else None
-        if (saved_ids.shape == stream_ids.shape and torch.equal(saved_ids, stream_ids)
-                and torch.equal(next_positions, positions)):
+        if (
+            saved_ids.shape == stream_ids.shape
+            and torch.equal(saved_ids, stream_ids)
+            and torch.equal(next_positions, positions)
+        ):
             return state
         return None
 
-    def save(self, stream_ids: Optional[Tensor], next_positions: Optional[Tensor], state: Any, mode: str,
-             expected: Optional[tuple] = None):
+    def save(
+        self,
+        stream_ids: Optional[Tensor],
+        next_positions: Optional[Tensor],
+        state: Any,
+        mode: str,
+        expected: Optional[tuple] = None,
+    ):
         """Keeps ``state`` for the batch that continues this one: ``stream_ids`` from
         ``next_positions`` (``expected``: its ``stream_chunk``, where this batch had one)."""
         self._saved[mode] = None if stream_ids is None else (stream_ids, next_positions, expected, detach(state))

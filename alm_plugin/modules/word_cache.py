@@ -17,6 +17,7 @@ Reading at step t (before ``w_t`` is written):
 slots store ``W_u k_i`` and nothing is projected twice. While a row's cache is empty the LM
 takes all the mass (``lambda = 1``), the copy distribution having no support.
 """
+
 from typing import Dict, Optional, Tuple
 
 import torch
@@ -28,19 +29,28 @@ EMPTY = -1
 
 
 class ContinuousWordCache(nn.Module):
-    def __init__(self, state_size: int, cache_size: int = 100, attention_dim: Optional[int] = None,
-                 gate_hidden_dim: Optional[int] = None):
+    def __init__(
+        self,
+        state_size: int,
+        cache_size: int = 100,
+        attention_dim: Optional[int] = None,
+        gate_hidden_dim: Optional[int] = None,
+    ):
         super().__init__()
         attention_dim = attention_dim or state_size
         gate_hidden_dim = gate_hidden_dim or state_size
         self.cache_size = cache_size
-        self.query = nn.Linear(state_size, attention_dim)                # W_q, b_q
-        self.key = nn.Linear(state_size, attention_dim, bias=False)      # W_u
-        self.score = nn.Linear(attention_dim, 1, bias=False)             # v
+        self.query = nn.Linear(state_size, attention_dim)  # W_q, b_q
+        self.key = nn.Linear(state_size, attention_dim, bias=False)  # W_u
+        self.score = nn.Linear(attention_dim, 1, bias=False)  # v
         # "an MLP with two non-linear transformations ... followed by the logistic sigmoid"
-        self.gate = nn.Sequential(nn.Linear(state_size, gate_hidden_dim), nn.Tanh(),
-                                  nn.Linear(gate_hidden_dim, gate_hidden_dim), nn.Tanh(),
-                                  nn.Linear(gate_hidden_dim, 1))
+        self.gate = nn.Sequential(
+            nn.Linear(state_size, gate_hidden_dim),
+            nn.Tanh(),
+            nn.Linear(gate_hidden_dim, gate_hidden_dim),
+            nn.Tanh(),
+            nn.Linear(gate_hidden_dim, 1),
+        )
 
     def empty(self, batch_size: int, like: Tensor) -> Dict[str, Tensor]:
         K = self.cache_size
@@ -55,9 +65,15 @@ class ContinuousWordCache(nn.Module):
         """``last_write`` of empty slots: before any real write, lowest index first."""
         return torch.arange(-self.cache_size, 0, device=device)
 
-    def forward(self, states: Tensor, words: Tensor, lm_log_probs: Tensor,
-                cache: Dict[str, Tensor], write_mask: Tensor, reset_before: Optional[Tensor] = None
-                ) -> Tuple[Tensor, Tensor, Tensor, Dict[str, Tensor]]:
+    def forward(
+        self,
+        states: Tensor,
+        words: Tensor,
+        lm_log_probs: Tensor,
+        cache: Dict[str, Tensor],
+        write_mask: Tensor,
+        reset_before: Optional[Tensor] = None,
+    ) -> Tuple[Tensor, Tensor, Tensor, Dict[str, Tensor]]:
         """Mix the LM with copies from the cache for a chunk of ``T`` words.
 
         states (B,T,H): ``h_t``; words (B,T): ``w_t``; lm_log_probs (B,T): ``log p_lm(w_t)``;
@@ -65,12 +81,16 @@ class ContinuousWordCache(nn.Module):
         empty the row's cache before step t. Returns ``log p(w_t)`` (B,T), the cache
         posterior ``p(z_t | w)`` (B,T), ``lambda_t`` (B,T) and the cache after the chunk.
         """
-        queries = torch.tanh(self.query(states))   # r_t for every step at once
-        new_keys = self.key(states)                 # W_u h_t for every step at once
+        queries = torch.tanh(self.query(states))  # r_t for every step at once
+        new_keys = self.key(states)  # W_u h_t for every step at once
         copy_probs, has_entries = [], []
         # copies: the writes below are in place (O(B x A) per step, not O(B x K x A))
-        values, keys, last_write, clock = (cache["values"].clone(), cache["keys"].clone(),
-                                           cache["last_write"].clone(), cache["clock"])
+        values, keys, last_write, clock = (
+            cache["values"].clone(),
+            cache["keys"].clone(),
+            cache["last_write"].clone(),
+            cache["clock"],
+        )
         never_written = self.never_written(words.device)
         rows = torch.arange(words.size(0), device=words.device)
         # The loop is over time because the cache recurs: step t reads what t-1 wrote.
@@ -99,7 +119,7 @@ class ContinuousWordCache(nn.Module):
             clock = clock + 1
 
         p_ptr = torch.stack(copy_probs, 1)
-        gate = self.gate(states).squeeze(-1)      # lambda_t = sigmoid(gate)
+        gate = self.gate(states).squeeze(-1)  # lambda_t = sigmoid(gate)
         has_entries = torch.stack(has_entries, 1)
         log_lm_weight = torch.where(has_entries, F.logsigmoid(gate), torch.zeros_like(gate))
         from_lm = lm_log_probs + log_lm_weight

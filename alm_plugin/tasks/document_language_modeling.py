@@ -14,6 +14,7 @@ the first reads ``--stream-burn-in`` words of the text before its first scored w
 scored), so its state is a reader's that got there, not a fresh one in mid-document.
 ``--neural-cache-window N`` adds the neural cache, one per stream, filled from the burn-in too.
 """
+
 from dataclasses import dataclass, field
 
 from fairseq.tasks import register_task
@@ -31,19 +32,24 @@ BURN_IN = 100  # --stream-burn-in's default: see its help and docs/models.md for
 
 @dataclass
 class DocumentLanguageModelingConfig(WordStreamConfig, NeuralCacheOptions, DynamicEvalOptions):
-    stream_burn_in: int = field(default=BURN_IN, metadata={
-        "help": "evaluation read as several streams (fairseq-eval-lm --batch-size N, fairseq-train's validation, "
-                "fairseq-validate): each stream but the first first reads this many words of the text before its "
-                "first scored word (from a line start; read, not scored: every word is scored once), so it scores "
-                "from a reader's state, not a fresh one in mid-document; with the neural cache, at least its "
-                "window. 0: fresh starts (the old reading). "
-                "Training streams start fresh (docs/models.md)"})
+    stream_burn_in: int = field(
+        default=BURN_IN,
+        metadata={
+            "help": "evaluation read as several streams (fairseq-eval-lm --batch-size N, fairseq-train's validation, "
+            "fairseq-validate): each stream but the first first reads this many words of the text before its "
+            "first scored word (from a line start; read, not scored: every word is scored once), so it scores "
+            "from a reader's state, not a fresh one in mid-document; with the neural cache, at least its "
+            "window. 0: fresh starts (the old reading). "
+            "Training streams start fresh (docs/models.md)"
+        },
+    )
 
 
 def check_burn_in(value) -> None:
     if value is None or value < 0:
-        raise OptionError(f"--stream-burn-in {value}: the words a stream reads before it scores must be 0 or more "
-                          f"(default {BURN_IN})")
+        raise OptionError(
+            f"--stream-burn-in {value}: the words a stream reads before it scores must be 0 or more (default {BURN_IN})"
+        )
 
 
 @register_task("document_language_modeling", dataclass=DocumentLanguageModelingConfig)
@@ -63,13 +69,15 @@ class DocumentLanguageModelingTask(WordLMOptionsMixin, WordStreamTask):
             raise OptionError(
                 f"--task document_language_modeling hands the model chunks of streams whose state it carries from "
                 f"one to the next, which {model.__class__.__name__} cannot: use one of our word models "
-                f"({CACHE_MODELS}), or fairseq's --task language_modeling for fairseq's own models")
+                f"({CACHE_MODELS}), or fairseq's --task language_modeling for fairseq's own models"
+            )
         window = getattr(getattr(model, "decoder", None), "attention", None)
         if window is not None and window.window == 0:
             raise OptionError(
                 f"--arch {getattr(cfg, '_name', cfg)} attends over its history, which on "
                 "document_language_modeling spans the whole stream: bound it with --memory-window M "
-                "(e.g. 100; the last M states are carried from chunk to chunk).")
+                "(e.g. 100; the last M states are carried from chunk to chunk)."
+            )
         return self.attach_test_time_options(model)
 
     def reading(self, split, training):

@@ -12,6 +12,7 @@ as in the paper. Each batch gives the model ``src_tokens`` (``w_{t-1}``), ``targ
 (``w_t``, whose characters the model scores) and the stream tags that let it resume its
 state; the sample's ``nchars`` is ``|c|`` for bits per character (``modules/spelling.py``).
 """
+
 import logging
 
 import torch
@@ -34,8 +35,10 @@ class OpenVocabularyLMTask(WordStreamTask):
         words = super().load_words(split, epoch, combine)
         unknown = int(words.eq(self.dictionary.unk()).sum())
         if unknown:
-            logger.info(f"{split}: {unknown} of {words.numel()} words are <unk> and are spelled "
-                        "'<unk>'; build the dictionary over all splits to keep their characters")
+            logger.info(
+                f"{split}: {unknown} of {words.numel()} words are <unk> and are spelled "
+                "'<unk>'; build the dictionary over all splits to keep their characters"
+            )
         return words
 
     def collate(self, items):
@@ -48,7 +51,8 @@ class OpenVocabularyLMTask(WordStreamTask):
     def build_generator(self, *args, **kwargs):
         raise UnsupportedError(
             "the character-level word-stream models score text (fairseq-eval-lm, fairseq-validate, "
-            "alm-cache-posterior); they do not generate")
+            "alm-cache-posterior); they do not generate"
+        )
 
 
 def reads_characters(task) -> bool:

@@ -17,6 +17,7 @@ spans the sentences: the figure does not depend on ``--batch-size``.
 The other break modes (``none``, ``complete``, ``complete_doc``) behave as in fairseq; with
 them a model's ``--memory-window`` lets the memory span sentence boundaries.
 """
+
 import glob
 import itertools
 import logging
@@ -37,9 +38,9 @@ from omegaconf import II
 
 from .. import cuda_graphs
 from ..criterions.attention_cross_entropy import CountedCollate
-from ..errors import MissingDataError, OptionError
 from ..data import SentenceBlockDataset
 from ..data.splits import check_dictionary, load_split
+from ..errors import MissingDataError, OptionError
 from ..modules.dynamic_evaluation import DynamicEvalOptions
 from ..modules.neural_cache import NeuralCacheOptions
 from .word_lm_options import WordLMOptionsMixin, loaded_for_training
@@ -51,36 +52,46 @@ logger = logging.getLogger(__name__)
 class SentenceLanguageModelingConfig(LanguageModelingConfig, NeuralCacheOptions, DynamicEvalOptions):
     sample_break_mode: SAMPLE_BREAK_MODE_CHOICES = field(
         default="eos",
-        metadata={"help": 'eos (default): one sentence per sample, longer sentences cut into '
-                          'pieces of --tokens-per-sample; none/complete/complete_doc: as in '
-                          'fairseq language_modeling'},
+        metadata={
+            "help": "eos (default): one sentence per sample, longer sentences cut into "
+            "pieces of --tokens-per-sample; none/complete/complete_doc: as in "
+            "fairseq language_modeling"
+        },
     )
     tokens_per_sample: int = field(
         default=35,
-        metadata={"help": "most tokens per training sample (the paper pads/truncates sentences to "
-                          "35); longer training sentences are cut into pieces (the paper's truncation, "
-                          "--shorten-method truncate --shorten-data-split-list train, gave single valid "
-                          "287.5 against 277.6 on a PTB slice: docs/benchmarks.md, ptb-choices)"},
+        metadata={
+            "help": "most tokens per training sample (the paper pads/truncates sentences to "
+            "35); longer training sentences are cut into pieces (the paper's truncation, "
+            "--shorten-method truncate --shorten-data-split-list train, gave single valid "
+            "287.5 against 277.6 on a PTB slice: docs/benchmarks.md, ptb-choices)"
+        },
     )
     eval_tokens_per_sample: int = field(
         default=0,
-        metadata={"help": "with --sample-break-mode eos: most tokens per sample of every split not "
-                          "named train* (validation, fairseq-eval-lm, fairseq-validate). 0 (default): "
-                          "whole sentences, so scores do not depend on where a sentence is cut; > 0 cuts "
-                          "long sentences into pieces that lose their context (a WARNING counts them)"},
+        metadata={
+            "help": "with --sample-break-mode eos: most tokens per sample of every split not "
+            "named train* (validation, fairseq-eval-lm, fairseq-validate). 0 (default): "
+            "whole sentences, so scores do not depend on where a sentence is cut; > 0 cuts "
+            "long sentences into pieces that lose their context (a WARNING counts them)"
+        },
     )
     corpus_order: bool = field(
         default=False,
-        metadata={"help": "train on batches of consecutive sentences in the corpus's order, the same "
-                          "every epoch (the Attentive LM authors' released code); default: fairseq's "
-                          "batches of like-length sentences, shuffled every epoch (on a PTB slice single "
-                          "valid 300.0 in corpus order against 277.6: docs/benchmarks.md, ptb-choices)"},
+        metadata={
+            "help": "train on batches of consecutive sentences in the corpus's order, the same "
+            "every epoch (the Attentive LM authors' released code); default: fairseq's "
+            "batches of like-length sentences, shuffled every epoch (on a PTB slice single "
+            "valid 300.0 in corpus order against 277.6: docs/benchmarks.md, ptb-choices)"
+        },
     )
     cuda_graphs: bool = field(
         default=False,
-        metadata={"help": "replay each training update's forward, loss and backward as a CUDA "
-                          "graph, one per batch shape (one GPU, float32, --criterion attention_cross_entropy), "
-                          "so the host launches the update's kernels in one call (docs/tools.md)"},
+        metadata={
+            "help": "replay each training update's forward, loss and backward as a CUDA "
+            "graph, one per batch shape (one GPU, float32, --criterion attention_cross_entropy), "
+            "so the host launches the update's kernels in one call (docs/tools.md)"
+        },
     )
     # what --cuda-graphs checks before a batch is read
     cpu: bool = II("common.cpu")
@@ -105,9 +116,12 @@ class SentenceLanguageModelingTask(WordLMOptionsMixin, LanguageModelingTask):
                     "model was trained on. For fairseq-generate --lm-path, which loads the language model's "
                     f"dictionary from there: copy the target dictionary to {data}/dict.txt (the language "
                     "model must have been trained with it: fairseq-preprocess --only-source --srcdict "
-                    f"{data}/dict.<target-lang>.txt).")
-            raise MissingDataError(f"no dict.txt in {data}: binarise the text with fairseq-preprocess "
-                                   "--only-source (see examples/language_model/prepare_lm_data.py)")
+                    f"{data}/dict.<target-lang>.txt)."
+                )
+            raise MissingDataError(
+                f"no dict.txt in {data}: binarise the text with fairseq-preprocess "
+                "--only-source (see examples/language_model/prepare_lm_data.py)"
+            )
         check_dictionary(os.path.join(data, "dict.txt"))  # fairseq's own load names no file nor line
         if not kwargs.get("from_checkpoint"):  # a loaded model's task is not cut into samples again
             check_sample_lengths(args)
@@ -157,55 +171,88 @@ class SentenceLanguageModelingTask(WordLMOptionsMixin, LanguageModelingTask):
         options = self.test_time_options
         if options.in_corpus_order:
             if context_window > 0 or num_shards > 1:
-                raise OptionError("--neural-cache-window and --dynamic-eval-lr read the split in corpus order, in "
-                                  "one process: drop --context-window and score on one GPU (no --distributed-world-size)")
+                raise OptionError(
+                    "--neural-cache-window and --dynamic-eval-lr read the split in corpus order, in "
+                    "one process: drop --context-window and score on one GPU (no --distributed-world-size)"
+                )
             dataset = CorpusOrder(dataset)
         if options.dynamic is not None:
             kwargs["batch_size"] = 1  # the figure does not depend on the batching: one segment at a time
-        return super().eval_lm_dataloader(dataset, *args, context_window=context_window,
-                                          num_shards=num_shards, **kwargs)
+        return super().eval_lm_dataloader(
+            dataset, *args, context_window=context_window, num_shards=num_shards, **kwargs
+        )
 
     def load_dataset(self, split: str, epoch=1, combine=False, **kwargs):
         dataset = load_split(self.args.data, split, self.dictionary, epoch, self.args.dataset_impl, combine)
-        dataset = maybe_shorten_dataset(dataset, split, self.args.shorten_data_split_list,
-                                        self.args.shorten_method, self.args.tokens_per_sample,
-                                        self.args.seed)
+        dataset = maybe_shorten_dataset(
+            dataset,
+            split,
+            self.args.shorten_data_split_list,
+            self.args.shorten_method,
+            self.args.tokens_per_sample,
+            self.args.seed,
+        )
         if self.args.sample_break_mode == "eos":
             training = loaded_for_training(kwargs)  # not a split named train* that eval-lm scores
             limit = self.args.tokens_per_sample if training else getattr(self.args, "eval_tokens_per_sample", 0)
             model_limit = getattr(self, "model_position_limit", 0)
             if not training and model_limit and (limit == 0 or limit > model_limit):
                 limit = model_limit  # the model cannot read longer samples; the warning below says so
-            blocks = SentenceBlockDataset(dataset, dataset.sizes, limit,
-                                          pad=self.dictionary.pad(), eos=self.dictionary.eos())
+            blocks = SentenceBlockDataset(
+                dataset, dataset.sizes, limit, pad=self.dictionary.pad(), eos=self.dictionary.eos()
+            )
             n_cut = int((dataset.sizes > limit).sum()) if limit > 0 else 0
             if n_cut and training:
-                logger.info(f"{split}: {n_cut} sentences longer than {limit} tokens are cut into "
-                            "pieces for training (nothing dropped)")
+                logger.info(
+                    f"{split}: {n_cut} sentences longer than {limit} tokens are cut into "
+                    "pieces for training (nothing dropped)"
+                )
             elif n_cut:
                 logger.warning(
                     f"{split}: {n_cut} of {len(dataset)} sentences are longer than "
-                    + (f"--eval-tokens-per-sample {limit}" if limit != model_limit else
-                       f"the model's {limit} positions (--max-target-positions)")
+                    + (
+                        f"--eval-tokens-per-sample {limit}"
+                        if limit != model_limit
+                        else f"the model's {limit} positions (--max-target-positions)"
+                    )
                     + " and are scored in pieces, each piece without the context before it: the "
                     "perplexity depends on the cut. Drop --eval-tokens-per-sample (0 = whole "
-                    "sentences) or give the model more positions to score every sentence whole.")
+                    "sentences) or give the model more positions to score every sentence whole."
+                )
         else:
-            blocks = TokenBlockDataset(dataset, dataset.sizes, self.args.tokens_per_sample,
-                                       pad=self.dictionary.pad(), eos=self.dictionary.eos(),
-                                       break_mode=self.args.sample_break_mode, include_targets=True)
+            blocks = TokenBlockDataset(
+                dataset,
+                dataset.sizes,
+                self.args.tokens_per_sample,
+                pad=self.dictionary.pad(),
+                eos=self.dictionary.eos(),
+                break_mode=self.args.sample_break_mode,
+                include_targets=True,
+            )
         dataset = MonolingualDataset(
-            dataset=blocks, sizes=blocks.sizes, src_vocab=self.dictionary,
+            dataset=blocks,
+            sizes=blocks.sizes,
+            src_vocab=self.dictionary,
             tgt_vocab=self.output_dictionary,
             add_eos_for_other_targets=self.args.sample_break_mode != "none",
-            shuffle=True, targets=self.targets, add_bos_token=self.args.add_bos_token,
+            shuffle=True,
+            targets=self.targets,
+            add_bos_token=self.args.add_bos_token,
         )
         if getattr(self.args, "corpus_order", False) and loaded_for_training(kwargs):
             dataset = CorpusOrder(dataset)  # batches never shuffled: see get_batch_iterator
         self.datasets[split] = dataset
 
-    def get_batch_iterator(self, dataset, max_tokens=None, max_sentences=None, max_positions=None,
-                           ignore_invalid_inputs=False, required_batch_size_multiple=1, **kwargs):
+    def get_batch_iterator(
+        self,
+        dataset,
+        max_tokens=None,
+        max_sentences=None,
+        max_positions=None,
+        ignore_invalid_inputs=False,
+        required_batch_size_multiple=1,
+        **kwargs,
+    ):
         """Batches of any size. fairseq-fixed's ``batch_by_size`` drops a last batch whose size
         is not a multiple of ``--required-batch-size-multiple`` (default 8), which would
         silently leave up to 7 samples out of every validation and ``fairseq-validate`` run.
@@ -213,11 +260,14 @@ class SentenceLanguageModelingTask(WordLMOptionsMixin, LanguageModelingTask):
         sizes = np.asarray(dataset.sizes)  # the hub's NestedDictionaryDataset holds a list of one array
         longest = int(sizes.max()) if sizes.size else 0
         if max_tokens is not None and longest > max_tokens:
-            raise OptionError(f"--max-tokens {max_tokens} is below the longest sample of this split ({longest} "
-                              "tokens; sentences are scored whole): raise --max-tokens to at least "
-                              f"{longest}, or batch by --batch-size")
-        iterator = super().get_batch_iterator(dataset, max_tokens, max_sentences, max_positions,
-                                              ignore_invalid_inputs, 1, **kwargs)
+            raise OptionError(
+                f"--max-tokens {max_tokens} is below the longest sample of this split ({longest} "
+                "tokens; sentences are scored whole): raise --max-tokens to at least "
+                f"{longest}, or batch by --batch-size"
+            )
+        iterator = super().get_batch_iterator(
+            dataset, max_tokens, max_sentences, max_positions, ignore_invalid_inputs, 1, **kwargs
+        )
         if isinstance(dataset, CorpusOrder):  # --corpus-order: the same batches in the same order every epoch
             iterator.disable_shuffling = True
         if not isinstance(iterator.collate_fn, CountedCollate):  # fairseq may hand back an iterator it made before
@@ -232,12 +282,16 @@ def check_sample_lengths(args):
     ``--eval-tokens-per-sample`` would silently mean 0 (whole sentences)."""
     tokens = getattr(args, "tokens_per_sample", None)
     if tokens is not None and tokens < 1:
-        raise OptionError(f"--tokens-per-sample {tokens}: a training sample holds at least 1 token (the "
-                          "paper: 35; longer sentences are cut into pieces of this many)")
+        raise OptionError(
+            f"--tokens-per-sample {tokens}: a training sample holds at least 1 token (the "
+            "paper: 35; longer sentences are cut into pieces of this many)"
+        )
     eval_tokens = getattr(args, "eval_tokens_per_sample", 0) or 0
     if eval_tokens < 0:
-        raise OptionError(f"--eval-tokens-per-sample {eval_tokens}: give 0 (whole sentences, the default) "
-                          "or the most tokens per evaluation sample")
+        raise OptionError(
+            f"--eval-tokens-per-sample {eval_tokens}: give 0 (whole sentences, the default) "
+            "or the most tokens per evaluation sample"
+        )
 
 
 class CorpusOrder(BaseWrapperDataset):
@@ -261,4 +315,5 @@ def warn_if_memory_spans_sentences(task, memory_window: int, arch: str) -> None:
         f"(--sample-break-mode {break_mode}) and --memory-window is 0, so the attention spans "
         "the whole sample. For the paper's per-sentence setting add "
         "--task sentence_language_modeling (fairseq-eval-lm does not take the task from the "
-        "checkpoint).")
+        "checkpoint)."
+    )

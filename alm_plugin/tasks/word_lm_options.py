@@ -1,6 +1,7 @@
 """What both word-level LM tasks do with the model-side and test-time options, once: the output
 layer's criterion and sampling checks, the neural cache and dynamic evaluation attached at build
 time and refused in training and in fairseq-validate."""
+
 from ..modules.adaptive_softmax import check_criterion, check_temperature, uses_adaptive_softmax
 from ..modules.dynamic_evaluation import attach_dynamic_eval
 from ..modules.neural_cache import attach_neural_cache
@@ -11,8 +12,11 @@ def loaded_for_training(load_dataset_kwargs) -> bool:
     """Whether fairseq's trainer loads a split to train on it: it alone passes ``data_selector`` and
     ``tpu`` to ``load_dataset`` (fairseq-eval-lm --gen-subset train or fairseq-validate --valid-subset
     train load the same split to score it, and must read it as any split scored)."""
-    return bool(load_dataset_kwargs.get("as_training")) or "tpu" in load_dataset_kwargs \
+    return (
+        bool(load_dataset_kwargs.get("as_training"))
+        or "tpu" in load_dataset_kwargs
         or "data_selector" in load_dataset_kwargs
+    )
 
 
 class WordLMOptionsMixin:
@@ -32,8 +36,9 @@ class WordLMOptionsMixin:
         self.trains_adaptive_softmax = uses_adaptive_softmax(model)
         options = self.test_time_options
         model = attach_neural_cache(options.cache, model)
-        return attach_dynamic_eval(options.dynamic, model, self.dynamic_eval_training_batches,
-                                   getattr(self.args, "data", None))
+        return attach_dynamic_eval(
+            options.dynamic, model, self.dynamic_eval_training_batches, getattr(self.args, "data", None)
+        )
 
     def build_generator(self, models, args, *rest, **kwargs):
         check_temperature(models, args)

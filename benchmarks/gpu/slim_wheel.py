@@ -6,13 +6,16 @@ Left out: fairseq/examples/ (imported only for speech tasks) and the C++ extensi
 and alignment_train_cpu_binding, each imported lazily by the one model (none a word or character LM)
 that uses it. The wheel keeps its name; its RECORD drops their lines. A slimmed wheel is left as it is.
 """
+
 import os
 import re
 import sys
 import zipfile
 
-LEAVE_OUT = re.compile(r"^(fairseq/examples/|fairseq/libnat[.\w-]*\.so$|fairseq/libbase[.\w-]*\.so$|"
-                       r"alignment_train_cpu_binding[.\w-]*\.so$)")
+LEAVE_OUT = re.compile(
+    r"^(fairseq/examples/|fairseq/libnat[.\w-]*\.so$|fairseq/libbase[.\w-]*\.so$|"
+    r"alignment_train_cpu_binding[.\w-]*\.so$)"
+)
 
 
 def slim(path):
@@ -28,13 +31,16 @@ def slim(path):
                     continue
                 data = wheel.read(entry.filename)
                 if entry.filename.endswith(".dist-info/RECORD"):
-                    data = "".join(line for line in data.decode().splitlines(keepends=True)
-                                   if line.split(",", 1)[0] not in dropped).encode()
+                    data = "".join(
+                        line for line in data.decode().splitlines(keepends=True) if line.split(",", 1)[0] not in dropped
+                    ).encode()
                 out.writestr(entry, data)
     before = os.path.getsize(path)
     os.replace(f"{path}.tmp", path)  # whole or not at all
-    print(f"{os.path.basename(path)}: {before / 2**20:.1f} MB -> {os.path.getsize(path) / 2**20:.1f} MB "
-          f"({len(dropped)} files left out)")
+    print(
+        f"{os.path.basename(path)}: {before / 2**20:.1f} MB -> {os.path.getsize(path) / 2**20:.1f} MB "
+        f"({len(dropped)} files left out)"
+    )
     return len(dropped)
 
 

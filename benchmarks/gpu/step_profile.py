@@ -6,6 +6,7 @@ nested ones too (and on a GPU the kernels launched), from ``torch.profiler``, af
 
 The step is ``train_speed --mode model``'s (float32), on random tokens of a 10,000-word vocabulary.
 """
+
 import time
 
 import torch
@@ -16,6 +17,7 @@ from benchmarks.train_speed import STEP_MODELS, next_word_loss, step_model
 
 def count(step, batch, device):
     from torch.profiler import ProfilerActivity, profile
+
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     with profile(activities=activities) as prof:
         step(batch)
@@ -30,8 +32,9 @@ def main():
     parser = speed_parser(__doc__, device="cuda", size=650)
     parser.add_argument("--batch-sizes", default="32,128")
     args = parse(parser)
-    import alm_plugin  # noqa: F401
     from fairseq.data import Dictionary
+
+    import alm_plugin  # noqa: F401
 
     device, cuda = torch.device(args.device), args.device == "cuda"
     dictionary = Dictionary()
@@ -50,9 +53,15 @@ def main():
             counts[f"{name} B{batch_size}"] = {"aten_calls": aten, "gpu_kernels": kernels if cuda else None}
             print(f"{name:24s} {batch_size:5d} {aten:10d} {kernels if cuda else '-':>8}", flush=True)
             del module, step
-    write_figures(args.json, {"title": f"operations of one training step, 2 x {args.size}, batch B x 35, "
-                                       f"{device_name(device, torch.get_num_threads())}",
-                              "seconds": round(time.perf_counter() - start, 1), "counts": counts})
+    write_figures(
+        args.json,
+        {
+            "title": f"operations of one training step, 2 x {args.size}, batch B x 35, "
+            f"{device_name(device, torch.get_num_threads())}",
+            "seconds": round(time.perf_counter() - start, 1),
+            "counts": counts,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ common cells, the mark of a row trained before the dropout fix). Run it from the
     python -m benchmarks.report                  # print every block, draw the pictures
     python -m benchmarks.report --update-docs    # and write the blocks between their markers
 """
+
 import argparse
 import os
 import sys
@@ -14,8 +15,17 @@ import sys
 from benchmarks.result_files import ResultError
 from benchmarks.rows import PTB, PTB_PAPER, ROOT
 
-from . import (adaptive_softmax, char_tables, host_overhead, ptb_choices, ptb_paper, ptb_stream, ptb_table,
-               train_speed, wikitext_2)
+from . import (
+    adaptive_softmax,
+    char_tables,
+    host_overhead,
+    ptb_choices,
+    ptb_paper,
+    ptb_stream,
+    ptb_table,
+    train_speed,
+    wikitext_2,
+)
 
 PAGE = os.path.join(ROOT, "docs", "benchmarks.md")
 
@@ -27,15 +37,17 @@ def blocks(ptb_results_dir=None, paper_results_dir=None, draw=True):
     if results and draw:
         ptb_table.draw(results)
         ptb_stream.draw(results)
-    return {"ptb-table": ptb_table.block(results),
-            "train-speed": train_speed.block(),
-            "host-overhead": host_overhead.block(),
-            "ptb-paper": ptb_paper.block(PTB_PAPER.load(paper_results_dir), results),
-            "ptb-stream": ptb_stream.block(results),
-            "adaptive-softmax": adaptive_softmax.block(results),
-            "wikitext-2": wikitext_2.block(results),
-            "ptb-choices": ptb_choices.block(),
-            "char-tables": char_tables.block()}
+    return {
+        "ptb-table": ptb_table.block(results),
+        "train-speed": train_speed.block(),
+        "host-overhead": host_overhead.block(),
+        "ptb-paper": ptb_paper.block(PTB_PAPER.load(paper_results_dir), results),
+        "ptb-stream": ptb_stream.block(results),
+        "adaptive-softmax": adaptive_softmax.block(results),
+        "wikitext-2": wikitext_2.block(results),
+        "ptb-choices": ptb_choices.block(),
+        "char-tables": char_tables.block(),
+    }
 
 
 def fill_markers(path, marker, text):
@@ -51,13 +63,16 @@ def fill_markers(path, marker, text):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.report", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--update-docs", action="store_true",
-                        help="write every block into docs/benchmarks.md between its markers")
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.report", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--update-docs", action="store_true", help="write every block into docs/benchmarks.md between its markers"
+    )
     parser.add_argument("--ptb-results", help="read the PTB rows' JSON from here (default: benchmarks/results/ptb)")
-    parser.add_argument("--paper-results", help="read the paper-scale rows' JSON from here (default: "
-                                                "benchmarks/results/ptb-paper)")
+    parser.add_argument(
+        "--paper-results", help="read the paper-scale rows' JSON from here (default: benchmarks/results/ptb-paper)"
+    )
     args = parser.parse_args(argv)
     try:  # every results file read and checked (result_files.py) before a picture or the page is written
         blocks(args.ptb_results, args.paper_results, draw=False)

@@ -1,6 +1,7 @@
 """The ``adaptive-softmax`` block: what the tied adaptive softmax saves in a training step and in
 evaluation (``benchmarks/output_layer_speed.py``'s JSON) and what it costs in quality (the PTB stream
 LSTM with it against the same row with the full softmax)."""
+
 from benchmarks.rows import PTB
 
 from .statements import met, pct
@@ -24,8 +25,11 @@ def speed_statement(speed):
         tied = {n: r for n, r in ratio.items() if n.startswith("WT2") and "(tied)" in n}
         best, default = max(tied, key=tied.get), ratio[f"{DEFAULT} (tied)"]
         # the pointer's step against alm_lstm's with the same output layer
-        pointer = {n: r / ratio["PTB alm_lstm, adaptive 2000 (tied)" if "adaptive" in n else "PTB alm_lstm, full softmax"]
-                   for n, r in ratio.items() if "pointer" in n}
+        pointer = {
+            n: r / ratio["PTB alm_lstm, adaptive 2000 (tied)" if "adaptive" in n else "PTB alm_lstm, full softmax"]
+            for n, r in ratio.items()
+            if "pointer" in n
+        }
         lines.append(
             f"- {threads(t)}: a WikiText-2 step with the full softmax runs at {ratio['WT2 alm_lstm, full softmax']:.2f}x "
             f"a PTB full-softmax step; with the tied default (2000,10000) at {default:.2f}x (goal >= {SPEED_GOAL}x: "
@@ -33,8 +37,9 @@ def speed_statement(speed):
             f"{ratio[f'{DEFAULT} (untied)']:.2f}x. The pointer's step against `alm_lstm` with the same output layer: "
             + ", ".join(f"{n.split(', ')[1]} {r:.2f}x" for n, r in pointer.items())
             + f" (goal >= {POINTER_GOAL}x: {met(min(pointer.values()) >= POINTER_GOAL)}). Evaluation on WikiText-2 "
-              f"(1 x 35 chunks, the whole distribution formed): adaptive "
-              f"{speed['by_threads'][t]['eval']['ratio']['WT2 eval, adaptive 2000,10000 (tied)']:.2f}x the full softmax.")
+            f"(1 x 35 chunks, the whole distribution formed): adaptive "
+            f"{speed['by_threads'][t]['eval']['ratio']['WT2 eval, adaptive 2000,10000 (tied)']:.2f}x the full softmax."
+        )
     return "\n".join(lines)
 
 
@@ -45,19 +50,26 @@ def quality(results):
         return "The PTB row with the adaptive softmax (`lstm-stream-adaptive`) has not finished yet."
     old = [n for n, r in pair.items() if stale(PTB, n, r)]
     if len(old) == 1:
-        return (f"The adaptive softmax's PTB rows are of two dropout layouts until `{old[0]}` is retrained "
-                f"({table_command(PTB.name, old)}): not compared.")
+        return (
+            f"The adaptive softmax's PTB rows are of two dropout layouts until `{old[0]}` is retrained "
+            f"({table_command(PTB.name, old)}): not compared."
+        )
     lines = header("row", "valid ppl", "test ppl", "test + neural cache", "params", "train min", "tokens/s")
-    lines += [f"| `{n}`: {label(PTB, n, r)} | {r['valid_ppl']:.1f} | {r['test_ppl']:.1f} | "
-              f"{r.get('test_ppl_cache', float('nan')):.1f} | {cost(r)} | {r['train_tokens_per_s']:,} |"
-              for n, r in pair.items()]
+    lines += [
+        f"| `{n}`: {label(PTB, n, r)} | {r['valid_ppl']:.1f} | {r['test_ppl']:.1f} | "
+        f"{r.get('test_ppl_cache', float('nan')):.1f} | {cost(r)} | {r['train_tokens_per_s']:,} |"
+        for n, r in pair.items()
+    ]
     change = pct(adaptive["test_ppl"], full["test_ppl"])
-    lines += ["", f"On full PTB, same recipe and budget (10 epochs, 20 streams x 35 words, one thread), the tied "
-                  f"adaptive softmax changes the stream LSTM's test perplexity by {change:+.1f}% ({full['test_ppl']:.1f} "
-                  f"-> {adaptive['test_ppl']:.1f}): {'within' if change <= QUALITY_GOAL else 'outside'} the "
-                  f"{QUALITY_GOAL:.0f}% goal. Rows recorded at commits {full['commit']} and {adaptive['commit']}; their "
-                  "tokens/s were measured beside other work on the machine (the speed table above is the side-by-side "
-                  "measurement)."]
+    lines += [
+        "",
+        f"On full PTB, same recipe and budget (10 epochs, 20 streams x 35 words, one thread), the tied "
+        f"adaptive softmax changes the stream LSTM's test perplexity by {change:+.1f}% ({full['test_ppl']:.1f} "
+        f"-> {adaptive['test_ppl']:.1f}): {'within' if change <= QUALITY_GOAL else 'outside'} the "
+        f"{QUALITY_GOAL:.0f}% goal. Rows recorded at commits {full['commit']} and {adaptive['commit']}; their "
+        "tokens/s were measured beside other work on the machine (the speed table above is the side-by-side "
+        "measurement).",
+    ]
     return "\n".join(lines)
 
 
@@ -66,7 +78,21 @@ def block(results):
     if (speed := result_json("cpu", "output_layer_speed.json")) is None:
         return "The speed benchmark has not run yet (`python -m benchmarks.output_layer_speed`).\n\n" + quality(results)
     command = "python -m benchmarks.output_layer_speed " + " ".join(speed["argv"])
-    return "\n".join(["Training step (forward, `attention_cross_entropy`, backward, clip, SGD), `alm_lstm` 2 x 200, "
-                      "20 streams x 35 words:", "", threads_table(speed, "train"), "",
-                      "Evaluation, WikiText-2 valid as one stream:", "", threads_table(speed, "eval"), "",
-                      speed_statement(speed), "", f"(`{command}`)", "", quality(results)])
+    return "\n".join(
+        [
+            "Training step (forward, `attention_cross_entropy`, backward, clip, SGD), `alm_lstm` 2 x 200, "
+            "20 streams x 35 words:",
+            "",
+            threads_table(speed, "train"),
+            "",
+            "Evaluation, WikiText-2 valid as one stream:",
+            "",
+            threads_table(speed, "eval"),
+            "",
+            speed_statement(speed),
+            "",
+            f"(`{command}`)",
+            "",
+            quality(results),
+        ]
+    )

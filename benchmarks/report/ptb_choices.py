@@ -2,30 +2,47 @@
 choice away from its reference on a PTB slice (``--corpus ptb-choices`` in rows.py), valid ppl
 after each epoch and the whole-sentence valid / test of the best checkpoint, and a verdict per
 choice against its reference."""
+
 from benchmarks.rows import PTB_CHOICES
 
 from .statements import LEVEL, changes, head, layer_and_attention, pct
 from .tables import header
 
 # each row against the row it differs from in one choice
-REFERENCE = {"single": "lstm", "single-zero-context": "lstm", "amsrn-attend-dropped": "amsrn",
-             **{n: "single" for n in PTB_CHOICES.rows if n.startswith("single-") and n != "single-zero-context"}}
+REFERENCE = {
+    "single": "lstm",
+    "single-zero-context": "lstm",
+    "amsrn-attend-dropped": "amsrn",
+    **{n: "single" for n in PTB_CHOICES.rows if n.startswith("single-") and n != "single-zero-context"},
+}
 
 
 def table(results):
     epochs = PTB_CHOICES.epochs
-    lines = header("row", *(f"valid after epoch {e}" for e in range(1, epochs + 1)), "valid ppl", "test ppl",
-                   "against", "valid / test change")
+    lines = header(
+        "row",
+        *(f"valid after epoch {e}" for e in range(1, epochs + 1)),
+        "valid ppl",
+        "test ppl",
+        "against",
+        "valid / test change",
+    )
     for name, row in PTB_CHOICES.rows.items():
         r, base = results.get(name), results.get(REFERENCE.get(name))
         if r is None:
             lines.append(f"| {row.description} | not run yet |" + " |" * (epochs + 3))
             continue
         curve = [f"{p:.1f}" if p is not None else "–" for p in r["valid_ppl_per_epoch"]]
-        change = (f"{pct(r['valid_ppl'], base['valid_ppl']):+.1f}% / {pct(r['test_ppl'], base['test_ppl']):+.1f}%"
-                  if base else "–")
-        lines.append(f"| {row.description} | " + " | ".join(curve + [""] * (epochs - len(curve)))
-                     + f" | {r['valid_ppl']:.1f} | {r['test_ppl']:.1f} | {REFERENCE.get(name, '–')} | {change} |")
+        change = (
+            f"{pct(r['valid_ppl'], base['valid_ppl']):+.1f}% / {pct(r['test_ppl'], base['test_ppl']):+.1f}%"
+            if base
+            else "–"
+        )
+        lines.append(
+            f"| {row.description} | "
+            + " | ".join(curve + [""] * (epochs - len(curve)))
+            + f" | {r['valid_ppl']:.1f} | {r['test_ppl']:.1f} | {REFERENCE.get(name, '–')} | {change} |"
+        )
     return "\n".join(lines)
 
 
@@ -33,9 +50,11 @@ def statement(results):
     lines = [head("What each choice does", len(results), len(PTB_CHOICES.rows))]
     for name in (n for n in PTB_CHOICES.rows if n in results and REFERENCE.get(n) in results):
         r, base = results[name], results[REFERENCE[name]]
-        lines.append(f"{PTB_CHOICES.rows[name].description} against {REFERENCE[name]}: valid {r['valid_ppl']:.1f} "
-                     f"against {base['valid_ppl']:.1f}, test {r['test_ppl']:.1f} against {base['test_ppl']:.1f} "
-                     f"{changes(r, base)}.")
+        lines.append(
+            f"{PTB_CHOICES.rows[name].description} against {REFERENCE[name]}: valid {r['valid_ppl']:.1f} "
+            f"against {base['valid_ppl']:.1f}, test {r['test_ppl']:.1f} against {base['test_ppl']:.1f} "
+            f"{changes(r, base)}."
+        )
     return "\n".join(lines + layer_and_attention(PTB_CHOICES, results) + [LEVEL])
 
 

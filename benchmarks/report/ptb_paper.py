@@ -1,11 +1,23 @@
 """The ``ptb-paper`` block: our rows at 2 x 650 with the Attentive LM paper's recipe (``--corpus ptb-paper``,
 ``bash benchmarks/gpu/run.sh paper``) beside its figures (they stand beside our ``paper_ppl``) and our 2 x 200
 rows: does attention beat the same-code LSTM there, and what do the cache and dynamic evaluation add."""
+
 from benchmarks.rows import PTB, PTB_PAPER, SEEDED, SIZE
 
 from .statements import LEVEL, TOLERANCE, changes, figures, gain, head, layer_and_attention, pct, span
-from .tables import (OPTIONS, before_the_fix_note, best_epoch, cell, cost, header, label, one_layout, paper_figures,
-                     tokens, unlogged)
+from .tables import (
+    OPTIONS,
+    before_the_fix_note,
+    best_epoch,
+    cell,
+    cost,
+    header,
+    label,
+    one_layout,
+    paper_figures,
+    tokens,
+    unlogged,
+)
 
 BASELINE, ATTENTION = "lstm", ("single", "combined")
 PAPER_SIZE = "2 x 650"  # the rows' archs, alm_lstm_ptb and attentive_lm_ptb
@@ -24,17 +36,31 @@ def table_row(corpus, name, size, r):
     if r is None:
         return f"| {description} | {size} | not run yet | | | | | | | | | | {paper} |"
     stopped = " (cut after epoch {} of {})".format(*cut(r)) if cut(r) else ""
-    return (f"| {description} | {size}, {r.get('device', 'CPU').replace('cpu', 'CPU')} | {r['valid_ppl']:.1f} | "
-            f"**{r['test_ppl']:.1f}** | {r['valid_paper_ppl']:.1f} / {r['test_paper_ppl']:.1f} | "
-            + " | ".join(cell(r, f"test_ppl{suffix}") for _, suffix in OPTIONS)
-            + f" | {best_epoch(r)}/{r['epochs']}{unlogged(r)}{stopped} | {cost(r)} | {tokens(r)} | {paper} |")
+    return (
+        f"| {description} | {size}, {r.get('device', 'CPU').replace('cpu', 'CPU')} | {r['valid_ppl']:.1f} | "
+        f"**{r['test_ppl']:.1f}** | {r['valid_paper_ppl']:.1f} / {r['test_paper_ppl']:.1f} | "
+        + " | ".join(cell(r, f"test_ppl{suffix}") for _, suffix in OPTIONS)
+        + f" | {best_epoch(r)}/{r['epochs']}{unlogged(r)}{stopped} | {cost(r)} | {tokens(r)} | {paper} |"
+    )
 
 
 def table(paper, small):
     """Each model at 2 x 650 (a row not run yet: no figures), then at 2 x 200 where it has run."""
-    lines = header("row", "size, trained on", "valid ppl", "test ppl", "valid / test paper_ppl", "test + cache",
-                   "test + dynamic eval", "test + both", "best epoch", "params", "train min", "tokens/s",
-                   "the paper's valid / test (its count: our paper_ppl)")
+    lines = header(
+        "row",
+        "size, trained on",
+        "valid ppl",
+        "test ppl",
+        "valid / test paper_ppl",
+        "test + cache",
+        "test + dynamic eval",
+        "test + both",
+        "best epoch",
+        "params",
+        "train min",
+        "tokens/s",
+        "the paper's valid / test (its count: our paper_ppl)",
+    )
     for name in PTB_PAPER.rows:
         lines.append(table_row(PTB_PAPER, name, PAPER_SIZE, paper.get(name)))
         if name in small:
@@ -47,24 +73,33 @@ def pending(paper):
     missing = [n for n in PTB_PAPER.rows if n not in paper]
     if not missing:
         return []
-    sessions = [missing[i:i + ROWS_A_SESSION] for i in range(0, len(missing), ROWS_A_SESSION)]
-    return [f"Not run yet at {PAPER_SIZE}, so no figures: {'; '.join(PTB_PAPER.rows[n].description for n in missing)}. "
-            "Filled by " + ", then ".join(f"`bash benchmarks/gpu/run.sh paper {' '.join(rows)}`" for rows in sessions)
-            + f", {'each ' if len(sessions) > 1 else ''}on a lent GPU ({ROWS_A_SESSION} rows fit one session; run it "
-              "again while it says they still train; `bash benchmarks/gpu/run.sh --help`), and the JSON it returns "
-              f"committed to `benchmarks/results/{PTB_PAPER.name}/`."]
+    sessions = [missing[i : i + ROWS_A_SESSION] for i in range(0, len(missing), ROWS_A_SESSION)]
+    return [
+        f"Not run yet at {PAPER_SIZE}, so no figures: {'; '.join(PTB_PAPER.rows[n].description for n in missing)}. "
+        "Filled by "
+        + ", then ".join(f"`bash benchmarks/gpu/run.sh paper {' '.join(rows)}`" for rows in sessions)
+        + f", {'each ' if len(sessions) > 1 else ''}on a lent GPU ({ROWS_A_SESSION} rows fit one session; run it "
+        "again while it says they still train; `bash benchmarks/gpu/run.sh --help`), and the JSON it returns "
+        f"committed to `benchmarks/results/{PTB_PAPER.name}/`."
+    ]
 
 
 def versus(corpus, results, suffix=""):
     """Each attention row against the LSTM on valid and test (``suffix``: with a test-time option); None
     until the LSTM and an attention row both have those figures."""
-    has = lambda name: name in results and f"valid_ppl{suffix}" in results[name] and f"test_ppl{suffix}" in results[name]
+    has = lambda name: (
+        name in results and f"valid_ppl{suffix}" in results[name] and f"test_ppl{suffix}" in results[name]
+    )
     base, attention = results.get(BASELINE), [n for n in ATTENTION if has(n)]
     if not has(BASELINE) or not attention:
         return None
-    return "; ".join([f"the LSTM {figures(base, suffix)}"] + [
-        f"{corpus.rows[n].description} {figures(results[n], suffix)} {changes(results[n], base, suffix)}"
-        for n in attention])
+    return "; ".join(
+        [f"the LSTM {figures(base, suffix)}"]
+        + [
+            f"{corpus.rows[n].description} {figures(results[n], suffix)} {changes(results[n], base, suffix)}"
+            for n in attention
+        ]
+    )
 
 
 def against_the_paper(paper):
@@ -72,10 +107,17 @@ def against_the_paper(paper):
     done = {n: paper_figures(PTB_PAPER.paper[n]) for n in PTB_PAPER.rows if n in paper and n in PTB_PAPER.paper}
     if not done:
         return []
-    return ["Against the paper's figures, counted as it counts (`paper_ppl`, valid / test): " + "; ".join(
-        f"{PTB_PAPER.rows[n].description} {paper[n]['valid_paper_ppl']:.1f} / {paper[n]['test_paper_ppl']:.1f} against "
-        f"{valid:.1f} / {test:.1f} ({pct(paper[n]['valid_paper_ppl'], valid):+.1f}% / "
-        f"{pct(paper[n]['test_paper_ppl'], test):+.1f}%)" for n, (valid, test) in done.items()) + ".", *settled(paper)]
+    return [
+        "Against the paper's figures, counted as it counts (`paper_ppl`, valid / test): "
+        + "; ".join(
+            f"{PTB_PAPER.rows[n].description} {paper[n]['valid_paper_ppl']:.1f} / {paper[n]['test_paper_ppl']:.1f} against "
+            f"{valid:.1f} / {test:.1f} ({pct(paper[n]['valid_paper_ppl'], valid):+.1f}% / "
+            f"{pct(paper[n]['test_paper_ppl'], test):+.1f}%)"
+            for n, (valid, test) in done.items()
+        )
+        + ".",
+        *settled(paper),
+    ]
 
 
 def settled(paper, last=4):
@@ -87,10 +129,16 @@ def settled(paper, last=4):
     moved = {n: pct(c[-1], c[-1 - last]) for n, c in curves.items()}
     epochs = max(len(c) for c in curves.values())
     lr = f"1/{2 ** (epochs - PTB_PAPER.anneal_after)}" if epochs > PTB_PAPER.anneal_after else "1"
-    return [f"Valid ppl over the last {last} epochs (lr down to {lr}): " + "; ".join(
-        f"{PTB_PAPER.rows[n].description} {m:+.2f}%" for n, m in moved.items()) + ": " + (
-        f"flat (under {SETTLED:g}%): more epochs of this schedule would not move these figures."
-        if all(abs(m) < SETTLED for m in moved.values()) else "still falling: the epoch budget sets these figures.")]
+    return [
+        f"Valid ppl over the last {last} epochs (lr down to {lr}): "
+        + "; ".join(f"{PTB_PAPER.rows[n].description} {m:+.2f}%" for n, m in moved.items())
+        + ": "
+        + (
+            f"flat (under {SETTLED:g}%): more epochs of this schedule would not move these figures."
+            if all(abs(m) < SETTLED for m in moved.values())
+            else "still falling: the epoch budget sets these figures."
+        )
+    ]
 
 
 def seeds(paper):
@@ -99,11 +147,22 @@ def seeds(paper):
     pairs = {n: (paper[n], paper[twin]) for n, twin in SEEDED.items() if n in paper and twin in paper}
     means = {n: {k: (a[k] + b[k]) / 2 for k in ("valid_ppl", "test_ppl")} for n, (a, b) in pairs.items()}
     spread = max([abs(pct(b[k], a[k])) for a, b in pairs.values() for k in ("valid_ppl", "test_ppl")], default=0)
-    return ["A second seed (`--seed 2`; valid / test ppl, seed 1 then seed 2): " + "; ".join(
-        f"{PTB_PAPER.rows[n].description} {figures(a)}, {figures(b)} {changes(b, a).split(':')[0]}" for n, (a, b) in
-        pairs.items()) + f". Seeds move a row's ppl by up to {spread:.1f}%.", *(
-        f"On the two seeds' means, level within {max(TOLERANCE, spread):.1f}%: {line[0].lower()}{line[1:]}"
-        for line in layer_and_attention(PTB_PAPER, means, max(TOLERANCE, spread)))] if pairs else []
+    return (
+        [
+            "A second seed (`--seed 2`; valid / test ppl, seed 1 then seed 2): "
+            + "; ".join(
+                f"{PTB_PAPER.rows[n].description} {figures(a)}, {figures(b)} {changes(b, a).split(':')[0]}"
+                for n, (a, b) in pairs.items()
+            )
+            + f". Seeds move a row's ppl by up to {spread:.1f}%.",
+            *(
+                f"On the two seeds' means, level within {max(TOLERANCE, spread):.1f}%: {line[0].lower()}{line[1:]}"
+                for line in layer_and_attention(PTB_PAPER, means, max(TOLERANCE, spread))
+            ),
+        ]
+        if pairs
+        else []
+    )
 
 
 def test_time(paper):
@@ -111,12 +170,20 @@ def test_time(paper):
     done = [n for n in PTB_PAPER.rows if n in paper and any(f"test_ppl{s}" in paper[n] for _, s in OPTIONS)]
     if not done:
         return []
-    lines = [f"What the neural cache and dynamic evaluation add at {PAPER_SIZE} (test ppl, settings chosen on "
-             "valid): " + "; ".join(
-                 f"{PTB_PAPER.rows[n].description} {paper[n]['test_ppl']:.1f}: " + ", ".join(
-                     f"{option} {gain(paper[n], s):+.1f}% ({paper[n]['test_ppl' + s]:.1f})"
-                     for option, s in OPTIONS if f"test_ppl{s}" in paper[n])
-                 for n in done) + "."]
+    lines = [
+        f"What the neural cache and dynamic evaluation add at {PAPER_SIZE} (test ppl, settings chosen on "
+        "valid): "
+        + "; ".join(
+            f"{PTB_PAPER.rows[n].description} {paper[n]['test_ppl']:.1f}: "
+            + ", ".join(
+                f"{option} {gain(paper[n], s):+.1f}% ({paper[n]['test_ppl' + s]:.1f})"
+                for option, s in OPTIONS
+                if f"test_ppl{s}" in paper[n]
+            )
+            for n in done
+        )
+        + "."
+    ]
     both = versus(PTB_PAPER, paper, "_cache_dynamic")
     return lines + ([f"With both, attention against the same-code LSTM (valid / test): {both}."] if both else [])
 
@@ -124,30 +191,58 @@ def test_time(paper):
 def statement(paper, small):
     """``paper``: the 2 x 650 rows' JSON; ``small``: the 2 x 200 rows', compared the same way."""
     at_paper, at_small = versus(PTB_PAPER, paper), versus(PTB, small)
-    lines = [head("What it shows at the paper's scale", len(paper), len(PTB_PAPER.rows)),
-             f"Attention against the same-code LSTM at {PAPER_SIZE} (valid / test ppl): {at_paper}." if at_paper else
-             f"The LSTM and an attention row have not both run at {PAPER_SIZE}: nothing to compare at the paper's "
-             "scale yet."]
+    lines = [
+        head("What it shows at the paper's scale", len(paper), len(PTB_PAPER.rows)),
+        f"Attention against the same-code LSTM at {PAPER_SIZE} (valid / test ppl): {at_paper}."
+        if at_paper
+        else f"The LSTM and an attention row have not both run at {PAPER_SIZE}: nothing to compare at the paper's "
+        "scale yet.",
+    ]
     if at_small:
         lines.append(f"At 2 x {SIZE} on a CPU ({PTB.epochs} epochs, the full-PTB table above): {at_small}.")
-    lines += [*layer_and_attention(PTB_PAPER, paper), *seeds(paper), LEVEL, *against_the_paper(paper), *test_time(paper)]
+    lines += [
+        *layer_and_attention(PTB_PAPER, paper),
+        *seeds(paper),
+        LEVEL,
+        *against_the_paper(paper),
+        *test_time(paper),
+    ]
     stopped = [n for n in PTB_PAPER.rows if n in paper and cut(paper[n])]
     if stopped:
-        lines.append("Cut by the clock, so scored short of the recipe's budget: " + "; ".join(
-            "{} after epoch {} of {}".format(PTB_PAPER.rows[n].description, *cut(paper[n])) for n in stopped) + ".")
+        lines.append(
+            "Cut by the clock, so scored short of the recipe's budget: "
+            + "; ".join(
+                "{} after epoch {} of {}".format(PTB_PAPER.rows[n].description, *cut(paper[n])) for n in stopped
+            )
+            + "."
+        )
     devices = sorted({r.get("device", "CPU") for r in paper.values()})
-    lines.append(f"The {PAPER_SIZE} rows train with the paper's recipe for {PTB_PAPER.epochs} epochs (lr halved "
-                 f"every epoch after epoch {PTB_PAPER.anneal_after})" + (
-                     f"; on {', '.join(devices)}, {span([r['train_minutes'] for r in paper.values()])} minutes of "
-                     "training a row" if paper else "") + ".")
+    lines.append(
+        f"The {PAPER_SIZE} rows train with the paper's recipe for {PTB_PAPER.epochs} epochs (lr halved "
+        f"every epoch after epoch {PTB_PAPER.anneal_after})"
+        + (
+            f"; on {', '.join(devices)}, {span([r['train_minutes'] for r in paper.values()])} minutes of training a row"
+            if paper
+            else ""
+        )
+        + "."
+    )
     return "\n".join(lines)
 
 
 def block(paper, small):
     """``paper``: the 2 x 650 rows' JSON; ``small``: every full-PTB row's (``PTB.load()``)."""
     shown = {n: r for n, r in small.items() if n in PTB_PAPER.rows}
-    (paper_kept, paper_notes), (small_kept, small_notes) = (one_layout(PTB_PAPER, paper, BASELINE),
-                                                            one_layout(PTB, shown, BASELINE))
+    (paper_kept, paper_notes), (small_kept, small_notes) = (
+        one_layout(PTB_PAPER, paper, BASELINE),
+        one_layout(PTB, shown, BASELINE),
+    )
     footnote = before_the_fix_note(PTB_PAPER, paper) or before_the_fix_note(PTB, shown)
-    return "\n\n".join([table(paper, small), *footnote, *pending(paper),
-                        "\n".join([statement(paper_kept, small_kept), *dict.fromkeys(paper_notes + small_notes)])])
+    return "\n\n".join(
+        [
+            table(paper, small),
+            *footnote,
+            *pending(paper),
+            "\n".join([statement(paper_kept, small_kept), *dict.fromkeys(paper_notes + small_notes)]),
+        ]
+    )

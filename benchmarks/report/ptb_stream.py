@@ -1,6 +1,7 @@
 """The ``ptb-stream`` block: full PTB read as document streams, the models with a memory spanning
 sentences against the stream LSTM, the test-time options (the neural cache, dynamic evaluation)
 and what they cost, with the picture of the cache's gain."""
+
 import os
 
 from benchmarks.rows import PTB, ROOT
@@ -15,9 +16,21 @@ ROWS = {n: row.description for n, row in PTB.rows.items() if row.reading == "str
 
 
 def table(results):
-    lines = header("row", "valid ppl", "test ppl", "vs stream LSTM", "+ neural cache (chosen on valid)",
-                   "valid + cache", "**test + cache**", "cache gain", "best epoch", "attention (valid)", "params",
-                   "train min", "tokens/s")
+    lines = header(
+        "row",
+        "valid ppl",
+        "test ppl",
+        "vs stream LSTM",
+        "+ neural cache (chosen on valid)",
+        "valid + cache",
+        "**test + cache**",
+        "cache gain",
+        "best epoch",
+        "attention (valid)",
+        "params",
+        "train min",
+        "tokens/s",
+    )
     base = results.get(STREAM_BASELINE)
     for name, description in ROWS.items():
         if (r := results.get(name)) is None:
@@ -25,13 +38,23 @@ def table(results):
             continue
         versus = f"{pct(r['test_ppl'], base['test_ppl']):+.1f}%" if base and name != STREAM_BASELINE else "–"
         flags = f"N {c['window']}, θ {c['theta']}, λ {c['lambda']}" if (c := r.get("cache")) else "–"
-        cached = (f"{r['valid_ppl_cache']:.1f} | **{r['test_ppl_cache']:.1f}** | {gain(r, '_cache'):+.1f}%"
-                  if "test_ppl_cache" in r else "– | – | –")
-        attention = (f"gate {r['valid_pointer_gate']:.3f}" if "valid_pointer_gate" in r else
-                     f"entropy {r['valid_attn_entropy']:.2f}" if "valid_attn_entropy" in r else "–")
-        lines.append(f"| {label(PTB, name, r)} | {r['valid_ppl']:.1f} | {r['test_ppl']:.1f} | {versus} | {flags} | "
-                     f"{cached} | {r.get('best_epoch', '?')}/{r['epochs']} | {attention} | {cost(r)} | "
-                     f"{r['train_tokens_per_s']:,} |")
+        cached = (
+            f"{r['valid_ppl_cache']:.1f} | **{r['test_ppl_cache']:.1f}** | {gain(r, '_cache'):+.1f}%"
+            if "test_ppl_cache" in r
+            else "– | – | –"
+        )
+        attention = (
+            f"gate {r['valid_pointer_gate']:.3f}"
+            if "valid_pointer_gate" in r
+            else f"entropy {r['valid_attn_entropy']:.2f}"
+            if "valid_attn_entropy" in r
+            else "–"
+        )
+        lines.append(
+            f"| {label(PTB, name, r)} | {r['valid_ppl']:.1f} | {r['test_ppl']:.1f} | {versus} | {flags} | "
+            f"{cached} | {r.get('best_epoch', '?')}/{r['epochs']} | {attention} | {cost(r)} | "
+            f"{r['train_tokens_per_s']:,} |"
+        )
     return "\n".join(lines)
 
 
@@ -44,27 +67,43 @@ def statement(results):
     lines = [first_line]
     if sentence:
         change = pct(stream["test_ppl"], sentence["test_ppl"])
-        lines.append(f"Document context {'helps' if change < -1 else 'does not help'} the equal LSTM: read as 20 "
-                     f"streams with its state carried, test {stream['test_ppl']:.1f} against "
-                     f"{sentence['test_ppl']:.1f} reset at every sentence ({change:+.1f}%), same size, recipe and "
-                     "10 epochs.")
+        lines.append(
+            f"Document context {'helps' if change < -1 else 'does not help'} the equal LSTM: read as 20 "
+            f"streams with its state carried, test {stream['test_ppl']:.1f} against "
+            f"{sentence['test_ppl']:.1f} reset at every sentence ({change:+.1f}%), same size, recipe and "
+            "10 epochs."
+        )
     # the rows with a memory spanning sentences: their test ppl against the stream LSTM's
     versus = {n: pct(results[n]["test_ppl"], stream["test_ppl"]) for n in done if n != STREAM_BASELINE}
     if versus:
         ahead = [ROWS[n] for n in versus if versus[n] <= -3.0]
-        verdict = ("ahead of the stream LSTM by >= 3%: " + ", ".join(ahead) if ahead else
-                   "**no model with a memory spanning sentences beats the stream LSTM** here (the goal was >= 3%)")
-        lines.append(f"Against the stream LSTM's test {stream['test_ppl']:.1f}: " + "; ".join(
-            f"{ROWS[n]} {results[n]['test_ppl']:.1f} ({versus[n]:+.1f}%)" for n in versus) + f". So {verdict}. "
-            "One seed per row: a difference under ~1% is no evidence either way.")
+        verdict = (
+            "ahead of the stream LSTM by >= 3%: " + ", ".join(ahead)
+            if ahead
+            else "**no model with a memory spanning sentences beats the stream LSTM** here (the goal was >= 3%)"
+        )
+        lines.append(
+            f"Against the stream LSTM's test {stream['test_ppl']:.1f}: "
+            + "; ".join(f"{ROWS[n]} {results[n]['test_ppl']:.1f} ({versus[n]:+.1f}%)" for n in versus)
+            + f". So {verdict}. "
+            "One seed per row: a difference under ~1% is no evidence either way."
+        )
     lines += [note for n in done for note in gate_note(results[n], ROWS[n])]
     lines += cache_sentence(results, [n for n in done if "test_ppl_cache" in results[n]], versus, sentence)
     lines += speed_note()
-    uncached = [PTB.rows[n].description for n, r in results.items() if n in PTB.rows and PTB.rows[n].reading != "stream"
-                and PTB.rows[n].has_our_decoder and "test_ppl_cache" not in r]
+    uncached = [
+        PTB.rows[n].description
+        for n, r in results.items()
+        if n in PTB.rows
+        and PTB.rows[n].reading != "stream"
+        and PTB.rows[n].has_our_decoder
+        and "test_ppl_cache" not in r
+    ]
     if uncached:
-        lines.append("Sentence-level rows of the main table without cache figures (their checkpoints were not kept; "
-                     "`alm-cache-grid` gives them from a checkpoint): " + "; ".join(uncached) + ".")
+        lines.append(
+            "Sentence-level rows of the main table without cache figures (their checkpoints were not kept; "
+            "`alm-cache-grid` gives them from a checkpoint): " + "; ".join(uncached) + "."
+        )
     return "\n".join(lines)
 
 
@@ -77,16 +116,27 @@ def cache_sentence(results, cached, versus, sentence):
     best = min(cached, key=lambda n: results[n]["test_ppl_cache"])
     trained = min(versus, key=lambda n: results[n]["test_ppl"]) if versus else None  # the best trained memory
     how = {"level": "gains about as much as", "ahead": "gains more than", "behind": "gains less than"}
-    return ["The neural cache (nothing trained; window, θ and λ chosen on valid): " + "; ".join(
-        f"{ROWS[n]} {results[n]['test_ppl']:.1f} -> {results[n]['test_ppl_cache']:.1f} ({gains[n]:+.1f}%)"
-        for n in cached) + f". Best overall: {ROWS[best]} with the cache, test {results[best]['test_ppl_cache']:.1f}"
-        + (f" ({pct(results[best]['test_ppl_cache'], sentence['test_ppl']):+.1f}% against the sentence-level "
-           f"LSTM)." if sentence else ".")
+    return [
+        "The neural cache (nothing trained; window, θ and λ chosen on valid): "
+        + "; ".join(
+            f"{ROWS[n]} {results[n]['test_ppl']:.1f} -> {results[n]['test_ppl_cache']:.1f} ({gains[n]:+.1f}%)"
+            for n in cached
+        )
+        + f". Best overall: {ROWS[best]} with the cache, test {results[best]['test_ppl_cache']:.1f}"
+        + (
+            f" ({pct(results[best]['test_ppl_cache'], sentence['test_ppl']):+.1f}% against the sentence-level LSTM)."
+            if sentence
+            else "."
+        )
         + f" {sum(g <= -10 for g in gains.values())} of {len(cached)} rows gain >= 10% (Grave et al.: 12% on PTB)."
-        + (f" On the stream LSTM the cache ({gains[STREAM_BASELINE]:+.1f}%) "
-           + how[standing(gains[STREAM_BASELINE] - versus[trained])]
-           + f" the best trained memory, {ROWS[trained]} ({versus[trained]:+.1f}%)."
-           if trained and STREAM_BASELINE in gains else "")]
+        + (
+            f" On the stream LSTM the cache ({gains[STREAM_BASELINE]:+.1f}%) "
+            + how[standing(gains[STREAM_BASELINE] - versus[trained])]
+            + f" the best trained memory, {ROWS[trained]} ({versus[trained]:+.1f}%)."
+            if trained and STREAM_BASELINE in gains
+            else ""
+        )
+    ]
 
 
 def speed_note():
@@ -101,12 +151,14 @@ def speed_note():
     train, cached = ([n for n in first[part]["ratio"] if n != first[part]["baseline"]] for part in ("train", "eval"))
     attention = [n for n in train if n.startswith(("attentive_lm", "amsrn"))]
     repeats = first["train"]["title"].rsplit(", ", 1)[-1]  # "median of N"
-    return [f"Speed ({' / '.join(counts)} threads, one run of benchmarks/stream_speed.py, {repeats}; "
-            "benchmarks/results/cpu/stream_speed.json): the stream training step against `alm_lstm`: "
-            + "; ".join(f"{n} {ratio('train', n)}" for n in train)
-            + f" (goal for attention >= 0.85: {fast('train', attention, 0.85)}). Evaluation (`--batch-size 1`): "
-            + "; ".join(f"{n} {ratio('eval', n)} of the speed without it" for n in cached)
-            + f" (goal >= 0.8: {fast('eval', cached, 0.8)})."]
+    return [
+        f"Speed ({' / '.join(counts)} threads, one run of benchmarks/stream_speed.py, {repeats}; "
+        "benchmarks/results/cpu/stream_speed.json): the stream training step against `alm_lstm`: "
+        + "; ".join(f"{n} {ratio('train', n)}" for n in train)
+        + f" (goal for attention >= 0.85: {fast('train', attention, 0.85)}). Evaluation (`--batch-size 1`): "
+        + "; ".join(f"{n} {ratio('eval', n)} of the speed without it" for n in cached)
+        + f" (goal >= 0.8: {fast('eval', cached, 0.8)})."
+    ]
 
 
 def dynamic(results):
@@ -114,33 +166,59 @@ def dynamic(results):
     the static test ppl on every row; the stream LSTM with the cache and dynamic evaluation below 80)."""
     done = [n for n in ROWS if n in results and "test_ppl_dynamic" in results[n]]
     if not done:
-        return ("Dynamic evaluation: no stream row reports it yet (`benchmarks/table.py` computes it in the run "
-                "that trains a row).")
-    lines = header("row", "test ppl", "dynamic evaluation (chosen on valid)", "valid + dynamic", "**test + dynamic**",
-                   "gain", "test + cache", "**test + cache + dynamic**", "gain")
+        return (
+            "Dynamic evaluation: no stream row reports it yet (`benchmarks/table.py` computes it in the run "
+            "that trains a row)."
+        )
+    lines = header(
+        "row",
+        "test ppl",
+        "dynamic evaluation (chosen on valid)",
+        "valid + dynamic",
+        "**test + dynamic**",
+        "gain",
+        "test + cache",
+        "**test + cache + dynamic**",
+        "gain",
+    )
     for n in done:
         r, d = results[n], results[n]["dynamic"]
-        lines.append(f"| {ROWS[n]} | {r['test_ppl']:.1f} | SGD lr {d['lr']:g}, decay {d['decay']:g}, segments of "
-                     f"{d['segment']} | {r['valid_ppl_dynamic']:.1f} | **{r['test_ppl_dynamic']:.1f}** | "
-                     f"{gain(r, '_dynamic'):+.1f}% | {r['test_ppl_cache']:.1f} | **{r['test_ppl_cache_dynamic']:.1f}** | "
-                     f"{gain(r, '_cache_dynamic'):+.1f}% |")
+        lines.append(
+            f"| {ROWS[n]} | {r['test_ppl']:.1f} | SGD lr {d['lr']:g}, decay {d['decay']:g}, segments of "
+            f"{d['segment']} | {r['valid_ppl_dynamic']:.1f} | **{r['test_ppl_dynamic']:.1f}** | "
+            f"{gain(r, '_dynamic'):+.1f}% | {r['test_ppl_cache']:.1f} | **{r['test_ppl_cache_dynamic']:.1f}** | "
+            f"{gain(r, '_cache_dynamic'):+.1f}% |"
+        )
     gains = {n: gain(results[n], "_dynamic") for n in done}
-    lines += ["", "**Dynamic evaluation (generated from the JSON).** " + "; ".join(
-        f"{ROWS[n]}: {results[n]['test_ppl']:.1f} -> {results[n]['test_ppl_dynamic']:.1f} ({gains[n]:+.1f}%), with "
-        f"the cache {results[n]['test_ppl_cache_dynamic']:.1f}" for n in done)
+    lines += [
+        "",
+        "**Dynamic evaluation (generated from the JSON).** "
+        + "; ".join(
+            f"{ROWS[n]}: {results[n]['test_ppl']:.1f} -> {results[n]['test_ppl_dynamic']:.1f} ({gains[n]:+.1f}%), with "
+            f"the cache {results[n]['test_ppl_cache_dynamic']:.1f}"
+            for n in done
+        )
         + f". The goal of >= 10% below the static test perplexity on every row is "
-          f"{met(all(g <= -10 for g in gains.values()))} (Krause et al.: 11% on AWD-LSTM)."]
+        f"{met(all(g <= -10 for g in gains.values()))} (Krause et al.: 11% on AWD-LSTM).",
+    ]
     if STREAM_BASELINE in done:
         both = results[STREAM_BASELINE]["test_ppl_cache_dynamic"]
-        lines[-1] += (f" The stream LSTM with the cache and dynamic evaluation: {both:.1f} "
-                      f"({'below' if both < 80 else 'not below'} the goal of 80; the cache alone: "
-                      f"{results[STREAM_BASELINE]['test_ppl_cache']:.1f}).")
+        lines[-1] += (
+            f" The stream LSTM with the cache and dynamic evaluation: {both:.1f} "
+            f"({'below' if both < 80 else 'not below'} the goal of 80; the cache alone: "
+            f"{results[STREAM_BASELINE]['test_ppl_cache']:.1f})."
+        )
     if (speed := result_json("cpu", "dynamic_eval_speed.json")) is not None:
         name = "eval, dynamic SGD, segments of 20"
-        lines.append("Its cost, eval tokens/s against static scoring (PTB valid as one stream, `alm_lstm` 2 x 200, "
-                     "benchmarks/results/cpu/dynamic_eval_speed.json): " + ", ".join(
-                         f"{speed['by_threads'][t]['eval']['ratio'][name]:.2f}x at {threads(t)}"
-                         for t in sorted(speed["by_threads"], key=int)) + " (goal >= 0.35x).")
+        lines.append(
+            "Its cost, eval tokens/s against static scoring (PTB valid as one stream, `alm_lstm` 2 x 200, "
+            "benchmarks/results/cpu/dynamic_eval_speed.json): "
+            + ", ".join(
+                f"{speed['by_threads'][t]['eval']['ratio'][name]:.2f}x at {threads(t)}"
+                for t in sorted(speed["by_threads"], key=int)
+            )
+            + " (goal >= 0.35x)."
+        )
     return "\n".join(lines)
 
 
@@ -148,9 +226,15 @@ def block(results):
     """``results``: every full-PTB row's JSON (``PTB.load()``)."""
     kept, notes = one_layout(PTB, results, STREAM_BASELINE)
     shown = {n: r for n, r in results.items() if n in ROWS}
-    return "\n\n".join([table(results), *before_the_fix_note(PTB, shown), "\n".join([statement(kept), *notes]),
-                        "![Test perplexity of the stream rows with and without the cache](ptb_stream.png)",
-                        dynamic(kept)])
+    return "\n\n".join(
+        [
+            table(results),
+            *before_the_fix_note(PTB, shown),
+            "\n".join([statement(kept), *notes]),
+            "![Test perplexity of the stream rows with and without the cache](ptb_stream.png)",
+            dynamic(kept),
+        ]
+    )
 
 
 def draw(results, path=PICTURE):
@@ -166,10 +250,19 @@ def draw(results, path=PICTURE):
         for i, p in enumerate(figures):
             ax.text(i + shift, p + 1, f"{p:.1f}", ha="center", fontsize=7)
     if SENTENCE_BASELINE in results:
-        ax.axhline(results[SENTENCE_BASELINE]["test_ppl"], color="gray", linestyle="--", linewidth=1,
-                   label=f"sentence-level LSTM ({results[SENTENCE_BASELINE]['test_ppl']:.1f})")
-    ax.set(xticks=list(x), xticklabels=[n.replace("-stream", "") for n in done], ylabel="test perplexity",
-           ylim=(min(c for c in cached + plain if c == c) * 0.8, max(plain) * 1.12))
+        ax.axhline(
+            results[SENTENCE_BASELINE]["test_ppl"],
+            color="gray",
+            linestyle="--",
+            linewidth=1,
+            label=f"sentence-level LSTM ({results[SENTENCE_BASELINE]['test_ppl']:.1f})",
+        )
+    ax.set(
+        xticks=list(x),
+        xticklabels=[n.replace("-stream", "") for n in done],
+        ylabel="test perplexity",
+        ylim=(min(c for c in cached + plain if c == c) * 0.8, max(plain) * 1.12),
+    )
     ax.set_title("Full PTB, document streams (2 x 200, 10 epochs): with and without the cache", fontsize=9)
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()

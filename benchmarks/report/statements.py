@@ -41,8 +41,9 @@ def changes(r, base, suffix="", tolerance=TOLERANCE):
     ``"(-5.0% / +0.5%): ahead on valid, level on test"``."""
     valid, test = (pct(r[f"{split}_ppl{suffix}"], base[f"{split}_ppl{suffix}"]) for split in ("valid", "test"))
     on_valid, on_test = standing(valid, tolerance), standing(test, tolerance)
-    return (f"({valid:+.1f}% / {test:+.1f}%): " + (f"{on_valid} on valid and test" if on_valid == on_test else
-                                                   f"{on_valid} on valid, {on_test} on test"))
+    return f"({valid:+.1f}% / {test:+.1f}%): " + (
+        f"{on_valid} on valid and test" if on_valid == on_test else f"{on_valid} on valid, {on_test} on test"
+    )
 
 
 def figures(r, suffix=""):
@@ -56,17 +57,23 @@ def gate_note(r, description):
     gates = r.get("pointer_gate_per_epoch") or []
     stuck = [e for e, g in enumerate(gates, 1) if g is not None and g > 0.99]
     if r.get("valid_pointer_gate", 0) > 0.99:
-        return [f"{description}: the sentinel gate is {r['valid_pointer_gate']:.3f} on valid, so the pointer "
-                "carries almost no mass and the model is the LSTM under another name (docs/models.md)."]
+        return [
+            f"{description}: the sentinel gate is {r['valid_pointer_gate']:.3f} on valid, so the pointer "
+            "carries almost no mass and the model is the LSTM under another name (docs/models.md)."
+        ]
     if not stuck:
         return []
     # the recipe halves SGD's step after epoch ``anneal_after``
     annealed = r.get("recipe", {}).get("anneal_after") == stuck[-1]
-    return [f"{description}: the sentinel gate sat at 1 (pointer unused) after epoch"
-            f"{'s' if len(stuck) > 1 else ''} {stuck[0]}" + (f"-{stuck[-1]}" if len(stuck) > 1 else "")
-            + f", left it in epoch {stuck[-1] + 1}" + (" when SGD's step halved (lr 1 -> 0.5)" if annealed else "")
-            + f" and ends at {r['valid_pointer_gate']:.3f} on valid: the pointer trained for "
-              f"{len(gates) - len(stuck)} of {len(gates)} epochs (docs/models.md)."]
+    return [
+        f"{description}: the sentinel gate sat at 1 (pointer unused) after epoch"
+        f"{'s' if len(stuck) > 1 else ''} {stuck[0]}"
+        + (f"-{stuck[-1]}" if len(stuck) > 1 else "")
+        + f", left it in epoch {stuck[-1] + 1}"
+        + (" when SGD's step halved (lr 1 -> 0.5)" if annealed else "")
+        + f" and ends at {r['valid_pointer_gate']:.3f} on valid: the pointer trained for "
+        f"{len(gates) - len(stuck)} of {len(gates)} epochs (docs/models.md)."
+    ]
 
 
 LAYER_ROW = "single-zero-context"  # the concat layer fed c_t = 0: no attention
@@ -78,9 +85,13 @@ def layer_and_attention(corpus, results, tolerance=TOLERANCE):
     lstm, layer, single = (results.get(n) for n in ("lstm", LAYER_ROW, "single"))
     if lstm is None or layer is None:
         return []
-    parts = [f"{corpus.rows[LAYER_ROW].description} against the LSTM (valid / test): {figures(layer)} against "
-             f"{figures(lstm)} {changes(layer, lstm, tolerance=tolerance)}"]
+    parts = [
+        f"{corpus.rows[LAYER_ROW].description} against the LSTM (valid / test): {figures(layer)} against "
+        f"{figures(lstm)} {changes(layer, lstm, tolerance=tolerance)}"
+    ]
     if single is not None:
-        parts.append("the attention on top of the layer (single against the context-zeroed row): "
-                     f"{figures(single)} {changes(single, layer, tolerance=tolerance)}")
+        parts.append(
+            "the attention on top of the layer (single against the context-zeroed row): "
+            f"{figures(single)} {changes(single, layer, tolerance=tolerance)}"
+        )
     return ["The layer and the attention apart: " + "; ".join(parts) + "."]

@@ -1,6 +1,7 @@
 """What the generated tables share: the scripts' JSON under ``benchmarks/results/`` (the rows' own is
 read by their corpus, ``rows.Corpus.load``), the cells every table writes the same way, the mark of a
 row trained before the dropout fix, and the pictures' canvas."""
+
 import os
 
 from benchmarks.result_files import read_result
@@ -31,9 +32,15 @@ def threads(count):
 def speed_table(first_column, columns):
     """Tokens/s and the ratio to the baseline of each measured run, a pair of columns per
     ``(heading, figures)`` of ``columns`` (``figures``: a speed script's ``tokens_per_s`` and ``ratio``)."""
-    return "\n".join(header(first_column, *(f"tokens/s, {heading}" for heading, _ in columns)) + [
-        f"| {name} | " + " | ".join(f"{f['tokens_per_s'][name]:,} | {f['ratio'][name]:.2f}" for _, f in columns) + " |"
-        for name in columns[0][1]["tokens_per_s"]])
+    return "\n".join(
+        header(first_column, *(f"tokens/s, {heading}" for heading, _ in columns))
+        + [
+            f"| {name} | "
+            + " | ".join(f"{f['tokens_per_s'][name]:,} | {f['ratio'][name]:.2f}" for _, f in columns)
+            + " |"
+            for name in columns[0][1]["tokens_per_s"]
+        ]
+    )
 
 
 def cell(r, key):
@@ -98,9 +105,11 @@ def before_the_fix_note(corpus, results):
     """The footnote of a table holding a marked row (none otherwise)."""
     if not any(stale(corpus, n, r) for n, r in results.items() if n in corpus.rows):
         return []
-    return [f"{BEFORE_THE_FIX} trained before every tensor was dropped once (the LSTM and the pointer dropped h_t "
-            "twice, the attention read dropped states: docs/models.md, \"Dropout\"); `python -m benchmarks.table` "
-            "retrains such a row and replaces its JSON."]
+    return [
+        f"{BEFORE_THE_FIX} trained before every tensor was dropped once (the LSTM and the pointer dropped h_t "
+        'twice, the attention read dropped states: docs/models.md, "Dropout"); `python -m benchmarks.table` '
+        "retrains such a row and replaces its JSON."
+    ]
 
 
 def one_layout(corpus, results, base):
@@ -109,11 +118,17 @@ def one_layout(corpus, results, base):
     reference = base in results and stale(corpus, base, results[base])
     kept = {n: r for n, r in results.items() if not corpus.rows[n].has_our_decoder or stale(corpus, n, r) == reference}
     left = [corpus.rows[n].description for n in results if n not in kept]
-    notes = [f"These figures stand on rows trained before the dropout fix ({BEFORE_THE_FIX}), compared among "
-             "themselves."] if reference else []
+    notes = (
+        [f"These figures stand on rows trained before the dropout fix ({BEFORE_THE_FIX}), compared among themselves."]
+        if reference
+        else []
+    )
     if left:
-        why = ("until the baseline is retrained (they were trained after the dropout fix)" if reference else
-               f"until retrained (trained before the dropout fix, {BEFORE_THE_FIX})")
+        why = (
+            "until the baseline is retrained (they were trained after the dropout fix)"
+            if reference
+            else f"until retrained (trained before the dropout fix, {BEFORE_THE_FIX})"
+        )
         notes.append(f"Left out of the comparison {why}: " + "; ".join(left) + ".")
     return kept, notes
 
@@ -121,6 +136,8 @@ def one_layout(corpus, results, base):
 def figure(size):
     """A picture's ``(figure, axes)``, drawn without a display."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     return plt.subplots(figsize=size)

@@ -20,6 +20,7 @@ paragraphs are split after the sentence-final tokens ``.``, ``?`` and ``!`` (the
 already tokenised, so abbreviations such as ``U.S.`` are single tokens). Raw text of your own
 (``--raw-dir`` with train/valid/test.txt) can be tokenised with sacremoses (``--tokenize LANG``).
 """
+
 import argparse
 import collections
 import os
@@ -66,21 +67,27 @@ def read_sentences(path, paragraphs, tokenizer=None):
     for number, raw in enumerate(raw_lines, 1):
         nul = raw.find(b"\0")
         if nul >= 0:
-            raise ValueError(f"{path}:{number}: a NUL byte at column {nul + 1}: this is not "
-                             "plain text (UTF-16, or a binary file?); convert it to UTF-8, e.g. "
-                             "iconv -f utf-16 -t utf-8, or remove the NUL bytes")
+            raise ValueError(
+                f"{path}:{number}: a NUL byte at column {nul + 1}: this is not "
+                "plain text (UTF-16, or a binary file?); convert it to UTF-8, e.g. "
+                "iconv -f utf-16 -t utf-8, or remove the NUL bytes"
+            )
         try:
             line = raw.decode("utf-8-sig" if number == 1 else "utf-8").strip()
         except UnicodeDecodeError as error:
-            raise ValueError(f"{path}:{number}: not UTF-8 (byte 0x{raw[error.start]:02x} at column "
-                             f"{error.start + 1}); convert the file, e.g. iconv -f latin1 -t utf-8") from None
+            raise ValueError(
+                f"{path}:{number}: not UTF-8 (byte 0x{raw[error.start]:02x} at column "
+                f"{error.start + 1}); convert the file, e.g. iconv -f latin1 -t utf-8"
+            ) from None
         if not line:
             continue
         reserved = RESERVED_WORDS.intersection(line.split())
         if reserved:
-            raise ValueError(f"{path}:{number}: the text contains {', '.join(sorted(reserved))}, which "
-                             "fairseq would read as its end-of-sentence / padding symbol; remove or "
-                             "replace it (e.g. with &lt;/s&gt;)")
+            raise ValueError(
+                f"{path}:{number}: the text contains {', '.join(sorted(reserved))}, which "
+                "fairseq would read as its end-of-sentence / padding symbol; remove or "
+                "replace it (e.g. with &lt;/s&gt;)"
+            )
         if tokenizer is not None:
             line = tokenizer.tokenize(line, return_str=True, escape=False)
         if paragraphs:
@@ -115,26 +122,49 @@ def main():
     parser.add_argument("--shared-data", default=SHARED_DATA, help="folder holding ptb/ and wikitext-2/")
     parser.add_argument("--raw-dir", help="instead of --corpus: a folder with train.txt, valid.txt, test.txt")
     parser.add_argument("--tokenize", metavar="LANG", help="tokenise raw text with sacremoses for LANG")
-    parser.add_argument("--paragraphs", action="store_true",
-                        help="lines are paragraphs: split them into sentences (on by default for wikitext-2)")
-    parser.add_argument("--sample-sentences", type=int, default=0,
-                        help="keep only the first N training sentences (and N/10 valid and test ones)")
-    parser.add_argument("--sample-train-only", action="store_true",
-                        help="with --sample-sentences: keep valid and test whole and the dictionary of the "
-                             "whole training text, so the slice is scored on the full corpus's words")
-    parser.add_argument("--threshold", type=int, default=0,
-                        help="map training words seen at most this many times to <unk> (fairseq-preprocess --thresholdsrc)")
-    parser.add_argument("--open-vocabulary", action="store_true",
-                        help="build the dictionary over all splits, so that no word becomes <unk> "
-                             "(for the character-level models, which spell every word)")
+    parser.add_argument(
+        "--paragraphs",
+        action="store_true",
+        help="lines are paragraphs: split them into sentences (on by default for wikitext-2)",
+    )
+    parser.add_argument(
+        "--sample-sentences",
+        type=int,
+        default=0,
+        help="keep only the first N training sentences (and N/10 valid and test ones)",
+    )
+    parser.add_argument(
+        "--sample-train-only",
+        action="store_true",
+        help="with --sample-sentences: keep valid and test whole and the dictionary of the "
+        "whole training text, so the slice is scored on the full corpus's words",
+    )
+    parser.add_argument(
+        "--threshold",
+        type=int,
+        default=0,
+        help="map training words seen at most this many times to <unk> (fairseq-preprocess --thresholdsrc)",
+    )
+    parser.add_argument(
+        "--open-vocabulary",
+        action="store_true",
+        help="build the dictionary over all splits, so that no word becomes <unk> "
+        "(for the character-level models, which spell every word)",
+    )
     parser.add_argument("--name", help="output name (default: the corpus name)")
     parser.add_argument("--destdir", default="data-bin", help="where the binarised folder goes")
-    parser.add_argument("--text-dir", default=os.path.join(os.path.dirname(__file__), "text"),
-                        help="where the one-sentence-per-line text goes")
+    parser.add_argument(
+        "--text-dir",
+        default=os.path.join(os.path.dirname(__file__), "text"),
+        help="where the one-sentence-per-line text goes",
+    )
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--force", action="store_true",
-                        help="replace an existing --destdir/NAME and --text-dir/NAME (the new data is "
-                             "written aside and swapped in once complete, so a failure keeps the old)")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing --destdir/NAME and --text-dir/NAME (the new data is "
+        "written aside and swapped in once complete, so a failure keeps the old)",
+    )
     args = parser.parse_args()
 
     if bool(args.corpus) == bool(args.raw_dir):
@@ -147,13 +177,17 @@ def main():
         paragraphs = args.paragraphs
     missing = [p for p in files.values() if not os.path.exists(p)]
     if missing:
-        sys.exit(f"error: input file(s) not found: {', '.join(missing)}\n"
-                 "Give --shared-data (the folder with ptb/ and wikitext-2/) or --raw-dir.")
+        sys.exit(
+            f"error: input file(s) not found: {', '.join(missing)}\n"
+            "Give --shared-data (the folder with ptb/ and wikitext-2/) or --raw-dir."
+        )
 
     tokenizer = None
     if args.tokenize:
-        from alm_plugin.text_forms import check_language  # the plugin, installed (scripts/install.sh)
         from sacremoses import MosesTokenizer
+
+        from alm_plugin.text_forms import check_language  # the plugin, installed (scripts/install.sh)
+
         try:
             tokenizer = MosesTokenizer(lang=check_language(args.tokenize))
         except ValueError as error:
@@ -163,10 +197,14 @@ def main():
     text_dir = os.path.join(args.text_dir, name)
     bin_dir = os.path.join(args.destdir, name)
     if args.sample_train_only and not args.sample_sentences:
-        parser.error("--sample-train-only keeps the whole training text's dictionary for a slice: give --sample-sentences N")
+        parser.error(
+            "--sample-train-only keeps the whole training text's dictionary for a slice: give --sample-sentences N"
+        )
     if args.sample_train_only and (args.open_vocabulary or args.threshold):
-        parser.error("--sample-train-only takes its dictionary from the whole training text: drop --open-vocabulary "
-                     "and --threshold")
+        parser.error(
+            "--sample-train-only takes its dictionary from the whole training text: drop --open-vocabulary "
+            "and --threshold"
+        )
     if args.open_vocabulary and args.threshold:
         parser.error("--open-vocabulary keeps every word: drop --threshold")
     for path in (bin_dir, text_dir):
@@ -174,9 +212,11 @@ def main():
             sys.exit(f"error: {path} is a file, not a dataset folder: move it away or give another --name")
     existing = [path for path in (bin_dir, text_dir) if os.path.isdir(path) and os.listdir(path)]
     if existing and not args.force:
-        sys.exit(f"error: {' and '.join(existing)} already exist{'s' if len(existing) == 1 else ''}: give "
-                 "another --name (or --destdir / --text-dir), or --force to replace "
-                 f"{'it' if len(existing) == 1 else 'them'} (the old data stays whole until the new is complete)")
+        sys.exit(
+            f"error: {' and '.join(existing)} already exist{'s' if len(existing) == 1 else ''}: give "
+            "another --name (or --destdir / --text-dir), or --force to replace "
+            f"{'it' if len(existing) == 1 else 'them'} (the old data stays whole until the new is complete)"
+        )
 
     # everything is written beside the destinations and swapped in at the end, so a failure (or
     # an interrupted run) leaves an existing dataset as it was
@@ -199,18 +239,27 @@ def main():
             except ValueError as error:
                 sys.exit(f"error: {error}")
             if not sentences:
-                sys.exit(f"error: {path} has no sentences (it is empty or blank): every split needs at "
-                         "least one, or fairseq fails on an empty dataset later")
+                sys.exit(
+                    f"error: {path} has no sentences (it is empty or blank): every split needs at "
+                    "least one, or fairseq fails on an empty dataset later"
+                )
             with open(os.path.join(new_text, f"{split}.txt"), "w", encoding="utf-8") as out:
                 out.writelines(sentence + "\n" for sentence in sentences)
             print(f"{split}: {len(sentences)} sentences -> {text_dir}/{split}.txt")
 
         command = [
-            "fairseq-preprocess", "--only-source",
-            "--trainpref", os.path.join(new_text, "train.txt"),
-            "--validpref", os.path.join(new_text, "valid.txt"),
-            "--testpref", os.path.join(new_text, "test.txt"),
-            "--destdir", new_bin, "--workers", str(args.workers),
+            "fairseq-preprocess",
+            "--only-source",
+            "--trainpref",
+            os.path.join(new_text, "train.txt"),
+            "--validpref",
+            os.path.join(new_text, "valid.txt"),
+            "--testpref",
+            os.path.join(new_text, "test.txt"),
+            "--destdir",
+            new_bin,
+            "--workers",
+            str(args.workers),
         ]
         if args.open_vocabulary:
             command += ["--srcdict", write_full_dictionary(new_text)]
@@ -223,14 +272,17 @@ def main():
         try:
             code = subprocess.run(command).returncode
         except OSError as error:
-            sys.exit(f"error: cannot run fairseq-preprocess ({error.strerror}): install fairseq in this "
-                     f"environment{kept}")
+            sys.exit(
+                f"error: cannot run fairseq-preprocess ({error.strerror}): install fairseq in this environment{kept}"
+            )
         if code != 0:
             sys.exit(f"error: fairseq-preprocess failed (exit code {code}; its message is above){kept}")
         swap_in([(new_text, text_dir), (new_bin, bin_dir)])
     except OSError as error:
-        sys.exit(f"error: {error.filename or ''}: {error.strerror}"
-                 + (" (the existing data is unchanged)" if existing else ""))
+        sys.exit(
+            f"error: {error.filename or ''}: {error.strerror}"
+            + (" (the existing data is unchanged)" if existing else "")
+        )
     finally:
         for path in staged:
             shutil.rmtree(path, ignore_errors=True)

@@ -13,6 +13,7 @@ Writes
                                  --task sentence_language_modeling
     examples/translation/text/   the tokenised and BPE text
 """
+
 import argparse
 import os
 import shutil
@@ -52,11 +53,17 @@ def main():
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
 
-    missing = [f"{SPLITS[s]}.{lang}" for s in SPLITS for lang in LANGS
-               if not os.path.exists(os.path.join(args.raw_dir, f"{SPLITS[s]}.{lang}"))]
+    missing = [
+        f"{SPLITS[s]}.{lang}"
+        for s in SPLITS
+        for lang in LANGS
+        if not os.path.exists(os.path.join(args.raw_dir, f"{SPLITS[s]}.{lang}"))
+    ]
     if missing:
-        sys.exit(f"{args.raw_dir} lacks {', '.join(missing)}: point --raw-dir at the raw Multi30k "
-                 "task-1 files (github.com/multi30k/dataset, data/task1/raw, gunzipped)")
+        sys.exit(
+            f"{args.raw_dir} lacks {', '.join(missing)}: point --raw-dir at the raw Multi30k "
+            "task-1 files (github.com/multi30k/dataset, data/task1/raw, gunzipped)"
+        )
     os.makedirs(args.text_dir, exist_ok=True)
     os.makedirs(args.destdir, exist_ok=True)
     codes = os.path.join(args.destdir, "bpe.codes")
@@ -72,6 +79,7 @@ def main():
 
     # one BPE model for both languages: shared names and numbers split the same way
     from subword_nmt.learn_bpe import learn_bpe
+
     joint = os.path.join(args.text_dir, "train.tok.de-en")
     write_lines(joint, tokenized["train", "de"] + tokenized["train", "en"])
     with open(joint, encoding="utf-8") as infile, open(codes, "w", encoding="utf-8") as outfile:
@@ -79,21 +87,46 @@ def main():
     for lang in LANGS:
         forms = TextForms(lang, codes)
         for split in SPLITS:
-            write_lines(os.path.join(args.text_dir, f"{split}.bpe.{lang}"),
-                        [forms.apply_bpe(line) for line in tokenized[split, lang]])
+            write_lines(
+                os.path.join(args.text_dir, f"{split}.bpe.{lang}"),
+                [forms.apply_bpe(line) for line in tokenized[split, lang]],
+            )
     for split in ("valid", "test"):
         for lang in LANGS:
             write_lines(os.path.join(args.destdir, f"{split}.raw.{lang}"), raw[split, lang])
 
     prefixes = {f"--{s}pref": os.path.join(args.text_dir, f"{s}.bpe") for s in SPLITS}
-    subprocess.run(["fairseq-preprocess", "--source-lang", "de", "--target-lang", "en",
-                    *sum(map(list, prefixes.items()), []), "--destdir", args.destdir,
-                    "--workers", str(args.workers)], check=True)
+    subprocess.run(
+        [
+            "fairseq-preprocess",
+            "--source-lang",
+            "de",
+            "--target-lang",
+            "en",
+            *sum(map(list, prefixes.items()), []),
+            "--destdir",
+            args.destdir,
+            "--workers",
+            str(args.workers),
+        ],
+        check=True,
+    )
     target_dict = os.path.join(args.destdir, "dict.en.txt")
     shutil.copyfile(target_dict, os.path.join(args.destdir, "dict.txt"))
-    subprocess.run(["fairseq-preprocess", "--only-source", "--srcdict", target_dict,
-                    *sum([[k, v + ".en"] for k, v in prefixes.items()], []),
-                    "--destdir", args.lm_destdir, "--workers", str(args.workers)], check=True)
+    subprocess.run(
+        [
+            "fairseq-preprocess",
+            "--only-source",
+            "--srcdict",
+            target_dict,
+            *sum([[k, v + ".en"] for k, v in prefixes.items()], []),
+            "--destdir",
+            args.lm_destdir,
+            "--workers",
+            str(args.workers),
+        ],
+        check=True,
+    )
     print(f"translation data: {args.destdir}\nlanguage-model data: {args.lm_destdir}")
 
 
