@@ -83,7 +83,10 @@ def eval_lm_speed(task, model, split):
     task.load_dataset(split)
     dataset = task.dataset(split)
     itr = task.eval_lm_dataloader(dataset=dataset, batch_size=8, max_positions=100000, context_window=0, num_workers=0)
-    score = lambda batches: eval_lm(models=[model], source_dictionary=task.source_dictionary, batch_iterator=batches)
+
+    def score(batches):
+        return eval_lm(models=[model], source_dictionary=task.source_dictionary, batch_iterator=batches)
+
     return tokens_per_second(score, [itr], lambda _: int(dataset.sizes.sum()))
 
 

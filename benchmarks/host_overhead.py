@@ -259,7 +259,9 @@ def measure(
             ]
         )
 
-    median = lambda values: round(statistics.median(values[skip:]), 3)  # the first ``skip`` updates warm up
+    def median(values):
+        return round(statistics.median(values[skip:]), 3)  # the first ``skip`` updates warm up
+
     host = [s - t for s, t in zip(step_ms, task_ms)]
     between = [(b - a) * 1e3 for a, b in zip(starts, starts[1:])]  # one update's start to the next's
     figures = {
@@ -359,7 +361,9 @@ def compare(plugins, cases, updates, repeats, where, save=lambda figures: None):
             "trained": results[-1]["trained"] if len({r["trained"] for r in results}) == 1 else "differs between runs",
         }
 
-    figures = lambda: {label: {case: combined(rs) for case, rs in by_case.items()} for label, by_case in runs.items()}
+    def figures():
+        return {label: {case: combined(rs) for case, rs in by_case.items()} for label, by_case in runs.items()}
+
     for repeat in range(repeats + 1):
         for label, plugin in plugins.items():
             graphs = label.endswith("-graphs")  # the update replayed as a CUDA graph (sentence cases)
@@ -456,7 +460,8 @@ def main(argv=None):
     for label, by_case in figures.items():
         for case, f in by_case.items():
             print(
-                f"{label:8s} {case:18s} host {f['host_ms']:6.3f} ms (step {f['step_ms']:.2f}, task {f['task_ms']:.2f}), "
+                f"{label:8s} {case:18s} host {f['host_ms']:6.3f} ms (step {f['step_ms']:.2f}, task "
+                f"{f['task_ms']:.2f}), "
                 f"update {f['update_ms']:.2f} ms, {f['tokens_per_s']:.0f} tokens/s, {f['syncs']} syncs, {f['ours']} "
                 f"ours{'' if f['cuda_syncs'] is None else ', %d CUDA syncs' % f['cuda_syncs']}; figures and weights "
                 f"{f['trained']}"

@@ -57,14 +57,17 @@ def main():
             parser.error(
                 f"no {data}: prepare it with python examples/language_model/prepare_lm_data.py --corpus {corpus}"
             )
-    kinds = lambda: [
-        ("train", training_runs(args), BASELINE),
-        (
-            "eval",
-            {name: scoring_run(WT2, options, args.size, args.eval_batches) for name, options in EVAL_ROWS.items()},
-            "WT2 eval, full softmax",
-        ),
-    ]
+
+    def kinds():
+        return [
+            ("train", training_runs(args), BASELINE),
+            (
+                "eval",
+                {name: scoring_run(WT2, options, args.size, args.eval_batches) for name, options in EVAL_ROWS.items()},
+                "WT2 eval, full softmax",
+            ),
+        ]
+
     write_figures(
         args.json,
         {

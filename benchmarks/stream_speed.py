@@ -153,15 +153,20 @@ def main():
             f"--data {args.data}: no dict.txt; prepare it with "
             "python examples/language_model/prepare_lm_data.py --corpus ptb"
         )
-    evaluated = lambda: {
-        name: scoring_run(args.data, [*ARCHS["alm_lstm"], *extra], args.size, args.eval_batches, args.device)
-        for name, extra in EVAL_KINDS.items()
-    }
+
+    def evaluated():
+        return {
+            name: scoring_run(args.data, [*ARCHS["alm_lstm"], *extra], args.size, args.eval_batches, args.device)
+            for name, extra in EVAL_KINDS.items()
+        }
+
     asked = args.kinds.split(",")
-    kinds = lambda: (
-        ([("train", training_runs(args), "alm_lstm")] if "train" in asked else [])
-        + ([("eval", evaluated(), "eval, no cache")] if "eval" in asked else [])
-    )
+
+    def kinds():
+        return ([("train", training_runs(args), "alm_lstm")] if "train" in asked else []) + (
+            [("eval", evaluated(), "eval, no cache")] if "eval" in asked else []
+        )
+
     write_figures(
         args.json,
         {
@@ -171,7 +176,8 @@ def main():
                 args.repeats,
                 lambda kind, threads: (
                     f"{kind} tokens/s, "
-                    f"{os.path.basename(os.path.normpath(args.data))}, 2 x {args.size}, {STREAMS if kind == 'train' else 1} x "
+                    f"{os.path.basename(os.path.normpath(args.data))}, 2 x {args.size}, "
+                    f"{STREAMS if kind == 'train' else 1} x "
                     f"{CHUNK} chunks, {device_name(args.device, threads)}, median of {args.repeats}"
                 ),
             )

@@ -186,7 +186,10 @@ def run_row(corpus, name, save_root, threads, results_dir, epochs, cut=False):
     # by epoch, the last run's record winning; epochs trained before train.log existed are None
     valid = {int(v["epoch"]): v for v in records(train, "valid")}
     trained = {int(e["epoch"]): e for e in records(train, "train")}
-    per_epoch = lambda table, key: [float(table[e][key]) if e in table else None for e in range(1, last + 1)]
+
+    def per_epoch(table, key):
+        return [float(table[e][key]) if e in table else None for e in range(1, last + 1)]
+
     batching = {"sentence": {"batch_sentences": 32}, "fairseq": {"batch_blocks": corpus.streams, "block": 35}}.get(
         row.reading, {"batch_streams": corpus.streams, "chunk": 35}
     )  # streams and characters
@@ -407,7 +410,10 @@ def plugin_tool(module, *args, json_out, threads):
 def grid_points(corpus):
     """Dynamic evaluation's (lr, decay) points on valid, one alm-cache-grid run each, so that a row
     killed in its grid resumes after the points already finished."""
-    numbers = lambda text: [float(v) for v in text.split(",")]
+
+    def numbers(text):
+        return [float(v) for v in text.split(",")]
+
     return [(lr, decay) for lr in numbers(corpus.dynamic_lrs) for decay in numbers(corpus.dynamic_decays)]
 
 

@@ -204,7 +204,10 @@ def speed_result(args, speeds, title, device, threads):
     baseline = next(iter(speeds))
     medians = {name: statistics.median(values) for name, values in speeds.items()}
     model, _, precision = baseline.rpartition(" ")  # with several precisions: against the baseline at each
-    same = lambda name: f"{model} {name.rpartition(' ')[2]}" if precision in PRECISION_FLAGS else baseline
+
+    def same(name):
+        return f"{model} {name.rpartition(' ')[2]}" if precision in PRECISION_FLAGS else baseline
+
     return {
         **summary(speeds, baseline, title),
         "mode": args.mode,

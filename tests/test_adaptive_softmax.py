@@ -133,7 +133,10 @@ def test_the_tied_distribution_is_the_method_by_hand(sorted_dictionary):
 
 def test_tied_by_default_untied_on_request(sorted_dictionary):
     d = sorted_dictionary
-    count = lambda m: sum(p.numel() for p in m.parameters())
+
+    def count(m):
+        return sum(p.numel() for p in m.parameters())
+
     full = build("alm_lstm", d, adaptive_softmax_cutoff=None)
     tied, untied = build("alm_lstm", d), build("alm_lstm", d, adaptive_softmax_untied=True, adaptive_softmax_factor=2.0)
     assert count(tied) == count(full) + 2 * (12 + 1)  # one logit per tail cluster: U h + u

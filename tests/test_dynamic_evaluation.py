@@ -384,7 +384,10 @@ def test_the_step_through_a_sparse_lookup_equals_the_dense_step(tied):
         out.weight = embed.weight
     model = torch.nn.Sequential(embed, out)
     tokens, targets = torch.randint(0, 50, (6,)), torch.randint(0, 50, (6,))
-    loss = lambda: torch.nn.functional.cross_entropy(model(tokens), targets)
+
+    def loss():
+        return torch.nn.functional.cross_entropy(model(tokens), targets)
+
     params = [p for p in model.parameters()]
     expected = [p - 0.5 * g for p, g in zip(params, torch.autograd.grad(loss(), params))]
     evaluator = DynamicEvaluator(model, DynamicEvalSettings(0.5, 0.0, "sgd", 2e-5, 20, 1))

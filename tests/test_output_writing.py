@@ -182,7 +182,7 @@ def test_the_helper_writes_through_a_temporary_name_and_cleans_up_after_a_failur
     assert stat.S_IMODE(os.stat(tmp_path / "new.json").st_mode) == 0o644  # as open(path, "w") would make it
 
 
-# ---------------------------------------------------------------- an output inside the data directory the model reads, refused
+# ------------------------------------------------------- an output inside the data directory the model reads, refused
 
 
 def data_copy(folder):
@@ -258,7 +258,7 @@ def test_an_output_in_the_checkpoints_saved_data_directory_is_refused_without_da
     assert fingerprints(data) == before
 
 
-# ---------------------------------------------------------------- an output on an input, or in a folder that does not exist
+# ---------------------------------------------------------- an output on an input, or in a folder that does not exist
 
 
 @pytest.mark.parametrize(

@@ -474,7 +474,7 @@ def test_a_translation_decoders_adaptive_softmax_trains_with_ours_or_label_smoot
     assert (tmp_path / "checkpoint_last.pt").exists()
 
 
-# ---------------------------------------------------------------- --save-dir through a file, a negative --stream-burn-in
+# --------------------------------------------------------------- save-dir through a file, a negative --stream-burn-in
 
 
 COMMON = [

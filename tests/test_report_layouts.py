@@ -170,7 +170,9 @@ def test_the_attention_across_sentences_is_set_against_the_stream_lstm():
     sentences (single-stream) against the stream LSTM, once its row has finished."""
     from benchmarks.report.wikitext_2 import statement
 
-    row = lambda ppl: {"test_ppl": ppl, "valid_ppl": ppl + 5, "train_minutes": 30, "epochs": 4}
+    def row(ppl):
+        return {"test_ppl": ppl, "valid_ppl": ppl + 5, "train_minutes": 30, "epochs": 4}
+
     results = {"lstm": row(124.0), "lstm-stream": row(113.6)}
     assert "reset at every sentence (-8.4%).\n" in statement(results, ptb={})
     results["single-stream"] = row(115.4)

@@ -50,7 +50,8 @@ def row(valid, test, **more):
 
 
 def paper_block(report, folder, rows):
-    """The block as ``python -m benchmarks.report --paper-results folder`` writes it, ``rows`` ({name: JSON}) in the folder."""
+    """The block as ``python -m benchmarks.report --paper-results folder`` writes it, ``rows``
+    ({name: JSON}) in the folder."""
     folder.mkdir(exist_ok=True)
     for name, result in rows.items():
         (folder / f"{name}.json").write_text(json.dumps(result))

@@ -42,7 +42,11 @@ def test_reads_fairseq_generate_output(tmp_path):
 
 
 def test_reads_moses_nbest(tmp_path):
-    text = "0 ||| a cat ||| TM0= -1 -2 LM0= -3 ||| -4.5\n0 ||| cat ||| TM0= -2 -2 LM0= -2 ||| -5\n1 ||| ||| TM0= 0 0 LM0= -9 ||| -9\n"
+    text = (
+        "0 ||| a cat ||| TM0= -1 -2 LM0= -3 ||| -4.5\n"
+        "0 ||| cat ||| TM0= -2 -2 LM0= -2 ||| -5\n"
+        "1 ||| ||| TM0= 0 0 LM0= -9 ||| -9\n"
+    )
     groups = group_by_sentence(read_nbest(write(tmp_path, "moses.txt", text)))
     assert [h.features["TM"] for h in groups[0]] == [-4.5, -5.0]
     assert groups[0][0].extra_features == "TM0= -1 -2 LM0= -3"

@@ -79,7 +79,7 @@ def test_validation_in_mid_epoch_leaves_the_training_streams_alone(dictionary, n
     torch.testing.assert_close(torch.cat([first, second], 1), expected, rtol=0, atol=1e-6)
 
 
-# ---------------------------------------------------------------- fairseq-train and fairseq-eval-lm on streams of the shipped sample
+# ------------------------------------------------- fairseq-train and fairseq-eval-lm on streams of the shipped sample
 
 
 def test_stream_training_lowers_the_loss_on_real_text(stream_models):
@@ -305,7 +305,10 @@ def test_a_split_named_train_is_scored_as_any_split_is(stream_models, tmp_path):
         "--dynamic-eval-lr",
         "0.3",
     ]
-    figure = lambda *more: eval_lm_result(run("eval_lm", *common, *more)[1])[1]
+
+    def figure(*more):
+        return eval_lm_result(run("eval_lm", *common, *more)[1])[1]
+
     valid = figure("--gen-subset", "valid")
     assert figure("--gen-subset", "train", "--tokens-per-sample", "7") == figure("--gen-subset", "train") == valid
     assert figure("--gen-subset", "train", "--dynamic-eval-segment", "5") != valid  # the segment is read

@@ -116,7 +116,8 @@ def main(argv=None):
         "files",
         nargs="*",
         metavar="FILE",
-        help="text, one sentence per line (default: stdin; a pipe such as <(cmd) is read too). Each FILE is a text of its own: read as a "
+        help="text, one sentence per line (default: stdin; a pipe such as <(cmd) is read too). "
+        "Each FILE is a text of its own: read as a "
         "document (--context document, a neural cache, dynamic evaluation), each starts from a "
         "fresh state, an empty cache and the trained weights",
     )

@@ -126,8 +126,8 @@ class NeuralCache:
         positions=None,
         next_positions=None,
     ) -> Tensor:
-        """``log_model`` (R, T, V) the model's log probabilities, ``features`` (R, T, d), ``targets`` (R, T) and ``padding``
-        (R, T) of R rows read left to right; ``rows``/``positions`` tag the batch for
+        """``log_model`` (R, T, V) the model's log probabilities, ``features`` (R, T, d), ``targets``
+        (R, T) and ``padding`` (R, T) of R rows read left to right; ``rows``/``positions`` tag the batch for
         ``StreamCarry`` (``None``: nothing carried in or out; the next batch continues this one
         if it starts at ``next_positions``, default ``positions + T``). Returns ``log p`` (R, T, V)."""
         past = self.carry.resume(rows, positions, "eval")

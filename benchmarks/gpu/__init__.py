@@ -1,1 +1,2 @@
-"""What runs on a lent GPU machine: ``run.sh`` and the scripts it calls (``python -m benchmarks.gpu.cli_check``, ...)."""
+"""What runs on a lent GPU machine: ``run.sh`` and the scripts it calls
+(``python -m benchmarks.gpu.cli_check``, ...)."""

@@ -31,7 +31,8 @@ def speed_statement(speed):
             if "pointer" in n
         }
         lines.append(
-            f"- {threads(t)}: a WikiText-2 step with the full softmax runs at {ratio['WT2 alm_lstm, full softmax']:.2f}x "
+            f"- {threads(t)}: a WikiText-2 step with the full softmax runs at "
+            f"{ratio['WT2 alm_lstm, full softmax']:.2f}x "
             f"a PTB full-softmax step; with the tied default (2000,10000) at {default:.2f}x (goal >= {SPEED_GOAL}x: "
             f"{met(default >= SPEED_GOAL)}), best tied {best.split(', ')[1]} {tied[best]:.2f}x, untied "
             f"{ratio[f'{DEFAULT} (untied)']:.2f}x. The pointer's step against `alm_lstm` with the same output layer: "

@@ -54,7 +54,10 @@ def paper_table():
 
 def against(corpus_name, rows, ours, base):
     """``(our change, the paper's, the text)``: row ``ours`` against ``base`` in test bpc on one corpus."""
-    test_bpc = lambda name: paper_figures(CORPORA[corpus_name].paper[name])[1]
+
+    def test_bpc(name):
+        return paper_figures(CORPORA[corpus_name].paper[name])[1]
+
     change, paper = pct(rows[ours]["test_bpc"], rows[base]["test_bpc"]), pct(test_bpc(ours), test_bpc(base))
     return (
         change,
@@ -94,7 +97,10 @@ def statement(by_corpus):
                 f"{wt2:+.1f}% against {ptb:+.1f}% (the paper {wt2_paper:+.1f}% against {ptb_paper:+.1f}%)"
                 + (": it holds here." if wt2 < min(ptb, 0) else ": **it does not hold here**.")
             )
-    last_change = lambda r: r["bpc_per_epoch"][-1] - r["bpc_per_epoch"][-2]  # an undertrained row still falls
+
+    def last_change(r):
+        return r["bpc_per_epoch"][-1] - r["bpc_per_epoch"][-2]  # an undertrained row still falls
+
     falling = [
         f"{name} {CORPORA[name].rows[n].description} ({last_change(r):+.4f})"
         for name, rows in by_corpus.items()

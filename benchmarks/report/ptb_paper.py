@@ -87,9 +87,10 @@ def pending(paper):
 def versus(corpus, results, suffix=""):
     """Each attention row against the LSTM on valid and test (``suffix``: with a test-time option); None
     until the LSTM and an attention row both have those figures."""
-    has = lambda name: (
-        name in results and f"valid_ppl{suffix}" in results[name] and f"test_ppl{suffix}" in results[name]
-    )
+
+    def has(name):
+        return name in results and f"valid_ppl{suffix}" in results[name] and f"test_ppl{suffix}" in results[name]
+
     base, attention = results.get(BASELINE), [n for n in ATTENTION if has(n)]
     if not has(BASELINE) or not attention:
         return None
@@ -110,7 +111,8 @@ def against_the_paper(paper):
     return [
         "Against the paper's figures, counted as it counts (`paper_ppl`, valid / test): "
         + "; ".join(
-            f"{PTB_PAPER.rows[n].description} {paper[n]['valid_paper_ppl']:.1f} / {paper[n]['test_paper_ppl']:.1f} against "
+            f"{PTB_PAPER.rows[n].description} {paper[n]['valid_paper_ppl']:.1f} / "
+            f"{paper[n]['test_paper_ppl']:.1f} against "
             f"{valid:.1f} / {test:.1f} ({pct(paper[n]['valid_paper_ppl'], valid):+.1f}% / "
             f"{pct(paper[n]['test_paper_ppl'], test):+.1f}%)"
             for n, (valid, test) in done.items()

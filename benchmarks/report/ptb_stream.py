@@ -146,8 +146,13 @@ def speed_note():
     by_threads = speed["by_threads"]
     counts = sorted(by_threads, key=int)
     first = by_threads[counts[0]]
-    ratio = lambda part, name: " / ".join(f"{by_threads[t][part]['ratio'][name]:.2f}" for t in counts)
-    fast = lambda part, names, goal: met(all(by_threads[t][part]["ratio"][n] >= goal for t in counts for n in names))
+
+    def ratio(part, name):
+        return " / ".join(f"{by_threads[t][part]['ratio'][name]:.2f}" for t in counts)
+
+    def fast(part, names, goal):
+        return met(all(by_threads[t][part]["ratio"][n] >= goal for t in counts for n in names))
+
     train, cached = ([n for n in first[part]["ratio"] if n != first[part]["baseline"]] for part in ("train", "eval"))
     attention = [n for n in train if n.startswith(("attentive_lm", "amsrn"))]
     repeats = first["train"]["title"].rsplit(", ", 1)[-1]  # "median of N"

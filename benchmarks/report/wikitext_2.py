@@ -98,7 +98,9 @@ def grid_edge_note(results, rows, edge):
     ]
     # a probe answers to the picks it saw: one made before the row was evaluated again counts as not run
     probed = [n for n in edged if n in edge and edge[n]["picks"] == picks(results[n])]
-    setting = lambda p: f"lr {p['lr']:g} decay {p['decay']:g}"
+
+    def setting(p):
+        return f"lr {p['lr']:g} decay {p['decay']:g}"
 
     def win(n, p, kind, valid, test):
         change = pct(p[f"test_ppl_{kind}"], results[n][test])

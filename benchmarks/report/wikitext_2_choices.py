@@ -50,7 +50,10 @@ def pointer_loss_note():
     old = {choice: PTB.rows["ps-lstm-stream"].before_the_dropout_fix(r) for choice, r in runs.items()}
     layout = sum(not o for o in old.values()) < 2
     compared = {choice: r for choice, r in runs.items() if old[choice] == layout}
-    fmt = lambda values, form: ", ".join("–" if v is None else format(v, form) for v in values[:epochs])
+
+    def fmt(values, form):
+        return ", ".join("–" if v is None else format(v, form) for v in values[:epochs])
+
     lines = [
         f"The Pointer Sentinel's gate on full PTB, the stream row's first {epochs} epochs (valid after each "
         "epoch). Where the gate g is 1 the extra term -log(g + sum a_i) is 0 and its gradient vanishes with the "
@@ -75,11 +78,14 @@ def pointer_loss_note():
             f"{', '.join(left)}.",
         ]
     valid = {choice: r["valid_ppl_per_epoch"][epochs - 1] for choice, r in compared.items()}
-    gate = lambda choice: (
-        ((compared[choice].get("pointer_gate_per_epoch") or [])[epochs - 1 :] or [None])[0]
-        if choice in compared
-        else None
-    )
+
+    def gate(choice):
+        return (
+            ((compared[choice].get("pointer_gate_per_epoch") or [])[epochs - 1 :] or [None])[0]
+            if choice in compared
+            else None
+        )
+
     for loss in ("found", "all"):  # the term where the gate is free to move
         for scale in sorted({s for _, s in compared}, key=float):
             off, on = gate(("off", scale)), gate((loss, scale))
