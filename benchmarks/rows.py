@@ -111,6 +111,9 @@ def sgd(anneal_after):
 
 
 OURS = ("--embed-dim", SIZE, "--hidden-size", SIZE, "--num-layers", "2", "--dropout", DROPOUT)
+# the LSTM given the concat layer's parameters (W_c, 2H x H) as width: 2 x 205 has the layer row's count
+MATCHED_SIZE = "205"
+MATCHED = ("--embed-dim", MATCHED_SIZE, "--hidden-size", MATCHED_SIZE, "--num-layers", "2", "--dropout", DROPOUT)
 FAIRSEQ_LSTM = (
     "--arch",
     "lstm_lm",
@@ -140,6 +143,10 @@ def model_rows(extra, recipe):
             "`attentive_lm` combined (Eq. 10)",
             ("--arch", "attentive_lm", "--attention-score", "combined", *OURS, *extra, *recipe),
         ),
+        "single-zero-context": Row(
+            "`attentive_lm` single, context zeroed: the layer without the attention",
+            (*single, "--zero-context", *OURS, *extra, *recipe),
+        ),
         "amsrn": Row("`amsrn` tied", (*amsrn, *OURS, *extra, *recipe)),
         "lstm-stream": Row(
             "LSTM (ours, `alm_lstm`), document streams", ("--arch", "alm_lstm", *OURS, *extra, *recipe), "stream"
@@ -159,6 +166,18 @@ def model_rows(extra, recipe):
             ("--arch", "pointer_sentinel_lm", "--pointer-window", MEMORY, *OURS, *extra, *recipe),
             "stream",
         ),
+    }
+
+
+def seeded(rows, names, seeds):
+    """``<name>-seed<k>``: each of ``names`` again at another ``--seed`` (how far one seed's figures lie
+    from another's)."""
+    return {
+        f"{name}-seed{seed}": Row(
+            f"{rows[name].description} (seed {seed})", rows[name].args, rows[name].reading, seed=seed
+        )
+        for name in names
+        for seed in seeds
     }
 
 
@@ -190,10 +209,7 @@ PTB = Corpus(
                 *PTB_RECIPE,
             ),
         ),
-        "single-zero-context": Row(
-            "`attentive_lm` single, context zeroed: the layer without the attention",
-            ("--arch", "attentive_lm", "--attention-score", "single", "--zero-context", *OURS, *PTB_RECIPE),
-        ),
+        "single-zero-context": _ptb["single-zero-context"],
         "amsrn": _ptb["amsrn"],
         **{
             f"amsrn-entropy-{weight}": Row(
@@ -267,6 +283,11 @@ PTB = Corpus(
             "stream",
             full_softmax_twin="lstm-stream",
         ),
+        "lstm-matched": Row(
+            f"LSTM (ours, `alm_lstm`), 2 x {MATCHED_SIZE}: the concat layer's parameters as width",
+            ("--arch", "alm_lstm", *MATCHED, *PTB_RECIPE),
+        ),
+        **seeded(_ptb, ("lstm", "single-zero-context", "single"), (2,)),
     },
     paper={"single": "71.7 / 70.1 (2 x 650, patience 10)", "combined": "72.6 / 70.7 (2 x 650)"},
 )
