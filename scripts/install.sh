@@ -80,5 +80,7 @@ fi
 # looks for setuptools on an index (issue 56)
 "${PIP[@]}" --no-deps --no-build-isolation -e . || {
   echo "install.sh: installing alm_plugin itself (pip install -e .) failed, pip's error above: it needs this" \
-       "checkout's pyproject.toml and setuptools>=64 with wheel in $PY ($PY -m pip install setuptools wheel)" >&2; exit 1; }
-"$PY" -c "import fairseq, torch, alm_plugin; print(f'alm_plugin ready: fairseq {fairseq.__version__}, torch {torch.__version__}, CUDA {torch.cuda.is_available()}')"
+       "checkout's pyproject.toml and setuptools>=64 with wheel in $PY" \
+       "($PY -m pip install setuptools wheel)" >&2; exit 1; }
+"$PY" -c "import fairseq, torch, alm_plugin; print(f'alm_plugin ready: fairseq {fairseq.__version__}, '
+  f'torch {torch.__version__}, CUDA {torch.cuda.is_available()}')"

@@ -71,7 +71,8 @@ if [[ $TARGET != "$HOST" ]]; then
   if command -v "python$TARGET" >/dev/null && "python$TARGET" -m pip --version >/dev/null 2>&1; then
     RESOLVER=python$TARGET
   else
-    echo "make_wheelhouse.sh: WARNING: no python$TARGET here; dependencies are chosen by Python $HOST's"          "markers, and a package needed only on $TARGET may be missing (add it by name)" >&2
+    echo "make_wheelhouse.sh: WARNING: no python$TARGET here; dependencies are chosen by Python $HOST's" \
+         "markers, and a package needed only on $TARGET may be missing (add it by name)" >&2
   fi
 fi
 # every manylinux tag pip may pick for a recent x86-64 Linux (pip matches them exactly)
@@ -90,7 +91,8 @@ fi
 # preparing fairseq-fixed's sdist runs its setup.py, which imports torch: checked before the rest
 if [[ ${SDISTS[*]} == *fairseq-fixed* ]] && ! "$PY" -c "import torch" 2>/dev/null; then
   echo "make_wheelhouse.sh: the index has no fairseq-fixed wheel for Python $TARGET, and preparing its" \
-       "sdist needs torch, which $PY lacks: run where scripts/install.sh has run, or set PYTHON to a python3 with torch" >&2
+       "sdist needs torch, which $PY lacks: run where scripts/install.sh has run," \
+       "or set PYTHON to a python3 with torch" >&2
   exit 2
 fi
 # hydra-core and omegaconf need the antlr runtime, which has no wheel: their deps are named here

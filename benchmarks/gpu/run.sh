@@ -33,12 +33,14 @@ for arg in "$@"; do
     -*) echo "run.sh: unknown option $arg (--dry-run, --prepare, --cut, --help)" >&2; exit 2 ;;
     *) if [[ " ${STEPS_KNOWN[*]} " == *" $arg "* ]]; then WANT+=("$arg")
        elif [[ " ${WANT[*]:-} " == *" paper "* && " ${PAPER_ROWS_KNOWN[*]} " == *" $arg "* ]]; then PAPER_ROWS+=("$arg")
-       else echo "run.sh: unknown step $arg: ${STEPS_KNOWN[*]} (paper's rows: ${PAPER_ROWS_KNOWN[*]})" >&2; exit 2; fi ;;
+       else echo "run.sh: unknown step $arg: ${STEPS_KNOWN[*]}" \
+              "(paper's rows: ${PAPER_ROWS_KNOWN[*]})" >&2; exit 2; fi ;;
   esac
 done
 (( ${#PAPER_ROWS[@]} )) || PAPER_ROWS=(lstm single)
 if (( CUT )) && [[ " ${WANT[*]:-} " != *" paper "* ]]; then
-  echo "run.sh: --cut stops paper's rows that cannot finish in the budget: it applies to the paper step only (add paper, or drop --cut)" >&2
+  echo "run.sh: --cut stops paper's rows that cannot finish in the budget: it applies to the paper step only" \
+       "(add paper, or drop --cut)" >&2
   exit 2
 fi
 if (( ${#WANT[@]} == 0 && PREPARE == 0 )); then
@@ -47,7 +49,8 @@ if (( ${#WANT[@]} == 0 && PREPARE == 0 )); then
 fi
 # paper's first command on a fresh machine installs first
 if [[ " ${WANT[*]:-} " == *" paper "* && " ${WANT[*]} " != *" install "* ]] && (( ! DRY )) \
-   && ! $PY -c "import fairseq, alm_plugin" 2>/dev/null && [[ ! -f ${ALM_GPU_WORK:-${TMPDIR:-/tmp}/alm_gpu_run}/site/.alm_fallback ]]; then
+   && ! $PY -c "import fairseq, alm_plugin" 2>/dev/null \
+   && [[ ! -f ${ALM_GPU_WORK:-${TMPDIR:-/tmp}/alm_gpu_run}/site/.alm_fallback ]]; then
   WANT+=(install)
 fi
 STEPS=()  # the canonical order
@@ -59,7 +62,8 @@ for s in tests cli speed char fairseq-speed timing; do [[ " ${STEPS[*]:-} " == *
 if (( ! DRY && ${#ON_GPU[@]} )) && ! nvidia-smi -L 2>/dev/null | grep -q '^GPU' \
    && ! $PY -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
   echo "run.sh: ${ON_GPU[*]} run on a GPU and this machine has none (nvidia-smi lists no GPU, torch sees no CUDA):" \
-       "run them on the lent GPU machine, or here with --dry-run (bash benchmarks/gpu/run.sh --dry-run ${ON_GPU[*]})" >&2
+       "run them on the lent GPU machine, or here with --dry-run" \
+       "(bash benchmarks/gpu/run.sh --dry-run ${ON_GPU[*]})" >&2
   exit 2
 fi
 
@@ -68,12 +72,14 @@ now() { echo $(( $(date +%s) - T0 )); }
 if (( DRY )); then
   RESULTS=${ALM_GPU_RESULTS:-${TMPDIR:-/tmp}/alm_gpu_dry/results}
   WORK=${ALM_GPU_WORK:-${TMPDIR:-/tmp}/alm_gpu_dry/work}
-  declare -A BUDGET=([install]=30 [tests]=200 [cli]=330 [speed]=300 [char]=300 [fairseq-speed]=300 [timing]=240 [paper]=280)
+  declare -A BUDGET=([install]=30 [tests]=200 [cli]=330 [speed]=300 [char]=300 [fairseq-speed]=300
+                     [timing]=240 [paper]=280)
   TOTAL=${GPU_RUN_BUDGET:-900}
 else
   RESULTS=${ALM_GPU_RESULTS:-benchmarks/results/gpu}
   WORK=${ALM_GPU_WORK:-${TMPDIR:-/tmp}/alm_gpu_run}
-  declare -A BUDGET=([install]=60 [tests]=100 [cli]=240 [speed]=130 [char]=300 [fairseq-speed]=300 [timing]=360 [paper]=565)
+  declare -A BUDGET=([install]=60 [tests]=100 [cli]=240 [speed]=130 [char]=300 [fairseq-speed]=300
+                     [timing]=360 [paper]=565)
   # paper is a command of its own (a device command may take 600 s)
   [[ " ${WANT[*]:-} " == *" paper "* ]] && TOTAL=${GPU_RUN_BUDGET:-570} || TOTAL=${GPU_RUN_BUDGET:-560}
 fi
@@ -116,7 +122,8 @@ stop() {  # SIGNAL
   local pid
   for pid in "${!FG_PIDS[@]}" ${PREP_PID:-}; do kill -TERM "$pid" 2>/dev/null; done
   for pid in "${!FG_PIDS[@]}" ${PREP_PID:-}; do wait "$pid" 2>/dev/null; done  # not the rows
-  echo "run.sh: stopped by SIG$1: the processes it ran ended (paper's detached rows, if any, still train)" >&"$RUN_STDERR"
+  echo "run.sh: stopped by SIG$1: the processes it ran ended" \
+       "(paper's detached rows, if any, still train)" >&"$RUN_STDERR"
   [[ $1 == INT ]] && exit 130 || exit 143
 }
 # run.sh's own stderr (a trap runs inside the redirections of the step it cuts); closed for what is
@@ -126,7 +133,10 @@ trap 'stop TERM' TERM
 trap 'stop INT' INT
 
 # a step's timeout: its budget, cut to what is left of GPU_RUN_BUDGET
-step_limit() { local left=$(( TOTAL - $(now) - 5 )); (( left < ${BUDGET[$1]} )) && echo "$left" || echo "${BUDGET[$1]}"; }
+step_limit() {
+  local left=$(( TOTAL - $(now) - 5 ))
+  (( left < ${BUDGET[$1]} )) && echo "$left" || echo "${BUDGET[$1]}"
+}
 left_of() { echo $(( $1 - $(date +%s) )); }   # seconds to an epoch deadline
 
 # ---- --prepare: what the GPU machine needs carried (here, with the package index) ----------------
@@ -137,18 +147,22 @@ prepare() {
     mkdir -p .gpu-data/ptb && cp "$shared"/ptb/{train,valid,test}.txt .gpu-data/ptb/ || return 1
   fi
   if ! compgen -G ".whl/fairseq[-_]fixed-*" > /dev/null; then
-    bash scripts/make_wheelhouse.sh --python-version 3.12 --dest .whl --have "$(cat benchmarks/gpu/image_has.txt)" || return 1
+    bash scripts/make_wheelhouse.sh --python-version 3.12 --dest .whl \
+      --have "$(cat benchmarks/gpu/image_has.txt)" || return 1
   fi
   local label w kb
   for label in "${!TIMING_PLUGINS[@]}"; do  # the older plugins that the timing step measures
     [[ -d .gpu-plugins/$label/alm_plugin ]] && continue
-    mkdir -p ".gpu-plugins/$label" && git archive "${TIMING_PLUGINS[$label]}" alm_plugin | tar -x -C ".gpu-plugins/$label" || return 1
+    mkdir -p ".gpu-plugins/$label" \
+      && git archive "${TIMING_PLUGINS[$label]}" alm_plugin | tar -x -C ".gpu-plugins/$label" || return 1
   done
   for w in .whl/fairseq_fixed-*-cp3*.whl; do [[ -f $w ]] && { $PY -m benchmarks.gpu.slim_wheel "$w" || return 1; }; done
   kb=$(du -sk .whl .gpu-data .gpu-plugins | awk '{ s += $1 } END { print s }')
-  say "prepare: .whl $(du -sh .whl | cut -f1), .gpu-data $(du -sh .gpu-data | cut -f1), .gpu-plugins $(du -sh .gpu-plugins | cut -f1): $(( kb / 1024 )) MiB to carry (limit 64)"
+  say "prepare: .whl $(du -sh .whl | cut -f1), .gpu-data $(du -sh .gpu-data | cut -f1)," \
+      ".gpu-plugins $(du -sh .gpu-plugins | cut -f1): $(( kb / 1024 )) MiB to carry (limit 64)"
   (( kb < 48 * 1024 )) || { say "prepare: over 48 MiB: too close to the 64 MiB carry limit"; return 1; }
-  say "prepare: carry [\".whl\", \".gpu-data\", \".gpu-plugins\"] and run: bash benchmarks/gpu/run.sh install tests cli speed"
+  say "prepare: carry [\".whl\", \".gpu-data\", \".gpu-plugins\"] and run:" \
+      "bash benchmarks/gpu/run.sh install tests cli speed"
 }
 
 # ---- PTB for the speed steps: raw text carried in .gpu-data/ptb, binarised here ------------------
@@ -156,8 +170,10 @@ PREP_PID=""
 start_ptb() {
   [[ -s data-bin/ptb/dict.txt || -n $PREP_PID ]] && return 0
   local raw=""
-  if [[ -s .gpu-data/ptb/train.txt ]]; then raw=.gpu-data; elif [[ -s ../shared/data/ptb/train.txt ]]; then raw=../shared/data; fi
-  [[ -n $raw ]] || { say "PTB: neither .gpu-data/ptb nor ../shared/data/ptb: speed falls back to the sample"; return 0; }
+  if [[ -s .gpu-data/ptb/train.txt ]]; then raw=.gpu-data
+  elif [[ -s ../shared/data/ptb/train.txt ]]; then raw=../shared/data; fi
+  [[ -n $raw ]] \
+    || { say "PTB: neither .gpu-data/ptb nor ../shared/data/ptb: speed falls back to the sample"; return 0; }
   $PY examples/language_model/prepare_lm_data.py --corpus ptb --shared-data "$raw" --force --workers 4 \
     > "$LOGS/prep_ptb.log" 2>&1 &
   PREP_PID=$!
@@ -180,14 +196,18 @@ use_site() { export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH} PATH=$SITE/bin:$
 step_install() {
   local limit=$1
   if (( DRY )); then  # here nothing is installed: is the wheelhouse complete for the image?
-    compgen -G ".whl/fairseq[-_]fixed-*" > /dev/null || { say "no .whl/fairseq-fixed: run: bash benchmarks/gpu/run.sh --prepare"; return 1; }
+    compgen -G ".whl/fairseq[-_]fixed-*" > /dev/null \
+      || { say "no .whl/fairseq-fixed: run: bash benchmarks/gpu/run.sh --prepare"; return 1; }
     norm() { tr 'A-Z' 'a-z' | sed -E 's/[-_.]+/-/g'; }  # a project's name as pip compares it
     local have want missing=()
-    have=" $(ls .whl | sed -E 's/-[0-9].*//' | norm | tr '\n' ' ') $(tr ',' '\n' < benchmarks/gpu/image_has.txt | norm | tr '\n' ' ') "
-    for want in $(grep -vE '^(#|$)' scripts/requirements.txt | sed -E 's/^[[:space:]]+//; s/[<>=!; \r].*//') fairseq-fixed antlr4-python3-runtime; do
+    have=" $(ls .whl | sed -E 's/-[0-9].*//' | norm | tr '\n' ' ')"
+    have+=" $(tr ',' '\n' < benchmarks/gpu/image_has.txt | norm | tr '\n' ' ') "
+    for want in $(grep -vE '^(#|$)' scripts/requirements.txt | sed -E 's/^[[:space:]]+//; s/[<>=!; \r].*//') \
+        fairseq-fixed antlr4-python3-runtime; do
       [[ $have == *" $(echo "$want" | norm) "* ]] || missing+=("$want")
     done
-    say "install (dry run): .whl has $(ls .whl | wc -l) files, $(du -sh .whl | cut -f1); would run: bash scripts/install.sh" \
+    say "install (dry run): .whl has $(ls .whl | wc -l) files, $(du -sh .whl | cut -f1);" \
+        "would run: bash scripts/install.sh" \
         "--wheelhouse .whl; $( (( ${#missing[@]} )) && echo "MISSING from .whl and the image: ${missing[*]}" \
         || echo "every requirement is in .whl or the image")"
     return $(( ${#missing[@]} > 0 ))
@@ -197,13 +217,15 @@ step_install() {
   else
     say "install.sh failed ($(grep -iE 'error' "$LOGS/install.log" | tail -1)): pip --target $SITE instead"
     mkdir -p "$SITE"
-    fg timeout $(( limit > 40 ? limit : 40 )) $PY -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target "$SITE" \
-      .whl/*.whl .whl/*.tar.gz . >> "$LOGS/install.log" 2>&1 || { say "pip --target failed: $(tail -2 "$LOGS/install.log")"; return 1; }
+    fg timeout $(( limit > 40 ? limit : 40 )) $PY -m pip install -q --no-index --no-deps --no-build-isolation \
+      --no-compile --target "$SITE" .whl/*.whl .whl/*.tar.gz . >> "$LOGS/install.log" 2>&1 \
+      || { say "pip --target failed: $(tail -2 "$LOGS/install.log")"; return 1; }
     touch "$SITE/.alm_fallback"
     use_site
   fi
   $PY -c "import torch, numpy, fairseq, alm_plugin; print('torch', torch.__version__, 'numpy', numpy.__version__,
-    'fairseq', fairseq.__version__, 'cuda', torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else '')" \
+    'fairseq', fairseq.__version__, 'cuda', torch.cuda.is_available(),
+    torch.cuda.get_device_name(0) if torch.cuda.is_available() else '')" \
     2>&1 | tail -1 | tee -a "$SUMMARY"
   return "${PIPESTATUS[0]}"
 }
@@ -213,9 +235,11 @@ step_tests() {  # pytest -m cuda beside the model tests on the CPU
   local limit=$1 rc=0 name
   declare -A runs=()  # name: pid
   if (( DRY )); then say "tests (dry run): pytest -m cuda left out (no GPU here)"
-  else timeout "$limit" $PY -m pytest -q -p no:cacheprovider -m cuda tests > "$LOGS/pytest_cuda.log" 2>&1 & runs[cuda]=$!; FG_PIDS[$!]=1; fi
+  else timeout "$limit" $PY -m pytest -q -p no:cacheprovider -m cuda tests > "$LOGS/pytest_cuda.log" 2>&1 &
+       runs[cuda]=$!; FG_PIDS[$!]=1; fi
   OMP_NUM_THREADS=4 timeout "$limit" $PY -m pytest -q -p no:cacheprovider -m "not cuda" tests/test_history_models.py \
-    tests/test_char_models.py tests/test_translation_models.py > "$LOGS/pytest_models.log" 2>&1 & runs[models]=$!; FG_PIDS[$!]=1
+    tests/test_char_models.py tests/test_translation_models.py > "$LOGS/pytest_models.log" 2>&1 &
+  runs[models]=$!; FG_PIDS[$!]=1
   for name in cuda models; do
     [[ -n ${runs[$name]:-} ]] || continue
     wait "${runs[$name]}"; local r=$?; forget "${runs[$name]}"
@@ -228,8 +252,8 @@ step_tests() {  # pytest -m cuda beside the model tests on the CPU
 step_cli() {
   local flags=() rc
   (( DRY )) && flags+=(--dry-run)
-  measured $(( $(date +%s) + $1 )) cli_check "$RESULTS/cli.json" '/^arch /,$p' $PY -m benchmarks.gpu.cli_check "${flags[@]}" \
-    --budget $(( $1 - 20 )) --work "$WORK/cli"; rc=$?
+  measured $(( $(date +%s) + $1 )) cli_check "$RESULTS/cli.json" '/^arch /,$p' \
+    $PY -m benchmarks.gpu.cli_check "${flags[@]}" --budget $(( $1 - 20 )) --work "$WORK/cli"; rc=$?
   cp -r "$WORK/cli/logs" "$LOGS/cli" 2>/dev/null
   return $rc
 }
@@ -264,14 +288,16 @@ step_speed() {
     --mode model --data "$data" "${dev[@]}" "${ts[@]}" "${big[@]}" --batch-size 128 || rc=1
   measured "$end" stream_speed "$RESULTS/stream_speed.json" "$lines" $PY -m benchmarks.stream_speed --kinds eval \
     --data "$data" "${dyn[@]}" || rc=1
-  measured "$end" step_profile "$RESULTS/step_profile.json" "$lines" $PY -m benchmarks.gpu.step_profile "${prof[@]}" || rc=1
+  measured "$end" step_profile "$RESULTS/step_profile.json" "$lines" $PY -m benchmarks.gpu.step_profile \
+    "${prof[@]}" || rc=1
   return $rc
 }
 
 step_char() {
   local dev=(--device cuda --updates 100 --repeats 2)
   (( DRY )) && dev=(--device cpu --updates 2 --repeats 1 --size 64 --embed 32)
-  measured $(( $(date +%s) + $1 )) char_speed "$RESULTS/char_speed.json" "$TABLE" $PY -m benchmarks.char_speed "${dev[@]}"
+  measured $(( $(date +%s) + $1 )) char_speed "$RESULTS/char_speed.json" "$TABLE" \
+    $PY -m benchmarks.char_speed "${dev[@]}"
 }
 
 step_fairseq-speed() {
@@ -286,20 +312,28 @@ step_fairseq-speed() {
 step_timing() {
   local end=$(( $(date +%s) + $1 )) data plugins=() rc=0 label json=$RESULTS/update_timing.json
   ptb_data; data=$DATA
-  (( DRY )) || [[ $DATA == data-bin/ptb ]] || { say "timing: no PTB (carry .gpu-data: run.sh --prepare here)"; return 1; }
+  (( DRY )) || [[ $DATA == data-bin/ptb ]] \
+    || { say "timing: no PTB (carry .gpu-data: run.sh --prepare here)"; return 1; }
   rm -f "$json"  # this run's labels only (the script adds each call's to the file)
-  local dev=(--device cuda --size 650 --updates 60 --repeats 1 --cases "sentence lstm,sentence single,sentence combined")
-  (( DRY )) && { data=data-bin/wikitext-2-sample; dev=(--device cpu --size 16 --updates 10 --repeats 0 --cases "sentence single"); }
+  local dev=(--device cuda --size 650 --updates 60 --repeats 1
+             --cases "sentence lstm,sentence single,sentence combined")
+  (( DRY )) && {
+    data=data-bin/wikitext-2-sample
+    dev=(--device cpu --size 16 --updates 10 --repeats 0 --cases "sentence single")
+  }
   for label in before no-syncs; do  # carried (.gpu-plugins), else from this repository's history
     if [[ -d .gpu-plugins/$label/alm_plugin ]]; then plugins+=("$label=.gpu-plugins/$label/alm_plugin")
-    elif git rev-parse -q --verify "${TIMING_PLUGINS[$label]}^{commit}" > /dev/null 2>&1; then plugins+=("$label=${TIMING_PLUGINS[$label]}")
+    elif git rev-parse -q --verify "${TIMING_PLUGINS[$label]}^{commit}" > /dev/null 2>&1; then
+      plugins+=("$label=${TIMING_PLUGINS[$label]}")
     else say "timing: no .gpu-plugins/$label (run.sh --prepare here, and carry .gpu-plugins): $label left out"; fi
   done
   local timing=(-m benchmarks.host_overhead --data "$data" "${dev[@]}") lines='/^[a-z0-9-]+ +sentence/p'
   (( DRY )) || plugins=(after=alm_plugin after-graphs=alm_plugin "${plugins[@]}")  # --cuda-graphs: a GPU's alone
-  measured "$end" timing_levers "$json" "$lines" $PY "${timing[@]}" "${plugins[@]}" after=alm_plugin --num-workers 1 || rc=1
+  measured "$end" timing_levers "$json" "$lines" $PY "${timing[@]}" "${plugins[@]}" after=alm_plugin \
+    --num-workers 1 || rc=1
   for w in 0 2; do  # a process of three cases: ~35 s on an H100, two a label (a timed run, the pieces' run)
-    measured "$end" timing_workers-$w "$json" "$lines" $PY "${timing[@]}" after-workers-$w=alm_plugin --num-workers $w || rc=1
+    measured "$end" timing_workers-$w "$json" "$lines" $PY "${timing[@]}" after-workers-$w=alm_plugin \
+      --num-workers $w || rc=1
   done
   return $rc
 }
@@ -310,12 +344,15 @@ step_timing() {
 # the condition that a CUDA probe passes under it; PAPER_MPS=0 leaves it off.
 start_mps() {
   [[ ${PAPER_MPS:-1} == 1 ]] || return 0
-  command -v nvidia-cuda-mps-control > /dev/null || { say "paper: no nvidia-cuda-mps-control: the rows time-slice the GPU"; return 0; }
+  command -v nvidia-cuda-mps-control > /dev/null \
+    || { say "paper: no nvidia-cuda-mps-control: the rows time-slice the GPU"; return 0; }
   export CUDA_MPS_PIPE_DIRECTORY=$WORK/mps/pipe CUDA_MPS_LOG_DIRECTORY=$WORK/mps/log
   if [[ -f $WORK/mps/off ]]; then unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY; return 0; fi
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-  pgrep -f nvidia-cuda-mps-control > /dev/null || setsid nvidia-cuda-mps-control -d >> "$LOGS/mps.log" 2>&1 {RUN_STDERR}>&-
-  if fg timeout 60 $PY -c "import torch; assert torch.ones(2, device='cuda').sum().item() == 2" >> "$LOGS/mps.log" 2>&1; then
+  pgrep -f nvidia-cuda-mps-control > /dev/null \
+    || setsid nvidia-cuda-mps-control -d >> "$LOGS/mps.log" 2>&1 {RUN_STDERR}>&-
+  if fg timeout 60 $PY -c "import torch; assert torch.ones(2, device='cuda').sum().item() == 2" \
+       >> "$LOGS/mps.log" 2>&1; then
     say "paper: CUDA MPS on (the rows share the GPU's context)"
   else
     echo quit | nvidia-cuda-mps-control > /dev/null 2>&1; touch "$WORK/mps/off"
@@ -330,7 +367,8 @@ step_paper() {
   local limit=$1 end=$(( $(date +%s) + $1 - 10 )) corpus=ptb-paper dev=(--device cuda --jobs 8 --threads 2)
   local score_s=${PAPER_SCORE_S:-150} rc=0 row pid
   if (( DRY )); then corpus=ptb-paper-dry; dev=(--device cpu --jobs 2 --threads 1); score_s=${PAPER_SCORE_S:-60}
-  else ptb_data; [[ $DATA == data-bin/ptb ]] || { say "paper: no PTB (carry .gpu-data: run.sh --prepare here)"; return 1; }
+  else ptb_data
+       [[ $DATA == data-bin/ptb ]] || { say "paper: no PTB (carry .gpu-data: run.sh --prepare here)"; return 1; }
        start_mps; fi
   # the rows' JSON live beside their checkpoints, outside the working tree: a device call copies the
   # tree afresh before each command and removes what it did not copy (a row finished in the first
@@ -351,10 +389,12 @@ step_paper() {
     if [[ -f $out/$row.json ]]; then say "paper: $row done already"
     elif running "$row"; then say "paper: $row still running (started by an earlier command)"
     elif [[ -f $save/$row.pid ]] && (( restarts < 2 )); then  # ended by a fault or a kill: started again, resuming
-      kill -- "-$(cat "$save/$row.pid")" 2>/dev/null; echo $(( restarts + 1 )) > "$save/$row.restarts"  # its children too
+      kill -- "-$(cat "$save/$row.pid")" 2>/dev/null  # its children too
+      echo $(( restarts + 1 )) > "$save/$row.restarts"
       say "paper: $row had stopped without its JSON ($(tail -1 "$LOGS/paper_$row.log" 2>/dev/null)): started again"
       launch "$row" $([[ -f $save/$row.cut ]] && echo --cut)
-    elif [[ -f $save/$row.pid ]]; then say "paper: $row stopped without its JSON again (restarted twice): $(tail -1 "$LOGS/paper_$row.log")"; rc=1
+    elif [[ -f $save/$row.pid ]]; then
+      say "paper: $row stopped without its JSON again (restarted twice): $(tail -1 "$LOGS/paper_$row.log")"; rc=1
     else launch "$row"; say "paper: $row started (log $LOGS/paper_$row.log)"; fi
   done
   progress() {  # a line a row ("ROW: epoch E/N, about S s of training left; ..."), kept for where_is
@@ -366,15 +406,19 @@ step_paper() {
     local still=(); for row in "${waiting[@]}"; do running "$row" && still+=("$row"); done
     waiting=("${still[@]}")
     (( ${#waiting[@]} )) || break
-    if (( $(now) - last_report >= (CUT ? 15 : 60) )); then progress >> "$LOGS/paper_progress.log"; last_report=$(now); fi
+    if (( $(now) - last_report >= (CUT ? 15 : 60) )); then
+      progress >> "$LOGS/paper_progress.log"; last_report=$(now)
+    fi
     if (( CUT )); then  # the last command: stop a row whose training and scoring would outrun the budget,
       # while its scoring still fits (a row already scoring, or one with no time an epoch yet, is left alone)
       for row in "${waiting[@]}"; do
         [[ -f $save/$row.cut ]] && continue
         local left_s; left_s=$(where_is "$row" | sed -n 's/.*about \([0-9]*\) s of training left/\1/p')
         [[ -n $left_s ]] || continue
-        if (( left_s + score_s > $(left_of "$end") && score_s <= $(left_of "$end") )) && [[ -f $save/$row/checkpoint_best.pt ]]; then
-          say "paper: $row cut (about $left_s s of training left, $(left_of "$end") s of budget): its epochs so far scored"
+        if (( left_s + score_s > $(left_of "$end") && score_s <= $(left_of "$end") )) \
+           && [[ -f $save/$row/checkpoint_best.pt ]]; then
+          say "paper: $row cut (about $left_s s of training left, $(left_of "$end") s of budget):" \
+              "its epochs so far scored"
           pid=$(cat "$save/$row.pid"); kill -- "-$pid" 2>/dev/null; sleep 2; touch "$save/$row.cut"; launch "$row" --cut
         fi
       done
@@ -412,7 +456,9 @@ SUMMARY=$RESULTS/summary.txt
 : > "$SUMMARY"
 say "run.sh$( (( DRY )) && echo ' --dry-run') ${STEPS[*]}: budget $TOTAL s; results in $RESULTS, logs in $LOGS"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | tee -a "$SUMMARY"
-[[ " ${STEPS[*]} " == *" install "* ]] || $PY -c "import numpy, torch; print('torch', torch.__version__, 'numpy', numpy.__version__)" 2>&1 | tail -1 | tee -a "$SUMMARY"
+[[ " ${STEPS[*]} " == *" install "* ]] \
+  || $PY -c "import numpy, torch; print('torch', torch.__version__, 'numpy', numpy.__version__)" 2>&1 \
+  | tail -1 | tee -a "$SUMMARY"
 NEED_PTB=0
 [[ " ${STEPS[*]} " == *" speed "* || " ${STEPS[*]} " == *" fairseq-speed "* ]] && NEED_PTB=1
 (( DRY )) || [[ " ${STEPS[*]} " != *" timing "* ]] || NEED_PTB=1
@@ -422,7 +468,9 @@ NEED_PTB=0
 TIMES=()
 for step in "${STEPS[@]}"; do
   limit=$(step_limit "$step")
-  if (( limit < 10 )); then say "=== $step: not run (GPU_RUN_BUDGET $TOTAL s spent)"; status=1; TIMES+=("$step -"); continue; fi
+  if (( limit < 10 )); then
+    say "=== $step: not run (GPU_RUN_BUDGET $TOTAL s spent)"; status=1; TIMES+=("$step -"); continue
+  fi
   say "=== $step (budget $limit s)"
   t=$(date +%s)
   "step_$step" "$limit"; rc=$?
@@ -435,5 +483,6 @@ for step in "${STEPS[@]}"; do
   [[ $step == install ]] && (( NEED_PTB )) && start_ptb
 done
 [[ -n $PREP_PID ]] && wait "$PREP_PID"
-say "steps: ${TIMES[*]}; total $(now) s; $(case $status in 0) echo all passed ;; 3) echo "rows still running: run the same command again" ;; *) echo FAILED ;; esac)"
+say "steps: ${TIMES[*]}; total $(now) s; $(case $status in 0) echo all passed ;;
+  3) echo "rows still running: run the same command again" ;; *) echo FAILED ;; esac)"
 exit $status

@@ -32,7 +32,8 @@ TRANSLATION=(--task translation --source-lang de --target-lang en)
 
 # 2. beam search on the test set, BLEU of the detokenised output (D- lines) with sacrebleu
 fairseq-generate "$DATA" "${COMMON[@]}" "${TRANSLATION[@]}" --path "$SAVE/checkpoint_best.pt" \
-  --gen-subset test --beam 5 --batch-size 64 --required-batch-size-multiple 1 --remove-bpe --tokenizer moses > "$OUT/test.beam5.txt"
+  --gen-subset test --beam 5 --batch-size 64 --required-batch-size-multiple 1 --remove-bpe --tokenizer moses \
+  > "$OUT/test.beam5.txt"
 grep '^D-' "$OUT/test.beam5.txt" | sort -t- -k2 -n | cut -f3 > "$OUT/test.beam5.detok.en"
 echo "BLEU, beam 5:"; sacrebleu "$DATA/test.raw.en" -i "$OUT/test.beam5.detok.en" -m bleu -b -w 2
 
@@ -46,7 +47,8 @@ echo "BLEU, beam 5:"; sacrebleu "$DATA/test.raw.en" -i "$OUT/test.beam5.detok.en
 #    last batch whose size is not a multiple of --required-batch-size-multiple (8): set it to 1
 for split in valid test; do
   [ -s "$OUT/$split.nbest10.txt" ] || fairseq-generate "$DATA" "${COMMON[@]}" "${TRANSLATION[@]}" \
-    --path "$SAVE/checkpoint_best.pt" --gen-subset "$split" --beam 10 --nbest 10 --batch-size 32 --required-batch-size-multiple 1 \
+    --path "$SAVE/checkpoint_best.pt" --gen-subset "$split" --beam 10 --nbest 10 --batch-size 32 \
+    --required-batch-size-multiple 1 \
     > "$OUT/$split.nbest10.txt"
 done
 
