@@ -7,7 +7,7 @@ without a mark decoded as UTF-8 (NUL is a valid character) and was scored, rc 0:
 
 import re
 
-from .scoring import ScoringError
+from .errors import ScoringError
 
 LINE_BREAK = re.compile(rb"\r\n|\r|\n")
 BYTE_ORDER_MARKS = (

@@ -7,12 +7,11 @@ import logging
 import os
 import sys
 
-from ..errors import UserError
-from ..scoring import ScoringError
+from ..errors import ScoringError, UserError
 
-# Raised for the user's input: our checks (ScoringError, UserError), a bad value (an unknown
-# sacremoses language is a ValueError), a missing split (fairseq's FileNotFoundError).
-USER_ERRORS = (ScoringError, UserError, ValueError, FileNotFoundError)
+# Raised for the user's input: our checks (UserError), a bad value (an unknown sacremoses
+# language is a ValueError), a missing split (fairseq's FileNotFoundError).
+USER_ERRORS = (UserError, ValueError, FileNotFoundError)
 
 
 def keep_freed_memory_returnable() -> None:

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from fairseq.models import FairseqIncrementalDecoder
 from torch import Tensor
 
-from ..cuda_graphs import capturing
+from .. import cuda_graphs  # cuda_graphs.capturing(): whether a CUDA graph records this pass
 from .adaptive_softmax import AdaptiveSoftmaxConfig, build_adaptive_softmax
 from .dictionary_fingerprint import DictionaryFingerprint
 from .lstm_helpers import UNLIMITED_POSITIONS, layer_by_layer
@@ -204,7 +204,7 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
         else:
             hidden = (cache["hidden"].transpose(0, 1).contiguous(), cache["cell"].transpose(0, 1).contiguous())
         # in a CUDA graph one layer at a time: cuDNN's own dropout between the layers cannot be recorded
-        states, (h, c) = layer_by_layer(self.lstm, x, hidden) if capturing() else self.lstm(x, hidden)
+        states, (h, c) = layer_by_layer(self.lstm, x, hidden) if cuda_graphs.capturing() else self.lstm(x, hidden)
         # h_t is dropped once, on its way to the softmax (below); the attention reads it as it is
         # unless --attend-dropped-states gives the attention a dropout of its own
         attended = self.dropout(states) if self.attend_dropped_states else states
