@@ -155,7 +155,7 @@ def test_a_line_longer_than_the_model_context_is_refused(model_and_text):
         scorer.token_log_probs([scorer.encode("the cat"), scorer.encode("the cat sat on the mat")])
 
 
-# ------------------------------------------------------------- the text as fairseq reads it (issue 26)
+# ------------------------------------------------------------- the text as fairseq reads it
 
 
 def test_lines_end_at_cr_and_a_byte_order_mark_is_dropped(model_and_text, tmp_path):

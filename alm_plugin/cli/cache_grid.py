@@ -88,9 +88,8 @@ def split_in_corpus_order(model, task, split, batch_size=64, segment=None):
 class Rows:
     """Per-token results kept across a pass, in one block that grows by doubling. Kept as a
     small tensor a batch, they sit in the heap between each step's large temporaries (which
-    keep_freed_memory serves from the heap too) and pin it: a dynamic pass over WikiText-2 valid in
-    20-token segments grew past 21 GB and was OOM-killed; in one block it stays flat (a handful of
-    blocks in all: it doubles from 64k rows)."""
+    keep_freed_memory serves from the heap too) and pin it, so that a long dynamic pass grows
+    without bound; in one block it stays flat (a handful of blocks in all: it doubles from 64k rows)."""
 
     def __init__(self, capacity=1 << 16):
         self.capacity, self.block, self.count = capacity, None, 0

@@ -16,8 +16,8 @@ over every trainable parameter (the tied embedding and the biases included); the
 scaled by lr. ``theta_0`` (the trained weights) is kept in memory: the checkpoint file is never
 written, and every pass starts from it (``reset``). Dropout stays off: the model stays in eval
 mode, but for its LSTMs, which record in train mode with their dropout at 0 (the same figures):
-cuDNN's LSTM refuses a backward pass in eval mode, and without cuDNN a step on a GPU takes 2-3x
-as long (docs/tools.md). The neural cache, if on, mixes into the adapted model's distribution;
+cuDNN's LSTM refuses a backward pass in eval mode, and without cuDNN a step on a GPU is slower
+(docs/tools.md). The neural cache, if on, mixes into the adapted model's distribution;
 the step's loss is the model's own NLL (the cache is not trained). What stops a runaway
 adaptation (``EXPLODED``, ``SHADOW``, ``DRIFT`` below) and what it was measured on: docs/models.md,
 "Dynamic evaluation: the model adapts to the text it scores".

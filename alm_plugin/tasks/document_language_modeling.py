@@ -39,7 +39,7 @@ class DocumentLanguageModelingConfig(WordStreamConfig, NeuralCacheOptions, Dynam
             "fairseq-validate): each stream but the first first reads this many words of the text before its "
             "first scored word (from a line start; read, not scored: every word is scored once), so it scores "
             "from a reader's state, not a fresh one in mid-document; with the neural cache, at least its "
-            "window. 0: fresh starts (the old reading). "
+            "window. 0: every stream starts fresh. "
             "Training streams start fresh (docs/models.md)"
         },
     )

@@ -62,9 +62,9 @@ class SentenceLanguageModelingConfig(LanguageModelingConfig, NeuralCacheOptions,
         default=35,
         metadata={
             "help": "most tokens per training sample (the paper pads/truncates sentences to "
-            "35); longer training sentences are cut into pieces (the paper's truncation, "
-            "--shorten-method truncate --shorten-data-split-list train, gave single valid "
-            "287.5 against 277.6 on a PTB slice: docs/benchmarks.md, ptb-choices)"
+            "35); longer training sentences are cut into pieces (the paper's truncation: "
+            "--shorten-method truncate --shorten-data-split-list train; both compared in "
+            "docs/benchmarks.md, ptb-choices)"
         },
     )
     eval_tokens_per_sample: int = field(
@@ -81,8 +81,8 @@ class SentenceLanguageModelingConfig(LanguageModelingConfig, NeuralCacheOptions,
         metadata={
             "help": "train on batches of consecutive sentences in the corpus's order, the same "
             "every epoch (the Attentive LM authors' released code); default: fairseq's "
-            "batches of like-length sentences, shuffled every epoch (on a PTB slice single "
-            "valid 300.0 in corpus order against 277.6: docs/benchmarks.md, ptb-choices)"
+            "batches of like-length sentences, shuffled every epoch (both compared in "
+            "docs/benchmarks.md, ptb-choices)"
         },
     )
     cuda_graphs: bool = field(
