@@ -1,14 +1,14 @@
 """``--cuda-graphs``: a training update's forward, loss and backward replayed as one CUDA graph.
 
 At the paper's batch (32 sentences of <= 35 words) a 2 x 650 update launches a few hundred small
-kernels, each from Python, and on an H100 the update waits on the host: ~12 ms where the kernels
-take ~7 (docs/benchmarks.md, "The host's share of an update"). A CUDA graph launches them all in
-one call. Each batch shape (samples x tokens) gets its graph the first time it trains: a few eager
+kernels, each from Python, so the update can wait on the host rather than on the GPU
+(docs/benchmarks.md, "The host's share of an update"). A CUDA graph launches them all in one
+call. Each batch shape (samples x tokens) gets its graph the first time it trains: a few eager
 passes on a side stream (cuDNN and cuBLAS pick their kernels, the combined score its pairs), then
 the capture, the generators' states put back after both, so a replay draws the dropout of the
 update's own seed (fairseq reseeds before every update; a replay reads the generator's seed and
 offset). An update copies the batch into its graph's input tensors, replays the graph and hands
-the parameters the gradients it wrote, one set of buffers for every graph (fairseq set ``.grad``
+the parameters the gradients it wrote, one set of buffers for every graph (fairseq sets ``.grad``
 to ``None`` before the update); what only the host knows, the counts the logs need, is added after
 from the batch (``AttentionCrossEntropyCriterion.logged``).
 

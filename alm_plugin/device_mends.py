@@ -8,8 +8,8 @@ implies --tpu"), so ``fairseq-train`` asks torch_xla for its device and dies wit
 ``fairseq-eval-lm`` / ``fairseq-validate`` ignore it and compute in float32. The plugin refuses it
 when the task is set up (``fairseq.tasks.setup_task``, which every tool calls before it reads data
 or builds a model, for every task and model once the plugin is loaded), naming ``--fp16`` /
-``--amp``, fairseq's mixed precision on a GPU. (bf16 autocast in ``benchmarks/train_speed.py
---mode model`` measured slower than float32 at our sizes, so no bf16 route is built here.)
+``--amp``, fairseq's mixed precision on a GPU. No bf16 route is built here (docs/tools.md,
+"Precision").
 
 ``--fp16`` on the CPU (``--cpu``, or no GPU torch can use): fairseq-train's ``FP16Optimizer`` puts
 its flat float32 copy of the weights on ``torch.cuda.current_device()`` and dies with
@@ -25,7 +25,7 @@ the same: ``set_torch_seed`` (before every update) seeds the generators directly
 ``clip_grad_norm_`` takes the gradients' norms in one ``torch._foreach_norm``. The others
 (the trainer's ``isfinite`` checks and ``new_tensor`` copies, its smoothed values computed every
 update, its config look-ups) sit in fairseq's ``Trainer.train_step`` and would need a fork of
-it: measured and left (docs/benchmarks.md, "The host's share of an update").
+it: left as they are (their cost: docs/benchmarks.md, "The host's share of an update").
 """
 
 import torch
@@ -159,8 +159,8 @@ class set_torch_seed(_fairseq_set_torch_seed):
 
     fairseq calls ``torch.manual_seed``, which also queues a seeding of every backend not yet
     started (CUDA where it is not initialised, XPU, MTIA), and each queued call formats a Python
-    traceback: ~0.5-1 ms an update on the CPU. The seeds set are the same: the CPU generator's,
-    and every CUDA device's once CUDA is initialised (before that, queued as fairseq queues them);
+    traceback, at every update. The seeds set are the same: the CPU generator's, and every CUDA
+    device's once CUDA is initialised (before that, queued as fairseq queues them);
     fairseq trains on no other backend.
     """
 

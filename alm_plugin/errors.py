@@ -34,6 +34,10 @@ class CorruptDataError(UserError, ValueError):
     ``.bin`` / ``.idx``, a malformed or duplicated dictionary line."""
 
 
+class ScoringError(UserError, ValueError):
+    """A tool's input, output or checkpoint that cannot be used (alm-score, alm-rescore, ...)."""
+
+
 class UnsupportedError(UserError, NotImplementedError):
     """A tool asked of a model that does not do it (generating from a character model)."""
 

@@ -20,9 +20,9 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Sequence
 
-from .output_files import output_file
+from .errors import ScoringError
+from .output_files import check_outputs, output_file  # noqa: F401  (alm-rescore imports it from here)
 from .plain_text import check_plain_text
-from .scoring import ScoringError, check_outputs  # noqa: F401  (alm-rescore imports it from here)
 
 
 class NBestError(ScoringError):

@@ -1,13 +1,12 @@
 """Text the tools read (alm-score's input, alm-rescore's n-best lists and references) must be UTF-8
 plain text, as ``examples/language_model/prepare_lm_data.py`` requires of a corpus: UTF-16 or
 UTF-32 (with or without a byte-order mark: without one, every other byte of English text is a
-NUL) and NUL bytes are refused in one line naming the file, the line and the fix. Before, UTF-16LE
-without a mark decoded as UTF-8 (NUL is a valid character) and was scored, rc 0: 2 sentences of
-``<unk>``; ``the\\x00game`` was one ``<unk>``."""
+NUL) and NUL bytes are refused in one line naming the file, the line and the fix: read as UTF-8,
+UTF-16 without a mark would pass (NUL is a valid character) and be scored as words of ``<unk>``."""
 
 import re
 
-from .scoring import ScoringError
+from .errors import ScoringError
 
 LINE_BREAK = re.compile(rb"\r\n|\r|\n")
 BYTE_ORDER_MARKS = (

@@ -10,7 +10,7 @@ every real token).
 With ``document=True`` the lines are read in order as one document: a model trained on
 ``document_language_modeling`` carries its state from line to line (as ``fairseq-eval-lm
 --task document_language_modeling --batch-size 1``), a sentence-level model still scores
-each line from a fresh state, and a neural cache (``test_time``'s, ``TestTimeOptions``) spans
+each line from a fresh state, and a neural cache (``evaluation``'s, ``EvaluationOptions``) spans
 the lines (as ``fairseq-eval-lm --neural-cache-window N ...``). ``token_log_probs(..., texts=...)``
 reads several texts (``alm-score``'s files), each a document of its own.
 
@@ -24,185 +24,18 @@ An ensemble averages the models' per-token probabilities, as fairseq ensembles m
 """
 
 import copy
-import glob
 import logging
 import math
-import os
 import re
-from typing import Dict, List, Optional, Sequence
+from typing import List, Optional
 
 import torch
 
-from .errors import CorruptDataError
+from .errors import ScoringError
+from .evaluation_options import EvaluationOptions
+from .model_loading import load_models
 
 logger = logging.getLogger(__name__)
-
-
-class ScoringError(ValueError):
-    """A problem with the user's input or checkpoint: reported as one line, no traceback."""
-
-
-def load_models(paths: List[str], data: Optional[str], use_cpu: bool, tool: str = "alm-score"):
-    """``[(model, task)]`` for each checkpoint, in eval mode, on the GPU when there is one
-    and ``use_cpu`` is false; every problem a ``ScoringError``. Every console script loads
-    its checkpoints here."""
-    from fairseq import checkpoint_utils
-    from fairseq.models import FairseqLanguageModel
-
-    for path in paths:
-        if not os.path.isfile(path):
-            raise ScoringError(f"no language model checkpoint at {path}")
-    data_option = "--lm-data" if tool == "alm-rescore" else "--data"
-    loaded = []
-    for path in paths:
-        overrides = {"data": data} if data else None
-        try:
-            models, _, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=overrides)
-        except FileNotFoundError as error:
-            task = saved_task_name(path)
-            if task not in LANGUAGE_MODEL_TASKS:  # a translation model asks for dict.de.txt: say what it is
-                raise ScoringError(
-                    f"{path} holds a model of the {task} task, not a language model: {tool} works "
-                    f"with language models (trained with --task {' / '.join(LANGUAGE_MODEL_TASKS)})"
-                ) from None
-            raise ScoringError(
-                f"{path}: could not load its dictionary ({error}); pass {data_option}, "
-                "the data-bin directory with the dict.txt the LM was trained on"
-            ) from None
-        except CorruptDataError:  # a broken dict.txt: its own line names the file and the fix
-            raise
-        except ValueError as error:  # our models' own checks: dictionary, architecture, options
-            hint = (
-                f" ({data_option} must be the data-bin the LM was trained on)"
-                if data and "dictionary" in str(error)
-                else ""
-            )
-            raise ScoringError(f"{path}: {error}{hint}") from None
-        except Exception as error:  # a truncated or foreign file (explained by checkpoint_safety)
-            raise ScoringError(str(error)) from None
-        model = models[0]
-        if not isinstance(model, FairseqLanguageModel):
-            raise ScoringError(
-                f"{path} holds a {model.__class__.__name__}, not a language model: {tool} "
-                "works with language models (attentive_lm, amsrn, alm_lstm, char_cache_lm, "
-                "fairseq's lstm_lm / transformer_lm)"
-            )
-        loaded.append((model.eval() if use_cpu or not torch.cuda.is_available() else model.cuda().eval(), task))
-    return loaded
-
-
-def check_writable(path: Optional[str], option: str) -> None:
-    """Before any model loads: an output that cannot be written is found now, not after the run."""
-    if path is None:
-        return
-    # written beside it and renamed onto it (output_files): a link is replaced, in its own folder
-    folder = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise ScoringError(f"{option} {path} is a directory: give a file name")
-    if not os.path.isdir(folder):
-        raise ScoringError(f"{option} {path}: the folder {folder} does not exist; create it or give another path")
-    if not os.access(folder, os.W_OK) or (
-        os.path.isfile(path) and not os.path.islink(path) and not os.access(path, os.W_OK)
-    ):
-        raise ScoringError(f"{option} {path} cannot be written (permissions); give another path")
-
-
-def check_outputs(
-    outputs: Dict[str, Optional[str]], inputs: Dict[str, Sequence[Optional[str]]], data: Sequence[Optional[str]] = ()
-) -> None:
-    """Every tool's outputs, before anything is read or written: each output (``{option: path}``,
-    None for one not asked for) is no input (``{option: paths}``: the checkpoint, an input text;
-    it would be overwritten with what was read from it), no file of a data directory (a folder
-    holding a fairseq ``dict*.txt``, or one of ``data``, the tool's ``--data``: the data the model
-    reads), no other output (the first written would be lost), and can be written. A path is
-    judged by the file it names: a symbolic link (or a chain of them) by its target; a hard link by
-    its inode. The tools then write every output through ``output_files`` (a temporary file renamed
-    onto it), so a link to any other file is replaced, never written through."""
-    taken = [(option, path) for option, paths in inputs.items() for path in paths or () if path]
-    data_folders = [os.path.realpath(folder) for entry in data if entry for folder in entry.split(os.pathsep) if folder]
-    for option, path in outputs.items():
-        if path is None:
-            continue
-        for other, other_path in taken:
-            if same_file(path, other_path):
-                raise ScoringError(
-                    f"{option} {path} is also {other}"
-                    + link_target(path)
-                    + ": "
-                    + (
-                        "the second output written would replace the first"
-                        if other in outputs
-                        else "writing it would destroy the input"
-                    )
-                    + "; give another path"
-                )
-        data_file = data_directory_file(path, data_folders)
-        if data_file is not None:
-            target, folder = data_file
-            raise ScoringError(
-                f"{option} {path}"
-                + (f" is a link to {target}, a file" if os.path.islink(path) else " is a file")
-                + f" of the data directory {folder} (the data the model reads): writing it would "
-                "destroy the data; give another path"
-            )
-        check_writable(path, option)
-        taken.append((option, path))
-
-
-def data_directory_file(path: str, data_folders: Sequence[str] = ()):
-    """``(target, folder)`` where the existing file ``path`` names (through any links) lies in a data
-    directory: a folder holding a fairseq dictionary, or one of ``data_folders`` (resolved), also
-    where ``path`` is a hard link to one of their files; else None."""
-    target = os.path.realpath(path)
-    if not os.path.isfile(target):
-        return None
-    folder = os.path.dirname(target)
-    if folder in data_folders or glob.glob(os.path.join(glob.escape(folder), "dict*.txt")):
-        return target, folder
-    if os.stat(target).st_nlink > 1:  # a hard link: the same inode under a data directory's name
-        for data_folder in data_folders:
-            for name in os.listdir(data_folder) if os.path.isdir(data_folder) else ():
-                if os.path.isfile(os.path.join(data_folder, name)) and same_file(
-                    target, os.path.join(data_folder, name)
-                ):
-                    return os.path.join(data_folder, name), data_folder
-    return None
-
-
-def link_target(path: str) -> str:
-    """`` (a link to X)`` where ``path`` is a symbolic link (the user may not know where it leads)."""
-    return f" (a link to {os.path.realpath(path)})" if os.path.islink(path) else ""
-
-
-def task_data(task) -> Optional[str]:
-    """The data directory (or ``:``-separated directories) a loaded task reads."""
-    options = task.cfg if getattr(task, "cfg", None) is not None else getattr(task, "args", None)
-    return getattr(options, "data", None)
-
-
-def same_file(a: str, b: str) -> bool:
-    """One file under two names (a link, ./x and x): by inode where both exist."""
-    if os.path.exists(a) and os.path.exists(b):
-        return os.path.samefile(a, b)
-    return os.path.realpath(a) == os.path.realpath(b)
-
-
-LANGUAGE_MODEL_TASKS = (
-    "language_modeling",
-    "sentence_language_modeling",
-    "document_language_modeling",
-    "open_vocabulary_language_modeling",
-)
-
-
-def saved_task_name(path: str) -> str:
-    """The ``--task`` a checkpoint was trained with (read only to explain a failed load)."""
-    from fairseq import checkpoint_utils
-
-    state = checkpoint_utils.load_checkpoint_to_cpu(path)
-    if state.get("cfg") is not None and state["cfg"].get("task") is not None:
-        return state["cfg"]["task"].get("_name") or getattr(state["cfg"]["task"], "task", "unknown")
-    return getattr(state.get("args"), "task", "unknown")
 
 
 def is_out_of_memory(error: BaseException) -> bool:
@@ -320,13 +153,11 @@ class LanguageModelScorer:
         tool: str = "alm-score",
         loaded=None,
         document: bool = False,
-        test_time=None,
+        evaluation=None,
     ):
-        """``test_time``: the run's ``TestTimeOptions`` (the neural cache, dynamic evaluation), either of
-        which also reads the lines in order as one text."""
-        from .modules.dynamic_evaluation import DynamicEvaluator
-        from .modules.neural_cache import CACHE_MODELS, NeuralCache
-
+        """``evaluation``: the run's ``EvaluationOptions`` (the neural cache, dynamic evaluation), either
+        of which also reads the lines in order as one text."""
+        evaluation = evaluation or EvaluationOptions()
         loaded = loaded or load_models(paths, data, use_cpu, tool)
         for path, (model, _) in zip(paths, loaded):
             if is_character_model(model):
@@ -341,11 +172,9 @@ class LanguageModelScorer:
         self.batch_tokens, self.max_sentences = batch_tokens, max_sentences
         self.device = next(self.models[0].parameters()).device
         self.max_tokens = min(m.max_positions() or math.inf for m in self.models)
-        if test_time is not None:
-            test_time.check_segments(segments_are_sentences=not trained_on_streams(loaded[0][1]))
-        neural_cache = test_time.cache if test_time is not None else None
-        self.dynamic = test_time.dynamic if test_time is not None else None
-        self.document = document or neural_cache is not None or self.dynamic is not None
+        evaluation.check_segments(segments_are_sentences=not trained_on_streams(loaded[0][1]))
+        self.dynamic = evaluation.dynamic
+        self.document = document or evaluation.in_corpus_order
         # per model: the chunk length of a model trained on streams (its state carries), else None
         self.chunks = [task.cfg.tokens_per_sample if trained_on_streams(task) else None for _, task in loaded]
         if any(self.chunks) and not self.document:
@@ -359,21 +188,8 @@ class LanguageModelScorer:
                 raise ScoringError("dynamic evaluation adapts one model to the text: score an ensemble without it")
             # a stream model's segments are --dynamic-eval-segment tokens of the one stream
             self.chunks = [self.dynamic.segment if chunk else None for chunk in self.chunks]
-        for path, (model, task) in zip(paths, loaded):
-            for option, wanted in (("neural_cache", neural_cache), ("dynamic_eval", self.dynamic)):
-                if wanted is not None and not hasattr(model, option):
-                    raise ScoringError(
-                        f"{path} holds a {model.__class__.__name__}: the neural cache and dynamic "
-                        f"evaluation work with {CACHE_MODELS}"
-                    )
-            if hasattr(model, "neural_cache"):
-                model.neural_cache = None if neural_cache is None else NeuralCache(*neural_cache)
-            if hasattr(model, "dynamic_eval"):
-                model.dynamic_eval = (
-                    None
-                    if self.dynamic is None
-                    else DynamicEvaluator(model, self.dynamic, getattr(task, "dynamic_eval_training_batches", None))
-                )
+        for model, task in loaded:
+            evaluation.attach(model, getattr(task, "dynamic_eval_training_batches", None))
 
     def encode(self, text: str) -> torch.Tensor:
         return self.dictionary.encode_line(text, add_if_not_exist=False, append_eos=True).long()

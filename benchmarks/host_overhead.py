@@ -1,5 +1,5 @@
 """What a fairseq training update costs on the host besides the model's step, and how often it
-reads a device value on the host (issue 63; docs/benchmarks.md, "The host's share of an update").
+reads a device value on the host (docs/benchmarks.md, "The host's share of an update").
 
     python -m benchmarks.host_overhead before=b6545b6 after=alm_plugin --json benchmarks/results/cpu/host_overhead.json
 

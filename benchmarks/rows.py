@@ -265,7 +265,7 @@ PTB = Corpus(
             ),
         ),
         **{name: _ptb[name] for name in ("lstm-stream", "single-stream", "amsrn-stream")},
-        # the default sentinel scale, 0.1, as on WikiText-2: at the paper's 1 its gate never left 1 (26e2899); the
+        # the default sentinel scale, 0.1, as on WikiText-2: at the paper's 1 its gate never left 1; the
         # extra term at full length, the 3 epochs' pick (ptb-pointer-loss, below), differing in it alone
         **{
             "ps-lstm-stream" + ("" if loss == "off" else f"-{loss}"): Row(

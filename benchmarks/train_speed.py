@@ -247,7 +247,7 @@ def main():
         return
     if len(threads) > 1:
         parser.error("--mode fairseq runs one thread count (--threads N)")
-    if "bf16" in args.precisions:  # fairseq 0.12 reads --bf16 as --tpu: the plugin refuses it (issue 46)
+    if "bf16" in args.precisions:  # fairseq 0.12 reads --bf16 as --tpu: the plugin refuses it
         args.precisions = [p for p in args.precisions if p != "bf16"]
         if not args.precisions:
             parser.error(

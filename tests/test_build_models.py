@@ -1,7 +1,7 @@
 """Every architecture of the plugin builds through both of fairseq's paths: ``task.build_model(args)``
 with the command line parsed by ``options.parse_args_and_arch`` (a Namespace; the named sizes
 applied), and ``Model.build_model(TheConfig(), task)`` from Python (a dataclass). The built model
-has the sizes asked for and scores a batch (issue 26: a regression made one path a TypeError)."""
+has the sizes asked for and scores a batch (either path can break alone, e.g. with a TypeError)."""
 
 import dataclasses
 

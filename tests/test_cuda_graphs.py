@@ -23,7 +23,6 @@ from torch.utils._pytree import tree_leaves
 
 from alm_plugin import cuda_graphs
 from alm_plugin.errors import OptionError
-from alm_plugin.modules import history_lstm_decoder
 from alm_plugin.modules.history_attention import CausalHistoryAttention
 from alm_plugin.modules.lstm_helpers import layer_by_layer
 from benchmarks.host_overhead import case_args
@@ -123,8 +122,9 @@ def train(case, updates, device, *extra):
 def test_the_graphed_update_trains_as_the_eager_update(backend, device, case, monkeypatch):
     updates = [1, 1, 2, 1, 1]  # the third an --update-freq group of two: the second batch eager
     with monkeypatch.context() as patch:
-        if device == "cuda":  # the eager LSTM one layer at a time, as a graph's: cuDNN's dropout is another draw
-            patch.setattr(history_lstm_decoder, "capturing", lambda: True)
+        # on a GPU the eager pass runs as a graph's: the LSTM one layer at a time (cuDNN's dropout is another draw)
+        if device == "cuda":
+            patch.setattr(cuda_graphs, "capturing", lambda: True)
         _, eager_logs, eager_weights = train(case, updates, device)
     trainer, graphed_logs, graphed_weights = train(case, updates, device, "--cuda-graphs")
     batches = fairseq_trainer(case_args(case, SAMPLE_DATA))[1]

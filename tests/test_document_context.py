@@ -15,9 +15,10 @@ from fairseq import checkpoint_utils
 from test_history_models import make_decoder
 
 from alm_plugin.errors import OptionError
+from alm_plugin.evaluation_options import EvaluationOptions
 from alm_plugin.models.attentive_lm import AttentiveLanguageModel
 from alm_plugin.models.pointer_sentinel_lm import PointerSentinelConfig, PointerSentinelDecoder
-from alm_plugin.modules.neural_cache import NeuralCache, attach_neural_cache, target_cache_probs
+from alm_plugin.modules.neural_cache import NeuralCache, target_cache_probs
 
 STREAM_COMMON = [*TRAIN_COMMON[:2], "--task", "document_language_modeling", *TRAIN_COMMON[4:]]
 
@@ -135,7 +136,7 @@ def test_a_model_without_features_is_refused_by_the_cache():
         pass
 
     with pytest.raises(ValueError, match="does not hand its output features to the cache.*Drop the"):
-        attach_neural_cache((100, 0.3, 0.1), Plain())
+        EvaluationOptions(cache=(100, 0.3, 0.1)).attach(Plain())
 
 
 # ---- end to end: fairseq-train, fairseq-eval-lm and alm-score on the shipped sample ----

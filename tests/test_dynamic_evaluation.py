@@ -216,7 +216,7 @@ def test_every_word_model_adapts_and_lr_0_is_the_static_model(arch, options):
 def test_the_lstms_record_in_train_mode_without_dropout_and_the_figures_are_the_eval_modes():
     """cuDNN's LSTM takes a backward pass only in train mode: the evaluator records with the LSTMs
     in train mode, their dropout at 0 (the rest of the model in eval mode), and puts them back.
-    The adapted figures equal those of the step taken with the LSTM in eval mode (issue 46)."""
+    The adapted figures equal those of the step taken with the LSTM in eval mode."""
     from test_adaptive_softmax import build
 
     d, segments = random_segments(seed=3, length=9)

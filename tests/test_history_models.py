@@ -197,7 +197,7 @@ def test_chunked_combined_score_equals_one_pass():
 
 def test_combined_score_goes_in_one_pass_when_a_graph_is_built():
     """Autograd keeps every chunk's tanh for the backward: with a graph, chunks would bound no
-    memory, only multiply the kernels (issue 46: 7 rounds a step at batch 128). The same figures
+    memory, only multiply the kernels (7 rounds a step at batch 128). The same figures
     and gradients as in chunks."""
     torch.manual_seed(2)
     states = torch.randn(2, 23, 8, requires_grad=True)

@@ -1,7 +1,7 @@
 """The history attention never reads a pad: zero weight on every pad slot, for every query (pad
 queries included), and the same scores with and without padding, for every history score
 (single, combined, dot/AMSRN, the pointer's) with and without the initial (sentinel / h_0) slot
-and a window (issue 26: dropping the padding mask changed only padded positions, unnoticed)."""
+and a window (a dropped padding mask changes only padded positions, which nothing else notices)."""
 
 import pytest
 import torch

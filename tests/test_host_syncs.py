@@ -1,4 +1,4 @@
-"""No device value read on the host by the plugin in a training update (issue 63).
+"""No device value read on the host by the plugin in a training update.
 
 On a GPU every ``.item()`` / ``bool()`` / ``int()`` of a tensor, ``nonzero``, ``masked_select``,
 ``torch.equal`` and boolean-mask indexing makes the host wait until the device has caught up;

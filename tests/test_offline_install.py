@@ -6,7 +6,7 @@ runs only when a wheelhouse is given: ``ALM_WHEELHOUSE=DIR`` (made by
 already installed (this interpreter's, made visible to the venv) and cython; no index.
 
 Its last step, this package's editable install, is tested on its own (seconds, no torch) with
-the GPU image's build tools, setuptools 84.2.1 and wheel 0.48.0 (issue 56): their wheels are
+the GPU image's build tools, setuptools 84.2.1 and wheel 0.48.0: their wheels are
 downloaded once a session where an index is reachable.
 """
 
@@ -79,7 +79,7 @@ def bare_venv(env_dir, *wheels):
     return python
 
 
-# the GPU image's build tools (issue 56): `setup.py develop` there runs a pip of its own
+# the GPU image's build tools: `setup.py develop` there runs a pip of its own
 GPU_IMAGE_BUILD_TOOLS = ["setuptools==84.2.1", "wheel==0.48.0"]
 
 
@@ -161,8 +161,8 @@ def test_editable_install_offline_with_the_gpu_images_setuptools_and_wheel(tmp_p
 def test_make_wheelhouse_says_in_one_line_that_this_python_cannot_build_wheels(tmp_path):
     """A Python without `wheel` (a venv as ensurepip makes it: on Python <= 3.11 with setuptools
     65, which builds no wheel without it; on 3.12 with no setuptools) is refused before anything
-    is downloaded: preparing antlr4's sdist failed with `invalid command 'bdist_wheel'` after
-    minutes of downloads (issue 56)."""
+    is downloaded, not after minutes of downloads when preparing antlr4's sdist fails with
+    `invalid command 'bdist_wheel'`."""
     python = bare_venv(
         tmp_path / "venv", *glob.glob(os.path.join(os.path.dirname(ensurepip.__file__), "_bundled", "setuptools-*.whl"))
     )

@@ -87,7 +87,7 @@ def test_shipped_sample_is_what_the_script_makes(tmp_path):
         assert made == shipped, name
 
 
-# ----------------------------------------------------------------- an existing dataset (issue 26)
+# ----------------------------------------------------------------- an existing dataset
 
 GOOD = "The cat sat on the mat .\nA dog ran far away .\n"
 

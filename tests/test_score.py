@@ -145,7 +145,8 @@ def test_a_sentence_model_read_as_a_document_without_a_cache_scores_each_line_al
 
 
 def test_a_line_longer_than_the_model_context_is_refused(model_and_text):
-    from alm_plugin.scoring import LanguageModelScorer, ScoringError
+    from alm_plugin.errors import ScoringError
+    from alm_plugin.scoring import LanguageModelScorer
 
     checkpoint, _ = model_and_text
     scorer = LanguageModelScorer([str(checkpoint)], None, use_cpu=True)
@@ -154,7 +155,7 @@ def test_a_line_longer_than_the_model_context_is_refused(model_and_text):
         scorer.token_log_probs([scorer.encode("the cat"), scorer.encode("the cat sat on the mat")])
 
 
-# ------------------------------------------------------------- the text as fairseq reads it (issue 26)
+# ------------------------------------------------------------- the text as fairseq reads it
 
 
 def test_lines_end_at_cr_and_a_byte_order_mark_is_dropped(model_and_text, tmp_path):

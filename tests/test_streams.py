@@ -91,7 +91,7 @@ def test_stream_training_lowers_the_loss_on_real_text(stream_models):
 
 def test_training_says_what_its_validation_measures(stream_models):
     """The checkpoint fairseq-train picks is chosen on valid read as --batch-size streams: the log
-    says so, and what eval-lm --batch-size 1 reads instead (issue 47)."""
+    says so, and what eval-lm --batch-size 1 reads instead."""
     _, outputs = stream_models
     for output in outputs.values():
         assert (
@@ -139,8 +139,8 @@ def test_stream_eval_lm_equals_one_pass_over_the_split_with_and_without_the_cach
 @pytest.mark.parametrize("streams, shards", [(20, 1), (4, 1), (5, 2)])
 def test_every_stream_starts_at_a_line_end_from_its_eos(streams, shards):
     """A fresh state's first input is ``</s>`` on every stream, as in the one-stream reading:
-    a stream cut mid-sentence started a state that an Adam-trained model never left (issue 47:
-    valid 379 as one stream, 71,510 as 20). Every word is still a target exactly once, and the
+    a stream cut mid-sentence starts a state that an Adam-trained model never leaves (cut so,
+    valid read 379 as one stream, 71,510 as 20). Every word is still a target exactly once, and the
     streams stay about equal."""
     from fairseq.data import data_utils
 
@@ -212,7 +212,7 @@ def test_eval_lm_on_burnt_in_streams_equals_the_hand_computation_and_the_one_str
     """fairseq-eval-lm --batch-size 4 scores each stream's words after its burn-in and nothing else:
     the hand computation reads each row whole (the opening, its own past, then its words) in one
     pass and sums log p over the scored words; fairseq-train's validation (10 streams) and eval-lm
-    at 4 streams give the one-stream figure (issue 57: fresh starts were 0.3-26% off)."""
+    at 4 streams give the one-stream figure (streams started fresh read 0.3-26% off it)."""
     from alm_plugin.data.word_streams import WordStreamDataset
 
     root, outputs = stream_models
@@ -265,8 +265,8 @@ def test_eval_lm_on_burnt_in_streams_equals_the_hand_computation_and_the_one_str
 def test_a_split_named_train_is_scored_as_any_split_is(stream_models, tmp_path):
     """Only fairseq's trainer reads a split as training does: fairseq-eval-lm --gen-subset train
     with dynamic evaluation reads it as one stream of --dynamic-eval-segment words, as it reads
-    valid (issue 57: it ignored the segment and gave 224.14 / 218.65 / 204.26 at
-    --tokens-per-sample 35 / 20 / 7)."""
+    valid, whatever --tokens-per-sample (a reading that ignored the segment gave 224.14 / 218.65 /
+    204.26 at --tokens-per-sample 35 / 20 / 7)."""
     from fairseq.data import data_utils
 
     root, _ = stream_models
@@ -388,9 +388,9 @@ def test_stream_reading_refusals(stream_models, tmp_path):
 
 
 def test_an_adam_model_scores_as_many_streams_as_it_does_as_one(tmp_path):
-    """The class of issue 57: amsrn_small after 60 Adam updates read valid as 296.63 on one stream
-    and 360.33 on 20 streams started fresh (+21%; attentive_lm_small after 147: 469 against 1,797).
-    Every stream now reads the text's opening and its own past before it scores: fairseq-train's
+    """Streams started fresh misread an Adam-trained model: amsrn_small after 60 Adam updates read
+    valid as 296.63 on one stream and 360.33 on 20 fresh streams (+21%; attentive_lm_small after
+    147: 469 against 1,797). Every stream reads the text's opening and its own past before it scores: fairseq-train's
     validation (20 streams) and eval-lm at 4 and 20 streams give the one-stream figure."""
     _, output = run(
         "train",

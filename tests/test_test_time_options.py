@@ -1,4 +1,4 @@
-"""The test-time options (issue 34): no token dropped, no flattering perplexity, no tool writing over
+"""The test-time options: no token dropped, no flattering perplexity, no tool writing over
 its inputs, a printed command that reproduces its figure, one-line refusals."""
 
 import re

@@ -22,12 +22,15 @@ import shlex
 
 import torch
 
-from ..errors import OptionError
+from ..errors import OptionError, ScoringError
+from ..evaluation_options import EvaluationOptions
+from ..model_loading import load_models, task_data
+from ..modules.dynamic_evaluation import check_options as dynamic_options
 from ..modules.heap import keep_freed_memory
 from ..modules.neural_cache import CACHE_MODELS, check_values, target_cache_probs
 from ..option_checks import needs, number
-from ..output_files import write_json
-from ..scoring import ScoringError, check_outputs, is_character_model, load_models, task_data
+from ..output_files import check_outputs, write_json
+from ..scoring import is_character_model, trained_on_streams
 from .tool import run_tool
 
 
@@ -47,7 +50,6 @@ def split_in_corpus_order(model, task, split, batch_size=64, segment=None):
     from ..tasks.sentence_language_modeling import CorpusOrder
     from ..tasks.stream_task import WordStreamTask
 
-    model.neural_cache = None
     adapting = getattr(model, "dynamic_eval", None) is not None
     if adapting:
         model.dynamic_eval.reset()
@@ -86,9 +88,8 @@ def split_in_corpus_order(model, task, split, batch_size=64, segment=None):
 class Rows:
     """Per-token results kept across a pass, in one block that grows by doubling. Kept as a
     small tensor a batch, they sit in the heap between each step's large temporaries (which
-    keep_freed_memory serves from the heap too) and pin it: a dynamic pass over WikiText-2 valid in
-    20-token segments grew past 21 GB and was OOM-killed; in one block it stays flat (a handful of
-    blocks in all: it doubles from 64k rows)."""
+    keep_freed_memory serves from the heap too) and pin it, so that a long dynamic pass grows
+    without bound; in one block it stays flat (a handful of blocks in all: it doubles from 64k rows)."""
 
     def __init__(self, capacity=1 << 16):
         self.capacity, self.block, self.count = capacity, None, 0
@@ -218,30 +219,30 @@ def check_dynamic_grid(args):
     args.dynamic_rule = args.dynamic_rule or "sgd"
 
 
-def run(args):
-    check_outputs({"--json": args.json}, {"--path": [args.path]}, data=[args.data])
-    check_grid(args.windows, args.thetas, args.lambdas)  # before the model loads
-    check_dynamic_grid(args)
-    from ..modules.dynamic_evaluation import check_options as dynamic_options
+def dynamic_points(args):
+    """Dynamic evaluation's (lr, decay) points, in the order asked."""
+    return [(lr, decay) for lr in args.dynamic_lrs for decay in args.dynamic_decays]
 
+
+def load_word_model(args):
+    """``(model, task)`` of ``--path``: a word-level model the cache can read, its data checked as an
+    output's neighbour, its sentences read as fairseq-eval-lm would read them."""
     if args.eval_tokens_per_sample < 0:
         raise ScoringError(
             f"--eval-tokens-per-sample {args.eval_tokens_per_sample}: give 0 (whole sentences) or "
             "the most tokens a piece holds"
         )
-    keep_freed_memory()  # the cache's score blocks and the dynamic steps reallocate the same tensors
     ((model, task),) = load_models([args.path], args.data, args.cpu, tool="alm-cache-grid")
     check_outputs({"--json": args.json}, {"--path": [args.path]}, data=[task_data(task)])  # the checkpoint's data
-    if task.cfg is None and hasattr(task.args, "eval_tokens_per_sample"):
+    cuts_sentences = task.cfg is None and hasattr(task.args, "eval_tokens_per_sample")
+    if cuts_sentences:
         # the checkpoint keeps its training's validation cut (e.g. 35): read as eval-lm would, not as that
         task.args.eval_tokens_per_sample = args.eval_tokens_per_sample
     if is_character_model(model) or not hasattr(model, "neural_cache"):
         raise ScoringError(
             f"{args.path} holds a {model.__class__.__name__}: the neural cache works with the word-level {CACHE_MODELS}"
         )
-    if args.eval_tokens_per_sample and not (task.cfg is None and hasattr(task.args, "eval_tokens_per_sample")):
-        from ..scoring import trained_on_streams
-
+    if args.eval_tokens_per_sample and not cuts_sentences:
         how = (
             "reads the split as one stream, its state carried from chunk to chunk: there is no sentence to cut"
             if trained_on_streams(task)
@@ -252,47 +253,97 @@ def run(args):
             f"sentence_language_modeling; {args.path} was trained on {_task_name(task)}, which {how}: "
             "drop the option"
         )
-    from ..modules.dynamic_evaluation import DynamicEvaluator
-    from ..scoring import trained_on_streams
+    return EvaluationOptions().attach(model), task  # the grid mixes the cache in itself
 
+
+def scored_passes(model, task, split, settings):
+    """``{point: split_in_corpus_order(...)}``: the trained weights' pass (point ``None``) and one pass
+    adapting at each dynamic evaluation point; a point whose weights diverge is reported, not kept."""
+    passes = {None: split_in_corpus_order(model, task, split)}
+    batches = getattr(task, "dynamic_eval_training_batches", None)
+    for point, setting in settings.items():
+        EvaluationOptions(dynamic=setting).attach(model, batches)
+        try:
+            passes[point] = split_in_corpus_order(model, task, split, segment=setting.segment)
+        except OptionError as diverged:
+            print(f"dynamic evaluation lr {point[0]:g} decay {point[1]:g}: {diverged}")
+        model.dynamic_eval.reset()  # the trained weights back
+        EvaluationOptions().attach(model)
+    return passes
+
+
+def print_table(point, table, windows, thetas, lambdas, rule):
+    """One pass's perplexities: a table of theta by lambda for each window."""
+    title = "" if point is None else f", dynamic evaluation lr {point[0]:g} decay {point[1]:g}"
+    if point is not None:
+        print(
+            f"\ndynamic evaluation lr {point[0]:g} decay {point[1]:g} ({rule}): perplexity "
+            f"{table[(windows[0], thetas[0], 0.0)]:.2f} without the cache"
+        )
+    for w in windows:
+        print(f"\nwindow {w}{title}: perplexity by theta (rows) and lambda (columns)")
+        print("theta\\lambda\t" + "\t".join(f"{lam_:g}" for lam_ in lambdas[1:]))
+        for t in thetas:
+            print(f"{t:g}\t" + "\t".join(f"{table[(w, t, lam_)]:.2f}" for lam_ in lambdas[1:]))
+
+
+def grid_record(args, tokens, without, results, kinds, settings, windows, streams):
+    """The JSON of ``--json``: the split, the cache's grid and pick, and dynamic evaluation's picks
+    and grid (with and without the cache)."""
+    cache_ppl, _, (window, theta, lam) = kinds["cache"]
+    record = {
+        "split": args.gen_subset,
+        "tokens": tokens,
+        "ppl_without_cache": without,
+        "window": window,
+        "theta": theta,
+        "lambda": lam,
+        "ppl_with_cache": cache_ppl,
+        "grid": [{"window": w, "theta": t, "lambda": l_, "ppl": p} for (w, t, l_), p in results[None].items()],
+    }
+    for kind in ("dynamic", "both"):
+        if kind in kinds:
+            kind_ppl, (lr, decay), key = kinds[kind]
+            record[kind] = {
+                "lr": lr,
+                "decay": decay,
+                "rule": args.dynamic_rule,
+                "ppl": kind_ppl,
+                "segment": settings[(lr, decay)].segment if streams else "sentence",
+                **({"window": key[0], "theta": key[1], "lambda": key[2]} if kind == "both" else {}),
+            }
+    if settings:
+        record["dynamic_grid"] = [
+            {"lr": lr, "decay": decay, "ppl": results[(lr, decay)][(windows[0], args.thetas[0], 0.0)]}
+            for lr, decay in settings
+        ]
+    return record
+
+
+def run(args):
+    check_outputs({"--json": args.json}, {"--path": [args.path]}, data=[args.data])
+    check_grid(args.windows, args.thetas, args.lambdas)  # before the model loads
+    check_dynamic_grid(args)
+    settings = dynamic_points(args)  # every point checked before the model loads
+    keep_freed_memory()  # the cache's score blocks and the dynamic steps reallocate the same tensors
+    model, task = load_word_model(args)
     streams = trained_on_streams(task)
     if args.dynamic_segment is not None and not streams:
         raise ScoringError(
             f"--dynamic-segment: {args.path} is a sentence-level model, whose segment is one sentence "
             "(read whole from a fresh state, as it was trained): drop the option"
         )
-    settings = {}
-    for lr in args.dynamic_lrs:  # every point checked before the first pass
-        for decay in args.dynamic_decays:
-            settings[(lr, decay)] = dynamic_options(lr, decay, args.dynamic_rule, segment=args.dynamic_segment)
+    settings = {point: dynamic_options(*point, args.dynamic_rule, segment=args.dynamic_segment) for point in settings}
     windows = [int(w) for w in args.windows]
     lambdas = [0.0, *[lam for lam in args.lambdas if lam]]
-    passes = {None: split_in_corpus_order(model, task, args.gen_subset)}
-    for point, setting in settings.items():
-        model.dynamic_eval = DynamicEvaluator(model, setting, getattr(task, "dynamic_eval_training_batches", None))
-        try:
-            passes[point] = split_in_corpus_order(model, task, args.gen_subset, segment=setting.segment)
-        except OptionError as diverged:  # a point whose weights diverge is reported, not chosen
-            print(f"dynamic evaluation lr {point[0]:g} decay {point[1]:g}: {diverged}")
-        model.dynamic_eval.reset()
-        model.dynamic_eval = None
+    passes = scored_passes(model, task, args.gen_subset, settings)
     results = {point: grid(*tensors, windows, args.thetas, lambdas) for point, tensors in passes.items()}
     settings = {point: setting for point, setting in settings.items() if point in passes}
     tokens = passes[None][1].numel()
     without = results[None][(windows[0], args.thetas[0], 0.0)]
     print(f"{args.gen_subset}: {tokens} tokens; perplexity without the cache {without:.2f}")
     for point, table in results.items():
-        title = "" if point is None else f", dynamic evaluation lr {point[0]:g} decay {point[1]:g}"
-        if point is not None:
-            print(
-                f"\ndynamic evaluation lr {point[0]:g} decay {point[1]:g} ({args.dynamic_rule}): perplexity "
-                f"{table[(windows[0], args.thetas[0], 0.0)]:.2f} without the cache"
-            )
-        for w in windows:
-            print(f"\nwindow {w}{title}: perplexity by theta (rows) and lambda (columns)")
-            print("theta\\lambda\t" + "\t".join(f"{lam_:g}" for lam_ in lambdas[1:]))
-            for t in args.thetas:
-                print(f"{t:g}\t" + "\t".join(f"{table[(w, t, lam_)]:.2f}" for lam_ in lambdas[1:]))
+        print_table(point, table, windows, args.thetas, lambdas, args.dynamic_rule)
 
     def flags(point, key):
         parts = []
@@ -324,34 +375,7 @@ def run(args):
     print(f"\nbest: {ppl:.2f} ({100 * (ppl / without - 1):+.1f}%) with {flags(point, key)}")
     print(f"use: {eval_lm_command(task, args.path, flags(point, key), args.gen_subset)}")
     if args.json:
-        cache_ppl, _, (window, theta, lam) = kinds["cache"]
-        record = {
-            "split": args.gen_subset,
-            "tokens": tokens,
-            "ppl_without_cache": without,
-            "window": window,
-            "theta": theta,
-            "lambda": lam,
-            "ppl_with_cache": cache_ppl,
-            "grid": [{"window": w, "theta": t, "lambda": l_, "ppl": p} for (w, t, l_), p in results[None].items()],
-        }
-        for kind in ("dynamic", "both"):
-            if kind in kinds:
-                kind_ppl, (lr, decay), key = kinds[kind]
-                record[kind] = {
-                    "lr": lr,
-                    "decay": decay,
-                    "rule": args.dynamic_rule,
-                    "ppl": kind_ppl,
-                    "segment": settings[(lr, decay)].segment if streams else "sentence",
-                    **({"window": key[0], "theta": key[1], "lambda": key[2]} if kind == "both" else {}),
-                }
-        if settings:
-            record["dynamic_grid"] = [
-                {"lr": lr, "decay": decay, "ppl": results[(lr, decay)][(windows[0], args.thetas[0], 0.0)]}
-                for lr, decay in settings
-            ]
-        write_json(args.json, record)
+        write_json(args.json, grid_record(args, tokens, without, results, kinds, settings, windows, streams))
 
 
 # the plugin's folder (--user-dir): this file is alm_plugin/cli/cache_grid.py

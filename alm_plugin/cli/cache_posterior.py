@@ -27,8 +27,9 @@ import sys
 
 import torch
 
-from ..output_files import save_figure, write_json
-from ..scoring import ScoringError, check_outputs, load_models, task_data
+from ..errors import ScoringError
+from ..model_loading import load_models, task_data
+from ..output_files import check_outputs, save_figure, write_json
 from .tool import picture_path, run_tool
 
 

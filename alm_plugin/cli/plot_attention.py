@@ -13,8 +13,9 @@ import argparse
 
 import torch
 
-from ..output_files import save_figure
-from ..scoring import ScoringError, check_outputs, load_models, task_data
+from ..errors import ScoringError
+from ..model_loading import load_models, task_data
+from ..output_files import check_outputs, save_figure
 from .tool import picture_path, run_tool
 
 

@@ -40,15 +40,10 @@ import os
 import re
 import sys
 
+from ..errors import ScoringError
+from ..model_loading import load_models
 from ..plain_text import check_plain_text
-from ..scoring import (
-    CharacterModelScorer,
-    LanguageModelScorer,
-    ScoringError,
-    is_character_model,
-    load_models,
-    trained_on_streams,
-)
+from ..scoring import CharacterModelScorer, LanguageModelScorer, is_character_model, trained_on_streams
 from .tool import run_tool
 
 # fairseq-preprocess reads text with Python's universal newlines: a line ends at \r\n, \r or \n
@@ -194,9 +189,9 @@ def run(args):
             f"--path {args.path!r} has an empty checkpoint path (a ':' at an end or doubled): "
             "give CHECKPOINT, or CK1:CK2 for an ensemble"
         )
-    from ..test_time import TestTimeOptions
+    from ..evaluation_options import EvaluationOptions
 
-    options = TestTimeOptions.read(args)  # before the model loads; the segment is checked after
+    options = EvaluationOptions.read(args)  # before the model loads; the segment is checked after
     cache = options.cache
     texts = []  # the number of lines of each file: each a text of its own
     numbered = read_lines(args.files, texts)
@@ -261,7 +256,7 @@ def run(args):
             args.batch_size,
             loaded=loaded,
             document=document,
-            test_time=options,
+            evaluation=options,
         )
         encoded = [scorer.encode(line) for line in lines]
     characters = scorer.characters_of if isinstance(scorer, CharacterModelScorer) else None

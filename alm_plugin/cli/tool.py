@@ -7,19 +7,18 @@ import logging
 import os
 import sys
 
-from ..errors import UserError
-from ..scoring import ScoringError
+from ..errors import ScoringError, UserError
 
-# Raised for the user's input: our checks (ScoringError, UserError), a bad value (an unknown
-# sacremoses language is a ValueError), a missing split (fairseq's FileNotFoundError).
-USER_ERRORS = (ScoringError, UserError, ValueError, FileNotFoundError)
+# Raised for the user's input: our checks (UserError), a bad value (an unknown sacremoses
+# language is a ValueError), a missing split (fairseq's FileNotFoundError).
+USER_ERRORS = (UserError, ValueError, FileNotFoundError)
 
 
 def keep_freed_memory_returnable() -> None:
     """Fix glibc's mmap threshold at its 128 KiB default. glibc raises it after the first large
     free, and from then on each batch's vocabulary-sized buffers come from the heap, where the
-    small per-token results our tools keep between them pin it: alm-cache-grid grew 4 MB a batch
-    on WikiText-2 (killed at 23 GB) and stays flat with the threshold fixed. No-op off glibc."""
+    small per-token results our tools keep between them pin it, and the process grows every batch;
+    with the threshold fixed it stays flat. No-op off glibc."""
     try:
         ctypes.CDLL("libc.so.6").mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD
     except (OSError, AttributeError):

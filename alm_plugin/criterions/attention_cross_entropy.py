@@ -33,7 +33,7 @@ from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from omegaconf import II
 
-from ..cuda_graphs import capturing
+from .. import cuda_graphs  # cuda_graphs.capturing(): whether a CUDA graph records this pass
 from ..errors import OptionError
 
 logger = logging.getLogger(__name__)
@@ -219,7 +219,7 @@ class AttentionCrossEntropyCriterion(FairseqCriterion):
         if positions is not None and sample.get("target") is target:
             return nll.flatten()[positions].sum()
         first = self._first_words(sample, target)
-        return nll.masked_fill(~first, 0.0).sum() if capturing() else nll[first].sum()
+        return nll.masked_fill(~first, 0.0).sum() if cuda_graphs.capturing() else nll[first].sum()
 
     @staticmethod
     def _scored_rows(sample, real) -> int:

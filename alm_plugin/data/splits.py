@@ -8,13 +8,13 @@ What is checked, before fairseq opens anything:
   allowed), no word twice (fairseq's ``RuntimeError: Duplicate word``, ``ValueError: Incorrect
   dictionary format``, naming no file or line).
 - ``SPLIT.idx`` / ``SPLIT.bin`` (fairseq's ``mmap`` format, what fairseq-preprocess writes): the
-  index's header, its length against the number of lines it declares (a truncated index gave
-  ``buffer is smaller than requested size`` and an ``Exception ignored in __del__`` traceback),
-  each line's size and offset against the data (a size of 10^7 in a 9 kB split was taken, and
-  ``fairseq-eval-lm`` advised raising ``--max-tokens``), the data's length against the index's
+  index's header, its length against the number of lines it declares (on a truncated index
+  fairseq ends in ``buffer is smaller than requested size`` and an ``Exception ignored in __del__``
+  traceback), each line's size and offset against the data (fairseq takes a size beyond the data,
+  and ``fairseq-eval-lm`` advises raising ``--max-tokens``), the data's length against the index's
   total (a truncated ``.bin``: ``ValueError: buffer is smaller ...``), and every word id against
   the dictionary's size (a split binarised with another, larger dictionary).
-- An empty ``.bin`` and a missing split, refused by name as before.
+- An empty ``.bin`` and a missing split, each refused by name.
 """
 
 import itertools

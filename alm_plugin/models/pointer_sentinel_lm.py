@@ -49,9 +49,8 @@ class PointerSentinelConfig(RecurrentLMConfig):
         default=0.1,
         metadata={
             "help": "the sentinel vector s is stored as s / scale, so SGD moves it at scale^2 the learning "
-            "rate (the model is unchanged). At 1 (the paper's) the first clipped lr-1 steps saturate "
-            "the gate (g = 1: pointer unused, its gradient gone) within 10 updates; 0.1 kept it near "
-            "0.9 and reached 15% lower PTB valid ppl after 3 epochs (docs/models.md)",
+            "rate (the model is unchanged): below 1 a lower step for the gate, which at 1 (the paper's) "
+            "can saturate at g = 1, the pointer unused and its gradient gone (docs/models.md)",
             # checkpoints saved before the option existed were trained (and must be read) at 1
             DEFAULT_BEFORE_THE_OPTION: 1.0,
         },

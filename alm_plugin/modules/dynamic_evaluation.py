@@ -16,8 +16,8 @@ over every trainable parameter (the tied embedding and the biases included); the
 scaled by lr. ``theta_0`` (the trained weights) is kept in memory: the checkpoint file is never
 written, and every pass starts from it (``reset``). Dropout stays off: the model stays in eval
 mode, but for its LSTMs, which record in train mode with their dropout at 0 (the same figures):
-cuDNN's LSTM refuses a backward pass in eval mode, and without cuDNN a step on a GPU takes 2-3x
-as long (docs/tools.md). The neural cache, if on, mixes into the adapted model's distribution;
+cuDNN's LSTM refuses a backward pass in eval mode, and without cuDNN a step on a GPU is slower
+(docs/tools.md). The neural cache, if on, mixes into the adapted model's distribution;
 the step's loss is the model's own NLL (the cache is not trained). What stops a runaway
 adaptation (``EXPLODED``, ``SHADOW``, ``DRIFT`` below) and what it was measured on: docs/models.md,
 "Dynamic evaluation: the model adapts to the text it scores".
@@ -107,7 +107,7 @@ class DynamicEvalSettings:
 def check_options(lr, decay=None, rule=None, eps=None, segment=None, stats=None) -> Optional[DynamicEvalSettings]:
     """The ``--dynamic-eval-*`` values as a whole (``None``: not given), with the defaults filled in;
     ``None`` when dynamic evaluation is off (lr 0). Whether a segment may be given depends on the
-    model: ``TestTimeOptions.check_segments``."""
+    model: ``EvaluationOptions.check_segments``."""
     number("--dynamic-eval-lr", lr, least=0, why="the step size (0: off)")
     for flag, value in (
         ("--dynamic-eval-decay", decay),
@@ -351,12 +351,10 @@ def frozen_copy(model):
     """A copy of ``model`` at its current (trained) weights without gradients, in eval mode, its own
     stream state, neither the evaluator nor the neural cache: the shadow that scores the first
     segments statically."""
-    saved = model.__dict__.get("dynamic_eval"), model.__dict__.get("neural_cache")
-    model.dynamic_eval = model.neural_cache = None  # not copied: the copy scores the model's own NLL
-    try:
-        trained = copy.deepcopy(model)
-    finally:
-        model.dynamic_eval, model.neural_cache = saved
+    # the evaluator and the cache copied as None (deepcopy returns what its memo holds for an object):
+    # the copy scores the model's own NLL
+    leave_out = (model.__dict__.get("dynamic_eval"), model.__dict__.get("neural_cache"))
+    trained = copy.deepcopy(model, {id(state): None for state in leave_out if state is not None})
     reset_stream(trained)
     trained.requires_grad_(False)
     # nn.Module's own train(): fairseq's make_generation_fast_ replaces a model's with one that does nothing
@@ -406,21 +404,3 @@ def mean_nll(model, net_output, target) -> torch.Tensor:
     """The mean NLL of the real targets (``</s>`` included), from the model's own distribution."""
     real = target.ne(model.decoder.padding_idx)
     return -model.decoder.target_log_probs(net_output, target)[real].mean()
-
-
-def attach_dynamic_eval(settings: Optional[DynamicEvalSettings], model, training_batches, data=None):
-    """Give ``model`` the evaluator of ``settings`` (``None``: none); ``training_batches(n, segment)``:
-    n of the task's training batches, for rms, read from ``data``'s training split."""
-    from .neural_cache import CACHE_MODELS
-
-    if settings is None:
-        return model
-    if not hasattr(model, "dynamic_eval"):
-        raise OptionError(
-            f"--dynamic-eval-lr: dynamic evaluation adapts the word-level {CACHE_MODELS}, not "
-            f"{model.__class__.__name__}: drop the --dynamic-eval-* options for this model"
-        )
-    if settings.rule == "rms" and data:
-        check_training_split(data)
-    model.dynamic_eval = DynamicEvaluator(model, settings, training_batches)
-    return model

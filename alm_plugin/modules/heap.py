@@ -4,9 +4,9 @@ glibc hands a freed block over its mmap threshold (128 KB, raised at most to 32 
 kernel, and trims the heap's free top beyond twice that: the next step's tensor then comes as
 fresh pages the kernel must zero, one page fault per 4 KB. Dynamic evaluation allocates the
 output layer's whole gradient every segment (26 MB for WikiText-2's tied 33k x 200), the cache
-grid its score blocks every chunk: measured on WikiText-2 valid at one thread, half of a
-dynamic pass's CPU time went to the kernel (~14,000 faults a segment); with the blocks kept,
-~200, and the pass ran ~2x faster, the figures unchanged.
+grid its score blocks every chunk. Kept in the process, the blocks are reused without the faults,
+and the figures are the same (the cost: docs/troubleshooting.md, "Memory held after dynamic
+evaluation or ``alm-cache-grid``").
 """
 
 import ctypes

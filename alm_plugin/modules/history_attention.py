@@ -24,7 +24,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..cuda_graphs import capturing
+from .. import cuda_graphs  # cuda_graphs.capturing(): whether a CUDA graph records this pass
 from ..errors import OptionError
 
 Pairs = Tuple[Tensor, Tensor]  # the query and slot indices of the (query, slot) pairs a score computes
@@ -190,7 +190,7 @@ class CausalHistoryAttention(nn.Module):
             if len(self._pairs_by_geometry) >= PAIR_CACHE:
                 self._pairs_by_geometry.clear()
             self._pairs_by_geometry[key] = pairs
-        if capturing():
+        if cuda_graphs.capturing():
             self._pairs_in_graphs[key] = pairs
         return pairs
 

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from fairseq.models import FairseqIncrementalDecoder
 from torch import Tensor
 
-from ..cuda_graphs import capturing
+from .. import cuda_graphs  # cuda_graphs.capturing(): whether a CUDA graph records this pass
 from .adaptive_softmax import AdaptiveSoftmaxConfig, build_adaptive_softmax
 from .dictionary_fingerprint import DictionaryFingerprint
 from .lstm_helpers import UNLIMITED_POSITIONS, layer_by_layer
@@ -61,8 +61,7 @@ class RecurrentLMConfig(AdaptiveSoftmaxConfig):
         default=0.0,
         metadata={
             "help": "the LSTM forget gates' bias starts here (the paper: every bias 0; the authors' "
-            "released code and TensorFlow: 1.0). On a PTB slice (docs/benchmarks.md, ptb-choices) "
-            "single valid 313.5 at 1.0 against 277.6 at 0"
+            "released code and TensorFlow: 1.0; both compared in docs/benchmarks.md, ptb-choices)"
         },
     )
     init_range: float = field(
@@ -85,8 +84,7 @@ class HistoryAttentionConfig(RecurrentLMConfig):
         metadata={
             "help": "the attention's memory and queries read h_t after a dropout of their own (the "
             "concat layer still reads h_t undropped); off: they read h_t as the LSTM gives it, "
-            "as the authors' released code does. On a PTB slice (docs/benchmarks.md, ptb-choices) "
-            "single valid 280.0 with it against 277.6 without, amsrn 285.2 against 277.6"
+            "as the authors' released code does (both compared in docs/benchmarks.md, ptb-choices)"
         },
     )
 
@@ -204,7 +202,7 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
         else:
             hidden = (cache["hidden"].transpose(0, 1).contiguous(), cache["cell"].transpose(0, 1).contiguous())
         # in a CUDA graph one layer at a time: cuDNN's own dropout between the layers cannot be recorded
-        states, (h, c) = layer_by_layer(self.lstm, x, hidden) if capturing() else self.lstm(x, hidden)
+        states, (h, c) = layer_by_layer(self.lstm, x, hidden) if cuda_graphs.capturing() else self.lstm(x, hidden)
         # h_t is dropped once, on its way to the softmax (below); the attention reads it as it is
         # unless --attend-dropped-states gives the attention a dropout of its own
         attended = self.dropout(states) if self.attend_dropped_states else states

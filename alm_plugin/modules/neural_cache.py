@@ -164,19 +164,6 @@ class NeuralCache:
         return mixed.scatter_(2, at_words, in_cache)  # a word absent from a row's cache: + log 0
 
 
-def attach_neural_cache(settings, model):
-    """Give ``model`` the cache of ``settings``, ``(window, theta, lambda)`` (``None``: none)."""
-    if settings is None:
-        return model
-    if not hasattr(model, "neural_cache"):
-        raise OptionError(
-            f"--neural-cache-window: {model.__class__.__name__} does not hand its output features to "
-            f"the cache; the neural cache works with {CACHE_MODELS}. Drop the --neural-cache-* options for this model."
-        )
-    model.neural_cache = NeuralCache(*settings)
-    return model
-
-
 def cached_log_probs(cache: NeuralCache, log_model: Tensor, net_output, sample, padding_idx: int) -> Tensor:
     """``log p`` (B, T, V) of a batch with the cache mixed into ``log_model``, the model's whole
     distribution (``decoder.log_probs``, whatever its output layer).

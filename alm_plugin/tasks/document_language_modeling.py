@@ -39,7 +39,7 @@ class DocumentLanguageModelingConfig(WordStreamConfig, NeuralCacheOptions, Dynam
             "fairseq-validate): each stream but the first first reads this many words of the text before its "
             "first scored word (from a line start; read, not scored: every word is scored once), so it scores "
             "from a reader's state, not a fresh one in mid-document; with the neural cache, at least its "
-            "window. 0: fresh starts (the old reading). "
+            "window. 0: every stream starts fresh. "
             "Training streams start fresh (docs/models.md)"
         },
     )
@@ -78,17 +78,17 @@ class DocumentLanguageModelingTask(WordLMOptionsMixin, WordStreamTask):
                 "document_language_modeling spans the whole stream: bound it with --memory-window M "
                 "(e.g. 100; the last M states are carried from chunk to chunk)."
             )
-        return self.attach_test_time_options(model)
+        return self.attach_evaluation_options(model)
 
     def reading(self, split, training):
         """With dynamic evaluation a split scored is one stream of segments (whatever --batch-size,
         whatever the split's name): one step after each segment, the figure independent of the batching."""
-        settings = None if training else self.test_time_options.dynamic
+        settings = None if training else self.evaluation_options.dynamic
         return (1, settings.segment) if settings is not None else super().reading(split, training)
 
     def burn_in(self) -> int:
         check_burn_in(self.cfg.stream_burn_in)
-        return self.test_time_options.burn_in()
+        return self.evaluation_options.burn_in()
 
     def dynamic_eval_training_batches(self, count, segment):
         """``count`` batches of the training split as 20 streams of ``segment`` words, state carried:

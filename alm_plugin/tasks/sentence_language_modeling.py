@@ -62,9 +62,9 @@ class SentenceLanguageModelingConfig(LanguageModelingConfig, NeuralCacheOptions,
         default=35,
         metadata={
             "help": "most tokens per training sample (the paper pads/truncates sentences to "
-            "35); longer training sentences are cut into pieces (the paper's truncation, "
-            "--shorten-method truncate --shorten-data-split-list train, gave single valid "
-            "287.5 against 277.6 on a PTB slice: docs/benchmarks.md, ptb-choices)"
+            "35); longer training sentences are cut into pieces (the paper's truncation: "
+            "--shorten-method truncate --shorten-data-split-list train; both compared in "
+            "docs/benchmarks.md, ptb-choices)"
         },
     )
     eval_tokens_per_sample: int = field(
@@ -81,8 +81,8 @@ class SentenceLanguageModelingConfig(LanguageModelingConfig, NeuralCacheOptions,
         metadata={
             "help": "train on batches of consecutive sentences in the corpus's order, the same "
             "every epoch (the Attentive LM authors' released code); default: fairseq's "
-            "batches of like-length sentences, shuffled every epoch (on a PTB slice single "
-            "valid 300.0 in corpus order against 277.6: docs/benchmarks.md, ptb-choices)"
+            "batches of like-length sentences, shuffled every epoch (both compared in "
+            "docs/benchmarks.md, ptb-choices)"
         },
     )
     cuda_graphs: bool = field(
@@ -125,35 +125,39 @@ class SentenceLanguageModelingTask(WordLMOptionsMixin, LanguageModelingTask):
         check_dictionary(os.path.join(data, "dict.txt"))  # fairseq's own load names no file nor line
         if not kwargs.get("from_checkpoint"):  # a loaded model's task is not cut into samples again
             check_sample_lengths(args)
-        if getattr(args, "cuda_graphs", False):
-            cuda_graphs.check_options(args.cpu, args.fp16, args.amp, args.distributed_world_size)
         return super().setup_task(args, **kwargs)
+
+    def __init__(self, args, *rest, **kwargs):
+        super().__init__(args, *rest, **kwargs)
+        self.replays_graphs = bool(getattr(args, "cuda_graphs", False))  # --cuda-graphs, read here alone
+        if self.replays_graphs:
+            cuda_graphs.check_options(args.cpu, args.fp16, args.amp, args.distributed_world_size)
 
     def build_model(self, cfg, from_checkpoint=False):
         """Note the model's position limit: whole sentences are scored only up to it
         (fairseq's ``lstm_lm`` / ``transformer_lm`` take at most their --max-target-positions)."""
         model = super().build_model(cfg, from_checkpoint)
-        if getattr(self.args, "cuda_graphs", False):
+        if self.replays_graphs:
             cuda_graphs.check_model(model)
         limit = model.max_positions()
         self.model_position_limit = limit if isinstance(limit, int) and limit < 100_000 else 0
-        return self.attach_test_time_options(model)
+        return self.attach_evaluation_options(model)
 
     def build_criterion(self, cfg, *args, **kwargs):
         criterion = super().build_criterion(cfg, *args, **kwargs)
-        if getattr(self.args, "cuda_graphs", False):
+        if self.replays_graphs:
             cuda_graphs.check_criterion(criterion)
         return criterion
 
     def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
         """fairseq's step, or with ``--cuda-graphs`` its forward, loss and backward replayed as a graph."""
-        if not getattr(self.args, "cuda_graphs", False) or ignore_grad:
+        if not self.replays_graphs or ignore_grad:
             return super().train_step(sample, model, criterion, optimizer, update_num, ignore_grad)
         if getattr(self, "graphed_step", None) is None:
             self.graphed_step = cuda_graphs.GraphedTrainStep(model, criterion, optimizer)
         if not self.graphed_step.takes(sample):
             return super().train_step(sample, model, criterion, optimizer, update_num, ignore_grad)
-        self.test_time_options.refuse_in_training()
+        self.evaluation_options.refuse_in_training()
         model.train()
         model.set_num_updates(update_num)
         return self.graphed_step(model, sample)
@@ -168,7 +172,7 @@ class SentenceLanguageModelingTask(WordLMOptionsMixin, LanguageModelingTask):
     def eval_lm_dataloader(self, dataset, *args, context_window=0, num_shards=1, **kwargs):
         """With the neural cache or dynamic evaluation, the sentences in corpus order (the cache spans
         them; dynamic evaluation adapts after each), one sentence per batch for dynamic evaluation."""
-        options = self.test_time_options
+        options = self.evaluation_options
         if options.in_corpus_order:
             if context_window > 0 or num_shards > 1:
                 raise OptionError(

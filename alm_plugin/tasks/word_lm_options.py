@@ -2,10 +2,8 @@
 layer's criterion and sampling checks, the neural cache and dynamic evaluation attached at build
 time and refused in training and in fairseq-validate."""
 
+from ..evaluation_options import EvaluationOptions
 from ..modules.adaptive_softmax import check_criterion, check_temperature, uses_adaptive_softmax
-from ..modules.dynamic_evaluation import attach_dynamic_eval
-from ..modules.neural_cache import attach_neural_cache
-from ..test_time import TestTimeOptions
 
 
 def loaded_for_training(load_dataset_kwargs) -> bool:
@@ -26,18 +24,16 @@ class WordLMOptionsMixin:
     segments_are_sentences = True  # dynamic evaluation's segment: a sentence, or N tokens of a stream
 
     @property
-    def test_time_options(self) -> TestTimeOptions:
+    def evaluation_options(self) -> EvaluationOptions:
         """The task's test-time options, read once from its config (``self.args``)."""
-        if getattr(self, "_test_time_options", None) is None:
-            self._test_time_options = TestTimeOptions.read(self.args, self.segments_are_sentences)
-        return self._test_time_options
+        if getattr(self, "_evaluation_options", None) is None:
+            self._evaluation_options = EvaluationOptions.read(self.args, self.segments_are_sentences)
+        return self._evaluation_options
 
-    def attach_test_time_options(self, model):
+    def attach_evaluation_options(self, model):
         self.trains_adaptive_softmax = uses_adaptive_softmax(model)
-        options = self.test_time_options
-        model = attach_neural_cache(options.cache, model)
-        return attach_dynamic_eval(
-            options.dynamic, model, self.dynamic_eval_training_batches, getattr(self.args, "data", None)
+        return self.evaluation_options.attach(
+            model, self.dynamic_eval_training_batches, getattr(self.args, "data", None)
         )
 
     def build_generator(self, models, args, *rest, **kwargs):
@@ -48,10 +44,10 @@ class WordLMOptionsMixin:
         """fairseq-train and fairseq-validate build a criterion (eval-lm, alm-score, the hub do not):
         the test-time options, which the criterion's scoring would ignore, are refused here, before
         a batch is read."""
-        self.test_time_options.refuse_in_training()
+        self.evaluation_options.refuse_in_training()
         check_criterion(cfg, getattr(self, "trains_adaptive_softmax", False))
         return super().build_criterion(cfg, *args, **kwargs)
 
     def train_step(self, *args, **kwargs):
-        self.test_time_options.refuse_in_training()
+        self.evaluation_options.refuse_in_training()
         return super().train_step(*args, **kwargs)

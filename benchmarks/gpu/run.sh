@@ -308,7 +308,7 @@ step_fairseq-speed() {
     $PY -m benchmarks.train_speed --mode fairseq --data "$DATA" "${dev[@]}" --repeats 1
 }
 
-# ---- timing: a fairseq-train update, the host's levers off and on (issue 63) ----------------------
+# ---- timing: a fairseq-train update, the host's levers off and on ---------------------------------
 step_timing() {
   local end=$(( $(date +%s) + $1 )) data plugins=() rc=0 label json=$RESULTS/update_timing.json
   ptb_data; data=$DATA

@@ -5,7 +5,7 @@ step, and its reads of device values, for each plugin measured side by side
 from .tables import header, result_json
 
 JSON = ("cpu", "host_overhead.json")
-# the trainer's pieces the benchmark times, and what became of each (issue 63)
+# the trainer's pieces the benchmark times, and what became of each
 PIECES = [
     ("seeding", "`utils.set_torch_seed` before every update", "mended: the generators seeded directly"),
     ("clip", "`clip_grad_norm_`", "mended: one `torch._foreach_norm`"),

@@ -21,7 +21,7 @@ from .tables import (
 
 BASELINE, ATTENTION = "lstm", ("single", "combined")
 PAPER_SIZE = "2 x 650"  # the rows' archs, alm_lstm_ptb and attentive_lm_ptb
-ROWS_A_SESSION = 2  # rows that one session's GPU time trains and scores (issue 56)
+ROWS_A_SESSION = 2  # rows that one session's GPU time trains and scores
 SETTLED = 0.5  # % of valid ppl over the last epochs under which a curve counts as flat
 
 

@@ -1,4 +1,4 @@
-"""fairseq's data code under numpy 2, and installs that keep an installed numpy 2 (issue 46).
+"""fairseq's data code under numpy 2, and installs that keep an installed numpy 2.
 
 numpy 2.0 removed ``numpy.compat``, which fairseq 0.12 reads in TokenBlockDataset
 (``--sample-break-mode eos``) and in LanguagePairDataset's bucketing; numpy 2.4 removed

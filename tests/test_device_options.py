@@ -1,15 +1,16 @@
-"""What fairseq 0.12 gets wrong on the way to a GPU (issue 46), and how the plugin mends it or
-says why (alm_plugin/device_mends.py):
+"""The device and precision options that fairseq 0.12 gets wrong, as the plugin handles them: it
+mends them or says why (alm_plugin/device_mends.py):
 
-- ``--bf16``: fairseq reads it as ``--tpu``; fairseq-train died with ``AttributeError: 'NoneType'
-  object has no attribute 'xla_device'`` (on a GPU as on a CPU), fairseq-eval-lm and
-  fairseq-validate ignored it. Now refused in one line, naming ``--fp16`` / ``--amp``.
-- ``fairseq-train --cpu`` on a machine with a GPU: fairseq's ``utils.clip_grad_norm_`` put the
-  gradients' norm on ``cuda:0`` and died scaling the CPU gradients by it. These tests fake the
-  GPU (``torch.cuda.is_available()`` and the few ``torch.cuda`` calls fairseq makes with it),
-  which reproduces the failure with fairseq's own function: the norm asked onto ``cuda:0`` (on a
-  machine without CUDA, torch refuses that move; on one with a GPU, ``_foreach_mul_`` refuses
-  the CUDA scalar).
+- ``--bf16``: fairseq reads it as ``--tpu``, so fairseq-train dies with ``AttributeError: 'NoneType'
+  object has no attribute 'xla_device'`` (on a GPU as on a CPU), and fairseq-eval-lm and
+  fairseq-validate ignore it; the plugin refuses it in one line, naming ``--fp16`` / ``--amp``.
+- ``fairseq-train --cpu`` on a machine with a GPU: fairseq's ``utils.clip_grad_norm_`` puts the
+  gradients' norm on ``cuda:0`` and dies scaling the CPU gradients by it; the plugin's keeps the
+  norm on the gradients' device, with fairseq's figures. These tests fake the GPU
+  (``torch.cuda.is_available()`` and the few ``torch.cuda`` calls fairseq makes with it), which
+  reproduces the failure with fairseq's own function: the norm asked onto ``cuda:0`` (on a machine
+  without CUDA, torch refuses that move; on one with a GPU, ``_foreach_mul_`` refuses the CUDA
+  scalar).
 """
 
 import pytest
@@ -166,7 +167,8 @@ def translation_data(root):
     "case", ["sentence", "document", "open_vocabulary", "language_modeling", "translation", "memory_efficient"]
 )
 def test_fairseq_train_refuses_bf16_in_one_line(tmp_path, case):
-    """Before: the trainer died asking torch_xla for its device (a traceback), on every task."""
+    """fairseq-train refuses --bf16 (and --memory-efficient-bf16) in one line on every task, where
+    fairseq's trainer would die asking torch_xla for its device (a traceback)."""
     data, options, flag = SAMPLE_DATA, ["--task", "sentence_language_modeling", *TINY], "--bf16"
     if case == "document":
         options = ["--task", "document_language_modeling", *TINY]
@@ -213,7 +215,8 @@ def checkpoint(tiny_lstm):
 
 @pytest.mark.parametrize("tool", ["eval_lm", "validate"])
 def test_evaluation_refuses_bf16_in_one_line(checkpoint, tool):
-    """Before: both ignored --bf16 and computed in float32, without a word."""
+    """fairseq-eval-lm and fairseq-validate refuse --bf16 in one line, where fairseq would ignore it
+    and compute in float32 without a word."""
     code, output = run(
         tool,
         SAMPLE_DATA,

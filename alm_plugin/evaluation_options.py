@@ -1,5 +1,6 @@
 """The test-time options of a run (the neural cache, dynamic evaluation, a stream's burn-in), read
-once from its parsed arguments into one ``TestTimeOptions``, which the tasks and the tools take.
+once from its parsed arguments into one ``EvaluationOptions``, which the tasks and the tools take;
+``attach`` is the one place that gives a model its cache and its evaluator (or takes them away).
 
 The arguments are a task's config (fairseq-eval-lm, fairseq-validate, fairseq-train and the hub
 build the task from it; the word-level tasks mix ``NeuralCacheOptions`` and ``DynamicEvalOptions``
@@ -11,22 +12,21 @@ from dataclasses import dataclass
 from typing import Optional, Tuple
 
 from .errors import OptionError
-from .modules.dynamic_evaluation import DynamicEvalSettings
+from .modules.dynamic_evaluation import DynamicEvalSettings, DynamicEvaluator, check_training_split
 from .modules.dynamic_evaluation import check_options as dynamic_settings
+from .modules.neural_cache import CACHE_MODELS, NeuralCache
 from .modules.neural_cache import check_options as cache_settings
 
 
 @dataclass(frozen=True)
-class TestTimeOptions:
+class EvaluationOptions:
     cache: Optional[Tuple[int, float, float]] = None  # (window, theta, lambda); None: no cache
     dynamic: Optional[DynamicEvalSettings] = None  # the rule, its defaults filled in; None: off
     segment_given: bool = False  # --dynamic-eval-segment given (a sentence model's segment is its sentence)
     stream_burn_in: int = 0  # words each stream but the first reads before it scores (document task)
 
-    __test__ = False  # not a test class, whatever pytest makes of its name
-
     @classmethod
-    def read(cls, args, segments_are_sentences: Optional[bool] = None) -> "TestTimeOptions":
+    def read(cls, args, segments_are_sentences: Optional[bool] = None) -> "EvaluationOptions":
         """From parsed arguments; ``segments_are_sentences``: whether the model's segment is a
         sentence (refusing --dynamic-eval-segment), ``None`` where the model is not loaded yet
         (``check_segments`` then, once it is)."""
@@ -49,6 +49,30 @@ class TestTimeOptions:
         if segments_are_sentences is not None:
             options.check_segments(segments_are_sentences)
         return options
+
+    def attach(self, model, training_batches=None, data: Optional[str] = None):
+        """Give ``model`` these options' neural cache and dynamic evaluator, and no other (``None``
+        where an option is off); ``training_batches(n, segment)``: n of the task's training batches,
+        which rms dynamic evaluation reads from ``data``'s training split."""
+        name = model.__class__.__name__
+        if self.cache is not None and not hasattr(model, "neural_cache"):
+            raise OptionError(
+                f"--neural-cache-window: {name} does not hand its output features to the cache; the neural "
+                f"cache works with {CACHE_MODELS}. Drop the --neural-cache-* options for this model."
+            )
+        if self.dynamic is not None and not hasattr(model, "dynamic_eval"):
+            raise OptionError(
+                f"--dynamic-eval-lr: dynamic evaluation adapts the word-level {CACHE_MODELS}, not {name}: drop "
+                "the --dynamic-eval-* options for this model"
+            )
+        if self.dynamic is not None and self.dynamic.rule == "rms" and data:
+            check_training_split(data)
+        if hasattr(model, "neural_cache"):
+            model.neural_cache = NeuralCache(*self.cache) if self.cache is not None else None
+        if hasattr(model, "dynamic_eval"):
+            evaluator = DynamicEvaluator(model, self.dynamic, training_batches) if self.dynamic is not None else None
+            model.dynamic_eval = evaluator
+        return model
 
     def check_segments(self, segments_are_sentences: bool) -> None:
         if self.segment_given and segments_are_sentences:

@@ -1,5 +1,5 @@
-"""fairseq's per-update costs that the plugin mends (``alm_plugin/device_mends.py``, issue 63)
-give fairseq's numbers: the seeding before every update (the generators seeded directly, not
+"""The plugin's cheaper per-update seeding and clip (``alm_plugin/device_mends.py``) give
+fairseq's numbers: the seeding before every update (the generators seeded directly, not
 through ``torch.manual_seed``'s queued seeders) and the clip (the gradients' norms in one
 ``torch._foreach_norm``, not one ``torch.norm`` each)."""
 
