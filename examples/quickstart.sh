@@ -14,31 +14,54 @@ fail() { echo "failed: see $1 (last lines below)" >&2; tail -n 20 "$1" >&2; exit
 
 if [ "${SKIP_INSTALL:-0}" != 1 ]; then
   echo "Installing fairseq and alm_plugin (log: $SAVE/install.log) ..."
-  bash scripts/install.sh > "$SAVE/install.log" 2>&1 || fail "$SAVE/install.log"
+  bash scripts/install.sh > "$SAVE/install.log" 2>&1 &
+  installer=$!
+  start=$(date +%s)
+  while kill -0 "$installer" 2>/dev/null; do  # a line every 20 s: the step install.sh is on, and the time so far
+    sleep 1
+    if (( ($(date +%s) - start) % 20 == 0 )); then
+      doing=$(grep "^install.sh: " "$SAVE/install.log" | tail -n 1 | sed 's/^install.sh: //')
+      echo "  ${doing:-starting} ($(( $(date +%s) - start )) s so far)"
+      sleep 1
+    fi
+  done
+  wait "$installer" || fail "$SAVE/install.log"
   tail -n 1 "$SAVE/install.log"
 fi
 
-echo "Training attentive_lm_small (2 x 256 LSTM, single score) on data-bin/wikitext-2-sample," \
-     "$EPOCHS epochs on the CPU (log: $SAVE/train.log; a checkpoint in $SAVE is resumed) ..."
-start=$(date +%s)
-fairseq-train data-bin/wikitext-2-sample --user-dir alm_plugin \
-  --task sentence_language_modeling --arch attentive_lm_small --attention-score single \
-  --criterion attention_cross_entropy --optimizer adam --lr 0.003 --clip-norm 5 \
-  --batch-size 32 --max-epoch "$EPOCHS" --patience 3 --no-epoch-checkpoints \
-  --save-dir "$SAVE" --cpu --log-format simple --log-interval 50 > "$SAVE/train.log" 2>&1 &
-trainer=$!
-shown=0
-while kill -0 "$trainer" 2>/dev/null; do  # one line per finished epoch, as it finishes
-  sleep 2
-  lines=$(grep -c "valid on 'valid' subset" "$SAVE/train.log" || true)
-  if [ "$lines" -gt "$shown" ]; then
-    grep "valid on 'valid' subset" "$SAVE/train.log" | tail -n +"$((shown + 1))" \
-      | sed -E "s/.*epoch 0*([0-9]+) \| valid on 'valid' subset.* ppl ([0-9.]+) .*/  epoch \1: valid perplexity \2/"
-    shown=$lines
-  fi
-done
-wait "$trainer" || fail "$SAVE/train.log"
-echo "  trained in $(( $(date +%s) - start )) s"
+train() {  # fairseq-train in the background, one line shown per finished epoch
+  echo "Training attentive_lm_small (2 x 256 LSTM, single score) on data-bin/wikitext-2-sample," \
+       "$EPOCHS epochs on the CPU (log: $SAVE/train.log; a checkpoint in $SAVE is resumed) ..."
+  local start trainer shown=0 lines
+  start=$(date +%s)
+  fairseq-train data-bin/wikitext-2-sample --user-dir alm_plugin \
+    --task sentence_language_modeling --arch attentive_lm_small --attention-score single \
+    --criterion attention_cross_entropy --optimizer adam --lr 0.003 --clip-norm 5 \
+    --batch-size 32 --max-epoch "$EPOCHS" --patience 3 --no-epoch-checkpoints \
+    --save-dir "$SAVE" --cpu --log-format simple --log-interval 50 > "$SAVE/train.log" 2>&1 &
+  trainer=$!
+  while kill -0 "$trainer" 2>/dev/null; do
+    sleep 2
+    lines=$(grep -c "valid on 'valid' subset" "$SAVE/train.log" || true)
+    if [ "$lines" -gt "$shown" ]; then
+      grep "valid on 'valid' subset" "$SAVE/train.log" | tail -n +"$((shown + 1))" \
+        | sed -E "s/.*epoch 0*([0-9]+) \| valid on 'valid' subset.* ppl ([0-9.]+) .*/  epoch \1: valid perplexity \2/"
+      shown=$lines
+    fi
+  done
+  wait "$trainer" || fail "$SAVE/train.log"
+  echo "  trained in $(( $(date +%s) - start )) s"
+}
+
+# the epochs a checkpoint in $SAVE has finished (0: none; fairseq-train resumes from it)
+trained=$(python3 -c "import sys, torch
+print(torch.load(sys.argv[1], map_location='cpu', weights_only=False)['extra_state']['train_iterator']['epoch'] - 1)" \
+  "$SAVE/checkpoint_last.pt" 2>/dev/null || echo 0)
+if [ "$trained" -ge "$EPOCHS" ]; then
+  echo "Found a model trained for $trained epochs in $SAVE: training skipped (to train again: rm -r $SAVE)."
+else
+  train
+fi
 
 fairseq-eval-lm data-bin/wikitext-2-sample --user-dir alm_plugin --task sentence_language_modeling \
   --path "$SAVE/checkpoint_best.pt" --gen-subset test --batch-size 32 --cpu > "$SAVE/eval.log" 2>&1 \
@@ -52,7 +75,7 @@ Test perplexity (fairseq-eval-lm, every word and </s> counted): $test_ppl
 
 Next, try:
   echo "The game was released in Japan ." | alm-score --path $SAVE/checkpoint_best.pt
-  alm-plot-attention --path $SAVE/checkpoint_best.pt --out attention.png "The game was released in Japan ."
+  alm-plot-attention --path $SAVE/checkpoint_best.pt --out $SAVE/attention.png "The game was released in Japan ."
   fairseq-eval-lm data-bin/wikitext-2-sample --user-dir alm_plugin --task sentence_language_modeling \\
     --path $SAVE/checkpoint_best.pt --gen-subset valid --cpu
 EOF

@@ -15,7 +15,7 @@
 # - numpy: an installed numpy is kept at its version, 1.x or 2.x (never downgraded nor upgraded):
 #   an image's scipy and scikit-learn are built against it (scipy >= 1.18 needs numpy 2: under
 #   numpy<2, `import sklearn`, which fairseq runs at start-up, fails), and so is a fairseq-fixed
-#   already built here. A fresh install gets the newest numpy, numpy 2 (measured, issue 46):
+#   already built here. A fresh install gets the newest numpy, numpy 2:
 #   fairseq-fixed's Cython extensions, built here against the installed numpy, then load under
 #   numpy 1.x and 2.x alike, where ones built against numpy 1.26 fail to load under 2.x; numpy<2
 #   has no wheel for Python >= 3.13 and caps scipy at 1.17; and the tests pass on numpy 2.4.6 as
@@ -59,11 +59,15 @@ if [[ -n $WHEELHOUSE ]]; then
   "${PIP[@]}" setuptools wheel cython numpy "${KEEP_NUMPY[@]}"
 fi
 
+# each step's line, "install.sh: ...", is what examples/quickstart.sh shows while it waits
+step() { echo "install.sh: $*"; }
 if ! "$PY" -c "import torch" 2>/dev/null; then
+  step "torch 2.13.0"
   "${PIP[@]}" "torch==2.13.0" || {
     echo "install.sh: no torch installed and none could be installed${WHEELHOUSE:+ from $WHEELHOUSE}:" \
          "install your torch build first (it is kept), or put its wheel in the wheelhouse" >&2; exit 1; }
 fi
+step "the requirements (scripts/requirements.txt)"
 "${PIP[@]}" -r scripts/requirements.txt "${KEEP_NUMPY[@]}"
 # its Cython extensions must load too: one built against numpy 1.x does not under numpy 2
 if ! "$PY" -c "import fairseq.data.data_utils_fast, fairseq.data.token_block_utils_fast" 2>/dev/null; then
@@ -71,13 +75,15 @@ if ! "$PY" -c "import fairseq.data.data_utils_fast, fairseq.data.token_block_uti
   # has a Python fallback) are not used here, and nvcc builds are slow and version-fragile
   # --no-cache-dir: built here against this numpy, not a wheel pip cached from a build against
   # another (one built against numpy 1.x fails to load under numpy 2)
+  step "fairseq-fixed, built from its source (a few minutes on 2 cores)"
   env -u CUDA_HOME "${PIP[@]}" --no-build-isolation --no-deps --no-cache-dir --force-reinstall \
     "fairseq-fixed==0.12.3.1"
 fi
 # this package, editable, built by the setuptools installed here (offline too): pyproject.toml
 # names the build backend, so pip builds the editable wheel itself; without it, a pip that finds
 # `wheel` installed runs `setup.py develop`, which setuptools >= 80 hands to a pip of its own that
-# looks for setuptools on an index (issue 56)
+# looks for setuptools on an index
+step "alm_plugin (editable)"
 "${PIP[@]}" --no-deps --no-build-isolation -e . || {
   echo "install.sh: installing alm_plugin itself (pip install -e .) failed, pip's error above: it needs this" \
        "checkout's pyproject.toml and setuptools>=64 with wheel in $PY" \

@@ -103,7 +103,7 @@ def hand_dynamic(checkpoint, data, lr, decay, rule="sgd", eps=2e-5, stats_batche
         source = torch.cat([sentence.new([task.dictionary.eos()]), sentence[:-1]])
         lp = model.get_normalized_probs(model(source[None]), log_probs=True)[0]
         nll = -lp.gather(1, sentence[:, None]).squeeze(1)
-        total, tokens = total + float(nll.double().sum()), tokens + len(sentence)
+        total, tokens = total + float(nll.detach().double().sum()), tokens + len(sentence)
         grads = torch.autograd.grad(nll.mean(), params)
         with torch.no_grad():
             for k, (p, g, p0) in enumerate(zip(params, grads, initial)):

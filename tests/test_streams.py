@@ -391,7 +391,7 @@ def test_an_adam_model_scores_as_many_streams_as_it_does_as_one(tmp_path):
     """Streams started fresh misread an Adam-trained model: amsrn_small after 60 Adam updates read
     valid as 296.63 on one stream and 360.33 on 20 fresh streams (+21%; attentive_lm_small after
     147: 469 against 1,797). Every stream reads the text's opening and its own past before it scores: fairseq-train's
-    validation (20 streams) and eval-lm at 4 and 20 streams give the one-stream figure."""
+    validation (20 streams) and eval-lm at 20 streams give the one-stream figure."""
     _, output = run(
         "train",
         SAMPLE_DATA,
@@ -433,6 +433,5 @@ def test_an_adam_model_scores_as_many_streams_as_it_does_as_one(tmp_path):
         "--cpu",
     ]
     one = eval_lm_result(run("eval_lm", *common, "--batch-size", "1")[1])[0]
-    for streams in ("4", "20"):
-        assert eval_lm_result(run("eval_lm", *common, "--batch-size", streams)[1])[0] == pytest.approx(one, rel=5e-4)
+    assert eval_lm_result(run("eval_lm", *common, "--batch-size", "20")[1])[0] == pytest.approx(one, rel=5e-4)
     assert float(json_records(output, "valid")[-1]["valid_nll_loss"]) == pytest.approx(one, rel=5e-4)
