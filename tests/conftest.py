@@ -19,6 +19,11 @@ DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "cuda: the test runs on the GPU (pytest -m cuda runs only those)")
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1:  # the cores shared out: torch's threads in several workers would fight over each core
+        threads = str(max(1, (os.cpu_count() or 1) // workers))
+        os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = threads  # the fairseq tools a test runs
+        torch.set_num_threads(int(threads))
 
 
 def pytest_generate_tests(metafunc):
