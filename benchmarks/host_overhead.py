@@ -26,6 +26,7 @@ import time
 import timeit
 import traceback
 import warnings
+from dataclasses import dataclass, field
 from unittest import mock
 
 import torch
@@ -161,6 +162,46 @@ def counting_syncs(host_syncs):
                 host_syncs.cuda = sum("synchroniz" in str(w.message) for w in recorded)
 
 
+@dataclass
+class UpdateRecord:
+    """What ``measure`` records of each update: the trainer's and the task's step (ms), when each
+    update started, its tokens, the trainer's pieces (ms), the host syncs of the counted update and a
+    digest of every update's figures, then the weights (the same bits, the same digest)."""
+
+    step_ms: list = field(default_factory=list)
+    task_ms: list = field(default_factory=list)
+    starts: list = field(default_factory=list)
+    tokens: list = field(default_factory=list)
+    piece_ms: dict = field(default_factory=lambda: collections.defaultdict(list))
+    syncs: HostSyncs = field(default_factory=HostSyncs)
+    trained: object = field(default_factory=hashlib.sha256)
+
+    def figures(self, skip, parts):
+        """The per-update medians after the first ``skip`` updates, tokens/s, the syncs and the digest."""
+
+        def median(values):
+            return round(statistics.median(values[skip:]), 3)  # the first ``skip`` updates warm up
+
+        host = [s - t for s, t in zip(self.step_ms, self.task_ms)]
+        between = [(b - a) * 1e3 for a, b in zip(self.starts, self.starts[1:])]  # one update's start to the next's
+        figures = {
+            "updates": len(self.step_ms),
+            "host_ms": median(host),
+            "step_ms": median(self.step_ms),
+            "task_ms": median(self.task_ms),
+            "update_ms": median(between),
+            "tokens_per_s": round(sum(self.tokens[skip:-1]) / (self.starts[-1] - self.starts[skip])),
+            "syncs": sum(self.syncs.found.values()),
+            "ours": self.syncs.ours,
+            "where": dict(self.syncs.found),
+            "cuda_syncs": self.syncs.cuda,
+            "trained": self.trained.hexdigest()[:16],
+        }
+        if parts:
+            figures["parts_ms"] = {piece: median(values) for piece, values in self.piece_ms.items()}
+        return figures
+
+
 def measure(
     case, updates=60, skip=5, counted=3, parts=False, plugin=os.path.join(ROOT, "alm_plugin"), extra=(), **where
 ):
@@ -173,9 +214,8 @@ def measure(
     from fairseq.trainer import Trainer
     from omegaconf import DictConfig
 
-    step_ms, task_ms, starts, tokens, piece_ms, syncs = [], [], [], [], collections.defaultdict(list), HostSyncs()
+    record = UpdateRecord()
     inside = {"pieces": collections.Counter(), "calls": collections.Counter(), "log": None}
-    trained = hashlib.sha256()  # every update's figures, then the weights: the same bits, the same digest
 
     def timed(piece):  # the calls of ``piece`` in an update and their seconds
         def make(original):
@@ -195,23 +235,23 @@ def measure(
         def step(self, samples, raise_oom=False):
             if "train_step" not in vars(self.task):  # the task's own step (the plugin's class may define it)
                 self.task.train_step = task_step(self.task.train_step)
-            number = len(step_ms) + 1
+            number = len(record.step_ms) + 1
             inside["pieces"], inside["calls"] = collections.Counter(), collections.Counter()
-            tokens.append(sum(sample.get("ntokens", 0) for sample in samples if sample))
-            with counting_syncs(syncs) if number == counted else contextlib.nullcontext():
+            record.tokens.append(sum(sample.get("ntokens", 0) for sample in samples if sample))
+            with counting_syncs(record.syncs) if number == counted else contextlib.nullcontext():
                 start = time.perf_counter()
-                starts.append(start)
+                record.starts.append(start)
                 result = original(self, samples, raise_oom)
                 spent = time.perf_counter() - start
-            step_ms.append(spent * 1e3)
-            task_ms.append(inside["pieces"].pop("task", 0.0) * 1e3)
-            trained.update(repr([float(inside["log"][key]) for key in FIGURES if key in inside["log"]]).encode())
+            record.step_ms.append(spent * 1e3)
+            record.task_ms.append(inside["pieces"].pop("task", 0.0) * 1e3)
+            record.trained.update(repr([float(inside["log"][key]) for key in FIGURES if key in inside["log"]]).encode())
             if number == updates:
                 for parameter in self.model.parameters():
-                    trained.update(parameter.detach().cpu().numpy().tobytes())
+                    record.trained.update(parameter.detach().cpu().numpy().tobytes())
             for piece, seconds in inside["pieces"].items():
-                piece_ms[piece].append(seconds * 1e3)
-            piece_ms["config look-ups (count)"].append(inside["calls"]["config look-ups"])
+                record.piece_ms[piece].append(seconds * 1e3)
+            record.piece_ms["config look-ups (count)"].append(inside["calls"]["config look-ups"])
             return result
 
         return step
@@ -259,27 +299,7 @@ def measure(
             ]
         )
 
-    def median(values):
-        return round(statistics.median(values[skip:]), 3)  # the first ``skip`` updates warm up
-
-    host = [s - t for s, t in zip(step_ms, task_ms)]
-    between = [(b - a) * 1e3 for a, b in zip(starts, starts[1:])]  # one update's start to the next's
-    figures = {
-        "updates": len(step_ms),
-        "host_ms": median(host),
-        "step_ms": median(step_ms),
-        "task_ms": median(task_ms),
-        "update_ms": median(between),
-        "tokens_per_s": round(sum(tokens[skip:-1]) / (starts[-1] - starts[skip])),
-        "syncs": sum(syncs.found.values()),
-        "ours": syncs.ours,
-        "where": dict(syncs.found),
-        "cuda_syncs": syncs.cuda,
-        "trained": trained.hexdigest()[:16],
-    }
-    if parts:
-        figures["parts_ms"] = {piece: median(values) for piece, values in piece_ms.items()}
-    return figures
+    return record.figures(skip, parts)
 
 
 def trainer_checks_ms(repeats=2000):
