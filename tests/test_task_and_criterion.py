@@ -167,7 +167,7 @@ def test_paper_ppl_leaves_out_the_first_word_of_every_sentence_in_a_sample(dicti
     total = nll[tgt.ne(pad)].sum()
     first_words = nll[0, 0] + nll[0, 3] + nll[1, 1]
     assert reduce(AttentionCrossEntropyCriterion, log)["paper_ppl"] == pytest.approx(
-        math.exp((total - first_words) / 10), rel=1e-3
+        math.exp((total - first_words).item() / 10), rel=1e-3
     )
 
 
@@ -202,7 +202,7 @@ def test_paper_ppl_of_a_translation_model_reads_the_target_side(dictionary):
     log = AttentionCrossEntropyCriterion(FakeTask(dictionary))(TranslationLike(), sample)[2]
     nll = -model.get_normalized_probs(model(prev), log_probs=True).gather(2, tgt[..., None])[..., 0]
     assert reduce(AttentionCrossEntropyCriterion, log)["paper_ppl"] == pytest.approx(
-        math.exp((nll.sum() - nll[:, 0].sum()) / 6), rel=1e-3
+        math.exp((nll.sum() - nll[:, 0].sum()).item() / 6), rel=1e-3
     )
 
 
