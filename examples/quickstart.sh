@@ -17,12 +17,13 @@ if [ "${SKIP_INSTALL:-0}" != 1 ]; then
   bash scripts/install.sh > "$SAVE/install.log" 2>&1 &
   installer=$!
   start=$(date +%s)
+  shown=$start
   while kill -0 "$installer" 2>/dev/null; do  # a line every 20 s: the step install.sh is on, and the time so far
     sleep 1
-    if (( ($(date +%s) - start) % 20 == 0 )); then
+    if (( $(date +%s) - shown >= 20 )); then
+      shown=$(date +%s)
       doing=$(grep "^install.sh: " "$SAVE/install.log" | tail -n 1 | sed 's/^install.sh: //')
-      echo "  ${doing:-starting} ($(( $(date +%s) - start )) s so far)"
-      sleep 1
+      echo "  ${doing:-starting} ($(( shown - start )) s so far)"
     fi
   done
   wait "$installer" || fail "$SAVE/install.log"

@@ -219,11 +219,6 @@ def check_dynamic_grid(args):
     args.dynamic_rule = args.dynamic_rule or "sgd"
 
 
-def dynamic_points(args):
-    """Dynamic evaluation's (lr, decay) points, in the order asked."""
-    return [(lr, decay) for lr in args.dynamic_lrs for decay in args.dynamic_decays]
-
-
 def load_word_model(args):
     """``(model, task)`` of ``--path``: a word-level model the cache can read, its data checked as an
     output's neighbour, its sentences read as fairseq-eval-lm would read them."""
@@ -324,7 +319,9 @@ def run(args):
     check_outputs({"--json": args.json}, {"--path": [args.path]}, data=[args.data])
     check_grid(args.windows, args.thetas, args.lambdas)  # before the model loads
     check_dynamic_grid(args)
-    settings = dynamic_points(args)  # every point checked before the model loads
+    points = [(lr, decay) for lr in args.dynamic_lrs for decay in args.dynamic_decays]
+    # every point checked before the model loads
+    settings = {point: dynamic_options(*point, args.dynamic_rule, segment=args.dynamic_segment) for point in points}
     keep_freed_memory()  # the cache's score blocks and the dynamic steps reallocate the same tensors
     model, task = load_word_model(args)
     streams = trained_on_streams(task)
@@ -333,7 +330,6 @@ def run(args):
             f"--dynamic-segment: {args.path} is a sentence-level model, whose segment is one sentence "
             "(read whole from a fresh state, as it was trained): drop the option"
         )
-    settings = {point: dynamic_options(*point, args.dynamic_rule, segment=args.dynamic_segment) for point in settings}
     windows = [int(w) for w in args.windows]
     lambdas = [0.0, *[lam for lam in args.lambdas if lam]]
     passes = scored_passes(model, task, args.gen_subset, settings)
