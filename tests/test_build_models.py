@@ -180,3 +180,23 @@ def test_the_adaptive_softmax_builds_through_both_paths(model_name, data_dir):
         output = model(tokens, torch.tensor([5, 5]), tokens) if model_name == "attentive_nmt" else model(tokens)
         total = model.get_normalized_probs(output, log_probs=False).sum(-1)
         torch.testing.assert_close(total, torch.ones(2, 5), rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("corpus", ["ptb", "ptb-paper"])
+def test_the_size_matched_lstm_has_the_concat_layers_parameter_count(corpus, tmp_path):
+    """``lstm-matched`` (benchmarks/rows.py) is the LSTM widened to the layer row's parameters, within 1%,
+    built with a dictionary of PTB's 10,000 words and the row's own arguments."""
+    from benchmarks.rows import CORPORA
+
+    (tmp_path / "dict.txt").write_text("".join(f"w{i} {10000 - i}\n" for i in range(10000)))
+    counts = {}
+    for name in ("lstm-matched", "single-zero-context", "lstm"):
+        args = options.parse_args_and_arch(
+            options.get_training_parser(),
+            [str(tmp_path), "--user-dir", "alm_plugin", "--task", "sentence_language_modeling"]
+            + [a for a in CORPORA[corpus].rows[name].args if a != "--sentence-avg"],
+        )
+        model = tasks.setup_task(args).build_model(args)
+        counts[name] = sum(p.numel() for p in model.parameters())
+    assert abs(counts["lstm-matched"] / counts["single-zero-context"] - 1) < 0.01
+    assert counts["single-zero-context"] / counts["lstm"] - 1 > 0.02  # the gap the width closes (3% at 2 x 200)

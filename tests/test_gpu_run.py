@@ -43,7 +43,7 @@ def test_run_sh_knows_every_paper_row_of_the_table():
     """run.sh checks the paper step's rows before it installs anything (no Python there yet): its list is rows.py's."""
     from benchmarks.rows import PTB_PAPER
 
-    known = re.search(r"^PAPER_ROWS_KNOWN=\((.*)\)$", open(RUN).read(), re.M).group(1).split()
+    known = re.search(r"^PAPER_ROWS_KNOWN=\((.*?)\)$", open(RUN).read(), re.M | re.S).group(1).split()
     assert known == list(PTB_PAPER.rows)
 
 
@@ -114,7 +114,7 @@ def test_dry_run_of_the_paper_step_resumes_across_commands(tmp_path):
 def test_a_paper_row_that_stopped_without_its_json_is_started_again(tmp_path):
     """A row whose process ended without its JSON (a fault, a kill) is started again by the next
     command, resuming its checkpoint (twice at most), not reported as stopped for every command after."""
-    env = {"ALM_GPU_RESULTS": str(tmp_path / "results"), "ALM_GPU_WORK": str(tmp_path / "work"), "GPU_RUN_BUDGET": "20"}
+    env = {"ALM_GPU_RESULTS": str(tmp_path / "results"), "ALM_GPU_WORK": str(tmp_path / "work"), "GPU_RUN_BUDGET": "30"}
     (tmp_path / "work" / "paper").mkdir(parents=True)
     (tmp_path / "work" / "paper" / "lstm.pid").write_text("999999999\n")  # no such process
     try:

@@ -20,7 +20,11 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-python3}
 STEPS_KNOWN=(install tests cli speed char fairseq-speed timing paper)
-PAPER_ROWS_KNOWN=(lstm single combined single-zero-context lstm-seed2 single-zero-context-seed2 single-seed2)
+PAPER_ROWS_KNOWN=(
+  lstm single combined single-zero-context lstm-matched
+  lstm-seed2 single-zero-context-seed2 single-seed2 combined-seed2 lstm-matched-seed2
+  lstm-seed3 single-zero-context-seed3 single-seed3 combined-seed3 lstm-matched-seed3
+)
 # the timing step's plugins with the host levers off: before the syncs were taken out, and before the mends
 declare -A TIMING_PLUGINS=([before]=b6545b6 [no-syncs]=adb44ed)
 DRY=0; PREPARE=0; CUT=0; WANT=(); PAPER_ROWS=()

@@ -44,7 +44,7 @@ def blocks(ptb_results_dir=None, paper_results_dir=None, draw=True):
         "ptb-paper": ptb_paper.block(PTB_PAPER.load(paper_results_dir), results),
         "ptb-stream": ptb_stream.block(results),
         "adaptive-softmax": adaptive_softmax.block(results),
-        "wikitext-2": wikitext_2.block(results),
+        "wikitext-2": wikitext_2.block(),
         "ptb-choices": ptb_choices.block(),
         "char-tables": char_tables.block(),
     }

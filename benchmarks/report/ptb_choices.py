@@ -3,18 +3,14 @@ choice away from its reference on a PTB slice (``--corpus ptb-choices`` in rows.
 after each epoch and the whole-sentence valid / test of the best checkpoint, and a verdict per
 choice against its reference."""
 
+from benchmarks.comparisons import declared
 from benchmarks.rows import PTB_CHOICES
 
-from .statements import LEVEL, changes, head, layer_and_attention, pct
+from .statements import compared, head, pct
 from .tables import header
 
-# each row against the row it differs from in one choice
-REFERENCE = {
-    "single": "lstm",
-    "single-zero-context": "lstm",
-    "amsrn-attend-dropped": "amsrn",
-    **{n: "single" for n in PTB_CHOICES.rows if n.startswith("single-") and n != "single-zero-context"},
-}
+# each row against the row it differs from in one choice (benchmarks/comparisons.py)
+REFERENCE = {c.row: c.baseline for c in reversed(declared(PTB_CHOICES.name))}
 
 
 def table(results):
@@ -48,14 +44,7 @@ def table(results):
 
 def statement(results):
     lines = [head("What each choice does", len(results), len(PTB_CHOICES.rows))]
-    for name in (n for n in PTB_CHOICES.rows if n in results and REFERENCE.get(n) in results):
-        r, base = results[name], results[REFERENCE[name]]
-        lines.append(
-            f"{PTB_CHOICES.rows[name].description} against {REFERENCE[name]}: valid {r['valid_ppl']:.1f} "
-            f"against {base['valid_ppl']:.1f}, test {r['test_ppl']:.1f} against {base['test_ppl']:.1f} "
-            f"{changes(r, base)}."
-        )
-    return "\n".join(lines + layer_and_attention(PTB_CHOICES, results) + [LEVEL])
+    return "\n".join(lines + compared(PTB_CHOICES, results))
 
 
 def block():

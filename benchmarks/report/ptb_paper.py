@@ -2,9 +2,10 @@
 ``bash benchmarks/gpu/run.sh paper``) beside its figures (they stand beside our ``paper_ppl``) and our 2 x 200
 rows: does attention beat the same-code LSTM there, and what do the cache and dynamic evaluation add."""
 
-from benchmarks.rows import PTB, PTB_PAPER, SEEDED, SIZE
+from benchmarks.grid_edge import edge_sides
+from benchmarks.rows import PTB, PTB_PAPER, SIZE
 
-from .statements import LEVEL, TOLERANCE, changes, figures, gain, head, layer_and_attention, pct, span
+from .statements import compared, head, mean, models, pct, seed_runs, span
 from .tables import (
     OPTIONS,
     before_the_fix_note,
@@ -15,11 +16,12 @@ from .tables import (
     label,
     one_layout,
     paper_figures,
+    seed_table,
     tokens,
     unlogged,
 )
 
-BASELINE, ATTENTION = "lstm", ("single", "combined")
+BASELINE = "lstm"
 PAPER_SIZE = "2 x 650"  # the rows' archs, alm_lstm_ptb and attentive_lm_ptb
 ROWS_A_SESSION = 2  # rows that one session's GPU time trains and scores
 SETTLED = 0.5  # % of valid ppl over the last epochs under which a curve counts as flat
@@ -84,25 +86,6 @@ def pending(paper):
     ]
 
 
-def versus(corpus, results, suffix=""):
-    """Each attention row against the LSTM on valid and test (``suffix``: with a test-time option); None
-    until the LSTM and an attention row both have those figures."""
-
-    def has(name):
-        return name in results and f"valid_ppl{suffix}" in results[name] and f"test_ppl{suffix}" in results[name]
-
-    base, attention = results.get(BASELINE), [n for n in ATTENTION if has(n)]
-    if not has(BASELINE) or not attention:
-        return None
-    return "; ".join(
-        [f"the LSTM {figures(base, suffix)}"]
-        + [
-            f"{corpus.rows[n].description} {figures(results[n], suffix)} {changes(results[n], base, suffix)}"
-            for n in attention
-        ]
-    )
-
-
 def against_the_paper(paper):
     """Our 2 x 650 rows' paper_ppl against the paper's figures (the same count)."""
     done = {n: paper_figures(PTB_PAPER.paper[n]) for n in PTB_PAPER.rows if n in paper and n in PTB_PAPER.paper}
@@ -143,69 +126,79 @@ def settled(paper, last=4):
     ]
 
 
-def seeds(paper):
-    """Each row beside its second seed, and the layer and the attention apart on the two seeds' means: a gap
-    within the largest change between seeds (at least the 1% of one seed) is level."""
-    pairs = {n: (paper[n], paper[twin]) for n, twin in SEEDED.items() if n in paper and twin in paper}
-    means = {n: {k: (a[k] + b[k]) / 2 for k in ("valid_ppl", "test_ppl")} for n, (a, b) in pairs.items()}
-    spread = max([abs(pct(b[k], a[k])) for a, b in pairs.values() for k in ("valid_ppl", "test_ppl")], default=0)
-    return (
-        [
-            "A second seed (`--seed 2`; valid / test ppl, seed 1 then seed 2): "
-            + "; ".join(
-                f"{PTB_PAPER.rows[n].description} {figures(a)}, {figures(b)} {changes(b, a).split(':')[0]}"
-                for n, (a, b) in pairs.items()
-            )
-            + f". Seeds move a row's ppl by up to {spread:.1f}%.",
-            *(
-                f"On the two seeds' means, level within {max(TOLERANCE, spread):.1f}%: {line[0].lower()}{line[1:]}"
-                for line in layer_and_attention(PTB_PAPER, means, max(TOLERANCE, spread))
-            ),
-        ]
-        if pairs
-        else []
-    )
-
-
 def test_time(paper):
-    """What each test-time option adds to each 2 x 650 row's test ppl; attention against the LSTM with both."""
-    done = [n for n in PTB_PAPER.rows if n in paper and any(f"test_ppl{s}" in paper[n] for _, s in OPTIONS)]
+    """What each test-time option adds to each 2 x 650 model's test ppl (its seeds' means), the lowest figure
+    with both, and each declared comparison with both."""
+    done = {n: runs for n in models(PTB_PAPER) if (runs := [r for r in seed_runs(PTB_PAPER, paper, n) if has_all(r)])}
     if not done:
         return []
-    lines = [
+
+    def seeds(runs):
+        return f" ({len(runs)} seeds)" if len(runs) > 1 else ""
+
+    lowest = min(done, key=lambda n: mean(done[n], "test_ppl_cache_dynamic"))
+    return [
         f"What the neural cache and dynamic evaluation add at {PAPER_SIZE} (test ppl, settings chosen on "
-        "valid): "
+        "valid; seeds' means): "
         + "; ".join(
-            f"{PTB_PAPER.rows[n].description} {paper[n]['test_ppl']:.1f}: "
+            f"`{n}`{seeds(runs)} {mean(runs, 'test_ppl'):.1f}: "
             + ", ".join(
-                f"{option} {gain(paper[n], s):+.1f}% ({paper[n]['test_ppl' + s]:.1f})"
+                f"{option} {pct(mean(runs, 'test_ppl' + s), mean(runs, 'test_ppl')):+.1f}% "
+                f"({mean(runs, 'test_ppl' + s):.1f})"
                 for option, s in OPTIONS
-                if f"test_ppl{s}" in paper[n]
             )
-            for n in done
+            for n, runs in done.items()
         )
-        + "."
+        + f". The lowest with both: `{lowest}`{seeds(done[lowest])}, "
+        f"{mean(done[lowest], 'test_ppl_cache_dynamic'):.1f}.",
+        *compared(PTB_PAPER, paper, "_cache_dynamic"),
+        *edge_note(paper),
     ]
-    both = versus(PTB_PAPER, paper, "_cache_dynamic")
-    return lines + ([f"With both, attention against the same-code LSTM (valid / test): {both}."] if both else [])
+
+
+def has_all(r):
+    return all(f"{split}_ppl{s}" in r for split in ("valid", "test") for _, s in OPTIONS)
+
+
+def edge_note(paper):
+    """Dynamic evaluation's picks on valid at the grid's strongest adaptation (its largest lr, its smallest
+    decay): the best setting may lie beyond, so the figures are a floor of what it gives."""
+    at_edge = {}
+    for name, r in paper.items():
+        for kind in ("dynamic", "both"):
+            for side in edge_sides(PTB_PAPER, r[kind]) if kind in r else ():
+                at_edge.setdefault(side, []).append(f"`{name}`" + (" with the cache" if kind == "both" else ""))
+    if not at_edge:
+        return []
+    grid = f"SGD lr {PTB_PAPER.dynamic_lrs.replace(',', ', ')} x decay {PTB_PAPER.dynamic_decays.replace(',', ', ')}"
+    one_decay = "," not in PTB_PAPER.dynamic_decays
+    sides = {"lr": "its largest lr", "decay": "its only decay" if one_decay else "its smallest decay"}
+    return [
+        f"Dynamic evaluation's picks on valid at the edge of its grid ({grid}): "
+        + "; ".join(f"at {sides[side]}: {', '.join(names)}" for side, names in at_edge.items())
+        + ". A setting beyond the grid may do better, so these figures are a floor of what dynamic evaluation "
+        "gives at this size (the grid is kept so that every seed is scored alike)."
+    ]
+
+
+def provenance(paper):
+    """Which commit and GPU trained which rows."""
+    trained = {}
+    for name, r in paper.items():
+        trained.setdefault((r.get("commit", "?"), r.get("device", "CPU")), []).append(f"`{name}`")
+    return "; ".join(f"{', '.join(names)} at {commit} on {device}" for (commit, device), names in trained.items())
 
 
 def statement(paper, small):
     """``paper``: the 2 x 650 rows' JSON; ``small``: the 2 x 200 rows', compared the same way."""
-    at_paper, at_small = versus(PTB_PAPER, paper), versus(PTB, small)
+    at_paper = compared(PTB_PAPER, paper)
     lines = [
         head("What it shows at the paper's scale", len(paper), len(PTB_PAPER.rows)),
-        f"Attention against the same-code LSTM at {PAPER_SIZE} (valid / test ppl): {at_paper}."
-        if at_paper
-        else f"The LSTM and an attention row have not both run at {PAPER_SIZE}: nothing to compare at the paper's "
-        "scale yet.",
-    ]
-    if at_small:
-        lines.append(f"At 2 x {SIZE} on a CPU ({PTB.epochs} epochs, the full-PTB table above): {at_small}.")
-    lines += [
-        *layer_and_attention(PTB_PAPER, paper),
-        *seeds(paper),
-        LEVEL,
+        *(
+            at_paper
+            or [f"No declared comparison has both rows at {PAPER_SIZE}: nothing to compare at the paper's scale yet."]
+        ),
+        *compared(PTB, small, rows=models(PTB_PAPER)),
         *against_the_paper(paper),
         *test_time(paper),
     ]
@@ -218,12 +211,12 @@ def statement(paper, small):
             )
             + "."
         )
-    devices = sorted({r.get("device", "CPU") for r in paper.values()})
     lines.append(
         f"The {PAPER_SIZE} rows train with the paper's recipe for {PTB_PAPER.epochs} epochs (lr halved "
         f"every epoch after epoch {PTB_PAPER.anneal_after})"
         + (
-            f"; on {', '.join(devices)}, {span([r['train_minutes'] for r in paper.values()])} minutes of training a row"
+            f", {span([r['train_minutes'] for r in paper.values()])} minutes of training a row; trained: "
+            f"{provenance(paper)}"
             if paper
             else ""
         )
@@ -243,6 +236,7 @@ def block(paper, small):
     return "\n\n".join(
         [
             table(paper, small),
+            *seed_table(PTB_PAPER, paper_kept),
             *footnote,
             *pending(paper),
             "\n".join([statement(paper_kept, small_kept), *dict.fromkeys(paper_notes + small_notes)]),

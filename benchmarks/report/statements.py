@@ -1,9 +1,11 @@
 """What the generated statements share: the relative change between two figures, the head that says
-how many rows a statement stands on, a goal's verdict, the one wording of where a row stands against
-another (ahead / behind / level), the note on a pointer whose sentinel gate sits at 1."""
+how many rows a statement stands on, a goal's verdict, the one wording of a declared comparison (two
+rows' seed means, where the one stands against the other, credited to the declared difference only), the
+note on a pointer whose sentinel gate sits at 1."""
 
-TOLERANCE = 1.0  # % either way that counts as level: one seed per row
-LEVEL = f"Level: within {TOLERANCE:g}% either way, which one seed per row cannot tell apart."
+import re
+
+from benchmarks.comparisons import TOLERANCE, declared
 
 
 def pct(value, base):
@@ -33,17 +35,98 @@ def span(values):
 
 def standing(change, tolerance=TOLERANCE):
     """Where a figure ``change`` percent from another's stands (lower is better): ahead, behind or level."""
-    return "level" if abs(change) < tolerance else "ahead" if change < 0 else "behind"
+    return "level" if abs(change) <= tolerance else "ahead" if change < 0 else "behind"
 
 
-def changes(r, base, suffix="", tolerance=TOLERANCE):
-    """``r`` against ``base`` on valid and test (``suffix``: with a test-time option), in one phrase:
-    ``"(-5.0% / +0.5%): ahead on valid, level on test"``."""
-    valid, test = (pct(r[f"{split}_ppl{suffix}"], base[f"{split}_ppl{suffix}"]) for split in ("valid", "test"))
-    on_valid, on_test = standing(valid, tolerance), standing(test, tolerance)
-    return f"({valid:+.1f}% / {test:+.1f}%): " + (
-        f"{on_valid} on valid and test" if on_valid == on_test else f"{on_valid} on valid, {on_test} on test"
+SEED = re.compile(r"-seed\d+$")
+
+
+def models(corpus):
+    """``corpus``'s rows less their seeds (``<row>-seed<k>``): one name a model."""
+    return [n for n in corpus.rows if not SEED.search(n)]
+
+
+def seed_runs(corpus, results, name):
+    """The JSON of ``name`` and of its seeds (``<name>-seed<k>``, ``rows.seeded``) that have run."""
+    twins = [n for n in corpus.rows if re.fullmatch(rf"{re.escape(name)}-seed\d+", n)]
+    return [results[n] for n in (name, *twins) if n in results]
+
+
+def mean(runs, key):
+    return sum(r[key] for r in runs) / len(runs)
+
+
+def seed_range(runs, key):
+    """How far apart the seeds' ``key`` lie, in percent of their mean (None for one seed)."""
+    values = [r[key] for r in runs]
+    return 100 * (max(values) - min(values)) / mean(runs, key) if len(values) > 1 else None
+
+
+def versus(corpus, results, comparison, suffix=""):
+    """``comparison``'s row against its baseline on the means of their seeds, valid and test (``suffix``: with a
+    test-time option), in one sentence that credits the change to the declared difference only; None until both
+    rows have those figures."""
+    keys = [f"{split}_ppl{suffix}" for split in ("valid", "test")]
+    row, base = (
+        [r for r in seed_runs(corpus, results, name) if all(k in r for k in keys)]
+        for name in (comparison.row, comparison.baseline)
     )
+    if not row or not base:
+        return None
+    verdicts, ranges = [], []
+    for key in keys:
+        spread = [seed_range(runs, key) for runs in (row, base)]
+        threshold = max([TOLERANCE, *(x for x in spread if x is not None)])
+        verdicts.append(standing(pct(mean(row, key), mean(base, key)), threshold))
+        ranges.append((spread, threshold))
+    things = comparison.things
+    what = (
+        things[0][0].upper() + things[0][1:]
+        if len(things) == 1
+        else f"{COUNTS[len(things)]} things at once, which no row separates ({'; '.join(things)})"
+    )
+    on = (
+        f"{verdicts[0]} on valid and test"
+        if verdicts[0] == verdicts[1]
+        else f"{verdicts[0]} on valid, {verdicts[1]} on test"
+    )
+    changes = " / ".join(f"{pct(mean(row, k), mean(base, k)):+.1f}%" for k in keys)
+    text = (
+        f"{what}, {corpus.label}: `{comparison.row}` against `{comparison.baseline}`"
+        + (f" {OPTION_NAMES[suffix]}" if suffix else "")
+        + f" (valid / test) {' / '.join(f'{mean(row, k):.1f}' for k in keys)} against "
+        f"{' / '.join(f'{mean(base, k):.1f}' for k in keys)} ({changes}): {on}"
+        + ("" if len(things) == 1 else ", credited to no one of them alone")
+        + f". {seed_note(comparison, len(row), len(base), ranges)}"
+    )
+    return text + (f" Why: {comparison.note}." if comparison.note else "")
+
+
+COUNTS = {2: "Two", 3: "Three", 4: "Four"}
+OPTION_NAMES = {"_cache": "with the cache", "_dynamic": "with dynamic evaluation", "_cache_dynamic": "with both"}
+
+
+def seed_note(comparison, n_row, n_base, ranges):
+    """How many seeds the sentence stands on and what counts as level: ``ranges``, per split,
+    ``([row's range, baseline's range], threshold)``."""
+    (_, valid_threshold), ((row_range, base_range), test_threshold) = ranges
+    level = f"level within {valid_threshold:.1f}% / {test_threshold:.1f}%"
+    if n_row > 1 and n_base > 1:
+        return (
+            f"Means of {n_row} and {n_base} seeds (test ranges {row_range:.1f}% and {base_range:.1f}%): {level}, "
+            f"the larger of {TOLERANCE:g}% and the seed ranges."
+        )
+    single = [f"`{name}`" for name, n in ((comparison.row, n_row), (comparison.baseline, n_base)) if n == 1]
+    return (
+        f"One seed for {' and '.join(single)}, so no seed range to weigh the gap against: {level}, and a gap a "
+        "little larger is no firm evidence either."
+    )
+
+
+def compared(corpus, results, suffix="", rows=None):
+    """One sentence per declared comparison of ``corpus`` (``rows``: those whose row is among them) that has run."""
+    found = (versus(corpus, results, c, suffix) for c in declared(corpus.name, rows))
+    return [line for line in found if line]
 
 
 def figures(r, suffix=""):
@@ -74,24 +157,3 @@ def gate_note(r, description):
         + f" and ends at {r['valid_pointer_gate']:.3f} on valid: the pointer trained for "
         f"{len(gates) - len(stuck)} of {len(gates)} epochs (docs/models.md)."
     ]
-
-
-LAYER_ROW = "single-zero-context"  # the concat layer fed c_t = 0: no attention
-
-
-def layer_and_attention(corpus, results, tolerance=TOLERANCE):
-    """What the concat layer does (the context-zeroed row against the LSTM) and what the attention adds on
-    top of it (single against the context-zeroed row); nothing until the LSTM and the layer's row have run."""
-    lstm, layer, single = (results.get(n) for n in ("lstm", LAYER_ROW, "single"))
-    if lstm is None or layer is None:
-        return []
-    parts = [
-        f"{corpus.rows[LAYER_ROW].description} against the LSTM (valid / test): {figures(layer)} against "
-        f"{figures(lstm)} {changes(layer, lstm, tolerance=tolerance)}"
-    ]
-    if single is not None:
-        parts.append(
-            "the attention on top of the layer (single against the context-zeroed row): "
-            f"{figures(single)} {changes(single, layer, tolerance=tolerance)}"
-        )
-    return ["The layer and the attention apart: " + "; ".join(parts) + "."]

@@ -7,6 +7,8 @@ import os
 from benchmarks.result_files import read_result
 from benchmarks.rows import ROOT
 
+from .statements import mean, models, seed_range, seed_runs
+
 RESULTS = os.path.join(ROOT, "benchmarks", "results")
 # the test-time options, as a row's JSON names their figures: valid_ppl<suffix>, test_ppl<suffix>
 OPTIONS = (("the cache", "_cache"), ("dynamic evaluation", "_dynamic"), ("both", "_cache_dynamic"))
@@ -81,6 +83,27 @@ def paper_figures(text):
     """A paper's figures as ``rows.py`` writes them, ``"71.7 / 70.1 (2 x 650)"`` -> ``(71.7, 70.1)``."""
     valid, test = text.split(" (")[0].split(" / ")
     return float(valid), float(test)
+
+
+def seed_table(corpus, results):
+    """Each model with more than one seed run: how many, and its valid / test ppl's mean and range."""
+    seeded = {n: runs for n in models(corpus) if len(runs := seed_runs(corpus, results, n)) > 1}
+    if not seeded:
+        return []
+
+    def spread(runs, key):
+        values = [r[key] for r in runs]
+        return f"{mean(runs, key):.2f} ({min(values):.2f} to {max(values):.2f}, {seed_range(runs, key):.1f}%)"
+
+    return [
+        "\n".join(
+            header("row", "seeds run", "valid ppl: mean (range, % of the mean)", "test ppl: mean (range)")
+            + [
+                f"| `{n}` | {len(runs)} | {spread(runs, 'valid_ppl')} | {spread(runs, 'test_ppl')} |"
+                for n, runs in seeded.items()
+            ]
+        )
+    ]
 
 
 def table_command(corpus_name, names):

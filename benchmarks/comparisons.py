@@ -1,0 +1,106 @@
+"""The comparisons the docs make, declared as data: each names its corpus, the baseline row, the row set
+beside it and what the two differ in. ``report`` writes every statement that sets two rows side by side
+from these declarations and credits a change only to the declared difference; a model that differs from
+the LSTM in two things is two comparisons (two steps), or one that says it cannot tell the two apart.
+
+A row's seeds (``<row>-seed<k>`` in the same corpus, ``rows.seeded``) are read together: a comparison
+uses their means and calls the two rows apart only when the means differ by more than ``TOLERANCE`` and
+by more than the larger of the two rows' seed ranges."""
+
+from dataclasses import dataclass
+
+TOLERANCE = 1.0  # % either way that counts as level whatever the seeds say
+
+
+@dataclass(frozen=True)
+class Comparison:
+    corpus: str  # rows.CORPORA's name
+    baseline: str
+    row: str
+    things: tuple  # what ``row`` changes from ``baseline``: one thing, or the things no row separates
+    note: str = ""  # the mechanism behind the difference, where the docs explain it
+
+
+def compare(corpus, baseline, row, *things, note=""):
+    return Comparison(corpus, baseline, row, things, note)
+
+
+LAYER = "the concat layer alone (`--zero-context`: the attention's context zeroed)"
+ATTENTION = "the attention (single score) on top of the concat layer"
+COMBINED = "the combined score (Eq. 10) in place of the single score"
+PARAMETERS = "more parameters: the concat layer's count, spent as LSTM width"
+LAYER_FOR_WIDTH = "the concat layer in place of the same parameters as LSTM width"
+DROPPED = "the attention reading dropped states (`--attend-dropped-states`)"
+CARRIED = "the LSTM state carried across sentences (20 document streams, scored as one stream)"
+POINTER = "the pointer (a sentinel mixture over the last 100 words)"
+MEMORY_ACROSS = "attention across sentence boundaries (`--memory-window 100`)"
+# AMSRN's output layer W_1 h_t + W_2 r_t acts on h_t even where r_t is zero (docs/models.md)
+AMSRN = ("AMSRN's output layer", "its attention with memory selection")
+
+COMPARISONS = (
+    # full PTB, 2 x 200, one sentence at a time
+    compare("ptb", "lstm", "single-zero-context", LAYER),
+    compare("ptb", "single-zero-context", "single", ATTENTION),
+    compare("ptb", "single", "combined", COMBINED),
+    compare("ptb", "lstm", "lstm-matched", PARAMETERS),
+    compare("ptb", "lstm-matched", "single-zero-context", LAYER_FOR_WIDTH),
+    compare(
+        "ptb",
+        "single",
+        "single-bc",
+        "the bias b_c of Eq. 7 as printed (`--combination-bias`)",
+        note="through the tied output b_c is a unigram shortcut that takes the clipped SGD steps, which is why "
+        "`--combination-bias` is off by default",
+    ),
+    compare("ptb", "single", "single-linear", "a linear concat layer in place of tanh (`--concat-activation linear`)"),
+    compare("ptb", "lstm", "amsrn", *AMSRN),
+    compare("ptb", "amsrn", "amsrn-entropy-0.1", "the entropy regularizer on the attention weights, lambda 0.1"),
+    compare("ptb", "amsrn", "amsrn-entropy-1", "the entropy regularizer on the attention weights, lambda 1"),
+    compare("ptb", "lstm", "fairseq-lstm_lm", "fairseq's own `lstm_lm` and task (a peer: its code and batching)"),
+    compare("ptb", "lstm", "fairseq-transformer_lm", "fairseq's `transformer_lm` of the same size (a peer)"),
+    # full PTB, 2 x 200, document streams
+    compare("ptb", "lstm", "lstm-stream", CARRIED),
+    compare("ptb", "lstm-stream", "single-stream", "the concat layer", MEMORY_ACROSS),
+    compare("ptb", "lstm-stream", "amsrn-stream", *AMSRN, MEMORY_ACROSS),
+    compare("ptb", "lstm-stream", "ps-lstm-stream", POINTER),
+    compare(
+        "ptb",
+        "ps-lstm-stream",
+        "ps-lstm-stream-found",
+        "the pointer's extra loss on found words (`--pointer-loss found`)",
+    ),
+    # full PTB at the paper's 2 x 650, one sentence at a time
+    compare("ptb-paper", "lstm", "single-zero-context", LAYER),
+    compare("ptb-paper", "single-zero-context", "single", ATTENTION),
+    compare("ptb-paper", "single", "combined", COMBINED),
+    compare("ptb-paper", "lstm", "lstm-matched", PARAMETERS),
+    compare("ptb-paper", "lstm-matched", "single-zero-context", LAYER_FOR_WIDTH),
+    # the recipe's choices on a PTB slice, each a row one choice away from its reference
+    compare("ptb-choices", "lstm", "single-zero-context", LAYER),
+    compare("ptb-choices", "single-zero-context", "single", ATTENTION),
+    compare("ptb-choices", "lstm", "amsrn", *AMSRN),
+    compare("ptb-choices", "single", "single-attend-dropped", DROPPED),
+    compare("ptb-choices", "amsrn", "amsrn-attend-dropped", DROPPED),
+    compare("ptb-choices", "single", "single-forget-bias-1", "the forget-gate bias 1 of the released code"),
+    compare("ptb-choices", "single", "single-truncate", "training sentences over 35 tokens truncated (the paper)"),
+    compare("ptb-choices", "single", "single-corpus-order", "the released code's batches (`--corpus-order`)"),
+    # WikiText-2, 2 x 200 (no context-zeroed row: the layer and the attention together)
+    compare("wikitext-2", "lstm", "single", "the concat layer", "the attention (single score)"),
+    compare("wikitext-2", "single", "combined", COMBINED),
+    compare("wikitext-2", "lstm", "amsrn", *AMSRN),
+    compare("wikitext-2", "lstm", "lstm-stream", CARRIED),
+    compare("wikitext-2", "lstm-stream", "single-stream", "the concat layer", MEMORY_ACROSS),
+    compare("wikitext-2", "lstm-stream", "ps-lstm-stream", POINTER),
+    compare(
+        "wikitext-2",
+        "lstm-stream",
+        "fairseq-lstm_lm",
+        "fairseq's own `lstm_lm` and task (a peer: shuffled 35-token blocks, no state carried, its untied "
+        "adaptive softmax)",
+    ),
+)
+
+
+def declared(corpus_name, rows=None):
+    """The comparisons of ``corpus_name`` in their declared order (``rows``: only those whose row is among them)."""
+    return [c for c in COMPARISONS if c.corpus == corpus_name and (rows is None or c.row in rows)]
