@@ -366,7 +366,7 @@ def test_test_time_flags_of_each_choice(monkeypatch):
 
 
 def test_a_second_seeds_row_trains_its_twin_with_another_seed(monkeypatch, tmp_path):
-    """ptb-paper's seed rows: the twin's arguments, fairseq-train's --seed (its last) 2 and 3, and the JSON says which."""
+    """ptb-paper's seed rows: the twin's arguments, fairseq-train's --seed (its last) 2 and 3."""
     table = benchmarks_module("table")
     from benchmarks.rows import PTB_PAPER
 
