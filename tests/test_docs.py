@@ -114,6 +114,44 @@ def test_benchmarks_page_is_what_the_json_generates():
     assert not stale, f"docs/benchmarks.md's {stale} blocks are stale: run python -m benchmarks.report --update-docs"
 
 
+def test_readmes_short_answer_is_what_the_json_gives():
+    """The README's short answer is benchmarks/report/short_answer.py's text (its line breaks aside): a result
+    committed without updating it, or a figure typed by hand, fails here."""
+    expected = benchmarks_module("report").short_answer.text()
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert expected in readme, (
+        "README.md's short answer differs from the JSON's: replace its paragraph with the one "
+        "`python -m benchmarks.report` prints last"
+    )
+
+
+def test_the_short_answer_follows_the_figures(monkeypatch):
+    """Each step of the short answer says what its two rows show: the layer's gain credited to the layer, the
+    attention level when its row is level with the layer's, a step whose rows have not run said so."""
+    short_answer = benchmarks_module("report").short_answer
+    from benchmarks import rows
+
+    def row(test):
+        return {"valid_ppl": test + 3, "test_ppl": test, "dropout_layout": "each tensor once"}
+
+    figures = {
+        "ptb-paper": {
+            "lstm": row(100.0),
+            "lstm-seed2": row(100.4),
+            "single-zero-context": row(96.0),
+            "single": row(95.9),
+        },
+        "ptb": {},
+        "wikitext-2": {"lstm": row(120.0), "single": row(126.0)},
+    }
+    monkeypatch.setattr(rows.Corpus, "load", lambda self, results_dir=None: figures[self.name])
+    text = short_answer.text()
+    assert "the concat layer alone (`single-zero-context` against `lstm`) is ahead on test (-4.2%, one seed" in text
+    assert "the attention on top of it (`single` against `single-zero-context`) is level on test (-0.1%" in text
+    assert "On full PTB, 2 x 200: the concat layer alone (`single-zero-context` against `lstm`) has not run yet" in text
+    assert "(`single` against `lstm`) is behind on test (+5.0%, one seed for `single` and `lstm`)" in text
+
+
 def test_benchmarks_import_no_cycle():
     """benchmarks/ modules import each other downwards only (rows -> table/report, timing -> speed
     scripts), each as ``benchmarks.NAME``. A package (report/, gpu/) counts as one module, its files'

@@ -23,6 +23,7 @@ from . import (
     ptb_paper,
     ptb_stream,
     ptb_table,
+    short_answer,
     train_speed,
     wikitext_2,
 )
@@ -80,6 +81,7 @@ def main(argv=None):
         sys.exit(f"benchmarks.report: error: {error}")
     generated = blocks(args.ptb_results, args.paper_results)
     print("\n".join(f"<!-- {marker} -->\n{text}\n" for marker, text in generated.items()))
+    print(f"README.md's short answer:\n{short_answer.text()}")
     if args.update_docs:
         for marker, text in generated.items():
             fill_markers(PAGE, marker, text)

@@ -4,8 +4,9 @@ rows' seed means, where the one stands against the other, credited to the declar
 note on a pointer whose sentinel gate sits at 1."""
 
 import re
+from dataclasses import dataclass
 
-from benchmarks.comparisons import TOLERANCE, declared
+from benchmarks.comparisons import TOLERANCE, Comparison, declared
 
 
 def pct(value, base):
@@ -62,42 +63,75 @@ def seed_range(runs, key):
     return 100 * (max(values) - min(values)) / mean(runs, key) if len(values) > 1 else None
 
 
-def versus(corpus, results, comparison, suffix=""):
-    """``comparison``'s row against its baseline on the means of their seeds, valid and test (``suffix``: with a
-    test-time option), in one sentence that credits the change to the declared difference only; None until both
-    rows have those figures."""
+@dataclass(frozen=True)
+class Weighed:
+    """A declared comparison's two rows on the means of their seeds (``suffix``: with a test-time option)."""
+
+    comparison: Comparison
+    row: list  # the row's seeds' JSON
+    base: list  # the baseline's
+    suffix: str = ""
+
+    def key(self, split):
+        return f"{split}_ppl{self.suffix}"
+
+    def change(self, split):
+        """The row's mean against the baseline's, in percent."""
+        return pct(mean(self.row, self.key(split)), mean(self.base, self.key(split)))
+
+    def ranges(self, split):
+        return [seed_range(runs, self.key(split)) for runs in (self.row, self.base)]
+
+    def threshold(self, split):
+        """What counts as level: the larger of ``TOLERANCE`` and the two rows' seed ranges."""
+        return max([TOLERANCE, *(x for x in self.ranges(split) if x is not None)])
+
+    def verdict(self, split):
+        return standing(self.change(split), self.threshold(split))
+
+    def seeds(self):
+        """``"2 and 2 seeds"``, ``"one seed for `single`"``: what the figures stand on."""
+        if len(self.row) > 1 and len(self.base) > 1:
+            return f"means of {len(self.row)} and {len(self.base)} seeds"
+        return f"one seed for {' and '.join(self.single())}"
+
+    def single(self):
+        names = ((self.comparison.row, self.row), (self.comparison.baseline, self.base))
+        return [f"`{name}`" for name, runs in names if len(runs) == 1]
+
+
+def weigh(corpus, results, comparison, suffix=""):
+    """``comparison`` weighed on ``results``; None until both rows have valid and test figures (with ``suffix``)."""
     keys = [f"{split}_ppl{suffix}" for split in ("valid", "test")]
     row, base = (
         [r for r in seed_runs(corpus, results, name) if all(k in r for k in keys)]
         for name in (comparison.row, comparison.baseline)
     )
-    if not row or not base:
+    return Weighed(comparison, row, base, suffix) if row and base else None
+
+
+def versus(corpus, results, comparison, suffix=""):
+    """``comparison``'s row against its baseline on the means of their seeds, valid and test (``suffix``: with a
+    test-time option), in one sentence that credits the change to the declared difference only; None until both
+    rows have those figures."""
+    if (w := weigh(corpus, results, comparison, suffix)) is None:
         return None
-    verdicts, ranges = [], []
-    for key in keys:
-        spread = [seed_range(runs, key) for runs in (row, base)]
-        threshold = max([TOLERANCE, *(x for x in spread if x is not None)])
-        verdicts.append(standing(pct(mean(row, key), mean(base, key)), threshold))
-        ranges.append((spread, threshold))
     things = comparison.things
     what = (
         things[0][0].upper() + things[0][1:]
         if len(things) == 1
         else f"{COUNTS[len(things)]} things at once, which no row separates ({'; '.join(things)})"
     )
-    on = (
-        f"{verdicts[0]} on valid and test"
-        if verdicts[0] == verdicts[1]
-        else f"{verdicts[0]} on valid, {verdicts[1]} on test"
-    )
-    changes = " / ".join(f"{pct(mean(row, k), mean(base, k)):+.1f}%" for k in keys)
+    valid, test = (w.verdict(split) for split in ("valid", "test"))
+    on = f"{valid} on valid and test" if valid == test else f"{valid} on valid, {test} on test"
+    figures = [" / ".join(f"{mean(runs, w.key(split)):.1f}" for split in ("valid", "test")) for runs in (w.row, w.base)]
     text = (
         f"{what}, {corpus.label}: `{comparison.row}` against `{comparison.baseline}`"
         + (f" {OPTION_NAMES[suffix]}" if suffix else "")
-        + f" (valid / test) {' / '.join(f'{mean(row, k):.1f}' for k in keys)} against "
-        f"{' / '.join(f'{mean(base, k):.1f}' for k in keys)} ({changes}): {on}"
+        + f" (valid / test) {figures[0]} against {figures[1]} "
+        f"({w.change('valid'):+.1f}% / {w.change('test'):+.1f}%): {on}"
         + ("" if len(things) == 1 else ", credited to no one of them alone")
-        + f". {seed_note(comparison, len(row), len(base), ranges)}"
+        + f". {seed_note(w)}"
     )
     return text + (f" Why: {comparison.note}." if comparison.note else "")
 
@@ -106,19 +140,17 @@ COUNTS = {2: "Two", 3: "Three", 4: "Four"}
 OPTION_NAMES = {"_cache": "with the cache", "_dynamic": "with dynamic evaluation", "_cache_dynamic": "with both"}
 
 
-def seed_note(comparison, n_row, n_base, ranges):
-    """How many seeds the sentence stands on and what counts as level: ``ranges``, per split,
-    ``([row's range, baseline's range], threshold)``."""
-    (_, valid_threshold), ((row_range, base_range), test_threshold) = ranges
-    level = f"level within {valid_threshold:.1f}% / {test_threshold:.1f}%"
-    if n_row > 1 and n_base > 1:
+def seed_note(w):
+    """How many seeds a comparison stands on and what counts as level."""
+    level = f"level within {w.threshold('valid'):.1f}% / {w.threshold('test'):.1f}%"
+    if not w.single():
+        row_range, base_range = w.ranges("test")
         return (
-            f"Means of {n_row} and {n_base} seeds (test ranges {row_range:.1f}% and {base_range:.1f}%): {level}, "
-            f"the larger of {TOLERANCE:g}% and the seed ranges."
+            f"Means of {len(w.row)} and {len(w.base)} seeds (test ranges {row_range:.1f}% and {base_range:.1f}%): "
+            f"{level}, the larger of {TOLERANCE:g}% and the seed ranges."
         )
-    single = [f"`{name}`" for name, n in ((comparison.row, n_row), (comparison.baseline, n_base)) if n == 1]
     return (
-        f"One seed for {' and '.join(single)}, so no seed range to weigh the gap against: {level}, and a gap a "
+        f"One seed for {' and '.join(w.single())}, so no seed range to weigh the gap against: {level}, and a gap a "
         "little larger is no firm evidence either."
     )
 
