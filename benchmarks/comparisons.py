@@ -30,6 +30,7 @@ ATTENTION = "the attention (single score) on top of the concat layer"
 COMBINED = "the combined score (Eq. 10) in place of the single score"
 PARAMETERS = "more parameters: the concat layer's count, spent as LSTM width"
 LAYER_FOR_WIDTH = "the concat layer in place of the same parameters as LSTM width"
+LINEAR = "a linear concat layer in place of tanh (`--concat-activation linear`)"
 DROPPED = "the attention reading dropped states (`--attend-dropped-states`)"
 CARRIED = "the LSTM state carried across sentences (20 document streams, scored as one stream)"
 POINTER = "the pointer (a sentinel mixture over the last 100 words)"
@@ -52,7 +53,7 @@ COMPARISONS = (
         note="through the tied output b_c is a unigram shortcut that takes the clipped SGD steps, which is why "
         "`--combination-bias` is off by default",
     ),
-    compare("ptb", "single", "single-linear", "a linear concat layer in place of tanh (`--concat-activation linear`)"),
+    compare("ptb", "single", "single-linear", LINEAR),
     compare("ptb", "lstm", "amsrn", *AMSRN),
     compare("ptb", "amsrn", "amsrn-entropy-0.1", "the entropy regularizer on the attention weights, lambda 0.1"),
     compare("ptb", "amsrn", "amsrn-entropy-1", "the entropy regularizer on the attention weights, lambda 1"),
@@ -84,6 +85,20 @@ COMPARISONS = (
     compare("ptb-choices", "single", "single-forget-bias-1", "the forget-gate bias 1 of the released code"),
     compare("ptb-choices", "single", "single-truncate", "training sentences over 35 tokens truncated (the paper)"),
     compare("ptb-choices", "single", "single-corpus-order", "the released code's batches (`--corpus-order`)"),
+    # the AMSRN paper's rows (a)-(d) and the Attentive LM's variants on a PTB slice, Adam
+    compare(
+        "ptb-slice",
+        "fairseq-lstm_lm",
+        "amsrn-none",
+        "our decoder (fairseq's `lstm_lm` is the peer)",
+        "AMSRN's output layer",
+        "its attention without memory selection",
+    ),
+    compare("ptb-slice", "amsrn-none", "amsrn", "memory selection (`--memory-selection tied`)"),
+    compare("ptb-slice", "amsrn", "amsrn-entropy-1", "the entropy regularizer on the attention weights, lambda 1"),
+    compare("ptb-slice", "single", "combined", COMBINED),
+    compare("ptb-slice", "single", "single-linear", LINEAR),
+    compare("ptb-slice", "combined", "combined-linear", LINEAR),
     # WikiText-2, 2 x 200 (no context-zeroed row: the layer and the attention together)
     compare("wikitext-2", "lstm", "single", "the concat layer", "the attention (single score)"),
     compare("wikitext-2", "single", "combined", COMBINED),

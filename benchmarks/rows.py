@@ -450,6 +450,7 @@ SLICE = ("--embed-dim", "256", "--hidden-size", "256", "--dropout", "0.3")
 ADAM = ("--optimizer", "adam", "--lr", "0.002", "--clip-norm", "5")
 PTB_SLICE = Corpus(
     "ptb-slice",
+    label="a PTB slice (10,000 training sentences), 2 x 256, Adam",
     epochs=3,
     anneal_after=None,
     data_name="ptb-10k",

@@ -21,6 +21,7 @@ from . import (
     host_overhead,
     ptb_choices,
     ptb_paper,
+    ptb_slice,
     ptb_stream,
     ptb_table,
     short_answer,
@@ -47,6 +48,7 @@ def blocks(ptb_results_dir=None, paper_results_dir=None, draw=True):
         "adaptive-softmax": adaptive_softmax.block(results),
         "wikitext-2": wikitext_2.block(),
         "ptb-choices": ptb_choices.block(),
+        "ptb-slice": ptb_slice.block(),
         "char-tables": char_tables.block(),
     }
 
