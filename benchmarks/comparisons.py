@@ -34,6 +34,7 @@ LINEAR = "a linear concat layer in place of tanh (`--concat-activation linear`)"
 DROPPED = "the attention reading dropped states (`--attend-dropped-states`)"
 CARRIED = "the LSTM state carried across sentences (20 document streams, scored as one stream)"
 POINTER = "the pointer (a sentinel mixture over the last 100 words)"
+ATTENTION_ACROSS = "the attention (single score) over the last 100 states, across sentence boundaries"
 MEMORY_ACROSS = "attention across sentence boundaries (`--memory-window 100`)"
 # AMSRN's output layer W_1 h_t + W_2 r_t acts on h_t even where r_t is zero (docs/models.md)
 AMSRN = ("AMSRN's output layer", "its attention with memory selection")
@@ -99,6 +100,11 @@ COMPARISONS = (
     compare("ptb-slice", "single", "combined", COMBINED),
     compare("ptb-slice", "single", "single-linear", LINEAR),
     compare("ptb-slice", "combined", "combined-linear", LINEAR),
+    # full PTB at 2 x 650, document streams
+    compare("ptb-paper", "lstm", "lstm-stream", CARRIED),
+    compare("ptb-paper", "lstm-stream", "single-zero-context-stream", LAYER),
+    compare("ptb-paper", "single-zero-context-stream", "single-stream", ATTENTION_ACROSS),
+    compare("ptb-paper", "lstm-stream", "ps-lstm-stream", POINTER),
     # WikiText-2, 2 x 200 (no context-zeroed row: the layer and the attention together)
     compare("wikitext-2", "lstm", "single", "the concat layer", "the attention (single score)"),
     compare("wikitext-2", "single", "combined", COMBINED),

@@ -361,6 +361,26 @@ _paper = {
         ),
     ),
 }
+# the same size read as document streams (20 streams of 35 tokens, the state carried), where the
+# field's medium-size PTB figures stand; the pointer with its full-PTB row's settings
+_paper_streams = {
+    "lstm-stream": Row(f"{_paper['lstm'].description}, document streams", _paper["lstm"].args, "stream"),
+    "single-zero-context-stream": Row(
+        f"{_paper['single-zero-context'].description}, document streams", _paper["single-zero-context"].args, "stream"
+    ),
+    "single-stream": Row(
+        f"`attentive_lm_ptb` single, document streams, M = {MEMORY}",
+        ("--arch", "attentive_lm_ptb", "--attention-score", "single", "--memory-window", MEMORY, *PAPER_RECIPE),
+        "stream",
+    ),
+    "ps-lstm-stream": Row(
+        f"Pointer Sentinel-LSTM (`pointer_sentinel_lm_ptb`), document streams, L = {MEMORY}",
+        ("--arch", "pointer_sentinel_lm_ptb", "--pointer-window", MEMORY, *PAPER_RECIPE)
+        + ("--pointer-loss", "off", "--sentinel-scale", "0.1"),
+        "stream",
+    ),
+}
+
 PTB_PAPER = Corpus(
     "ptb-paper",
     label="full PTB, 2 x 650",
@@ -372,11 +392,20 @@ PTB_PAPER = Corpus(
         **_paper,
         # every row a declared comparison uses, at three seeds (benchmarks/comparisons.py)
         **seeded(_paper, ("lstm", "single-zero-context", "single", "combined", "lstm-matched"), (2, 3)),
+        **_paper_streams,
     },
     paper=PTB.paper,
     dynamic_lrs="0.3,1",
     dynamic_decays="0.01",
 )
+
+
+def without(args, recipe):
+    """``args`` less the contiguous ``recipe`` within them (a row's own arguments may follow its recipe)."""
+    at = next(i for i in range(len(args)) if args[i : i + len(recipe)] == recipe)
+    return (*args[:at], *args[at + len(recipe) :])
+
+
 # its dry run on a CPU (run.sh --dry-run paper): the same rows and route at 2 x 32 on the shipped
 # sample, 2 epochs, one grid point
 TINY = ("--embed-dim", "32", "--hidden-size", "32", "--num-layers", "2", "--dropout", "0.5")
@@ -389,11 +418,11 @@ PTB_PAPER_DRY = Corpus(
     rows={
         name: Row(
             row.description.replace("_ptb", "") + " (2 x 32)",
-            (*(a.replace("_ptb", "") for a in row.args[: -len(PAPER_RECIPE)]), *TINY, *sgd(1)),
+            (*(a.replace("_ptb", "") for a in without(row.args, PAPER_RECIPE)), *TINY, *sgd(1)),
+            row.reading,
             seed=row.seed,
         )
         for name, row in PTB_PAPER.rows.items()
-        if row.args[-len(PAPER_RECIPE) :] == PAPER_RECIPE  # else not derivable
     },
     cache_windows="100",
     dynamic_lrs="1",
@@ -614,6 +643,16 @@ HCLM_SLICE = Corpus(
     rows=CHAR_ROWS,
     paper=WIKITEXT2_CHARS.paper,
 )
+
+# Where the field's medium-size PTB figures stand, each with the LSTM state carried across sentences and
+# the standard count, as printed: (system, parameters, test)
+PTB_MEDIUM_ANCHORS = [
+    ("LSTM, medium (Zaremba et al. 2014)", "20M", "82.7"),
+    ("LSTM, medium, tied + augmented loss (Inan et al. 2017)", "–", "73.2"),
+    ("LSTM (Grave et al. 2017)", "–", "82.3"),
+    ("the same + neural cache (Grave et al. 2017)", "–", "72.1"),
+    ("Pointer Sentinel-LSTM, medium (Merity et al. 2017)", "21M", "70.9"),
+]
 
 # Salton et al. (2017) Table 2 as printed: (system, parameters, valid, test)
 WIKITEXT2_PAPER = [

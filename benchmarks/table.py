@@ -507,6 +507,13 @@ def write_progress(corpus, names, save_dir, results_dir, epochs, path):
     done and the seconds an epoch has taken (fairseq's wall clock between validations)."""
     found = {}
     for name in names:
+        log = os.path.join(save_dir, name, "train.log")
+        text = open(log).read() if os.path.exists(log) else ""
+        valid = {int(v["epoch"]): v for v in records(text, "valid")}
+        # train_wall: a process's seconds when it closed an epoch (validation included)
+        walls = [float(t["train_wall"]) for t in records(text, "train")]
+        steps = [b - a for a, b in zip(walls, walls[1:]) if b > a]  # a resumed run's clock restarts
+        per_epoch = sorted(steps)[len(steps) // 2] if steps else (walls[0] if walls else None)
         done = os.path.join(results_dir, f"{name}.json")
         if os.path.exists(done):
             with open(done) as f:
@@ -516,6 +523,7 @@ def write_progress(corpus, names, save_dir, results_dir, epochs, path):
                 "epochs_done": result["epochs"],
                 "epochs": epochs,
                 "valid_ppl_per_epoch": result["valid_ppl_per_epoch"],
+                "seconds_per_epoch": per_epoch,
             }
             print(
                 f"{name}: done, valid {result['valid_ppl']:.2f} / test {result['test_ppl']:.2f} "
@@ -523,13 +531,6 @@ def write_progress(corpus, names, save_dir, results_dir, epochs, path):
                 flush=True,
             )
             continue
-        log = os.path.join(save_dir, name, "train.log")
-        text = open(log).read() if os.path.exists(log) else ""
-        valid = {int(v["epoch"]): v for v in records(text, "valid")}
-        # train_wall: a process's seconds when it closed an epoch (validation included)
-        walls = [float(t["train_wall"]) for t in records(text, "train")]
-        steps = [b - a for a, b in zip(walls, walls[1:]) if b > a]  # a resumed run's clock restarts
-        per_epoch = sorted(steps)[len(steps) // 2] if steps else (walls[0] if walls else None)
         done_epochs = max(valid, default=0)
         state = "scoring" if done_epochs >= epochs else "training" if text else "not started"
         found[name] = {

@@ -47,6 +47,43 @@ def test_run_sh_knows_every_paper_row_of_the_table():
     assert known == list(PTB_PAPER.rows)
 
 
+def test_paper_with_no_rows_named_takes_the_queues_next_rows(tmp_path):
+    """The queue: rows.py's paper rows in order, less those whose JSON is committed or was made by an earlier
+    command on this machine, PAPER_ROWS_PER_COMMAND of them; said before the step runs."""
+    from benchmarks.rows import PTB_PAPER
+
+    committed = {path[:-5] for path in os.listdir(os.path.join(ROOT, "benchmarks", "results", "ptb-paper"))}
+    queue = [name for name in PTB_PAPER.rows if name not in committed]
+    made = tmp_path / "work" / "paper" / "results" / "ptb-paper-dry"
+    made.mkdir(parents=True)
+    (made / f"{queue[0]}.json").write_text("{}")
+    env = {"ALM_GPU_RESULTS": str(tmp_path / "results"), "ALM_GPU_WORK": str(tmp_path / "work"), "GPU_RUN_BUDGET": "1"}
+    proc = run_sh("--dry-run", "paper", env={**env, "PAPER_ROWS_PER_COMMAND": "3"}, timeout=90)
+    assert f"the queue's next 3 (PAPER_ROWS_PER_COMMAND): {' '.join(queue[1:4])}" in proc.stdout, proc.stdout
+    refused = run_sh("--dry-run", "paper", env={**env, "PAPER_ROWS_PER_COMMAND": "0"})
+    assert refused.returncode == 2 and "PAPER_ROWS_PER_COMMAND=0 is not a whole number of rows" in refused.stderr
+
+
+def test_the_report_plans_as_many_rows_a_command_as_run_sh_trains():
+    from benchmarks.report import ptb_paper
+
+    default = re.search(r"^PAPER_ROWS_PER_COMMAND=\$\{PAPER_ROWS_PER_COMMAND:-(\d+)\}$", open(RUN).read(), re.M)
+    assert int(default.group(1)) == ptb_paper.ROWS_A_COMMAND
+
+
+def test_the_dry_run_derives_every_paper_row_reading_as_it_reads():
+    """run.sh --dry-run paper trains each paper row at 2 x 32 on the sample: every row, its reading (streams
+    as streams), its own arguments after the recipe kept (the pointer's), no _ptb architecture."""
+    from benchmarks.rows import PTB_PAPER, PTB_PAPER_DRY
+
+    assert list(PTB_PAPER_DRY.rows) == list(PTB_PAPER.rows)
+    for name, row in PTB_PAPER_DRY.rows.items():
+        assert row.reading == PTB_PAPER.rows[name].reading and row.seed == PTB_PAPER.rows[name].seed
+        assert not any(a.endswith("_ptb") for a in row.args) and row.args[-2:] == ("5", "--sentence-avg")
+    assert {"--pointer-loss", "--sentinel-scale"} <= set(PTB_PAPER_DRY.rows["ps-lstm-stream"].args)
+    assert PTB_PAPER_DRY.rows["single-stream"].reading == "stream"
+
+
 def test_run_sh_help_names_the_steps_and_the_carry_list():
     proc = run_sh("--help")
     assert proc.returncode == 0
@@ -147,3 +184,14 @@ def test_dry_run_of_the_timing_step_times_each_lever_and_keeps_the_figures(tmp_p
     assert len({f["trained"] for f in figures}) == 1  # the levers leave every figure and weight as it was
     assert all(f["update_ms"] > 0 and f["tokens_per_s"] > 0 and f["cuda_syncs"] is None for f in figures)
     assert runs["before"]["cases"]["sentence single"]["ours"] > 0 == runs["after"]["cases"]["sentence single"]["ours"]
+
+
+def test_the_paper_steps_record_holds_the_rows_epoch_seconds_and_the_gpus_busy_share(tmp_path):
+    from benchmarks.gpu import paper_record
+
+    progress = {"lstm": {"state": "done", "epochs_done": 20, "seconds_per_epoch": 17.2}}
+    (tmp_path / "busy.txt").write_text("90\n100\n\n[N/A]\n")
+    record = paper_record.record(progress, ["lstm", "single"], str(tmp_path / "busy.txt"))
+    assert record["rows_side_by_side"] == 2 and record["gpu_busy_percent"] == 95.0
+    assert record["rows"]["lstm"]["seconds_per_epoch"] == 17.2 and record["rows"]["single"]["state"] is None
+    assert paper_record.record(progress, ["lstm"], str(tmp_path / "none.txt"))["gpu_busy_percent"] is None

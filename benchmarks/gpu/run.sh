@@ -7,9 +7,10 @@
 #    PTB) and .gpu-plugins/ (the older plugins the timing step measures), ~11 MB in all.
 # 2. On the GPU machine, the device tool's `run` with carry [".whl", ".gpu-data", ".gpu-plugins"], timeout_s 600:
 #      bash benchmarks/gpu/run.sh install tests cli speed
-#    paper [ROW...] is a command of its own (rows: PAPER_ROWS_KNOWN below, benchmarks/rows.py's; default
-#    lstm single); it exits 3 while rows still train: run the same command again at once, GPU_RUN_BUDGET
-#    set to the device time left; --cut on the session's last command scores a row's epochs so far.
+#    paper [ROW...] is a command of its own (rows: PAPER_ROWS_KNOWN below, benchmarks/rows.py's; none
+#    named: the queue's next PAPER_ROWS_PER_COMMAND rows without their JSON, in PAPER_ROWS_KNOWN's order);
+#    it exits 3 while rows still train: run the same command again at once, GPU_RUN_BUDGET set to the
+#    device time left; --cut on the session's last command scores a row's epochs so far.
 # 3. Here, without a GPU: bash benchmarks/gpu/run.sh --dry-run STEP... (tiny budgets, all on the CPU).
 #
 # Steps, in this order: install tests cli speed char fairseq-speed timing paper, each within its budget
@@ -24,7 +25,13 @@ PAPER_ROWS_KNOWN=(
   lstm single combined single-zero-context lstm-matched
   lstm-seed2 single-zero-context-seed2 single-seed2 combined-seed2 lstm-matched-seed2
   lstm-seed3 single-zero-context-seed3 single-seed3 combined-seed3 lstm-matched-seed3
+  lstm-stream single-zero-context-stream single-stream ps-lstm-stream
 )
+# rows side by side in one command: two fit 600 s on an H200 (fde92ca, 469 s); the step's record
+# (paper_step.json) gives each command's epoch seconds, from which a larger figure is chosen
+PAPER_ROWS_PER_COMMAND=${PAPER_ROWS_PER_COMMAND:-2}
+[[ $PAPER_ROWS_PER_COMMAND =~ ^[1-9][0-9]*$ ]] || {
+  echo "run.sh: PAPER_ROWS_PER_COMMAND=$PAPER_ROWS_PER_COMMAND is not a whole number of rows (1 or more)" >&2; exit 2; }
 # the timing step's plugins with the host levers off: before the syncs were taken out, and before the mends
 declare -A TIMING_PLUGINS=([before]=b6545b6 [no-syncs]=adb44ed)
 DRY=0; PREPARE=0; CUT=0; WANT=(); PAPER_ROWS=()
@@ -41,7 +48,6 @@ for arg in "$@"; do
               "(paper's rows: ${PAPER_ROWS_KNOWN[*]})" >&2; exit 2; fi ;;
   esac
 done
-(( ${#PAPER_ROWS[@]} )) || PAPER_ROWS=(lstm single)
 if (( CUT )) && [[ " ${WANT[*]:-} " != *" paper "* ]]; then
   echo "run.sh: --cut stops paper's rows that cannot finish in the budget: it applies to the paper step only" \
        "(add paper, or drop --cut)" >&2
@@ -379,6 +385,7 @@ step_paper() {
   # command was taken for "stopped without its JSON" by the second); each is copied to $RESULTS below
   local save=$WORK/paper out=$WORK/paper/results/$corpus table=(-m benchmarks.table --corpus "$corpus")
   mkdir -p "$save" "$out"
+  (( ${#PAPER_ROWS[@]} )) || { say "paper: every row of the queue has its JSON: nothing to train"; return 0; }
   running() {  # its process is alive (an init that does not reap would leave a zombie: state Z)
     local pid; pid=$(cat "$save/$1.pid" 2>/dev/null) && [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null \
       && [[ $(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null) != Z ]]
@@ -406,6 +413,11 @@ step_paper() {
       --progress "$RESULTS/paper_progress.json" 2>&1 | tail -n "${#PAPER_ROWS[@]}" | tee "$WORK/paper_progress.txt"; }
   where_is() { sed -n "s/^$1: \([^;]*\).*/\1/p" "$WORK/paper_progress.txt" 2>/dev/null; }  # ROW: its progress
   local waiting=("${PAPER_ROWS[@]}") last_report=-999  # the first pass writes this command's progress
+  local sampler=""  # the GPU's utilization once a second, for the step's record
+  if (( ! DRY )); then
+    nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -l 1 > "$WORK/gpu_busy.txt" 2>/dev/null &
+    sampler=$!
+  fi
   while (( ${#waiting[@]} )) && (( $(left_of "$end") > 0 )); do
     local still=(); for row in "${waiting[@]}"; do running "$row" && still+=("$row"); done
     waiting=("${still[@]}")
@@ -430,6 +442,10 @@ step_paper() {
     fg sleep 5
   done
   progress | tee -a "$SUMMARY"
+  [[ -n $sampler ]] && kill "$sampler" 2>/dev/null
+  $PY -m benchmarks.gpu.paper_record --progress "$RESULTS/paper_progress.json" --busy "$WORK/gpu_busy.txt" \
+    --rows "$(IFS=,; echo "${PAPER_ROWS[*]}")" --json "$RESULTS/paper_step.json" > /dev/null \
+    && PRODUCED+=("$RESULTS/paper_step.json")
   PRODUCED+=("$RESULTS/paper_progress.json")
   for row in "${PAPER_ROWS[@]}"; do  # its JSON to come back; into logs.tgz: its training log and grid records
     if [[ -f $out/$row.json ]]; then cp "$out/$row.json" "$RESULTS/$row.json"; PRODUCED+=("$RESULTS/$row.json"); fi
@@ -469,6 +485,15 @@ NEED_PTB=0
 (( DRY )) || [[ " ${STEPS[*]} " != *" paper "* ]] || NEED_PTB=1
 # PTB is binarised in the background (fairseq-preprocess) while the tests and checks run
 (( NEED_PTB )) && [[ " ${STEPS[*]} " != *" install "* ]] && start_ptb
+# paper with no rows named: the queue's first rows with no JSON, committed or made by an earlier command here
+if [[ " ${STEPS[*]} " == *" paper "* ]] && (( ! ${#PAPER_ROWS[@]} )); then
+  made=$WORK/paper/results/ptb-paper$( (( DRY )) && echo -dry)
+  for row in "${PAPER_ROWS_KNOWN[@]}"; do
+    (( ${#PAPER_ROWS[@]} < PAPER_ROWS_PER_COMMAND )) || break
+    [[ -f benchmarks/results/ptb-paper/$row.json || -f $made/$row.json ]] || PAPER_ROWS+=("$row")
+  done
+  say "paper: no rows named: the queue's next ${#PAPER_ROWS[@]} (PAPER_ROWS_PER_COMMAND): ${PAPER_ROWS[*]:-none}"
+fi
 TIMES=()
 for step in "${STEPS[@]}"; do
   limit=$(step_limit "$step")

@@ -22,8 +22,11 @@ from .tables import (
 )
 
 BASELINE = "lstm"
+# the rows that read one sentence at a time (the stream rows: ``ptb_paper_stream``)
+SENTENCE = [n for n, row in PTB_PAPER.rows.items() if row.reading != "stream"]
+SENTENCE_MODELS = [n for n in models(PTB_PAPER) if n in SENTENCE]
 PAPER_SIZE = "2 x 650"  # the rows' archs, alm_lstm_ptb and attentive_lm_ptb
-ROWS_A_SESSION = 2  # rows that one session's GPU time trains and scores
+ROWS_A_COMMAND = 2  # rows one `run.sh paper` command trains side by side (its PAPER_ROWS_PER_COMMAND)
 SETTLED = 0.5  # % of valid ppl over the last epochs under which a curve counts as flat
 
 
@@ -63,7 +66,7 @@ def table(paper, small):
         "tokens/s",
         "the paper's valid / test (its count: our paper_ppl)",
     )
-    for name in PTB_PAPER.rows:
+    for name in SENTENCE:
         lines.append(table_row(PTB_PAPER, name, PAPER_SIZE, paper.get(name)))
         if name in small:
             lines.append(table_row(PTB, name, f"2 x {SIZE}", small[name]))
@@ -71,18 +74,17 @@ def table(paper, small):
 
 
 def pending(paper):
-    """The 2 x 650 rows without their JSON and the commands that fill them, a session's rows each."""
+    """The 2 x 650 rows without their JSON and the command that fills them, the queue's next rows each time."""
     missing = [n for n in PTB_PAPER.rows if n not in paper]
     if not missing:
         return []
-    sessions = [missing[i : i + ROWS_A_SESSION] for i in range(0, len(missing), ROWS_A_SESSION)]
+    commands = -(-len(missing) // ROWS_A_COMMAND)
     return [
-        f"Not run yet at {PAPER_SIZE}, so no figures: {'; '.join(PTB_PAPER.rows[n].description for n in missing)}. "
-        "Filled by "
-        + ", then ".join(f"`bash benchmarks/gpu/run.sh paper {' '.join(rows)}`" for rows in sessions)
-        + f", {'each ' if len(sessions) > 1 else ''}on a lent GPU ({ROWS_A_SESSION} rows fit one session; run it "
-        "again while it says they still train; `bash benchmarks/gpu/run.sh --help`), and the JSON it returns "
-        f"committed to `benchmarks/results/{PTB_PAPER.name}/`."
+        f"Not run yet at {PAPER_SIZE}, so no figures: {'; '.join(f'`{n}`' for n in missing)}. Filled by "
+        f"`bash benchmarks/gpu/run.sh paper` on a lent GPU: with no rows named it trains the queue's next "
+        f"{ROWS_A_COMMAND} rows without their JSON, in the table's order (about {commands} commands for these; run "
+        "it again while it says they still train; `bash benchmarks/gpu/run.sh --help`), and the JSON it returns "
+        f"is committed to `benchmarks/results/{PTB_PAPER.name}/`."
     ]
 
 
@@ -129,7 +131,7 @@ def settled(paper, last=4):
 def test_time(paper):
     """What each test-time option adds to each 2 x 650 model's test ppl (its seeds' means), the lowest figure
     with both, and each declared comparison with both."""
-    done = {n: runs for n in models(PTB_PAPER) if (runs := [r for r in seed_runs(PTB_PAPER, paper, n) if has_all(r)])}
+    done = {n: runs for n in SENTENCE_MODELS if (runs := [r for r in seed_runs(PTB_PAPER, paper, n) if has_all(r)])}
     if not done:
         return []
 
@@ -151,7 +153,7 @@ def test_time(paper):
         )
         + f". The lowest with both: `{lowest}`{seeds(done[lowest])}, "
         f"{mean(done[lowest], 'test_ppl_cache_dynamic'):.1f}.",
-        *compared(PTB_PAPER, paper, "_cache_dynamic"),
+        *compared(PTB_PAPER, paper, "_cache_dynamic", rows=SENTENCE),
         *edge_note(paper),
     ]
 
@@ -191,14 +193,14 @@ def provenance(paper):
 
 def statement(paper, small):
     """``paper``: the 2 x 650 rows' JSON; ``small``: the 2 x 200 rows', compared the same way."""
-    at_paper = compared(PTB_PAPER, paper)
+    at_paper = compared(PTB_PAPER, paper, rows=SENTENCE)
     lines = [
-        head("What it shows at the paper's scale", len(paper), len(PTB_PAPER.rows)),
+        head("What it shows at the paper's scale", len(paper), len(SENTENCE)),
         *(
             at_paper
             or [f"No declared comparison has both rows at {PAPER_SIZE}: nothing to compare at the paper's scale yet."]
         ),
-        *compared(PTB, small, rows=models(PTB_PAPER)),
+        *compared(PTB, small, rows=SENTENCE_MODELS),
         *against_the_paper(paper),
         *test_time(paper),
     ]
@@ -225,9 +227,10 @@ def statement(paper, small):
     return "\n".join(lines)
 
 
-def block(paper, small):
-    """``paper``: the 2 x 650 rows' JSON; ``small``: every full-PTB row's (``PTB.load()``)."""
-    shown = {n: r for n, r in small.items() if n in PTB_PAPER.rows}
+def block(every, small):
+    """``every``: the 2 x 650 rows' JSON, the stream rows' too (the queue); ``small``: every full-PTB row's."""
+    paper = {n: r for n, r in every.items() if n in SENTENCE}
+    shown = {n: r for n, r in small.items() if n in SENTENCE}
     (paper_kept, paper_notes), (small_kept, small_notes) = (
         one_layout(PTB_PAPER, paper, BASELINE),
         one_layout(PTB, shown, BASELINE),
@@ -238,7 +241,7 @@ def block(paper, small):
             table(paper, small),
             *seed_table(PTB_PAPER, paper_kept),
             *footnote,
-            *pending(paper),
+            *pending(every),
             "\n".join([statement(paper_kept, small_kept), *dict.fromkeys(paper_notes + small_notes)]),
         ]
     )

@@ -1,0 +1,49 @@
+"""The paper step's own record, so that the next command's plan uses measured figures: how many rows this
+command trained side by side, each row's seconds an epoch (from ``paper_progress.json``) and the GPU's busy
+share over the step (``nvidia-smi``'s utilization samples, one a second; none on a dry run).
+
+    python -m benchmarks.gpu.paper_record --progress paper_progress.json --busy gpu_busy.txt \\
+        --rows lstm,single --json paper_step.json
+"""
+
+import argparse
+import json
+import os
+
+from benchmarks.result_files import write_json
+
+
+def busy_share(path):
+    """The mean of ``nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits`` samples, or None."""
+    if not path or not os.path.exists(path):
+        return None
+    samples = [float(line) for line in open(path) if line.strip().replace(".", "", 1).isdigit()]
+    return round(sum(samples) / len(samples), 1) if samples else None
+
+
+def record(progress, rows, busy):
+    """``progress``: table.py's ``--progress`` JSON for ``rows``; ``busy``: the samples' file."""
+    return {
+        "rows_side_by_side": len(rows),
+        "rows": {
+            name: {key: progress.get(name, {}).get(key) for key in ("state", "epochs_done", "seconds_per_epoch")}
+            for name in rows
+        },
+        "gpu_busy_percent": busy_share(busy),
+    }
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--progress", required=True, help="table.py's --progress JSON of this command's rows")
+    parser.add_argument("--busy", help="the GPU utilization samples, one a line (absent on a dry run)")
+    parser.add_argument("--rows", required=True, help="this command's rows, comma-separated")
+    parser.add_argument("--json", required=True, help="where the record goes")
+    args = parser.parse_args(argv)
+    with open(args.progress) as f:
+        progress = json.load(f)
+    write_json(args.json, record(progress, args.rows.split(","), args.busy))
+
+
+if __name__ == "__main__":
+    main()

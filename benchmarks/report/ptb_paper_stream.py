@@ -1,0 +1,57 @@
+"""The ``ptb-paper-stream`` block: the paper's size (2 x 650, its recipe) read as document streams, the
+state carried across sentences as in every medium-size PTB figure the field quotes; our rows beside those
+anchors, each declared step stated, and the goal with the cache and dynamic evaluation."""
+
+from benchmarks.rows import PTB_MEDIUM_ANCHORS, PTB_PAPER
+
+from .statements import compared, head
+from .tables import OPTIONS, best_epoch, cell, cost, header, label, one_layout
+
+ROWS = [n for n, row in PTB_PAPER.rows.items() if row.reading == "stream"]
+GOAL = 65.0  # test ppl with the cache and dynamic evaluation
+
+
+def table(results):
+    lines = header(
+        "row", "valid ppl", "test ppl", "test + cache", "test + dynamic eval", "test + both", "best epoch", "params"
+    )
+    for name in ROWS:
+        if (r := results.get(name)) is None:
+            lines.append(f"| {PTB_PAPER.rows[name].description} | not run yet | | | | | | |")
+            continue
+        lines.append(
+            f"| {label(PTB_PAPER, name, r)} | {r['valid_ppl']:.1f} | **{r['test_ppl']:.1f}** | "
+            + " | ".join(cell(r, f"test_ppl{suffix}") for _, suffix in OPTIONS)
+            + f" | {best_epoch(r)}/{r['epochs']} | {cost(r).split(' | ')[0]} |"
+        )
+    return "\n".join(lines)
+
+
+def anchors():
+    return "\n".join(
+        header("the field's medium-size PTB figures (state carried, standard count, as printed)", "params", "test")
+        + [f"| {' | '.join(anchor)} |" for anchor in PTB_MEDIUM_ANCHORS]
+    )
+
+
+def statement(results, paper):
+    """``results``: the stream rows' JSON; ``paper``: every 2 x 650 row's, the sentence LSTM's seeds among them."""
+    lines = [head("What streams show at the paper's size", len(results), len(ROWS), "stream rows")]
+    steps = compared(PTB_PAPER, {**paper, **results}, rows=ROWS)
+    lines += steps or ["No declared comparison of the stream rows has run yet."]
+    both = {n: r["test_ppl_cache_dynamic"] for n, r in results.items() if "test_ppl_cache_dynamic" in r}
+    if both:
+        best = min(both, key=both.get)
+        verdict = f"met by `{best}`" if both[best] <= GOAL else f"not met (the lowest: `{best}`"
+        lines.append(
+            f"The goal, test <= {GOAL:g} with the cache and dynamic evaluation ({PTB_PAPER.label}, streams): "
+            f"{verdict}, {both[best]:.1f}{')' if both[best] > GOAL else ''}."
+        )
+    return "\n".join(lines)
+
+
+def block(paper):
+    """``paper``: every 2 x 650 row's JSON (``PTB_PAPER.load()``)."""
+    results = {n: r for n, r in paper.items() if n in ROWS}
+    kept, notes = one_layout(PTB_PAPER, results, "lstm-stream")
+    return "\n\n".join([table(results), anchors(), "\n".join([statement(kept, paper), *notes])])
