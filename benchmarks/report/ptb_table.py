@@ -5,7 +5,7 @@ import os
 
 from benchmarks.rows import PTB, ROOT, SIZE
 
-from .statements import compared, head, mean, models, pct, seed_runs, span
+from .statements import compared, head, mean, models, seed_runs, span
 from .tables import (
     before_the_fix_note,
     best_epoch,
@@ -54,7 +54,7 @@ def table(results):
     return "\n".join(lines)
 
 
-def entropy_choice(results, base):
+def entropy_choice(results):
     """AMSRN's entropy weight lambda picked on valid among the rows that ran (lambda 0 is `amsrn`)."""
     rows = [n for n in PTB.rows if n in results and (n == "amsrn" or n.startswith("amsrn-entropy-"))]
     if len(rows) < 2:
@@ -68,8 +68,7 @@ def entropy_choice(results, base):
             f"attention entropy {results[n]['valid_attn_entropy']:.2f} nats"
             for n in rows
         )
-        + f". Valid picks lambda {weight[chosen]}: test {results[chosen]['test_ppl']:.1f} "
-        f"({pct(results[chosen]['test_ppl'], base):+.1f}% against the LSTM)."
+        + f". Valid picks lambda {weight[chosen]}: test {results[chosen]['test_ppl']:.1f}."
         + "".join(
             f" At lambda {weight[n]} the attention has collapsed (entropy {results[n]['valid_attn_entropy']:.2f}: "
             "every step puts all its weight on one earlier state)."
@@ -92,7 +91,7 @@ def statement(results):
             steps
             or [f"The LSTM's test perplexity is {lstm['test_ppl']:.1f}; no row compared with it has finished yet."]
         ),
-        *entropy_choice(results, lstm["test_ppl"]),
+        *entropy_choice(results),
     ]
     if "fairseq-transformer_lm" in results:
         transformer = results["fairseq-transformer_lm"]["test_ppl"]
