@@ -114,6 +114,19 @@ def test_benchmarks_page_is_what_the_json_generates():
     assert not stale, f"docs/benchmarks.md's {stale} blocks are stale: run python -m benchmarks.report --update-docs"
 
 
+def test_every_declared_comparison_names_rows_its_corpus_has():
+    """A comparison whose corpus or row is misspelt would never be stated (its rows never run): each names a
+    corpus of rows.py with a label, two of its rows, and what differs."""
+    from benchmarks.comparisons import COMPARISONS
+    from benchmarks.rows import CORPORA
+
+    for c in COMPARISONS:
+        corpus = CORPORA[c.corpus]
+        assert corpus.label and {c.baseline, c.row} <= set(corpus.rows) and c.baseline != c.row, c
+        assert c.things and all(thing.strip() for thing in c.things), c
+    assert len({(c.corpus, c.baseline, c.row) for c in COMPARISONS}) == len(COMPARISONS)
+
+
 def test_readmes_short_answer_is_what_the_json_gives():
     """The README's short answer is benchmarks/report/short_answer.py's text (its line breaks aside): a result
     committed without updating it, or a figure typed by hand, fails here."""

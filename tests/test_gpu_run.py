@@ -60,6 +60,15 @@ def test_paper_with_no_rows_named_takes_the_queues_next_rows(tmp_path):
     env = {"ALM_GPU_RESULTS": str(tmp_path / "results"), "ALM_GPU_WORK": str(tmp_path / "work"), "GPU_RUN_BUDGET": "1"}
     proc = run_sh("--dry-run", "paper", env={**env, "PAPER_ROWS_PER_COMMAND": "3"}, timeout=90)
     assert f"the queue's next 3 (PAPER_ROWS_PER_COMMAND): {' '.join(queue[1:4])}" in proc.stdout, proc.stdout
+    (tmp_path / "work" / "paper" / f"{queue[1]}.restarts").write_text("2\n")  # stopped twice: left out, said
+    proc = run_sh("--dry-run", "paper", env={**env, "PAPER_ROWS_PER_COMMAND": "3"}, timeout=90)
+    assert f"paper: {queue[1]} stopped twice without its JSON" in proc.stdout
+    assert f"the queue's next 3 (PAPER_ROWS_PER_COMMAND): {' '.join(queue[2:5])}" in proc.stdout, proc.stdout
+    for name in queue:
+        (made / f"{name}.json").write_text("{}")
+    done = run_sh("--dry-run", "paper", env=env)
+    assert done.returncode == 0 and "every row of the queue has its JSON: nothing to train" in done.stdout
+    assert "=== paper" not in done.stdout
     refused = run_sh("--dry-run", "paper", env={**env, "PAPER_ROWS_PER_COMMAND": "0"})
     assert refused.returncode == 2 and "PAPER_ROWS_PER_COMMAND=0 is not a whole number of rows" in refused.stderr
 

@@ -71,7 +71,7 @@ def test_without_json_the_block_gives_the_commands_and_no_figure(report, tmp_pat
     assert numbers == [[]] * 15
     assert (
         "Filled by `bash benchmarks/gpu/run.sh paper` on a lent GPU: with no rows named it trains the queue's next "
-        "2 rows without their JSON, in the table's order (about 10 commands for these;"
+        "2 rows without their JSON, in benchmarks/rows.py's order (about 10 commands for these;"
     ) in text
     assert "(0 of 15 rows, generated from the JSON)" in text and "nothing to compare at the paper's scale yet" in text
     # no standing claimed at 2 x 650 without its rows (the 2 x 200 comparisons read the committed rows)
@@ -83,7 +83,8 @@ def statement_lines(text, corpus_label="full PTB, 2 x 650"):
     """The statement's comparison sentences at one size, by the row and baseline they name."""
     found = {}
     for line in text.split("**What ", 1)[1].splitlines():
-        if m := re.search(rf", {corpus_label}: `([^`]+)` against `([^`]+)`( with both)? ", line):
+        both = "( with the cache and dynamic evaluation)?"
+        if m := re.search(rf", {corpus_label}: `([^`]+)` against `([^`]+)`{both} ", line):
             found.setdefault((m.group(1), m.group(2), bool(m.group(3))), line)
     return found
 
@@ -119,7 +120,7 @@ def test_a_comparison_on_one_seed_says_so_and_seeds_widen_what_counts_as_level(r
         paper_block(report, tmp_path / "one", {"lstm": row(100.0, 95.0), "single-zero-context": row(96.0, 91.0)})
     )
     assert (
-        "One seed for `single-zero-context` and `lstm`, so no seed range to weigh the gap against"
+        "One seed for `single-zero-context` and `lstm`, whose seed range is not measured: level within 1.0% / 1.0%"
         in one[("single-zero-context", "lstm", False)]
     )
     rows = {
@@ -203,3 +204,14 @@ def test_the_stream_rows_stand_beside_the_anchors_one_step_at_a_time(report, tmp
         in text
     )
     assert "(4 of 4 stream rows, generated from the JSON)" in text
+
+
+def test_a_stream_row_trained_before_the_dropout_fix_is_named_not_compared(report, tmp_path):
+    rows = {"lstm": row(100.0, 95.0), "lstm-stream": row(90.0, 85.5), "ps-lstm-stream": row(80.0, 76.0)}
+    rows["ps-lstm-stream"]["dropout_layout"] = "the old one"
+    folder = tmp_path / "old"
+    paper_block(report, folder, rows)
+    text = report.blocks(paper_results_dir=str(folder), draw=False)["ptb-paper-stream"]
+    assert ("lstm-stream", "lstm", False) in statement_lines(text)
+    assert ("ps-lstm-stream", "lstm-stream", False) not in statement_lines(text)
+    assert "Left out of the comparison until retrained" in text and "‡ trained before every tensor" in text

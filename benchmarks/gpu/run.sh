@@ -57,26 +57,6 @@ if (( ${#WANT[@]} == 0 && PREPARE == 0 )); then
   echo "usage: bash benchmarks/gpu/run.sh [--dry-run] [--prepare] STEP... (${STEPS_KNOWN[*]}; see --help)" >&2
   exit 2
 fi
-# paper's first command on a fresh machine installs first
-if [[ " ${WANT[*]:-} " == *" paper "* && " ${WANT[*]} " != *" install "* ]] && (( ! DRY )) \
-   && ! $PY -c "import fairseq, alm_plugin" 2>/dev/null \
-   && [[ ! -f ${ALM_GPU_WORK:-${TMPDIR:-/tmp}/alm_gpu_run}/site/.alm_fallback ]]; then
-  WANT+=(install)
-fi
-STEPS=()  # the canonical order
-for s in "${STEPS_KNOWN[@]}"; do [[ " ${WANT[*]:-} " == *" $s "* ]] && STEPS+=("$s"); done
-# the steps that run on CUDA: on a machine without a GPU, say so now, before anything runs or is written
-# (each would fail in its log, the reason out of sight); --dry-run runs them on the CPU
-ON_GPU=()
-for s in tests cli speed char fairseq-speed timing; do [[ " ${STEPS[*]:-} " == *" $s "* ]] && ON_GPU+=("$s"); done
-if (( ! DRY && ${#ON_GPU[@]} )) && ! nvidia-smi -L 2>/dev/null | grep -q '^GPU' \
-   && ! $PY -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
-  echo "run.sh: ${ON_GPU[*]} run on a GPU and this machine has none (nvidia-smi lists no GPU, torch sees no CUDA):" \
-       "run them on the lent GPU machine, or here with --dry-run" \
-       "(bash benchmarks/gpu/run.sh --dry-run ${ON_GPU[*]})" >&2
-  exit 2
-fi
-
 T0=$(date +%s)
 now() { echo $(( $(date +%s) - T0 )); }
 if (( DRY )); then
@@ -96,6 +76,47 @@ fi
 for s in "${STEPS_KNOWN[@]}"; do
   var=BUDGET_$(echo "$s" | tr 'a-z-' 'A-Z_'); [[ -n ${!var:-} ]] && BUDGET[$s]=${!var}
 done
+# paper with no rows named: the queue's first rows with no JSON (committed, or made by an earlier command
+# here), a row that stopped twice without one left out; none left: nothing for paper to do
+if [[ " ${WANT[*]:-} " == *" paper "* ]] && (( ! ${#PAPER_ROWS[@]} )); then
+  made=$WORK/paper/results/ptb-paper$( (( DRY )) && echo -dry)
+  for row in "${PAPER_ROWS_KNOWN[@]}"; do
+    (( ${#PAPER_ROWS[@]} < PAPER_ROWS_PER_COMMAND )) || break
+    [[ -f benchmarks/results/ptb-paper/$row.json || -f $made/$row.json ]] && continue
+    if (( $(cat "$WORK/paper/$row.restarts" 2>/dev/null || echo 0) >= 2 )); then
+      echo "run.sh: paper: $row stopped twice without its JSON (its log: $WORK/logs/paper_$row.log): left out"
+      continue
+    fi
+    PAPER_ROWS+=("$row")
+  done
+  if (( ${#PAPER_ROWS[@]} )); then
+    echo "run.sh: paper: no rows named: the queue's next ${#PAPER_ROWS[@]} (PAPER_ROWS_PER_COMMAND): ${PAPER_ROWS[*]}"
+  else
+    echo "run.sh: paper: every row of the queue has its JSON: nothing to train"
+    WANT=($(printf '%s\n' "${WANT[@]}" | grep -vx paper))
+    (( ${#WANT[@]} )) || exit 0
+  fi
+fi
+# paper's first command on a fresh machine installs first
+if [[ " ${WANT[*]:-} " == *" paper "* && " ${WANT[*]} " != *" install "* ]] && (( ! DRY )) \
+   && ! $PY -c "import fairseq, alm_plugin" 2>/dev/null \
+   && [[ ! -f $WORK/site/.alm_fallback ]]; then
+  WANT+=(install)
+fi
+STEPS=()  # the canonical order
+for s in "${STEPS_KNOWN[@]}"; do [[ " ${WANT[*]:-} " == *" $s "* ]] && STEPS+=("$s"); done
+# the steps that run on CUDA: on a machine without a GPU, say so now, before anything runs or is written
+# (each would fail in its log, the reason out of sight); --dry-run runs them on the CPU
+ON_GPU=()
+for s in tests cli speed char fairseq-speed timing; do [[ " ${STEPS[*]:-} " == *" $s "* ]] && ON_GPU+=("$s"); done
+if (( ! DRY && ${#ON_GPU[@]} )) && ! nvidia-smi -L 2>/dev/null | grep -q '^GPU' \
+   && ! $PY -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+  echo "run.sh: ${ON_GPU[*]} run on a GPU and this machine has none (nvidia-smi lists no GPU, torch sees no CUDA):" \
+       "run them on the lent GPU machine, or here with --dry-run" \
+       "(bash benchmarks/gpu/run.sh --dry-run ${ON_GPU[*]})" >&2
+  exit 2
+fi
+
 SUMMARY=/dev/null   # until a step runs (--prepare alone writes no results)
 SITE=$WORK/site
 PRODUCED=()   # this run's result files, for $OUT
@@ -385,7 +406,6 @@ step_paper() {
   # command was taken for "stopped without its JSON" by the second); each is copied to $RESULTS below
   local save=$WORK/paper out=$WORK/paper/results/$corpus table=(-m benchmarks.table --corpus "$corpus")
   mkdir -p "$save" "$out"
-  (( ${#PAPER_ROWS[@]} )) || { say "paper: every row of the queue has its JSON: nothing to train"; return 0; }
   running() {  # its process is alive (an init that does not reap would leave a zombie: state Z)
     local pid; pid=$(cat "$save/$1.pid" 2>/dev/null) && [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null \
       && [[ $(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null) != Z ]]
@@ -416,7 +436,7 @@ step_paper() {
   local sampler=""  # the GPU's utilization once a second, for the step's record
   if (( ! DRY )); then
     nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -l 1 > "$WORK/gpu_busy.txt" 2>/dev/null &
-    sampler=$!
+    sampler=$!; FG_PIDS[$sampler]=1
   fi
   while (( ${#waiting[@]} )) && (( $(left_of "$end") > 0 )); do
     local still=(); for row in "${waiting[@]}"; do running "$row" && still+=("$row"); done
@@ -442,16 +462,16 @@ step_paper() {
     fg sleep 5
   done
   progress | tee -a "$SUMMARY"
-  [[ -n $sampler ]] && kill "$sampler" 2>/dev/null
-  $PY -m benchmarks.gpu.paper_record --progress "$RESULTS/paper_progress.json" --busy "$WORK/gpu_busy.txt" \
-    --rows "$(IFS=,; echo "${PAPER_ROWS[*]}")" --json "$RESULTS/paper_step.json" > /dev/null \
-    && PRODUCED+=("$RESULTS/paper_step.json")
-  PRODUCED+=("$RESULTS/paper_progress.json")
-  for row in "${PAPER_ROWS[@]}"; do  # its JSON to come back; into logs.tgz: its training log and grid records
+  [[ -n $sampler ]] && { kill "$sampler" 2>/dev/null; forget "$sampler"; }
+  for row in "${PAPER_ROWS[@]}"; do  # its JSON to come back first; into logs.tgz: its training log and grid records
     if [[ -f $out/$row.json ]]; then cp "$out/$row.json" "$RESULTS/$row.json"; PRODUCED+=("$RESULTS/$row.json"); fi
     cp "$save/$row/train.log" "$LOGS/paper_${row}_train.log" 2>/dev/null
     for f in "$save/$row"/cache_grid_*.json; do [[ -f $f ]] && cp "$f" "$LOGS/paper_${row}_$(basename "$f")"; done
   done
+  $PY -m benchmarks.gpu.paper_record --progress "$RESULTS/paper_progress.json" --busy "$WORK/gpu_busy.txt" \
+    --rows "$(IFS=,; echo "${PAPER_ROWS[*]}")" --json "$RESULTS/paper_step.json" > /dev/null \
+    && PRODUCED+=("$RESULTS/paper_step.json")
+  PRODUCED+=("$RESULTS/paper_progress.json")
   local left=() line
   for row in "${PAPER_ROWS[@]}"; do
     [[ -f $out/$row.json ]] && continue
@@ -485,15 +505,6 @@ NEED_PTB=0
 (( DRY )) || [[ " ${STEPS[*]} " != *" paper "* ]] || NEED_PTB=1
 # PTB is binarised in the background (fairseq-preprocess) while the tests and checks run
 (( NEED_PTB )) && [[ " ${STEPS[*]} " != *" install "* ]] && start_ptb
-# paper with no rows named: the queue's first rows with no JSON, committed or made by an earlier command here
-if [[ " ${STEPS[*]} " == *" paper "* ]] && (( ! ${#PAPER_ROWS[@]} )); then
-  made=$WORK/paper/results/ptb-paper$( (( DRY )) && echo -dry)
-  for row in "${PAPER_ROWS_KNOWN[@]}"; do
-    (( ${#PAPER_ROWS[@]} < PAPER_ROWS_PER_COMMAND )) || break
-    [[ -f benchmarks/results/ptb-paper/$row.json || -f $made/$row.json ]] || PAPER_ROWS+=("$row")
-  done
-  say "paper: no rows named: the queue's next ${#PAPER_ROWS[@]} (PAPER_ROWS_PER_COMMAND): ${PAPER_ROWS[*]:-none}"
-fi
 TIMES=()
 for step in "${STEPS[@]}"; do
   limit=$(step_limit "$step")

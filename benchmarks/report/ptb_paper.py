@@ -12,10 +12,13 @@ from .tables import (
     best_epoch,
     cell,
     cost,
+    cut,
+    cut_note,
     header,
     label,
     one_layout,
     paper_figures,
+    provenance,
     seed_table,
     tokens,
     unlogged,
@@ -30,17 +33,12 @@ ROWS_A_COMMAND = 2  # rows one `run.sh paper` command trains side by side (its P
 SETTLED = 0.5  # % of valid ppl over the last epochs under which a curve counts as flat
 
 
-def cut(r):
-    """``(epoch, planned)`` for a row the clock stopped after ``epoch`` of its recipe's ``planned``, else None."""
-    return (r["cut_at_epoch"], r.get("recipe", {}).get("epochs", PTB_PAPER.epochs)) if "cut_at_epoch" in r else None
-
-
 def table_row(corpus, name, size, r):
     description = label(corpus, name, r)
     paper = PTB_PAPER.paper.get(name, "") if corpus is PTB_PAPER else ""  # the 2 x 200 rows: the ptb-table block
     if r is None:
         return f"| {description} | {size} | not run yet | | | | | | | | | | {paper} |"
-    stopped = " (cut after epoch {} of {})".format(*cut(r)) if cut(r) else ""
+    stopped = " (cut after epoch {} of {})".format(*cut(r, PTB_PAPER.epochs)) if cut(r, PTB_PAPER.epochs) else ""
     return (
         f"| {description} | {size}, {r.get('device', 'CPU').replace('cpu', 'CPU')} | {r['valid_ppl']:.1f} | "
         f"**{r['test_ppl']:.1f}** | {r['valid_paper_ppl']:.1f} / {r['test_paper_ppl']:.1f} | "
@@ -82,26 +80,33 @@ def pending(paper):
     return [
         f"Not run yet at {PAPER_SIZE}, so no figures: {'; '.join(f'`{n}`' for n in missing)}. Filled by "
         f"`bash benchmarks/gpu/run.sh paper` on a lent GPU: with no rows named it trains the queue's next "
-        f"{ROWS_A_COMMAND} rows without their JSON, in the table's order (about {commands} commands for these; run "
-        "it again while it says they still train; `bash benchmarks/gpu/run.sh --help`), and the JSON it returns "
-        f"is committed to `benchmarks/results/{PTB_PAPER.name}/`."
+        f"{ROWS_A_COMMAND} rows without their JSON, in benchmarks/rows.py's order (about {commands} commands for "
+        "these; run it again while it says they still train; `bash benchmarks/gpu/run.sh --help`), and the JSON it "
+        f"returns is committed to `benchmarks/results/{PTB_PAPER.name}/`."
     ]
 
 
 def against_the_paper(paper):
-    """Our 2 x 650 rows' paper_ppl against the paper's figures (the same count)."""
-    done = {n: paper_figures(PTB_PAPER.paper[n]) for n in PTB_PAPER.rows if n in paper and n in PTB_PAPER.paper}
+    """Our 2 x 650 models' paper_ppl (their seeds' means) against the paper's figures (the same count)."""
+    done = {n: seed_runs(PTB_PAPER, paper, n) for n in SENTENCE_MODELS if n in PTB_PAPER.paper}
+    done = {n: runs for n, runs in done.items() if runs}
     if not done:
         return []
-    return [
-        "Against the paper's figures, counted as it counts (`paper_ppl`, valid / test): "
-        + "; ".join(
-            f"{PTB_PAPER.rows[n].description} {paper[n]['valid_paper_ppl']:.1f} / "
-            f"{paper[n]['test_paper_ppl']:.1f} against "
-            f"{valid:.1f} / {test:.1f} ({pct(paper[n]['valid_paper_ppl'], valid):+.1f}% / "
-            f"{pct(paper[n]['test_paper_ppl'], test):+.1f}%)"
-            for n, (valid, test) in done.items()
+
+    def seeds(runs):
+        return f" ({len(runs)} seeds)" if len(runs) > 1 else ""
+
+    text = []
+    for n, runs in done.items():
+        valid, test = paper_figures(PTB_PAPER.paper[n])
+        ours = [mean(runs, f"{split}_paper_ppl") for split in ("valid", "test")]
+        text.append(
+            f"`{n}`{seeds(runs)} {ours[0]:.1f} / {ours[1]:.1f} against {valid:.1f} / {test:.1f} "
+            f"({pct(ours[0], valid):+.1f}% / {pct(ours[1], test):+.1f}%)"
         )
+    return [
+        "Against the paper's figures, counted as it counts (`paper_ppl`, valid / test, seeds' means): "
+        + "; ".join(text)
         + ".",
         *settled(paper),
     ]
@@ -183,14 +188,6 @@ def edge_note(paper):
     ]
 
 
-def provenance(paper):
-    """Which commit and GPU trained which rows."""
-    trained = {}
-    for name, r in paper.items():
-        trained.setdefault((r.get("commit", "?"), r.get("device", "CPU")), []).append(f"`{name}`")
-    return "; ".join(f"{', '.join(names)} at {commit} on {device}" for (commit, device), names in trained.items())
-
-
 def statement(paper, small):
     """``paper``: the 2 x 650 rows' JSON; ``small``: the 2 x 200 rows', compared the same way."""
     at_paper = compared(PTB_PAPER, paper, rows=SENTENCE)
@@ -204,15 +201,7 @@ def statement(paper, small):
         *against_the_paper(paper),
         *test_time(paper),
     ]
-    stopped = [n for n in PTB_PAPER.rows if n in paper and cut(paper[n])]
-    if stopped:
-        lines.append(
-            "Cut by the clock, so scored short of the recipe's budget: "
-            + "; ".join(
-                "{} after epoch {} of {}".format(PTB_PAPER.rows[n].description, *cut(paper[n])) for n in stopped
-            )
-            + "."
-        )
+    lines += cut_note(PTB_PAPER, paper)
     lines.append(
         f"The {PAPER_SIZE} rows train with the paper's recipe for {PTB_PAPER.epochs} epochs (lr halved "
         f"every epoch after epoch {PTB_PAPER.anneal_after})"

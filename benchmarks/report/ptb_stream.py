@@ -4,6 +4,7 @@ and what they cost, with the picture of the cache's gain."""
 
 import os
 
+from benchmarks.comparisons import declared
 from benchmarks.rows import PTB, ROOT
 
 from .statements import compared, gain, gate_note, head, met, pct, standing
@@ -68,10 +69,12 @@ def statement(results):
     # the rows with a memory spanning sentences: their test ppl against the stream LSTM's
     versus = {n: pct(results[n]["test_ppl"], stream["test_ppl"]) for n in done if n != STREAM_BASELINE}
     if versus:
-        ahead = [f"`{n}`" for n in versus if versus[n] <= -3.0]
+        # a row one declared step from the stream LSTM (a row two things away credits neither)
+        one_step = {c.row for c in declared(PTB.name, ROWS) if c.baseline == STREAM_BASELINE and len(c.things) == 1}
+        ahead = [f"`{n}`" for n in versus if versus[n] <= -3.0 and n in one_step]
         lines.append(
-            f"The goal of a memory spanning sentences >= 3% ahead of the stream LSTM on test ({PTB.label}): "
-            + (f"met by {', '.join(ahead)}." if ahead else "**not met by any row**.")
+            f"The goal of a memory spanning sentences >= 3% ahead of the stream LSTM on test, one step from it "
+            f"({PTB.label}): " + (f"met by {', '.join(ahead)}." if ahead else "**not met by any row**.")
         )
     lines += [note for n in done for note in gate_note(results[n], ROWS[n])]
     lines += cache_sentence(results, [n for n in done if "test_ppl_cache" in results[n]], versus)

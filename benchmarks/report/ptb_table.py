@@ -1,5 +1,5 @@
-"""The ``ptb-table`` block: full PTB at the sentence level, every attention row against the equal
-LSTM (2 x 200, 10 epochs, one recipe), the statement that answers it, and the valid curves' picture."""
+"""The ``ptb-table`` block: full PTB at the sentence level (2 x 200, 10 epochs, one recipe), each
+declared step from the LSTM to the attentive models stated from the JSON, and the valid curves' picture."""
 
 import os
 

@@ -16,7 +16,7 @@ STEPS = (
     (PTB, "single-zero-context", "lstm", "the concat layer alone"),
     (PTB, "single", "single-zero-context", "the attention on top of it"),
     (PTB, "single-zero-context", "lstm-matched", "the layer against its parameters spent as LSTM width"),
-    (WIKITEXT2, "single", "lstm", "the layer and the attention together (no row separates them)"),
+    (WIKITEXT2, "single", "lstm", "the layer and the attention together, which no row separates"),
 )
 
 

@@ -90,7 +90,7 @@ class Weighed:
         return standing(self.change(split), self.threshold(split))
 
     def seeds(self):
-        """``"2 and 2 seeds"``, ``"one seed for `single`"``: what the figures stand on."""
+        """``"means of 2 and 2 seeds"``, ``"one seed for `single`"``: what the figures stand on."""
         if len(self.row) > 1 and len(self.base) > 1:
             return f"means of {len(self.row)} and {len(self.base)} seeds"
         return f"one seed for {' and '.join(self.single())}"
@@ -129,29 +129,45 @@ def versus(corpus, results, comparison, suffix=""):
         f"{what}, {corpus.label}: `{comparison.row}` against `{comparison.baseline}`"
         + (f" {OPTION_NAMES[suffix]}" if suffix else "")
         + f" (valid / test) {figures[0]} against {figures[1]} "
-        f"({w.change('valid'):+.1f}% / {w.change('test'):+.1f}%): {on}"
+        f"({shown(w, 'valid')} / {shown(w, 'test')}): {on}"
         + ("" if len(things) == 1 else ", credited to no one of them alone")
         + f". {seed_note(w)}"
     )
     return text + (f" Why: {comparison.note}." if comparison.note else "")
 
 
+def shown(w, split):
+    """A change in percent to one decimal, or two where one would read as its threshold (-1.01% against 1.0%)."""
+    change, threshold = w.change(split), w.threshold(split)
+    return f"{change:+.2f}%" if round(abs(change), 1) == round(threshold, 1) else f"{change:+.1f}%"
+
+
 COUNTS = {2: "Two", 3: "Three", 4: "Four"}
-OPTION_NAMES = {"_cache": "with the cache", "_dynamic": "with dynamic evaluation", "_cache_dynamic": "with both"}
+OPTION_NAMES = {
+    "_cache": "with the cache",
+    "_dynamic": "with dynamic evaluation",
+    "_cache_dynamic": "with the cache and dynamic evaluation",
+}
 
 
 def seed_note(w):
     """How many seeds a comparison stands on and what counts as level."""
     level = f"level within {w.threshold('valid'):.1f}% / {w.threshold('test'):.1f}%"
+    row_range, base_range = w.ranges("test")
     if not w.single():
-        row_range, base_range = w.ranges("test")
         return (
             f"Means of {len(w.row)} and {len(w.base)} seeds (test ranges {row_range:.1f}% and {base_range:.1f}%): "
             f"{level}, the larger of {TOLERANCE:g}% and the seed ranges."
         )
+    measured = [
+        f"`{name}`'s {len(runs)} seeds span {spread:.1f}% on test"
+        for name, runs, spread in ((w.comparison.row, w.row, row_range), (w.comparison.baseline, w.base, base_range))
+        if len(runs) > 1
+    ]
     return (
-        f"One seed for {' and '.join(w.single())}, so no seed range to weigh the gap against: {level}, and a gap a "
-        "little larger is no firm evidence either."
+        f"One seed for {' and '.join(w.single())}, whose seed range is not measured"
+        + (f" ({measured[0]})" if measured else "")
+        + f": {level}, and a gap a little larger is no firm evidence either."
     )
 
 
@@ -159,11 +175,6 @@ def compared(corpus, results, suffix="", rows=None):
     """One sentence per declared comparison of ``corpus`` (``rows``: those whose row is among them) that has run."""
     found = (versus(corpus, results, c, suffix) for c in declared(corpus.name, rows))
     return [line for line in found if line]
-
-
-def figures(r, suffix=""):
-    """``r``'s valid / test perplexity, ``"95.0 / 90.2"``."""
-    return f"{r[f'valid_ppl{suffix}']:.1f} / {r[f'test_ppl{suffix}']:.1f}"
 
 
 def gate_note(r, description):

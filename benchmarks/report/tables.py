@@ -106,6 +106,34 @@ def seed_table(corpus, results):
     ]
 
 
+def cut(r, planned_epochs):
+    """``(epoch, planned)`` for a row the clock stopped after ``epoch`` of its recipe's epochs, else None."""
+    return (r["cut_at_epoch"], r.get("recipe", {}).get("epochs", planned_epochs)) if "cut_at_epoch" in r else None
+
+
+def cut_note(corpus, results):
+    """The rows of ``results`` scored short of their recipe's epochs, named in one sentence (none: no sentence)."""
+    stopped = [n for n in corpus.rows if n in results and cut(results[n], corpus.epochs)]
+    if not stopped:
+        return []
+    return [
+        "Cut by the clock, so scored short of the recipe's budget: "
+        + "; ".join(
+            "{} after epoch {} of {}".format(corpus.rows[n].description, *cut(results[n], corpus.epochs))
+            for n in stopped
+        )
+        + "."
+    ]
+
+
+def provenance(results):
+    """Which commit and device trained which rows: ``"`lstm`, `single` at 5939087 on NVIDIA H200; ..."``."""
+    trained = {}
+    for name, r in results.items():
+        trained.setdefault((r.get("commit", "?"), r.get("device", "CPU")), []).append(f"`{name}`")
+    return "; ".join(f"{', '.join(names)} at {commit} on {device}" for (commit, device), names in trained.items())
+
+
 def table_command(corpus_name, names):
     return f"`python -m benchmarks.table --corpus {corpus_name} --rows {','.join(names)} --threads 1`"
 

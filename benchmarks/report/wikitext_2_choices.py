@@ -2,10 +2,11 @@
 the adaptive softmax's cutoffs (a slice of the stream LSTM) and the Pointer Sentinel's extra loss
 term and sentinel scale (the PTB stream row's first epochs)."""
 
+from benchmarks.comparisons import declared
 from benchmarks.rows import PTB, PTB_POINTER_LOSS, WIKITEXT2, WIKITEXT2_CUTOFFS
 
-from .statements import pct
-from .tables import BEFORE_THE_FIX, header
+from .statements import pct, weigh
+from .tables import BEFORE_THE_FIX, header, one_layout
 
 
 def option(args, flag, default=None):
@@ -107,15 +108,16 @@ def pointer_loss_note():
     if best != used:
         rows += f", not the pick ({pct(valid[best], valid[used]):+.1f}% against theirs after epoch {epochs})"
     lines += ["", f"Valid after epoch {epochs} picks `--pointer-loss {loss} --sentinel-scale {scale}`{gap}; {rows}."]
-    if {"ps-lstm-stream", "ps-lstm-stream-found"} <= (full := PTB.load()).keys():  # the term at full length
+    full, _ = one_layout(PTB, PTB.load(), "lstm-stream")
+    found = next(c for c in declared(PTB.name) if c.row == "ps-lstm-stream-found")
+    if (w := weigh(PTB, full, found)) is not None:  # the term at full length, as the ptb-stream block weighs it
         off, on = full["ps-lstm-stream"], full["ps-lstm-stream-found"]
-        test, valid = (pct(on[f"{split}_ppl"], off[f"{split}_ppl"]) for split in ("test", "valid"))
-        verdict = "level (within 1%, one seed)" if max(abs(test), abs(valid)) < 1 else "ahead" if test < 0 else "behind"
         lines += [
             "",
             f"At full length (the PTB stream rows, {off['epochs']} epochs) `found` against `off`, both at "
-            f"0.1: test {on['test_ppl']:.1f} against {off['test_ppl']:.1f} ({test:+.1f}%), valid "
-            f"{valid:+.1f}%, the gate {on['valid_pointer_gate']:.3f} against "
-            f"{off['valid_pointer_gate']:.3f}: {verdict}.",
+            f"0.1: test {on['test_ppl']:.1f} against {off['test_ppl']:.1f} ({w.change('test'):+.1f}%), valid "
+            f"{w.change('valid'):+.1f}%, the gate {on['valid_pointer_gate']:.3f} against "
+            f"{off['valid_pointer_gate']:.3f}: {w.verdict('valid')} on valid, {w.verdict('test')} on test "
+            f"({w.seeds()}).",
         ]
     return "\n".join(lines)
