@@ -26,7 +26,7 @@ import numpy
 import torch
 
 from benchmarks import ROOT
-from benchmarks.result_files import write_json
+from benchmarks.result_files import check_json, write_json
 
 SAMPLE = "data-bin/wikitext-2-sample"
 SENTENCE, DOCUMENT = "sentence_language_modeling", "document_language_modeling"
@@ -430,6 +430,7 @@ def main():
     add("--work", default=os.path.join(env("TMPDIR", "/tmp"), "alm_gpu_cli"), help="checkpoints and logs")
     add("--json", help="write the results here")
     args = parser.parse_args()
+    check_json(parser, args.json)  # before the run, not after it
     args.archs, args.options = ([v for v in s.split(",") if v] for s in (args.archs, args.options))
     for what, values, known in (("--archs", args.archs, ARCHS), ("--options", args.options, OPTIONS)):
         if (unknown := [v for v in values if v not in known]) or not values:
