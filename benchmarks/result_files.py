@@ -1,10 +1,12 @@
 """The results' JSON: written whole or not at all (``write_json``), and read for the docs generator
 (``benchmarks/report/``) checked, a broken file refused in one line naming the file and the key.
 
-``read_result(path)`` refuses a file that is empty, not JSON or not a JSON object, and any number
-that is not finite; each object it returns is a ``CheckedRow``, whose ``[key]`` raises
-``ResultError`` where the key is absent or null. A key read with ``.get`` or tested with ``in``
-stays optional: the keys checked are exactly those a block reads."""
+``read_result(path)`` refuses a folder, a file that is empty, not JSON or not a JSON object, any
+number that is not finite, and a figure that is not what its key names (``figure_kind``: a
+perplexity a number above 1, bits per character above 0, a curve a list of them); each object it
+returns is a ``CheckedRow``, whose ``[key]`` raises ``ResultError`` where the key is absent or null.
+A key read with ``.get`` or tested with ``in`` stays optional: the keys whose presence is checked are
+exactly those a block reads."""
 
 import json
 import math

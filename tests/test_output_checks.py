@@ -231,6 +231,7 @@ def test_a_benchmark_json_on_its_data_is_refused_before_the_run(tmp_path):
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": ROOT},
+        timeout=300,  # refused at once; the benchmark itself would take far longer
     )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert re.fullmatch(
