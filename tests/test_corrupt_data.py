@@ -84,6 +84,10 @@ SPLIT_CASES = {
         "{data}/valid.idx says line 1 holds -3 tokens at byte 0: a negative size",
     ),
     "valid.bin missing": (lambda d: os.unlink(d / "valid.bin"), "{data}/valid.idx has no valid.bin beside it"),
+    "a legacy TNTIDX header over a modern index": (  # before: a bare AssertionError (fairseq's read_index)
+        lambda d: (d / "valid.idx").write_bytes(b"TNTIDX\x00\x00" + (d / "valid.idx").read_bytes()[9:]),
+        "{data}/valid.idx: an index header (TNTIDX) of version",
+    ),
 }
 DICTIONARY_CASES = {
     "a duplicated dictionary line": (
@@ -105,6 +109,10 @@ DICTIONARY_CASES = {
     "a dictionary that is not UTF-8": (
         lambda d: (d / "dict.txt").write_bytes((d / "dict.txt").read_bytes().replace(b"the 5527", b"th\xe9 5527")),
         "{data}/dict.txt:1: not UTF-8 (byte 0xe9)",
+    ),
+    "a dictionary that is a directory": (  # before: IsADirectoryError's traceback in fairseq-eval-lm
+        lambda d: (os.unlink(d / "dict.txt"), os.mkdir(d / "dict.txt")),
+        "{data}/dict.txt is a directory, not a dictionary",
     ),
 }
 SHORTER_DICTIONARY = (lambda d: dictionary_lines(d, lambda lines: lines[:1000]), "{data}/valid.bin holds the word id")
