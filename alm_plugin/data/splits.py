@@ -13,7 +13,8 @@ What is checked, before fairseq opens anything:
   traceback), each line's size and offset against the data (fairseq takes a size beyond the data,
   and ``fairseq-eval-lm`` advises raising ``--max-tokens``), the data's length against the index's
   total (a truncated ``.bin``: ``ValueError: buffer is smaller ...``), and every word id against
-  the dictionary's size (a split binarised with another, larger dictionary).
+  the dictionary's size (a split binarised with another, larger dictionary), and no ``<s>`` or
+  ``<pad>`` id among them (fairseq-preprocess never writes them; scored, they would skew the figure).
 - An empty ``.bin`` and a missing split, each refused by name.
 """
 
@@ -163,13 +164,24 @@ def check_split_files(prefix: str, dictionary=None) -> None:
             f"from different binarisations); {REBUILD}"
         )
     if dictionary is not None and total:
-        largest = int(np.memmap(data, dtype=DTYPES[code], mode="r").max())
+        ids = np.memmap(data, dtype=DTYPES[code], mode="r")
+        largest = int(ids.max())
         if largest >= len(dictionary):
             raise CorruptDataError(
                 f"{data} holds the word id {largest:,}, beyond the {len(dictionary):,} entries of "
                 f"{os.path.join(folder, 'dict.txt')}: the split was binarised with another "
                 f"dictionary; {REBUILD}"
             )
+        never = [i for i in (dictionary.bos(), dictionary.pad()) if 0 <= i < len(dictionary)]
+        if never and int(ids.min()) <= max(never):
+            found = np.flatnonzero(np.isin(ids, never))
+            if len(found):  # fairseq-preprocess never writes <s> or <pad> into a split: scored, they skew it
+                at = int(found[0])
+                line = int(np.searchsorted(np.cumsum(sizes), at, side="right")) + 1
+                raise CorruptDataError(
+                    f"{data}: line {line:,} holds the id {int(ids[at])} ({dictionary[int(ids[at])]}), which "
+                    f"fairseq-preprocess never writes into a split: {corrupt}"
+                )
 
 
 def check_legacy_index(index: str, raw: bytes, corrupt: str) -> None:
