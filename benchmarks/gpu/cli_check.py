@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy
 import torch
 
+from alm_plugin.output_files import write_text
 from benchmarks import ROOT
 from benchmarks.result_files import check_json, write_json
 
@@ -203,7 +204,7 @@ def plan(args, work):
     stop = ["--max-update", str(args.max_update), "--disable-validation"] if args.max_update else ["--max-epoch", "1"]
     dynamic = ["--dynamic-eval-lr", args.dynamic_lr, "--dynamic-eval-decay", DYNAMIC_DECAY]
     common = ["--user-dir", "alm_plugin", "--log-format", "simple", "--num-workers", "0", "--seed", "1"]
-    (lines := Path(work, "score_lines.txt")).write_text(SCORE_LINES)
+    write_text(lines := Path(work, "score_lines.txt"), SCORE_LINES)
     trains, pairs, extra = [], {}, {}
     for name in args.archs:
         (task, eval_batch, arch_args), save = ARCHS[name], os.path.join(work, "ck", name)
