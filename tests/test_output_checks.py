@@ -327,3 +327,14 @@ def test_every_write_goes_through_the_writer_but_the_few_listed():
                         found.add((relative, line.strip()))
     assert found - set(NOT_THROUGH_THE_WRITER) == set(), "writes outside alm_plugin/output_files.py"
     assert set(NOT_THROUGH_THE_WRITER) - found == set(), "listed writes that are gone: drop them from the list"
+
+
+def test_a_picture_sent_to_a_stream_keeps_its_name(tmp_path):
+    """`--out /dev/stdout` or a FIFO is drawn in PNG under its own name (a name without an extension
+    otherwise gets .png: /dev/stdout.png)."""
+    from alm_plugin.cli.tool import picture_path
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    assert picture_path(str(fifo), "--out") == str(fifo) and picture_path("/dev/stdout", "--out") == "/dev/stdout"
+    assert picture_path(str(tmp_path / "noext"), "--out") == str(tmp_path / "noext.png")
