@@ -17,6 +17,7 @@ directory, not a checkpoint beside the model read, a folder that exists and take
 ``check_outputs``' to say, before anything is read."""
 
 import contextlib
+import errno
 import glob
 import json
 import os
@@ -88,7 +89,9 @@ def write_error(path: str, error: OSError, existed: bool) -> ScoringError:
     """One line: the file, the system's reason, and what became of the file."""
     reason = f"[Errno {error.errno}] {error.strerror}" if error.strerror else str(error)
     after = f"{path} keeps its old content" if existed else "nothing was written"
-    return ScoringError(f"writing {path} failed ({reason}): {after}; free the space or give another path")
+    full = error.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+    fix = "free space (or raise ulimit -f) or give another path" if full else "give another path"
+    return ScoringError(f"writing {path} failed ({reason}): {after}; {fix}")
 
 
 @contextlib.contextmanager
@@ -234,7 +237,12 @@ def check_outputs(
                     )
                     + "; give another path"
                 )
-        for other, checkpoint, read in checkpoints_beside(inputs):
+        for other, checkpoint, read in checkpoints_beside(inputs, path):
+            if same_file(path, checkpoint) and not os.path.lexists(path):
+                raise ScoringError(
+                    f"{option} {path} is a checkpoint's name beside {other} {read} (a resume would read "
+                    "it): give another path"
+                )
             if same_file(path, checkpoint):
                 raise ScoringError(
                     f"{option} {path} is {checkpoint}"
@@ -255,9 +263,10 @@ def check_outputs(
         taken.append((option, path))
 
 
-def checkpoints_beside(inputs: Dict[str, Sequence[Optional[str]]]):
+def checkpoints_beside(inputs: Dict[str, Sequence[Optional[str]]], output: str):
     """``(option, checkpoint, read)`` for every ``*.pt`` file in the folder of each checkpoint
-    ``read`` (an input ending in ``.pt``; ``:``-separated ensembles split)."""
+    ``read`` (an input ending in ``.pt``; ``:``-separated ensembles split), and for ``output`` itself
+    where it is a ``checkpoint*.pt`` not yet there (fairseq-train's names: a resume would read it)."""
     for option, paths in inputs.items():
         for entry in paths or ():
             for read in os.fspath(entry).split(os.pathsep) if entry else ():
@@ -265,6 +274,14 @@ def checkpoints_beside(inputs: Dict[str, Sequence[Optional[str]]]):
                     folder = os.path.dirname(os.path.abspath(read))
                     for checkpoint in sorted(glob.glob(os.path.join(glob.escape(folder), "*.pt"))):
                         yield option, checkpoint, read
+                    named = os.path.basename(output)
+                    if (
+                        not os.path.lexists(output)
+                        and os.path.realpath(os.path.dirname(os.path.abspath(output))) == os.path.realpath(folder)
+                        and named.startswith("checkpoint")
+                        and named.endswith(".pt")
+                    ):
+                        yield option, output, read
 
 
 def data_directory_file(path: str, data_folders: Sequence[str] = ()):

@@ -95,7 +95,7 @@ def test_a_failed_write_is_one_line_and_keeps_the_old_file(tmp_path):
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr.strip() == (
         f"writing {out} failed ([Errno 27] File too large): {out} keeps its old content; "
-        "free the space or give another path"
+        "free space (or raise ulimit -f) or give another path"
     )
     assert out.read_text() == "old" and sorted(os.listdir(tmp_path)) == ["big.json"]
 
@@ -172,6 +172,19 @@ def test_a_checkpoint_beside_the_model_read_is_refused_as_an_output(tmp_path, mo
         assert code == 1 and refused(stderr, prog, f"{option} {output} is {folder / target}"), stderr
         assert f"a checkpoint beside --path {folder / 'checkpoint_best.pt'}" in stderr
     assert {name: sha(folder / name) for name in os.listdir(folder)} == before
+
+
+def test_a_checkpoint_name_not_yet_there_beside_the_model_is_refused_too(tmp_path):
+    """fairseq-train resumes from checkpoint_last.pt: a record written under that name would be read as one."""
+    folder = model_folder(tmp_path)
+    os.unlink(folder / "checkpoint_last.pt")
+    with pytest.raises(ScoringError) as error:
+        check_outputs({"--json": str(folder / "checkpoint_last.pt")}, {"--path": [str(folder / "checkpoint_best.pt")]})
+    assert str(error.value) == (
+        f"--json {folder / 'checkpoint_last.pt'} is a checkpoint's name beside --path "
+        f"{folder / 'checkpoint_best.pt'} (a resume would read it): give another path"
+    )
+    check_outputs({"--json": str(folder / "grid.json")}, {"--path": [str(folder / "checkpoint_best.pt")]})
 
 
 @pytest.mark.parametrize(
