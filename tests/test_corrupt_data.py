@@ -91,14 +91,6 @@ SPLIT_CASES = {
         "{data}/valid.idx says line 1 holds -3 tokens at byte 0: a negative size",
     ),
     "valid.bin missing": (lambda d: os.unlink(d / "valid.bin"), "{data}/valid.idx has no valid.bin beside it"),
-    "a <pad> id in valid.bin": (  # before: scored (264.58 for 263.99)
-        lambda d: write_at(d / "valid.bin", 0, struct.pack("<H", 1)),
-        "{data}/valid.bin: line 1 holds the id 1 (<pad>), which fairseq-preprocess never writes into a split",
-    ),
-    "a legacy TNTIDX header over a modern index": (  # before: a bare AssertionError (fairseq's read_index)
-        lambda d: (d / "valid.idx").write_bytes(b"TNTIDX\x00\x00" + (d / "valid.idx").read_bytes()[9:]),
-        "{data}/valid.idx: an index header (TNTIDX) of version",
-    ),
 }
 DICTIONARY_CASES = {
     "a duplicated dictionary line": (
@@ -121,6 +113,18 @@ DICTIONARY_CASES = {
         lambda d: (d / "dict.txt").write_bytes((d / "dict.txt").read_bytes().replace(b"the 5527", b"th\xe9 5527")),
         "{data}/dict.txt:1: not UTF-8 (byte 0xe9)",
     ),
+}
+# read by the same checks as the cases above (splits.py), so each tried once a task in fairseq-eval-lm
+# (the two task bases load dict.txt apart) and in the tool the case was found with
+FEW_CASES = {
+    "a <pad> id in valid.bin": (  # before: scored (264.58 for 263.99)
+        lambda d: write_at(d / "valid.bin", 0, struct.pack("<H", 1)),
+        "{data}/valid.bin: line 1 holds the id 1 (<pad>), which fairseq-preprocess never writes into a split",
+    ),
+    "a legacy TNTIDX header over a modern index": (  # before: a bare AssertionError (fairseq's read_index)
+        lambda d: (d / "valid.idx").write_bytes(b"TNTIDX\x00\x00" + (d / "valid.idx").read_bytes()[9:]),
+        "{data}/valid.idx: an index header (TNTIDX) of version",
+    ),
     "a dictionary that is a directory": (  # before: IsADirectoryError's traceback in fairseq-eval-lm
         lambda d: (os.unlink(d / "dict.txt"), os.mkdir(d / "dict.txt")),
         "{data}/dict.txt is a directory, not a dictionary",
@@ -136,6 +140,7 @@ def broken(tmp_path, case):
     change, message = {
         **SPLIT_CASES,
         **DICTIONARY_CASES,
+        **FEW_CASES,
         "a dictionary shorter than the split's ids": SHORTER_DICTIONARY,
     }[case]
     change(data)
@@ -287,3 +292,34 @@ def test_a_sound_data_directory_passes_the_checks_unchanged(tiny_attentive):
     for split in ("train", "valid", "test"):
         check_split_files(os.path.join(SAMPLE_DATA, split), dictionary)
         assert len(load_split(SAMPLE_DATA, split, dictionary)) > 0
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+@pytest.mark.parametrize("case", list(FEW_CASES))
+def test_fairseq_eval_lm_refuses_these_in_one_line_on_every_task(request, tmp_path, task, case):
+    checkpoint, _ = request.getfixturevalue(MODELS[task])
+    data, message = broken(tmp_path, case)
+    code, output = run(
+        "eval_lm",
+        data,
+        *COMMON,
+        "--task",
+        task,
+        "--path",
+        checkpoint,
+        "--batch-size",
+        "4",
+        "--gen-subset",
+        "valid",
+        check=False,
+    )
+    assert code == 1 and one_line(output, "fairseq-eval-lm", message)
+
+
+@pytest.mark.parametrize("case", list(FEW_CASES))
+def test_alm_cache_grid_refuses_these_in_one_line(tiny_attentive, tmp_path, case):
+    checkpoint, _ = tiny_attentive
+    data, message = broken(tmp_path, case)
+    module, _, arguments, _ = TOOLS["alm-cache-grid"]
+    code, _, stderr = run_module(module, "--path", checkpoint, *arguments, "--data", data)
+    assert code == 1 and one_line(stderr, "alm-cache-grid", message)
