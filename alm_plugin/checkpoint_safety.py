@@ -8,6 +8,7 @@ in fairseq checkpoints, instead of turning the check off for every file
 """
 
 import argparse
+import re
 
 import torch
 
@@ -39,6 +40,21 @@ def forget_saved_test_time_options(state, overrides):
                 setattr(args, name, None)
 
 
+def whole_sentences(text: str, limit: int = 240) -> str:
+    """``text`` on one line, its terminal colours dropped, as many of its sentences as fit in
+    ``limit`` characters (at least the first, cut at a word and marked ``...`` where it is longer)."""
+    words = re.sub(r"\x1b\[[0-9;]*m", "", text).split()
+    sentences = re.split(r"(?<=[.!?])\s+", " ".join(words))
+    kept = sentences[0]
+    for sentence in sentences[1:]:
+        if len(kept) + 1 + len(sentence) > limit:
+            break
+        kept += " " + sentence
+    if len(kept) > limit:
+        kept = kept[:limit].rsplit(" ", 1)[0] + " ..."
+    return kept
+
+
 def _explain_unreadable_checkpoints():
     """A truncated or foreign file otherwise surfaces as a raw torch/pickle error from deep in
     fairseq (fairseq-train --restore-file, fairseq-eval-lm, fairseq-validate, the hub); an
@@ -60,7 +76,7 @@ def _explain_unreadable_checkpoints():
         except Exception as error:
             raise CheckpointError(
                 f"{path} could not be read as a fairseq checkpoint ({error.__class__.__name__}: "
-                f"{' '.join(str(error).split())[:160]}). Is it a complete checkpoint_*.pt written by "
+                f"{whole_sentences(str(error))}). Is it a complete checkpoint_*.pt written by "
                 "fairseq-train (not truncated by a full disk or an interrupted copy)?"
             ) from None
         from .models.checkpoint_fit import check_overrides, fill_options_older_than

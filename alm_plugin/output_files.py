@@ -1,23 +1,39 @@
-"""How every console script of the plugin writes a file (a JSON record, a picture, a rescored list):
-into a temporary file of a unique name beside it (``tempfile.mkstemp`` in the same folder), then
+"""How every file of the project is written (a tool's JSON record, a picture, a rescored list, the
+benchmarks' results and progress files, the docs page): into a temporary file of a unique name
+beside it (``tempfile.mkstemp`` in the same folder), given the mode the file it replaces had, then
 renamed onto the name asked for.
 
 A rename replaces the name, never writes through it: an output that is a hard link to another
 file (a data directory's ``valid.bin``, another model's checkpoint) or a symbolic link to one
 becomes a file of its own, and what it pointed at keeps its bytes. The temporary name is new
 each time (a fixed one, ``out.partial``, could itself be a planted link), the output never
-half-written, and a run that fails leaves no temporary file. Which outputs may be written at
-all (not an input, not a file of the data directory, a folder that exists) is ``check_outputs``'
-to say, before anything is read."""
+half-written, and a run that fails leaves no temporary file. A stream is written to as it is,
+never replaced: ``/dev/stdout``, ``/dev/fd/N`` (bash's ``>(cmd)``), a FIFO, a character device
+such as ``/dev/null``. An error while writing is one ``ScoringError`` naming the file, and the
+old file stays whole.
+
+Which outputs may be written at all (a name, not a folder, not an input, not a file of the data
+directory, not a checkpoint beside the model read, a folder that exists and takes a new file) is
+``check_outputs``' to say, before anything is read."""
 
 import contextlib
+import errno
 import glob
 import json
 import os
+import re
+import stat
+import sys
 import tempfile
 from typing import Dict, Optional, Sequence
 
 from .errors import ScoringError
+
+# the names of a descriptor this process already holds: written through it, never replaced
+DESCRIPTOR_NAMES = re.compile(
+    r"/dev/(?P<std>stdin|stdout|stderr)|/dev/fd/(?P<fd>\d+)|/proc/(?P<pid>self|\d+)/fd/(?P<n>\d+)"
+)
+STANDARD = {"stdin": 0, "stdout": 1, "stderr": 2}
 
 
 def _file_mode() -> int:
@@ -27,55 +43,161 @@ def _file_mode() -> int:
     return 0o666 & ~umask
 
 
-@contextlib.contextmanager
-def output_file(path: str, binary: bool = False):
-    """A handle to write ``path``'s new content to (text in UTF-8, or ``binary``); renamed onto
-    ``path`` when the block ends without an exception, removed if it raises."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".partial")
+def _kept_mode(path: str) -> int:
+    """The permission bits of the file ``path`` names, kept by the file that replaces it; a new
+    file's as ``open(path, "w")`` makes them."""
     try:
-        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as handle:
+        status = os.stat(path)
+    except OSError:
+        return _file_mode()
+    return stat.S_IMODE(status.st_mode) if stat.S_ISREG(status.st_mode) else _file_mode()
+
+
+def descriptor_of(path: str) -> Optional[int]:
+    """The descriptor of this process that ``path`` names, through any chain of symbolic links
+    (``/dev/stdout``, ``/dev/fd/N``, ``/proc/self/fd/N``); None for any other path."""
+    path = os.path.abspath(path)
+    for _ in range(40):
+        match = DESCRIPTOR_NAMES.fullmatch(path)
+        if match:
+            if match["std"]:
+                return STANDARD[match["std"]]
+            if match["fd"]:
+                return int(match["fd"])
+            if match["pid"] in ("self", str(os.getpid())):
+                return int(match["n"])
+            return None
+        if not os.path.islink(path):
+            return None
+        path = os.path.join(os.path.dirname(path), os.readlink(path))
+    return None
+
+
+def is_stream(path: str) -> bool:
+    """Whether ``path`` is written as a stream, never replaced: a descriptor of this process, a
+    FIFO, a character device or a socket."""
+    if descriptor_of(path) is not None:
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)
+
+
+def write_error(path: str, error: OSError, existed: bool) -> ScoringError:
+    """One line: the file, the system's reason, and what became of the file."""
+    reason = f"[Errno {error.errno}] {error.strerror}" if error.strerror else str(error)
+    after = f"{path} keeps its old content" if existed else "nothing was written"
+    full = error.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+    fix = "free space (or raise ulimit -f) or give another path" if full else "give another path"
+    return ScoringError(f"writing {path} failed ({reason}): {after}; {fix}")
+
+
+@contextlib.contextmanager
+def _stream(path: str, mode: str, encoding):
+    descriptor = descriptor_of(path)
+    try:
+        if descriptor is not None:
+            if descriptor in (1, 2):  # what the process printed first comes first
+                (sys.stdout if descriptor == 1 else sys.stderr).flush()
+            handle = os.fdopen(os.dup(descriptor), mode, encoding=encoding)
+        else:
+            handle = open(path, mode, encoding=encoding)
+        with handle:
+            yield handle
+    except OSError as error:
+        raise write_error(path, error, existed=False) from None
+
+
+@contextlib.contextmanager
+def output_file(path, binary: bool = False):
+    """A handle to write ``path``'s new content to (text in UTF-8, or ``binary``); renamed onto
+    ``path`` when the block ends without an exception, removed if it raises. A stream (``is_stream``)
+    is written to directly."""
+    path = os.fspath(path)
+    if not path:
+        raise ScoringError("an output with an empty name: give the file to write")
+    mode, encoding = ("wb", None) if binary else ("w", "utf-8")
+    if is_stream(path):
+        with _stream(path, mode, encoding) as handle:
+            yield handle
+        return
+    existed = os.path.lexists(path)
+    permissions = _kept_mode(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".partial")
+    except OSError as error:
+        raise write_error(path, error, existed) from None
+    try:
+        with os.fdopen(fd, mode, encoding=encoding) as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(temporary, _file_mode())
+        os.chmod(temporary, permissions)
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as error:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
+        if isinstance(error, OSError):
+            raise write_error(path, error, existed) from None
         raise
 
 
-def write_text(path: str, text: str) -> None:
+def write_text(path, text: str) -> None:
     with output_file(path) as handle:
         handle.write(text)
 
 
-def write_json(path: str, record, indent: int = 1) -> None:
+def write_json(path, record, indent: int = 1) -> None:
     write_text(path, json.dumps(record, indent=indent))
 
 
-def save_figure(figure, path: str, **options) -> None:
+def save_figure(figure, path, **options) -> None:
     """matplotlib's ``figure.savefig(path, ...)`` through ``output_file``: the format read from the
     extension (``cli.tool.picture_path`` has made sure there is one matplotlib writes)."""
-    extension = os.path.splitext(path)[1][1:].lower()
+    extension = os.path.splitext(os.fspath(path))[1][1:].lower()
     with output_file(path, binary=True) as handle:
         figure.savefig(handle, format=extension or "png", **options)
 
 
-def check_writable(path: Optional[str], option: str) -> None:
+def check_writable(path, option: str) -> None:
     """Before any model loads: an output that cannot be written is found now, not after the run."""
     if path is None:
         return
-    # written beside it and renamed onto it (output_files): a link is replaced, in its own folder
-    folder = os.path.dirname(os.path.abspath(path))
+    path = os.fspath(path)
+    if not path:
+        raise ScoringError(f"{option} '': an empty file name; give the file to write")
+    if is_stream(path):
+        descriptor = descriptor_of(path)
+        if descriptor is not None:
+            try:
+                os.fstat(descriptor)
+            except OSError:
+                raise ScoringError(
+                    f"{option} {path}: descriptor {descriptor} is not open in this process; give a file name"
+                ) from None
+        elif not os.access(path, os.W_OK):
+            raise ScoringError(f"{option} {path} cannot be written (permissions); give another path")
+        return
     if os.path.isdir(path):
         raise ScoringError(f"{option} {path} is a directory: give a file name")
+    if path.endswith(os.sep) or path.endswith("/"):
+        raise ScoringError(f"{option} {path} ends in '/', a folder's name: give a file name")
+    # written beside it and renamed onto it (output_file): a link is replaced, in its own folder
+    folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise ScoringError(f"{option} {path}: the folder {folder} does not exist; create it or give another path")
-    if not os.access(folder, os.W_OK) or (
-        os.path.isfile(path) and not os.path.islink(path) and not os.access(path, os.W_OK)
-    ):
+    try:  # the one sure test (os.access says yes to root on a read-only mount)
+        fd, trial = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".partial")
+        os.close(fd)
+        os.unlink(trial)
+    except OSError as error:
+        raise ScoringError(
+            f"{option} {path} cannot be written: a new file in {folder} fails ({error.strerror}); give another path"
+        ) from None
+    if os.path.isfile(path) and not os.path.islink(path) and not os.access(path, os.W_OK):
         raise ScoringError(f"{option} {path} cannot be written (permissions); give another path")
 
 
@@ -89,11 +211,18 @@ def check_outputs(
     reads), no other output (the first written would be lost), and can be written. A path is
     judged by the file it names: a symbolic link (or a chain of them) by its target; a hard link by
     its inode. The tools then write every output through ``output_files`` (a temporary file renamed
-    onto it), so a link to any other file is replaced, never written through."""
+    onto it), so a link to any other file is replaced, never written through. Every checkpoint
+    (``*.pt``) in the folder of a checkpoint read is protected as an input too: a resume reads
+    ``checkpoint_last.pt``, a comparison another one. A stream (``is_stream``) is written to,
+    never replaced: only whether it takes writing is checked."""
     taken = [(option, path) for option, paths in inputs.items() for path in paths or () if path]
     data_folders = [os.path.realpath(folder) for entry in data if entry for folder in entry.split(os.pathsep) if folder]
     for option, path in outputs.items():
         if path is None:
+            continue
+        path = os.fspath(path)
+        if not path or is_stream(path):
+            check_writable(path, option)
             continue
         for other, other_path in taken:
             if same_file(path, other_path):
@@ -108,6 +237,19 @@ def check_outputs(
                     )
                     + "; give another path"
                 )
+        for other, checkpoint, read in checkpoints_beside(inputs, path):
+            if same_file(path, checkpoint) and not os.path.lexists(path):
+                raise ScoringError(
+                    f"{option} {path} is a checkpoint's name beside {other} {read} (a resume would read "
+                    "it): give another path"
+                )
+            if same_file(path, checkpoint):
+                raise ScoringError(
+                    f"{option} {path} is {checkpoint}"
+                    + link_target(path)
+                    + f", a checkpoint beside {other} {read} (a resume or another run reads it): writing it "
+                    "would destroy it; give another path"
+                )
         data_file = data_directory_file(path, data_folders)
         if data_file is not None:
             target, folder = data_file
@@ -119,6 +261,27 @@ def check_outputs(
             )
         check_writable(path, option)
         taken.append((option, path))
+
+
+def checkpoints_beside(inputs: Dict[str, Sequence[Optional[str]]], output: str):
+    """``(option, checkpoint, read)`` for every ``*.pt`` file in the folder of each checkpoint
+    ``read`` (an input ending in ``.pt``; ``:``-separated ensembles split), and for ``output`` itself
+    where it is a ``checkpoint*.pt`` not yet there (fairseq-train's names: a resume would read it)."""
+    for option, paths in inputs.items():
+        for entry in paths or ():
+            for read in os.fspath(entry).split(os.pathsep) if entry else ():
+                if read.endswith(".pt"):
+                    folder = os.path.dirname(os.path.abspath(read))
+                    for checkpoint in sorted(glob.glob(os.path.join(glob.escape(folder), "*.pt"))):
+                        yield option, checkpoint, read
+                    named = os.path.basename(output)
+                    if (
+                        not os.path.lexists(output)
+                        and os.path.realpath(os.path.dirname(os.path.abspath(output))) == os.path.realpath(folder)
+                        and named.startswith("checkpoint")
+                        and named.endswith(".pt")
+                    ):
+                        yield option, output, read
 
 
 def data_directory_file(path: str, data_folders: Sequence[str] = ()):

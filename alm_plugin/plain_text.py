@@ -30,7 +30,25 @@ def check_plain_text(data: bytes, label: str, error=ScoringError) -> None:
     if nul >= 0:
         breaks = list(LINE_BREAK.finditer(data, 0, nul))
         line, column = len(breaks) + 1, nul - (breaks[-1].end() if breaks else 0) + 1
+        wide = utf32_without_mark(data)
         raise error(
-            f"{label}:{line}: a NUL byte at column {column}: this is not plain text (UTF-16, or a binary "
-            "file?); convert it to UTF-8, e.g. iconv -f utf-16 -t utf-8, or remove the NUL bytes"
+            f"{label}:{line}: a NUL byte at column {column}: "
+            + (
+                f"this looks like {wide} text without a byte-order mark, not UTF-8; convert it, e.g. "
+                f"iconv -f {wide.lower()} -t utf-8"
+                if wide
+                else "this is not plain text (UTF-16, or a binary file?); convert it to UTF-8, e.g. iconv -f "
+                "utf-16 -t utf-8, or remove the NUL bytes"
+            )
         )
+
+
+def utf32_without_mark(data: bytes):
+    """``"UTF-32BE"`` / ``"UTF-32LE"`` where ``data`` begins as a character below U+0100 does in that
+    encoding (three NUL bytes before or after it), else None."""
+    head = data[:4]
+    if len(head) == 4 and head[:3] == b"\0\0\0" and head[3]:
+        return "UTF-32BE"
+    if len(head) == 4 and head[1:] == b"\0\0\0" and head[0]:
+        return "UTF-32LE"
+    return None

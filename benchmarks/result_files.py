@@ -1,14 +1,17 @@
 """The results' JSON: written whole or not at all (``write_json``), and read for the docs generator
 (``benchmarks/report/``) checked, a broken file refused in one line naming the file and the key.
 
-``read_result(path)`` refuses a file that is empty, not JSON or not a JSON object, and any number
-that is not finite; each object it returns is a ``CheckedRow``, whose ``[key]`` raises
-``ResultError`` where the key is absent or null. A key read with ``.get`` or tested with ``in``
-stays optional: the keys checked are exactly those a block reads."""
+``read_result(path)`` refuses a folder, a file that is empty, not JSON or not a JSON object, any
+number that is not finite, and a figure that is not what its key names (``figure_kind``: a
+perplexity a number above 1, bits per character above 0, a curve a list of them); each object it
+returns is a ``CheckedRow``, whose ``[key]`` raises ``ResultError`` where the key is absent or null.
+A key read with ``.get`` or tested with ``in`` stays optional: the keys whose presence is checked are
+exactly those a block reads."""
 
 import json
 import math
 import os
+import sys
 
 
 class ResultError(Exception):
@@ -34,21 +37,60 @@ class CheckedRow(dict):
         return value
 
 
-def checked(value, path, where=""):
-    """``value`` with its objects made ``CheckedRow``; a number that is not finite refused."""
+# what a key's name says its figure is (the words of the name, split at "_"): a perplexity is a finite
+# number above 1, bits per character a finite number above 0, the rest of these a finite number; a
+# list under such a key is a curve, each entry such a number or null (an epoch not logged); a JSON
+# object under it holds such numbers by name (a speed script's tokens_per_s by model)
+PERPLEXITY = "a perplexity (a finite number above 1)"
+BPC = "bits per character (a finite number above 0)"
+NUMBER = "a finite number"
+NUMBER_WORDS = {"minutes", "seconds", "hours", "params", "ms", "ratio", "epoch", "epochs", "entropy", "gate", "use"}
+
+
+def figure_kind(key):
+    """What the figure under ``key`` must be (PERPLEXITY, BPC, NUMBER), or None: anything."""
+    words = str(key).split("_")
+    if "ppl" in words:
+        return PERPLEXITY
+    if "bpc" in words:
+        return BPC
+    if NUMBER_WORDS.intersection(words) or str(key).endswith("_per_s"):
+        return NUMBER
+    return None
+
+
+def is_figure(value, kind):
+    """Whether ``value`` is a figure of ``kind`` (a JSON true is no number, nor is "100")."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return False
+    return value > 1 if kind == PERPLEXITY else value > 0 if kind == BPC else True
+
+
+def checked(value, path, where="", kind=None):
+    """``value`` with its objects made ``CheckedRow``; a number that is not finite refused, and a figure
+    that is not what its key names (``figure_kind``)."""
     if isinstance(value, dict):
-        return CheckedRow({k: checked(v, path, f"{where}{k}.") for k, v in value.items()}, path, where)
+        return CheckedRow(
+            {k: checked(v, path, f"{where}{k}.", figure_kind(k) or kind) for k, v in value.items()}, path, where
+        )
     if isinstance(value, list):
-        return [checked(v, path, f"{where[:-1]}[{i}].") for i, v in enumerate(value)]
+        return [checked(v, path, f"{where[:-1]}[{i}].", kind) for i, v in enumerate(value)]
     if isinstance(value, float) and not math.isfinite(value):
         raise ResultError(f"{path}: '{where[:-1]}' is {value}, not a finite number: {ADVICE}")
+    if kind is not None and value is not None and not is_figure(value, kind):  # null: CheckedRow's to refuse
+        raise ResultError(f"{path}: '{where[:-1]}' is {json.dumps(value)}, not {kind}: {ADVICE}")
     return value
 
 
 def read_result(path):
     """The JSON object of ``path``, checked (see the module's docstring)."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    if os.path.isdir(path):
+        raise ResultError(f"{path} is a directory, not a results file: {ADVICE}")
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as error:
+        raise ResultError(f"{path} cannot be read ({getattr(error, 'strerror', None) or error}): {ADVICE}") from None
     if not text.strip():
         raise ResultError(f"{path} is empty: {ADVICE}")
     try:
@@ -62,12 +104,35 @@ def read_result(path):
     return checked(record, path)
 
 
-def write_json(path, value):
-    """``value`` to ``path`` (if any), whole or not at all: a run killed while writing keeps the old file."""
-    if not path:
+def check_json(parser, path, data=(), option="--json"):
+    """Before the run: a script's ``--json`` checked as every tool's output is
+    (``alm_plugin.output_files.check_outputs``: a name, not a folder, no file of a data directory,
+    ``data`` among them, a folder that takes a new file; a stream is written to as it is);
+    refused in one line, exit status 2."""
+    if path is None:
         return
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(f"{path}.tmp", "w") as f:
-        json.dump(value, f, indent=1)
-    os.replace(f"{path}.tmp", path)
-    print(f"wrote {path}")
+    from alm_plugin.errors import UserError
+    from alm_plugin.output_files import check_outputs
+
+    try:
+        check_outputs({option: path}, {}, data=[folder for folder in data if folder])
+    except UserError as error:
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
+
+
+def write_json(path, value, announce=True):
+    """``value`` to ``path`` (if any) through the project's one writer (``alm_plugin.output_files``):
+    a temporary file of a unique name beside it, renamed onto it, the old file's mode kept; a run
+    killed while writing keeps the old file. A failed write ends the process in one line;
+    ``announce``: say ``wrote PATH``."""
+    if path is None:
+        return
+    from alm_plugin.errors import UserError
+    from alm_plugin.output_files import write_json as write
+
+    try:
+        write(path, value)
+    except UserError as error:
+        sys.exit(f"{os.path.basename(sys.argv[0]) or 'benchmarks'}: error: {error}")
+    if announce:
+        print(f"wrote {path}")

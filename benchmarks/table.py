@@ -22,7 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from benchmarks.fairseq_runs import ROOT, characters_per_word, fairseq, prepare, records
-from benchmarks.result_files import write_json
+from benchmarks.result_files import check_json, write_json
 from benchmarks.rows import CORPORA, DROPOUT_LAYOUT
 
 # how this run scores, set once by main(): the device's flag for every command, the commands at once
@@ -549,8 +549,7 @@ def write_progress(corpus, names, save_dir, results_dir, epochs, path):
         )
         curve = ", ".join(f"{float(valid[e]['valid_ppl']):.1f}" for e in sorted(valid))
         print(f"{name}: {where}" + (f"; valid ppl {curve}" if curve else ""), flush=True)  # run.sh reads this line
-    with open(path, "w") as f:
-        json.dump(found, f, indent=1)
+    write_json(path, found, announce=False)  # a reader (run.sh) never sees it half-written
 
 
 def main():
@@ -590,6 +589,7 @@ def main():
     )
     args = parser.parse_args()
     corpus = CORPORA[args.corpus]
+    check_json(parser, args.progress, [corpus.data], option="--progress")  # before any row is read
     global DEVICE_FLAGS, JOBS
     if args.device == "cuda":
         import torch
@@ -612,6 +612,7 @@ def main():
     if args.progress:
         write_progress(corpus, names, save_dir, results_dir, args.epochs or corpus.epochs, args.progress)
         return
+    os.makedirs(results_dir, exist_ok=True)  # the rows' JSON files go there
     if not os.path.exists(os.path.join(corpus.data, "train.bin")):
         prepare(
             corpus.source or corpus.name,

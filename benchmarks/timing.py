@@ -12,7 +12,7 @@ import time
 import torch
 
 from benchmarks import ROOT
-from benchmarks.result_files import write_json
+from benchmarks.result_files import check_json, write_json
 
 SAMPLE = os.path.join(ROOT, "data-bin", "wikitext-2-sample")
 SHARED = {
@@ -55,6 +55,7 @@ def parse(parser, argv=None):
                 else ": torch sees no GPU here: run it on a GPU machine, or leave --device out (the CPU)\n"
             ),
         )
+    check_json(parser, args.json, [getattr(args, "data", None)])  # before the run, not after it
     return args
 
 

@@ -36,6 +36,13 @@ def set_first_size(data, size):
         f.write(struct.pack("<i", size))
 
 
+def write_at(path, offset, data):
+    """``data`` over ``path``'s bytes from ``offset`` on."""
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        f.write(data)
+
+
 def random_bytes(path):
     length = os.path.getsize(path)
     path.write_bytes(random.Random(0).randbytes(length))
@@ -107,6 +114,22 @@ DICTIONARY_CASES = {
         "{data}/dict.txt:1: not UTF-8 (byte 0xe9)",
     ),
 }
+# read by the same checks as the cases above (splits.py), so each tried once a task in fairseq-eval-lm
+# (the two task bases load dict.txt apart) and in the tool the case was found with
+FEW_CASES = {
+    "a <pad> id in valid.bin": (  # before: scored (264.58 for 263.99)
+        lambda d: write_at(d / "valid.bin", 0, struct.pack("<H", 1)),
+        "{data}/valid.bin: line 1 holds the id 1 (<pad>), which fairseq-preprocess never writes into a split",
+    ),
+    "a legacy TNTIDX header over a modern index": (  # before: a bare AssertionError (fairseq's read_index)
+        lambda d: (d / "valid.idx").write_bytes(b"TNTIDX\x00\x00" + (d / "valid.idx").read_bytes()[9:]),
+        "{data}/valid.idx: an index header (TNTIDX) of version",
+    ),
+    "a dictionary that is a directory": (  # before: IsADirectoryError's traceback in fairseq-eval-lm
+        lambda d: (os.unlink(d / "dict.txt"), os.mkdir(d / "dict.txt")),
+        "{data}/dict.txt is a directory, not a dictionary",
+    ),
+}
 SHORTER_DICTIONARY = (lambda d: dictionary_lines(d, lambda lines: lines[:1000]), "{data}/valid.bin holds the word id")
 
 
@@ -117,6 +140,7 @@ def broken(tmp_path, case):
     change, message = {
         **SPLIT_CASES,
         **DICTIONARY_CASES,
+        **FEW_CASES,
         "a dictionary shorter than the split's ids": SHORTER_DICTIONARY,
     }[case]
     change(data)
@@ -268,3 +292,34 @@ def test_a_sound_data_directory_passes_the_checks_unchanged(tiny_attentive):
     for split in ("train", "valid", "test"):
         check_split_files(os.path.join(SAMPLE_DATA, split), dictionary)
         assert len(load_split(SAMPLE_DATA, split, dictionary)) > 0
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+@pytest.mark.parametrize("case", list(FEW_CASES))
+def test_fairseq_eval_lm_refuses_these_in_one_line_on_every_task(request, tmp_path, task, case):
+    checkpoint, _ = request.getfixturevalue(MODELS[task])
+    data, message = broken(tmp_path, case)
+    code, output = run(
+        "eval_lm",
+        data,
+        *COMMON,
+        "--task",
+        task,
+        "--path",
+        checkpoint,
+        "--batch-size",
+        "4",
+        "--gen-subset",
+        "valid",
+        check=False,
+    )
+    assert code == 1 and one_line(output, "fairseq-eval-lm", message)
+
+
+@pytest.mark.parametrize("case", list(FEW_CASES))
+def test_alm_cache_grid_refuses_these_in_one_line(tiny_attentive, tmp_path, case):
+    checkpoint, _ = tiny_attentive
+    data, message = broken(tmp_path, case)
+    module, _, arguments, _ = TOOLS["alm-cache-grid"]
+    code, _, stderr = run_module(module, "--path", checkpoint, *arguments, "--data", data)
+    assert code == 1 and one_line(stderr, "alm-cache-grid", message)

@@ -39,6 +39,20 @@ def test_run_sh_refuses_what_it_does_not_know_before_doing_anything(tmp_path, ar
     assert not os.path.exists(tmp_path / "results") and not os.path.exists(tmp_path / "work")
 
 
+@pytest.mark.parametrize(
+    "variable, value",
+    [("GPU_RUN_BUDGET", "abc"), ("GPU_RUN_BUDGET", "0"), ("BUDGET_TESTS", "-5"), ("BUDGET_FAIRSEQ_SPEED", "1.5")],
+)
+def test_a_budget_that_is_no_whole_seconds_is_refused_by_its_name(tmp_path, variable, value):
+    """Before: GPU_RUN_BUDGET=abc ran nothing and ended rc 1, "not run (... abc s spent)"; BUDGET_TESTS=-5
+    blamed GPU_RUN_BUDGET."""
+    env = {"ALM_GPU_RESULTS": str(tmp_path / "results"), "ALM_GPU_WORK": str(tmp_path / "work"), variable: value}
+    proc = run_sh("--dry-run", "tests", env=env)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith(f"run.sh: {variable}={value}: give whole seconds above 0")
+    assert not os.path.exists(tmp_path / "results") and not os.path.exists(tmp_path / "work")
+
+
 def test_run_sh_knows_every_paper_row_of_the_table():
     """run.sh checks the paper step's rows before it installs anything (no Python there yet): its list is rows.py's."""
     from benchmarks.rows import PTB_PAPER

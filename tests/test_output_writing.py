@@ -314,3 +314,39 @@ def test_plot_without_an_extension_prints_the_file_it_wrote(tiny_pointer, tmp_pa
     assert code == 0, stderr
     assert stdout.strip().splitlines()[-1] == f"wrote {tmp_path / 'noext.png'}"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["noext.png"]
+
+
+def test_alm_rescore_refuses_a_hard_link_into_the_checkpoints_data_directory(tiny_attentive, tmp_path):
+    """Without --lm-data the data directory saved in the checkpoint is protected, as alm-cache-grid
+    protects it. Before: a hard link to its dict.txt was accepted as --output-1best."""
+    checkpoint, data = tiny_attentive
+    before = fingerprints(data)
+    out = tmp_path / "best.txt"
+    os.link(data / "dict.txt", out)
+    code, _, stderr = run_module(
+        "alm_plugin.cli.rescore", *command("rescore", "--output-1best", checkpoint, out, tmp_path)
+    )
+    assert code == 1 and refused(
+        stderr, "alm-rescore", f"--output-1best {out} is a file of the data directory {data} (the data the model reads)"
+    )
+    assert fingerprints(data) == before
+
+
+def test_a_fifo_output_gets_the_record_and_stays_a_fifo(tiny_attentive, tmp_path):
+    """Before: `mkfifo grid.json; alm-cache-grid ... --json grid.json` exited 0, the reader got nothing and
+    the FIFO was replaced by a regular file."""
+    import threading
+
+    checkpoint, _ = tiny_attentive
+    fifo = tmp_path / "grid.json"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, encoding="utf-8").read()), daemon=True)
+    reader.start()
+    code, _, stderr = run_module(
+        "alm_plugin.cli.cache_grid", *command("cache_grid", "--json", checkpoint, fifo, tmp_path)
+    )
+    reader.join(30)
+    assert code == 0, stderr
+    assert isinstance(json.loads(got[0]), dict) and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert sorted(os.listdir(tmp_path)) == ["grid.json"]

@@ -275,3 +275,15 @@ def test_sample_train_only_keeps_the_dev_splits_and_the_whole_dictionary(tmp_pat
         cwd=tmp_path,
     )
     assert refused.returncode == 2 and "give --sample-sentences N" in refused.stderr
+
+
+@pytest.mark.parametrize("count", ["-5", "0"])
+def test_a_sample_of_no_sentences_is_refused_by_name(tmp_path, count):
+    """Before: -5 said train.txt "has no sentences" (it had them); 0 kept the whole corpus silently."""
+    code, output = prepare(tmp_path, {}, "--sample-sentences", count)
+    assert code == 2 and "Traceback" not in output
+    assert last_line(output).endswith(
+        f"argument --sample-sentences: {count}: keep at least 1 sentence (leave the option out to keep the whole "
+        "corpus)"
+    ), output
+    assert not (tmp_path / "bin").exists() and not (tmp_path / "text").exists()

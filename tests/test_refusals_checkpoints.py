@@ -4,9 +4,11 @@ alm-cache-posterior, alm-cache-grid): an unreadable or missing file, an option t
 model's function set otherwise on load, a misspelt override. The one-line hook shortens only the
 plugin's own errors."""
 
+import decimal
 import sys
 
 import pytest
+import torch
 from cli import TRAIN_COMMON, eval_lm_result, last_line, refused, run, run_module
 from conftest import SAMPLE_DATA, short_split
 
@@ -287,3 +289,19 @@ def test_the_hook_shortens_only_our_errors(capsys, monkeypatch):
         one_line_excepthook(type(error), error, error.__traceback__)
     err = capsys.readouterr().err
     assert "Traceback" in err and err.strip().endswith("OptionError: --x 1: give 2")
+
+
+def test_an_unreadable_checkpoints_reason_ends_at_a_sentence(tmp_path):
+    """torch's long refusal of a pickled object (with terminal colours) is given in whole sentences:
+    before, it was cut at 160 characters, mid-word."""
+    from alm_plugin.checkpoint_safety import whole_sentences
+
+    pickled = tmp_path / "checkpoint_best.pt"
+    torch.save({"model": decimal.Decimal(1)}, pickled)  # an object weights_only refuses
+    code, output = run("eval_lm", SAMPLE_DATA, "--path", pickled, *EVAL, check=False)
+    line = last_line(output)
+    assert code != 0 and refused(output, "fairseq-eval-lm", f"{pickled} could not be read as a fairseq checkpoint")
+    reason = line.split("(UnpicklingError: ", 1)[1].split(" Is it a complete checkpoint_*.pt")[0]
+    assert reason.endswith(".).") and "\x1b" not in line, line
+    assert whole_sentences("One. Two words. " + "x" * 300) == "One. Two words."
+    assert whole_sentences("word " * 100, limit=20) == "word word word word ..."

@@ -123,6 +123,10 @@ def test_open_vocabulary_chunks_of_no_words(tmp_path, tokens):
         ),
         ("pointer_sentinel_lm", ["--pointer-window", "0"], "--pointer-window 0 is out of range: it must be at least 1"),
         ("alm_lstm", ["--dropout", "1.5"], "--dropout 1.5 is out of range: a dropout probability lies in [0, 1]"),
+        # before: nan a FloatingPointError after the first update, inf trained and stored
+        ("alm_lstm", ["--forget-gate-bias", "nan"], "--forget-gate-bias nan: give a finite number"),
+        ("attentive_lm", ["--forget-gate-bias", "inf"], "--forget-gate-bias inf: give a finite number"),
+        ("amsrn", ["--init-range", "nan"], "--init-range nan: give a finite number"),
     ],
 )
 def test_sizes_out_of_range_are_refused_by_name(tmp_path, arch, options, message):

@@ -77,6 +77,18 @@ PAPER_CASES = {  # the single row's file -> what the line says after its name
     "invalid JSON": ('{"valid_ppl": 100.0, "test_ppl": ', " is not valid JSON (Expecting value at line 1 column 34)"),
     "an empty file": ("", " is empty"),
     "a JSON list": ("[100.0, 95.0]", " holds a JSON list, not an object of figures"),
+    # a figure that is not what its key names (before: `true` published as 1.0, -5 accepted, "100" a ValueError)
+    "test_ppl true": (
+        json.dumps({**GOOD, "test_ppl": True}),
+        ": 'test_ppl' is true, not a perplexity (a finite number above 1)",
+    ),
+    "test_ppl -5": (json.dumps({**GOOD, "test_ppl": -5}), ": 'test_ppl' is -5, not a perplexity"),
+    "valid_ppl 1": (json.dumps({**GOOD, "valid_ppl": 1}), ": 'valid_ppl' is 1, not a perplexity"),
+    "test_ppl a string": (json.dumps({**GOOD, "test_ppl": "95.0"}), ": 'test_ppl' is \"95.0\", not a perplexity"),
+    "valid_paper_ppl false": (
+        json.dumps({**GOOD, "valid_paper_ppl": False}),
+        ": 'valid_paper_ppl' is false, not a perplexity",
+    ),
 }
 
 
@@ -94,6 +106,15 @@ PTB_CASES = {  # another block (ptb-table, ptb-stream, adaptive-softmax read --p
     ),
     "params removed": (without(ptb_row(100.0, fixed=True), "params"), ": no 'params', which the docs read"),
     "train_minutes null": ({**ptb_row(100.0, fixed=True), "train_minutes": None}, ": 'train_minutes' is null"),
+    "a curve of strings": (
+        {**ptb_row(100.0, fixed=True), "valid_ppl_per_epoch": ["150.0", "120.0"]},
+        ": 'valid_ppl_per_epoch[0]' is \"150.0\", not a perplexity",
+    ),
+    "train_minutes a string": (
+        {**ptb_row(100.0, fixed=True), "train_minutes": "30"},
+        ": 'train_minutes' is \"30\", not a finite number",
+    ),
+    "bpc 0": ({**ptb_row(100.0, fixed=True), "test_bpc": 0}, ": 'test_bpc' is 0, not bits per character"),
 }
 
 
@@ -142,3 +163,83 @@ def test_sound_results_generate_the_same_blocks_as_plain_json(report):
     checked = rows.PTB.load()
     assert checked == plain and report.ptb_table.block(checked) == report.ptb_table.block(plain)
     assert all(isinstance(text, str) and "nan" not in text.split() for text in report.blocks(draw=False).values())
+
+
+def test_a_curve_with_epochs_not_logged_is_still_read(tmp_path):
+    """null in a curve: an epoch whose validation was not logged (the table leaves it out)."""
+    from benchmarks.result_files import read_result
+
+    folder = write(tmp_path / "ptb", {"lstm": {**ptb_row(100.0, fixed=True), "valid_ppl_per_epoch": [None, 120.0]}})
+    assert read_result(str(folder / "lstm.json"))["valid_ppl_per_epoch"] == [None, 120.0]
+
+
+def test_a_results_file_that_is_a_directory_is_refused_by_name(report, capsys, tmp_path):
+    """Before: IsADirectoryError's traceback."""
+    folder = write(tmp_path / "paper", {"lstm": paper_row(100.0, 96.0)})
+    (folder / "single.json").mkdir()
+    says = f"{folder / 'single.json'} is a directory, not a results file"
+    assert refused_by_the_generator(report, capsys, ["--paper-results", str(folder)], says)
+
+
+def test_a_results_file_of_no_declared_row_is_named(report, capsys, tmp_path):
+    """Before: left out of the docs without a word."""
+    folder = write(tmp_path / "paper", {"lstm": paper_row(100.0, 96.0), "singel": paper_row(99.0, 95.0)})
+    report.main(["--paper-results", str(folder)])
+    notes = [line for line in capsys.readouterr().err.splitlines() if "note:" in line]
+    assert notes == [
+        f"benchmarks.report: note: {folder / 'singel.json'} is the results of no row of ptb-paper "
+        "(benchmarks/rows.py), so the docs leave it out: declare the row, or move the file away"
+    ]
+
+
+# ---------------------------------------------------------------- the page: built whole, written once or not at all
+
+
+def broken(page, how):
+    """``page`` with one marker's lines misplaced (``how``)."""
+    if how == "end above begin":  # the first block's end marker moved above its begin
+        begin, end = "<!-- ptb-table:begin -->", "<!-- ptb-table:end -->"
+        return page.replace(end, "", 1).replace(begin, f"{end}\n{begin}", 1)
+    if how == "a later block's end missing":
+        return page.replace("<!-- char-tables:end -->", "")
+    return page.replace("<!-- wikitext-2:begin -->", "<!-- wikitext-2:begin -->\n<!-- wikitext-2:begin -->")
+
+
+@pytest.mark.parametrize("how", ["end above begin", "a later block's end missing", "a begin twice"])
+def test_a_page_with_a_broken_marker_is_left_byte_for_byte_and_no_picture_is_drawn(report, capsys, how):
+    """Before: the page was rewritten in place once per block: an end marker above its begin left it
+    0 bytes (an IndexError after the truncation), a later block's missing marker half rewritten."""
+    page = broken(open(report.PAGE, encoding="utf-8").read(), how)
+    open(report.PAGE, "w", encoding="utf-8").write(page)
+    with pytest.raises(SystemExit) as exit:
+        report.main(["--update-docs"])
+    line = str(exit.value.code)
+    assert line.startswith("benchmarks.report: error: ") and "\n" not in line, line
+    assert line.endswith("mend the page (git checkout it); it was left unchanged")
+    assert open(report.PAGE, encoding="utf-8").read() == page and report.drawn == []
+
+
+def test_the_page_is_written_once_through_a_temporary_file(report, monkeypatch):
+    """A hard link to the page keeps the old text: the page is renamed into place, never rewritten in place."""
+    twin = report.PAGE + ".twin"
+    os.link(report.PAGE, twin)
+    before = open(twin, encoding="utf-8").read()
+    os.chmod(report.PAGE, 0o640)
+    report.main(["--update-docs"])
+    assert open(twin, encoding="utf-8").read() == before
+    assert not os.path.samefile(twin, report.PAGE) and oct(os.stat(report.PAGE).st_mode & 0o777) == oct(0o640)
+    assert sorted(os.listdir(os.path.dirname(report.PAGE))) == ["benchmarks.md", "benchmarks.md.twin"]
+
+
+def test_the_pictures_are_saved_through_the_writer(tmp_path):
+    """A picture of the report (tables.figure) saved over a hard link leaves the other name's bytes."""
+    from benchmarks.report.tables import figure
+
+    picture, twin = tmp_path / "valid.png", tmp_path / "twin.png"
+    picture.write_bytes(b"old picture")
+    os.link(picture, twin)
+    fig, ax = figure((2, 2))
+    ax.plot([1, 2], [3, 4])
+    fig.savefig(str(picture), dpi=50)
+    assert twin.read_bytes() == b"old picture" and picture.read_bytes().startswith(b"\x89PNG")
+    assert sorted(os.listdir(tmp_path)) == ["twin.png", "valid.png"]

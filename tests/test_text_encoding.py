@@ -37,6 +37,15 @@ CASES = {  # name -> (the bytes, what the one line says after the file's name)
         b"The game .\nthe\x00game was released .\n",
         f":2: a NUL byte at column 4: {NUL_ADVICE}",
     ),
+    "UTF-32BE without a byte-order mark": (  # before: told to convert it from UTF-16
+        TEXT.encode("utf-32-be"),
+        ":1: a NUL byte at column 1: this looks like UTF-32BE text without a byte-order mark, not UTF-8; "
+        "convert it, e.g. iconv -f utf-32be -t utf-8",
+    ),
+    "UTF-32LE without a byte-order mark": (
+        TEXT.encode("utf-32-le"),
+        ":1: a NUL byte at column 2: this looks like UTF-32LE text without a byte-order mark",
+    ),
 }
 
 
@@ -80,6 +89,8 @@ def encoded(text, case):
         "UTF-16BE with its byte-order mark (FE FF)": lambda: b"\xfe\xff" + text.encode("utf-16-be"),
         "UTF-32 with its byte-order mark": lambda: text.encode("utf-32"),
         "a NUL byte inside a word": lambda: text.replace("cat sat", "cat s\0at", 1).encode("utf-8"),
+        "UTF-32BE without a byte-order mark": lambda: text.encode("utf-32-be"),
+        "UTF-32LE without a byte-order mark": lambda: text.encode("utf-32-le"),
     }[case]()
 
 

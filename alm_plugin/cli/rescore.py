@@ -35,6 +35,7 @@ import itertools
 import os
 from typing import Dict, List
 
+from ..model_loading import load_models, task_data
 from ..nbest import (
     Hypothesis,
     NBestError,
@@ -171,18 +172,16 @@ def main(argv=None):
 
 
 def run(args):
-    check_outputs(
-        {"--output-1best": args.output_1best, "--output-nbest": args.output_nbest},
-        {
-            "--nbest": [args.nbest],
-            "--ref": [args.ref],
-            "--tune-nbest": [args.tune_nbest],
-            "--tune-ref": [args.tune_ref],
-            "--bpe-codes": [args.bpe_codes],
-            "--lm": args.lm,
-        },
-        data=[args.lm_data],
-    )
+    outputs = {"--output-1best": args.output_1best, "--output-nbest": args.output_nbest}
+    inputs = {
+        "--nbest": [args.nbest],
+        "--ref": [args.ref],
+        "--tune-nbest": [args.tune_nbest],
+        "--tune-ref": [args.tune_ref],
+        "--bpe-codes": [args.bpe_codes],
+        "--lm": args.lm,
+    }
+    check_outputs(outputs, inputs, data=[args.lm_data])
     for path, what in (
         (args.nbest, "the n-best list"),
         (args.ref, "the reference file"),
@@ -198,7 +197,9 @@ def run(args):
             f"hypotheses in '{args.hyp_form}' form need --bpe-codes (the codes the LM's "
             "data was prepared with) to become BPE units"
         )
-    scorer = LanguageModelScorer(args.lm, args.lm_data, args.cpu, args.batch_tokens, tool="alm-rescore")
+    loaded = load_models(args.lm, args.lm_data, args.cpu, tool="alm-rescore")
+    check_outputs(outputs, inputs, data=[task_data(task) for _, task in loaded])  # the data saved in each checkpoint
+    scorer = LanguageModelScorer(args.lm, args.lm_data, args.cpu, args.batch_tokens, tool="alm-rescore", loaded=loaded)
     print(
         f"alm-rescore: {len(scorer.models)} language model(s), {len(scorer.dictionary)} types; "
         "LM scores are log2-probabilities; TM is the system's own score (log2 with P- lines)"

@@ -63,6 +63,8 @@ def read_lines(files, sizes=None):
             raise ScoringError(f"input {name} is a directory: give the text file(s) to score")
         if name != "-" and not os.path.exists(name):  # a pipe (<(...), /dev/fd/N, a FIFO) is read once, as stdin
             raise ScoringError(f"input file {name} does not exist")
+        if name == "-" and sys.stdin is None:  # started with stdin closed (<&-)
+            raise ScoringError("stdin is closed: give the text file(s) to score, or pipe the text in")
     lines = []
     for name in sources:
         label = "stdin" if name == "-" else name
@@ -176,6 +178,8 @@ def main(argv=None):
 
 
 def run(args):
+    if sys.stdout is None:  # started with stdout closed (>&-): the scores would go nowhere
+        raise ScoringError("stdout is closed, and the scores are written there: send it to a file (> scores.tsv)")
     forms = None
     if args.tokenize != "none" or args.bpe_codes:
         from ..text_forms import TextForms

@@ -45,9 +45,14 @@ NEEDS_LATEX = {"pgf"}
 def picture_path(path, option):
     """The file matplotlib's ``savefig(path)`` writes, found before the run: a name without an
     extension gets matplotlib's ``.png``; an extension matplotlib cannot write is refused (it would
-    fail after the whole run). ``None`` stays ``None``."""
+    fail after the whole run). ``None`` stays ``None``, and a stream (``output_files.is_stream``) is
+    written in PNG under its own name."""
     if path is None:
         return None
+    from ..output_files import is_stream
+
+    if path and is_stream(path):  # /dev/stdout, a FIFO: written as it is, in PNG
+        return path
     from matplotlib.backend_bases import FigureCanvasBase
 
     formats = sorted(set(FigureCanvasBase.get_supported_filetypes()) - NEEDS_LATEX)

@@ -13,7 +13,8 @@ What is checked, before fairseq opens anything:
   traceback), each line's size and offset against the data (fairseq takes a size beyond the data,
   and ``fairseq-eval-lm`` advises raising ``--max-tokens``), the data's length against the index's
   total (a truncated ``.bin``: ``ValueError: buffer is smaller ...``), and every word id against
-  the dictionary's size (a split binarised with another, larger dictionary).
+  the dictionary's size (a split binarised with another, larger dictionary), and no ``<s>`` or
+  ``<pad>`` id among them (fairseq-preprocess never writes them; scored, they would skew the figure).
 - An empty ``.bin`` and a missing split, each refused by name.
 """
 
@@ -33,7 +34,7 @@ REBUILD = (
     "rebuild the data directory with fairseq-preprocess --only-source (see examples/language_model/prepare_lm_data.py)"
 )
 MMAP_MAGIC = b"MMIDIDX\x00\x00"  # fairseq's MMapIndexedDataset.Index
-LEGACY_MAGIC = b"TNTIDX\x00\x00"  # fairseq's older IndexedDataset (--dataset-impl cached / lazy): left to fairseq
+LEGACY_MAGIC = b"TNTIDX\x00\x00"  # fairseq's older IndexedDataset (--dataset-impl cached / lazy): its header checked
 HEADER = len(MMAP_MAGIC) + 8 + 1 + 8  # magic, version, dtype code, number of lines
 DTYPES = {
     1: np.uint8,
@@ -51,6 +52,8 @@ DTYPES = {
 
 def check_dictionary(path: str) -> None:
     """Refuse a ``dict.txt`` fairseq's ``Dictionary.load`` would fail on, naming its line."""
+    if os.path.isdir(path):
+        raise CorruptDataError(f"{path} is a directory, not a dictionary: {REBUILD}")
     with open(path, "rb") as f:
         data = f.read()
     try:
@@ -100,9 +103,10 @@ def check_split_files(prefix: str, dictionary=None) -> None:
         raise CorruptDataError(f"{index} has no {split}.bin beside it: the split is incomplete; {REBUILD}")
     with open(index, "rb") as f:
         raw = f.read()
-    if raw.startswith(LEGACY_MAGIC):
-        return
     corrupt = f"the split is corrupt; {REBUILD}"
+    if raw.startswith(LEGACY_MAGIC):
+        check_legacy_index(index, raw, corrupt)
+        return
     if not raw.startswith(MMAP_MAGIC):
         raise CorruptDataError(
             f"{index} is not a fairseq index (it does not begin with MMIDIDX, as fairseq-preprocess "
@@ -160,13 +164,45 @@ def check_split_files(prefix: str, dictionary=None) -> None:
             f"from different binarisations); {REBUILD}"
         )
     if dictionary is not None and total:
-        largest = int(np.memmap(data, dtype=DTYPES[code], mode="r").max())
+        ids = np.memmap(data, dtype=DTYPES[code], mode="r")
+        largest = int(ids.max())
         if largest >= len(dictionary):
             raise CorruptDataError(
                 f"{data} holds the word id {largest:,}, beyond the {len(dictionary):,} entries of "
                 f"{os.path.join(folder, 'dict.txt')}: the split was binarised with another "
                 f"dictionary; {REBUILD}"
             )
+        never = [i for i in (dictionary.bos(), dictionary.pad()) if 0 <= i < len(dictionary)]
+        if never and int(ids.min()) <= max(never):
+            found = np.flatnonzero(np.isin(ids, never))
+            if len(found):  # fairseq-preprocess never writes <s> or <pad> into a split: scored, they skew it
+                at = int(found[0])
+                line = int(np.searchsorted(np.cumsum(sizes), at, side="right")) + 1
+                raise CorruptDataError(
+                    f"{data}: line {line:,} holds the id {int(ids[at])} ({dictionary[int(ids[at])]}), which "
+                    f"fairseq-preprocess never writes into a split: {corrupt}"
+                )
+
+
+def check_legacy_index(index: str, raw: bytes, corrupt: str) -> None:
+    """An index of fairseq's older format (``TNTIDX``: version, type code, element size, number of
+    lines, of sizes, then the offsets and sizes) whose header and length agree, as fairseq's
+    ``IndexedDataset.read_index`` asserts them (a bare ``AssertionError``); its data is left to fairseq."""
+    header = len(LEGACY_MAGIC) + 8 + 16 + 16
+    if len(raw) < header:
+        raise CorruptDataError(f"{index} is truncated ({len(raw)} bytes, shorter than an index's header): {corrupt}")
+    version, code, element_size, count, sizes = struct.unpack("<QQQQQ", raw[len(LEGACY_MAGIC) : header])
+    if version != 1 or code not in DTYPES or element_size != np.dtype(DTYPES[code]).itemsize:
+        raise CorruptDataError(
+            f"{index}: an index header (TNTIDX) of version {version}, type code {code}, element size "
+            f"{element_size} (fairseq writes version 1, codes 1-10 and their sizes): {corrupt}"
+        )
+    expected = header + 8 * (2 * (count + 1) + sizes)
+    if len(raw) != expected:
+        raise CorruptDataError(
+            f"{index} declares {count:,} lines and {sizes:,} sizes, which take {expected:,} bytes, but holds "
+            f"{len(raw):,}: {corrupt}"
+        )
 
 
 def load_split(data: str, split: str, dictionary, epoch: int = 1, dataset_impl=None, combine=False):

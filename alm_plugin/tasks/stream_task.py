@@ -55,7 +55,7 @@ class WordStreamTask(FairseqTask):
     @classmethod
     def setup_task(cls, cfg, **kwargs):
         path = os.path.join(utils.split_paths(cfg.data)[0], "dict.txt")
-        if not os.path.isfile(path):
+        if not os.path.exists(path):  # a folder of that name: check_dictionary's to refuse
             raise MissingDataError(
                 f"no dict.txt in {os.path.dirname(path)}: binarise the text with "
                 "fairseq-preprocess --only-source (see examples/language_model/prepare_lm_data.py)"

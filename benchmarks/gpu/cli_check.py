@@ -25,8 +25,9 @@ from pathlib import Path
 import numpy
 import torch
 
+from alm_plugin.output_files import write_text
 from benchmarks import ROOT
-from benchmarks.result_files import write_json
+from benchmarks.result_files import check_json, write_json
 
 SAMPLE = "data-bin/wikitext-2-sample"
 SENTENCE, DOCUMENT = "sentence_language_modeling", "document_language_modeling"
@@ -203,7 +204,7 @@ def plan(args, work):
     stop = ["--max-update", str(args.max_update), "--disable-validation"] if args.max_update else ["--max-epoch", "1"]
     dynamic = ["--dynamic-eval-lr", args.dynamic_lr, "--dynamic-eval-decay", DYNAMIC_DECAY]
     common = ["--user-dir", "alm_plugin", "--log-format", "simple", "--num-workers", "0", "--seed", "1"]
-    (lines := Path(work, "score_lines.txt")).write_text(SCORE_LINES)
+    write_text(lines := Path(work, "score_lines.txt"), SCORE_LINES)
     trains, pairs, extra = [], {}, {}
     for name in args.archs:
         (task, eval_batch, arch_args), save = ARCHS[name], os.path.join(work, "ck", name)
@@ -430,6 +431,7 @@ def main():
     add("--work", default=os.path.join(env("TMPDIR", "/tmp"), "alm_gpu_cli"), help="checkpoints and logs")
     add("--json", help="write the results here")
     args = parser.parse_args()
+    check_json(parser, args.json)  # before the run, not after it
     args.archs, args.options = ([v for v in s.split(",") if v] for s in (args.archs, args.options))
     for what, values, known in (("--archs", args.archs, ARCHS), ("--options", args.options, OPTIONS)):
         if (unknown := [v for v in values if v not in known]) or not values:

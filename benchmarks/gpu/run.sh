@@ -73,9 +73,15 @@ else
   # paper is a command of its own (a device command may take 600 s)
   [[ " ${WANT[*]:-} " == *" paper "* ]] && TOTAL=${GPU_RUN_BUDGET:-570} || TOTAL=${GPU_RUN_BUDGET:-560}
 fi
+# every budget whole seconds above 0, checked before anything runs (a bad one is the caller's argument)
+seconds() { [[ $2 =~ ^[0-9]+$ ]] && (( 10#$2 > 0 )) && return 0
+  echo "run.sh: $1=$2: give whole seconds above 0 (e.g. $3)" >&2; exit 2; }
+seconds GPU_RUN_BUDGET "$TOTAL" 560
 for s in "${STEPS_KNOWN[@]}"; do
-  var=BUDGET_$(echo "$s" | tr 'a-z-' 'A-Z_'); [[ -n ${!var:-} ]] && BUDGET[$s]=${!var}
+  var=BUDGET_$(echo "$s" | tr 'a-z-' 'A-Z_')
+  if [[ -n ${!var:-} ]]; then seconds "$var" "${!var}" "${BUDGET[$s]}"; BUDGET[$s]=$(( 10#${!var} )); fi
 done
+TOTAL=$(( 10#$TOTAL ))
 # paper with no rows named: the queue's first rows with no JSON (committed, or made by an earlier command
 # here), a row that stopped twice without one left out; none left: nothing for paper to do
 if [[ " ${WANT[*]:-} " == *" paper "* ]] && (( ! ${#PAPER_ROWS[@]} )); then

@@ -2,18 +2,22 @@
 (``rows.py``) and their JSON (``benchmarks/results/``), nothing else. Each block between a page's
 ``<!-- MARKER:begin -->`` and ``<!-- MARKER:end -->`` has a module of its own, named after its marker;
 they share ``statements`` (the wording of changes, standings and goals) and ``tables`` (the JSON, the
-common cells, the mark of a row trained before the dropout fix). Run it from the repository root:
+common cells, the mark of a row trained before the dropout fix). Every results file is read and
+checked and the whole page filled in memory (each marker once, begin above end) before a picture or
+the page is written; each is then written once through ``alm_plugin.output_files``, or not at all.
+Run it from the repository root:
 
     python -m benchmarks.report                  # print every block, draw the pictures
     python -m benchmarks.report --update-docs    # and write the blocks between their markers
 """
 
 import argparse
+import logging
 import os
 import sys
 
 from benchmarks.result_files import ResultError
-from benchmarks.rows import PTB, PTB_PAPER, ROOT
+from benchmarks.rows import CORPORA, PTB, PTB_PAPER, ROOT
 
 from . import (
     adaptive_softmax,
@@ -38,8 +42,7 @@ def blocks(ptb_results_dir=None, paper_results_dir=None, draw=True):
     paper-scale rows' JSON read from the folders given, if any."""
     results = PTB.load(ptb_results_dir)
     if results and draw:
-        ptb_table.draw(results)
-        ptb_stream.draw(results)
+        draw_pictures(results)
     return {
         "ptb-table": ptb_table.block(results),
         "train-speed": train_speed.block(),
@@ -55,16 +58,75 @@ def blocks(ptb_results_dir=None, paper_results_dir=None, draw=True):
     }
 
 
+# a corpus's records that are no row: read by a block by name (result_json), or kept beside the rows
+NOT_ROWS = {"dynamic-edge.json", "cost.json"}
+
+
+def undeclared(ptb_results_dir=None, paper_results_dir=None):
+    """One line for each JSON file in a folder of rows the docs read that is no declared row
+    (``rows.py``): a row renamed or never declared, its figures left out of the docs."""
+    folders = {corpus.name: (corpus, corpus.results) for corpus in CORPORA.values()}
+    folders[PTB.name] = (PTB, ptb_results_dir or PTB.results)
+    folders[PTB_PAPER.name] = (PTB_PAPER, paper_results_dir or PTB_PAPER.results)
+    return [
+        f"benchmarks.report: note: {os.path.join(folder, name)} is the results of no row of {corpus.name} "
+        "(benchmarks/rows.py), so the docs leave it out: declare the row, or move the file away"
+        for corpus, folder in folders.values()
+        if os.path.isdir(folder)
+        for name in sorted(os.listdir(folder))
+        if name.endswith(".json") and name not in NOT_ROWS and name[: -len(".json")] not in corpus.rows
+    ]
+
+
+def draw_pictures(results):
+    """The page's pictures from the PTB rows' JSON, each saved whole (``tables.figure``)."""
+    ptb_table.draw(results)
+    ptb_stream.draw(results)
+
+
+class PageError(Exception):
+    """A page whose markers cannot be filled: one line, the marker and how to mend it."""
+
+
+def filled(page, generated, name):
+    """``page`` (the text of the file ``name``) with each block of ``generated`` ({marker: text})
+    between its ``<!-- MARKER:begin -->`` and ``<!-- MARKER:end -->``; each marker must be there
+    exactly once, the begin above the end, or nothing is filled (``PageError``)."""
+    for marker, text in generated.items():
+        begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
+        counts = page.count(begin), page.count(end)
+        if counts != (1, 1):
+            raise PageError(
+                f"{name} holds {begin} {counts[0]} time(s) and {end} {counts[1]} time(s), each wanted once: "
+                "mend the page (git checkout it); it was left unchanged"
+            )
+        if page.index(end) < page.index(begin):
+            raise PageError(f"{name} has {end} above {begin}: mend the page (git checkout it); it was left unchanged")
+        head, rest = page.split(begin)
+        page = f"{head}{begin}\n{text}\n{end}{rest.split(end, 1)[1]}"
+    return page
+
+
+def read_page(path):
+    """The text of the page ``path``; one that cannot be read is a ``PageError``."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError) as error:
+        raise PageError(f"cannot read {os.path.relpath(path)} ({error}): restore the page (git checkout it)") from None
+
+
+def update_page(path, generated):
+    """Every block of ``generated`` into the page ``path``, built whole in memory and written once
+    (``alm_plugin.output_files``: a temporary file renamed onto it), or not at all."""
+    from alm_plugin.output_files import write_text
+
+    write_text(path, filled(read_page(path), generated, os.path.relpath(path)))
+
+
 def fill_markers(path, marker, text):
     """Replace what lies between ``<!-- MARKER:begin -->`` and ``<!-- MARKER:end -->`` in ``path``."""
-    begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
-    with open(path) as f:
-        page = f.read()
-    if begin not in page or end not in page:
-        sys.exit(f"{os.path.relpath(path)} has no {begin} ... {end} block to fill")
-    head, rest = page.split(begin, 1)
-    with open(path, "w") as f:
-        f.write(f"{head}{begin}\n{text}\n{end}{rest.split(end, 1)[1]}")
+    update_page(path, {marker: text})
 
 
 def main(argv=None):
@@ -79,13 +141,22 @@ def main(argv=None):
         "--paper-results", help="read the paper-scale rows' JSON from here (default: benchmarks/results/ptb-paper)"
     )
     args = parser.parse_args(argv)
-    try:  # every results file read and checked (result_files.py) before a picture or the page is written
-        blocks(args.ptb_results, args.paper_results, draw=False)
-    except ResultError as error:
+    from alm_plugin.errors import UserError
+    from alm_plugin.output_files import write_text
+
+    # importing fairseq (through alm_plugin) sets the root logger to DEBUG (its wav2vec2_classification)
+    logging.getLogger().setLevel(logging.WARNING)
+
+    try:  # every results file read and checked (result_files.py), the page filled in memory, then written
+        generated = blocks(args.ptb_results, args.paper_results, draw=False)
+        page = filled(read_page(PAGE), generated, os.path.relpath(PAGE)) if args.update_docs else None
+        if results := PTB.load(args.ptb_results):
+            draw_pictures(results)
+        print("\n".join(f"<!-- {marker} -->\n{text}\n" for marker, text in generated.items()))
+        print(f"README.md's short answer:\n{short_answer.text()}")
+        for line in undeclared(args.ptb_results, args.paper_results):
+            print(line, file=sys.stderr)
+        if page is not None:
+            write_text(PAGE, page)
+    except (ResultError, PageError, UserError) as error:
         sys.exit(f"benchmarks.report: error: {error}")
-    generated = blocks(args.ptb_results, args.paper_results)
-    print("\n".join(f"<!-- {marker} -->\n{text}\n" for marker, text in generated.items()))
-    print(f"README.md's short answer:\n{short_answer.text()}")
-    if args.update_docs:
-        for marker, text in generated.items():
-            fill_markers(PAGE, marker, text)

@@ -185,10 +185,20 @@ def one_layout(corpus, results, base):
 
 
 def figure(size):
-    """A picture's ``(figure, axes)``, drawn without a display."""
+    """A picture's ``(figure, axes)``, drawn without a display; its ``savefig(path)`` writes through
+    ``alm_plugin.output_files.save_figure`` (a temporary file renamed onto the picture)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
-    return plt.subplots(figsize=size)
+    from alm_plugin.output_files import save_figure
+
+    class SavedWhole(Figure):
+        def savefig(self, fname, **options):
+            if isinstance(fname, (str, os.PathLike)):
+                return save_figure(self, fname, **options)
+            return super().savefig(fname, **options)  # the open file save_figure gives
+
+    return plt.subplots(figsize=size, FigureClass=SavedWhole)

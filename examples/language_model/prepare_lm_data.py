@@ -116,6 +116,20 @@ def write_dictionary(counts, path):
     return path
 
 
+def sentence_count(text):
+    """``--sample-sentences``' value: a whole number of sentences, at least 1 (0 and below would keep
+    every sentence, or none)."""
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of sentences") from None
+    if count < 1:
+        raise argparse.ArgumentTypeError(
+            f"{count}: keep at least 1 sentence (leave the option out to keep the whole corpus)"
+        )
+    return count
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", choices=sorted(CORPUS_FILES), help="a corpus from ../shared/data")
@@ -129,7 +143,7 @@ def main():
     )
     parser.add_argument(
         "--sample-sentences",
-        type=int,
+        type=sentence_count,
         default=0,
         help="keep only the first N training sentences (and N/10 valid and test ones)",
     )
