@@ -447,7 +447,9 @@ def main(argv=None):
 
     def save(figures):  # each label's figures replace that label's in the file (a cut run: those it measured)
         device = torch.cuda.get_device_name() if args.device == "cuda" else f"CPU, 1 thread ({platform.machine()})"
-        result = json.load(open(args.json)) if os.path.exists(args.json) else {"runs": {}}
+        # the labels measured before are kept: read back from a regular file (a stream holds nothing to read)
+        kept = os.path.isfile(args.json)
+        result = json.load(open(args.json)) if kept else {"runs": {}}
         complete = len(figures) == len(sources) and all(f["parts_ms"] for c in figures.values() for f in c.values())
         for label, by_case in figures.items():
             others = ", ".join(other for other in figures if other != label)

@@ -42,11 +42,11 @@ def test_a_fifo_is_written_as_a_stream_and_stays_a_fifo(tmp_path):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     got = []
-    reader = threading.Thread(target=lambda: got.append(open(fifo, encoding="utf-8").read()))
+    reader = threading.Thread(target=lambda: got.append(open(fifo, encoding="utf-8").read()), daemon=True)
     reader.start()
     write_json(fifo, {"ppl": 2.0})
     reader.join(10)
-    assert json.loads(got[0]) == {"ppl": 2.0} and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert got and json.loads(got[0]) == {"ppl": 2.0} and stat.S_ISFIFO(os.lstat(fifo).st_mode)
     assert sorted(os.listdir(tmp_path)) == ["pipe"]
 
 

@@ -180,6 +180,11 @@ def test_character_model_sizes_and_python_configs_are_checked(tmp_path):
     task = SimpleNamespace(target_dictionary=Dictionary())
     with pytest.raises(OptionError, match="--attention-dim -4 is out of range"):
         AttentiveLanguageModel.build_model(AttentiveLMConfig(attention_dim=-4), task)
+    from alm_plugin.models.char_lstm_lm import CharLSTMLanguageModel, CharLSTMLMConfig
+
+    # every model family's floats checked where their ranges are (torch refuses a nan bound with a traceback)
+    with pytest.raises(OptionError, match="--init-range nan: give a finite number"):
+        CharLSTMLanguageModel.build_model(CharLSTMLMConfig(init_range=float("nan")), task)
 
 
 # ---------------------------------------------------------------- adaptive-softmax clusters

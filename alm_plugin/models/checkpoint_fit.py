@@ -32,6 +32,7 @@ from fairseq.dataclass.utils import merge_with_parent
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from ..errors import OptionError
+from ..option_checks import number
 
 # an option whose default changed declares, in its field's metadata under this key, the value
 # checkpoints saved before the option existed were trained with (e.g. --combination-bias)
@@ -98,8 +99,8 @@ LEAST = {"memory_window": 0, "attention_dim": 0, "cache_attention_dim": 0, "cach
 
 
 def check_ranges(cfg, dataclass):
-    """Refuse a negative size, a count below 1 or a dropout outside [0, 1], by name, before
-    torch fails on it with a traceback (or, for a window, silently does something else)."""
+    """Refuse a negative size, a count below 1, a number that is not finite or a dropout outside [0, 1],
+    by name, before torch fails on it with a traceback (or, for a window, silently does something else)."""
     for name, field in dataclass.__dataclass_fields__.items():
         value = getattr(cfg, name, None)
         if value is None or isinstance(value, bool):
@@ -112,10 +113,9 @@ def check_ranges(cfg, dataclass):
             if value < least:
                 raise OptionError(f"{flag} {value} is out of range: it must be at least {least}{about}")
         elif field.type is float and isinstance(value, (int, float)):
+            number(flag, value, least=0 if name == "init_range" else None, why=help_text)
             if "dropout" in name and not 0 <= value <= 1:
                 raise OptionError(f"{flag} {value} is out of range: a dropout probability lies in [0, 1]")
-            if name == "init_range" and value < 0:
-                raise OptionError(f"{flag} {value} is out of range: it must be at least 0{about}")
 
 
 @functools.lru_cache(maxsize=1)

@@ -22,7 +22,6 @@ from fairseq.models import FairseqIncrementalDecoder
 from torch import Tensor
 
 from .. import cuda_graphs  # cuda_graphs.capturing(): whether a CUDA graph records this pass
-from ..option_checks import number
 from .adaptive_softmax import AdaptiveSoftmaxConfig, build_adaptive_softmax
 from .dictionary_fingerprint import DictionaryFingerprint
 from .lstm_helpers import UNLIMITED_POSITIONS, layer_by_layer
@@ -98,8 +97,6 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
     (``attention_queries``; default: the states)."""
 
     def __init__(self, cfg: RecurrentLMConfig, dictionary, source_dim: int = 0):
-        number("--forget-gate-bias", cfg.forget_gate_bias, why="the forget gates' starting bias (0 or 1.0)")
-        number("--init-range", cfg.init_range, least=0, why="the weights start uniform in [-r, r]")
         super().__init__(dictionary)
         self.cfg = cfg
         self.padding_idx = dictionary.pad()

@@ -10,7 +10,7 @@ import argparse
 import json
 import os
 
-from benchmarks.result_files import write_json
+from benchmarks.result_files import check_json, write_json
 
 
 def busy_share(path):
@@ -40,6 +40,9 @@ def main(argv=None):
     parser.add_argument("--rows", required=True, help="this command's rows, comma-separated")
     parser.add_argument("--json", required=True, help="where the record goes")
     args = parser.parse_args(argv)
+    if os.path.abspath(args.json) == os.path.abspath(args.progress):
+        parser.error(f"--json {args.json} is the --progress file it reads: give another path")
+    check_json(parser, args.json)
     with open(args.progress) as f:
         progress = json.load(f)
     write_json(args.json, record(progress, args.rows.split(","), args.busy))
