@@ -39,13 +39,21 @@ MEMORY_ACROSS = "attention across sentence boundaries (`--memory-window 100`)"
 # AMSRN's output layer W_1 h_t + W_2 r_t acts on h_t even where r_t is zero (docs/models.md)
 AMSRN = ("AMSRN's output layer", "its attention with memory selection")
 
+
+def from_the_lstm(corpus):
+    """The steps from the LSTM to the attentive models, one thing each, and the parameters' own step."""
+    return (
+        compare(corpus, "lstm", "single-zero-context", LAYER),
+        compare(corpus, "single-zero-context", "single", ATTENTION),
+        compare(corpus, "single", "combined", COMBINED),
+        compare(corpus, "lstm", "lstm-matched", PARAMETERS),
+        compare(corpus, "lstm-matched", "single-zero-context", LAYER_FOR_WIDTH),
+    )
+
+
 COMPARISONS = (
     # full PTB, 2 x 200, one sentence at a time
-    compare("ptb", "lstm", "single-zero-context", LAYER),
-    compare("ptb", "single-zero-context", "single", ATTENTION),
-    compare("ptb", "single", "combined", COMBINED),
-    compare("ptb", "lstm", "lstm-matched", PARAMETERS),
-    compare("ptb", "lstm-matched", "single-zero-context", LAYER_FOR_WIDTH),
+    *from_the_lstm("ptb"),
     compare(
         "ptb",
         "single",
@@ -72,11 +80,7 @@ COMPARISONS = (
         "the pointer's extra loss on found words (`--pointer-loss found`)",
     ),
     # full PTB at the paper's 2 x 650, one sentence at a time
-    compare("ptb-paper", "lstm", "single-zero-context", LAYER),
-    compare("ptb-paper", "single-zero-context", "single", ATTENTION),
-    compare("ptb-paper", "single", "combined", COMBINED),
-    compare("ptb-paper", "lstm", "lstm-matched", PARAMETERS),
-    compare("ptb-paper", "lstm-matched", "single-zero-context", LAYER_FOR_WIDTH),
+    *from_the_lstm("ptb-paper"),
     # the recipe's choices on a PTB slice, each a row one choice away from its reference
     compare("ptb-choices", "lstm", "single-zero-context", LAYER),
     compare("ptb-choices", "single-zero-context", "single", ATTENTION),
