@@ -5,7 +5,7 @@
 2. incremental generation (history kept in incremental_state) against the full prefix recomputed;
 3. the peak memory of scoring 8 blocks of 35 / 512 / 2048 tokens, each in a fresh process.
 
-    python -m benchmarks.eval_speed --data data-bin/ptb      # PTB test set, 2 x 650
+    python -m benchmarks.eval_speed --data data-bin/ptb --json benchmarks/results/cpu/eval_speed.json
 """
 
 import argparse
@@ -17,9 +17,11 @@ import sys
 import torch
 
 from benchmarks import ROOT
-from benchmarks.timing import SAMPLE, tokens_per_second
+from benchmarks.result_files import check_json
+from benchmarks.timing import SAMPLE, tokens_per_second, write_figures
 
 MODELS = ["lstm_lm", "attentive_lm single", "attentive_lm combined", "amsrn tied"]
+BLOCKS = (35, 512, 2048)  # tokens a block, for the peak memory
 
 
 def setup_task(data, block):
@@ -133,10 +135,12 @@ def main():
     parser.add_argument("--block", type=int, default=512, help="tokens per eval-lm block")
     parser.add_argument("--steps", type=int, default=100, help="generated tokens per sequence")
     parser.add_argument("--memory-child", nargs=3, metavar=("MODEL", "SIZE", "BLOCK"), help=argparse.SUPPRESS)
+    parser.add_argument("--json", help="also write the figures to this JSON file")
     args = parser.parse_args()
     if args.memory_child:
         name, size, block = args.memory_child
         return peak_memory_child(name, args.data, int(size), int(block))
+    check_json(parser, args.json, [args.data])
 
     task = setup_task(args.data, args.block)
     print(
@@ -149,18 +153,21 @@ def main():
         print(f"   {name:24s} {speeds[name]:9.0f} tokens/s  {speeds[name] / speeds['lstm_lm']:5.2f} x lstm_lm")
 
     print(f"\n2. greedy generation, batch 8, {args.steps} tokens")
+    faster = {}
     for name in MODELS[1:]:
         t = generation_speed(build(name, task, args.size), args.steps)
+        faster[name] = t["incremental"] / t["full prefix"]
         print(
             f"   {name:24s} incremental {t['incremental']:7.0f} tok/s, full prefix {t['full prefix']:7.0f} tok/s:"
             f" {t['incremental'] / t['full prefix']:5.2f} x faster"
         )
 
     print("\n3. peak memory growth scoring 8 blocks (MiB, fresh process each)")
-    print(f"   {'model':24s} " + " ".join(f"{b:>7d}" for b in (35, 512, 2048)))
+    print(f"   {'model':24s} " + " ".join(f"{b:>7d}" for b in BLOCKS))
+    peak_mib = {}
     for name in MODELS:
         peaks = []
-        for block in (35, 512, 2048):  # each in a fresh process: peak_memory_child
+        for block in BLOCKS:  # each in a fresh process: peak_memory_child
             out = subprocess.run(
                 [
                     sys.executable,
@@ -178,8 +185,25 @@ def main():
                 cwd=ROOT,
             )
             lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
-            peaks.append(json.loads(lines[-1])["peak_mib"] if lines else float("nan"))
+            if not lines:
+                sys.exit(f"eval_speed: measuring {name} on blocks of {block} failed:\n{out.stderr[-2000:]}")
+            peaks.append(json.loads(lines[-1])["peak_mib"])
         print(f"   {name:24s} " + " ".join(f"{m:7.0f}" for m in peaks))
+        peak_mib[name] = {str(block): round(m) for block, m in zip(BLOCKS, peaks)}
+    write_figures(
+        args.json,
+        {
+            "title": f"{os.path.basename(os.path.normpath(args.data))} {args.split}, 2 x {args.size}, untrained, "
+            f"CPU, {torch.get_num_threads()} threads",
+            "block": args.block,
+            "steps": args.steps,
+            "baseline": MODELS[0],
+            "tokens_per_s": {name: round(v) for name, v in speeds.items()},
+            "ratio": {name: round(v / speeds[MODELS[0]], 3) for name, v in speeds.items()},
+            "incremental_vs_full_prefix_ratio": {name: round(v, 2) for name, v in faster.items()},
+            "peak_mib": peak_mib,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -114,6 +114,76 @@ def test_benchmarks_page_is_what_the_json_generates():
     assert not stale, f"docs/benchmarks.md's {stale} blocks are stale: run python -m benchmarks.report --update-docs"
 
 
+# a cell that is nothing but figures: "469.42", "1,084.78 / 4,291.65", "**40.95**", "+0.79"
+FIGURES_CELL = re.compile(r"^[*+\-–\s]*\d[\d,]*\.?\d*(\s*(/|x|%)\s*[+\-]?\d[\d,]*\.?\d*)*[*%x\s]*$")
+
+
+def hand_typed_figure_rows(text):
+    """The table rows of ``text`` outside every generated block whose cells hold measured figures
+    (a cell of numbers with a decimal point or a thousands comma)."""
+    found, inside = [], False
+    for number, line in enumerate(text.splitlines(), 1):
+        if re.match(r"<!-- [a-z0-9-]+:begin -->", line):
+            inside = True
+        elif re.match(r"<!-- [a-z0-9-]+:end -->", line):
+            inside = False
+        elif not inside and line.startswith("|"):
+            cells = [cell.strip() for cell in line.strip("|").split("|")]
+            if any(FIGURES_CELL.match(cell) and re.search(r"\d[.,]\d", cell) for cell in cells):
+                found.append(f"{number}: {line[:80]}")
+    return found
+
+
+def test_no_table_of_figures_in_the_docs_is_typed_by_hand():
+    """Measured figures in a table come from the JSON: they sit between a generated block's markers
+    (benchmarks.report writes them), never typed into a page, where they would outlive the code that
+    measured them. The check finds such a row, and passes a configuration table."""
+    assert hand_typed_figure_rows("| model | ppl |\n|---|---|\n| lstm | 86.38 |") == ["3: | lstm | 86.38 |"]
+    assert hand_typed_figure_rows("| a | 1,084.78 / 4,291.65 |\n| b | **40.95** |") != []
+    generated = "<!-- x:begin -->\n| lstm | 86.38 |\n<!-- x:end -->\n| `amsrn_small` | 2 x 256, dropout 0.3 |"
+    assert hand_typed_figure_rows(generated) == []
+    typed = {str(page.relative_to(ROOT)): hand_typed_figure_rows(page.read_text(encoding="utf-8")) for page in PAGES}
+    assert not any(typed.values()), f"tables of figures typed by hand (generate them from the JSON): {typed}"
+
+
+def test_the_translation_record_reads_what_the_example_prints():
+    """benchmarks.translation records the figures multi30k.sh, alm-rescore and shallow_fusion.sh print, each
+    where the script prints it; the block states the changes from those figures."""
+    from benchmarks.report import translation as block
+
+    example = (
+        "BLEU, beam 5:\n40.95\n"
+        "tuned on runs/x/valid.nbest10.txt: BLEU 41.63 -> 42.10\nweights: TM=1,LM=0.15,Len=1.5\n"
+        "runs/x/test.nbest10.txt: BLEU 41.03 (system 1-best) -> 41.82 (rescored)\n"
+    )
+    fusion = "valid, lm-weight 0: BLEU 41.59\nvalid, lm-weight 0.05: BLEU 41.70\ntest, lm-weight 0.05: BLEU 41.29\n"
+    record = benchmarks_module("translation").figures(example, fusion)
+    assert record["test_bleu_beam5"] == 40.95 and record["test_bleu_beam10_1best"] == 41.03
+    assert record["rescoring"] == {
+        "weights": {"TM": 1.0, "LM": 0.15, "Len": 1.5},
+        "valid_bleu_before": 41.63,
+        "valid_bleu_after": 42.10,
+        "test_bleu": 41.82,
+    }
+    assert record["fusion"] == {"valid_bleu_by_weight": {"0": 41.59, "0.05": 41.70}, "weight": 0.05, "test_bleu": 41.29}
+    text = block.record(
+        {
+            **record,
+            "arch": "attentive_nmt_small",
+            "lm_arch": "amsrn_small",
+            "valid_ppl": 5.24,
+            "lm_valid_ppl": 37.5,
+            "commit": "abc1234",
+            "device": "cpu, 1 thread(s)",
+            "example_minutes": 60,
+            "fusion_minutes": 9,
+        }
+    )
+    assert "+0.79 on the 1-best of beam 10" in text and "+0.34 on beam 5" in text
+    with pytest.raises(SystemExit, match="no fusion test BLEU"):
+        benchmarks_module("translation").figures(example, "valid, lm-weight 0: BLEU 41.59\n")
+
+
 def test_every_declared_comparison_names_rows_its_corpus_has():
     """A comparison whose corpus or row is misspelt would never be stated (its rows never run): each names a
     corpus of rows.py with a label, two of its rows, and what differs."""

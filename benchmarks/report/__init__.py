@@ -21,7 +21,11 @@ from benchmarks.rows import CORPORA, PTB, PTB_PAPER, ROOT
 
 from . import (
     adaptive_softmax,
+    char_speed,
     char_tables,
+    eval_speed,
+    fairseq_speed,
+    gpu_timing,
     host_overhead,
     ptb_choices,
     ptb_paper,
@@ -30,7 +34,9 @@ from . import (
     ptb_stream,
     ptb_table,
     short_answer,
+    step_profile,
     train_speed,
+    translation,
     wikitext_2,
 )
 
@@ -45,8 +51,12 @@ def blocks(ptb_results_dir=None, paper_results_dir=None, draw=True):
         draw_pictures(results)
     return {
         "ptb-table": ptb_table.block(results),
+        "fairseq-speed": fairseq_speed.block(),
         "train-speed": train_speed.block(),
+        "eval-speed": eval_speed.block(),
+        "step-profile": step_profile.block(),
         "host-overhead": host_overhead.block(),
+        "gpu-timing": gpu_timing.block(),
         "ptb-paper": ptb_paper.block(paper := PTB_PAPER.load(paper_results_dir), results),
         "ptb-paper-stream": ptb_paper_stream.block(paper),
         "ptb-stream": ptb_stream.block(results),
@@ -54,7 +64,9 @@ def blocks(ptb_results_dir=None, paper_results_dir=None, draw=True):
         "wikitext-2": wikitext_2.block(),
         "ptb-choices": ptb_choices.block(),
         "ptb-slice": ptb_slice.block(),
+        "char-speed": char_speed.block(),
         "char-tables": char_tables.block(),
+        "translation": translation.block(),
     }
 
 

@@ -20,6 +20,13 @@ def result_json(*parts):
     return read_result(path) if os.path.exists(path) else None  # checked: a broken file refused by name and key
 
 
+def command(module, argv):
+    """The command a speed script's JSON was written by, its ``--json`` named from the repository root:
+    ``command("benchmarks.eval_speed", result["argv"])``."""
+    shown = (arg[arg.index("benchmarks/results/") :] if "benchmarks/results/" in arg else arg for arg in argv)
+    return f"`python -m {module} {' '.join(shown)}`"
+
+
 def header(*columns):
     """A table's first two lines, one column per ``columns`` (one holding `` | ``: as many as it names)."""
     text = " | ".join(columns)
