@@ -91,7 +91,9 @@ def main():
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="CPU threads of every command")
     parser.add_argument("--json", help="where the record goes (default: benchmarks/results/multi30k/<arch>.json)")
     args = parser.parse_args()
-    args.json = args.json or os.path.join(ROOT, "benchmarks", "results", "multi30k", f"{args.arch}.json")
+    if args.json is None:  # the default's folder is the project's: made here
+        args.json = os.path.join(ROOT, "benchmarks", "results", "multi30k", f"{args.arch}.json")
+        os.makedirs(os.path.dirname(args.json), exist_ok=True)
     check_json(parser, args.json)
     save = os.path.join(ROOT, "checkpoints", f"multi30k-{args.arch}")
     lm_save = os.path.join(ROOT, "checkpoints", f"multi30k-en-{args.lm_arch}")
