@@ -69,7 +69,11 @@ def thread_counts(text):
 
 
 def device_name(device, threads):
-    return torch.cuda.get_device_name(device) if torch.device(device).type == "cuda" else f"CPU, {threads} threads"
+    return (
+        torch.cuda.get_device_name(device)
+        if torch.device(device).type == "cuda"
+        else f"CPU, {threads} thread{'s' if int(threads) != 1 else ''}"
+    )
 
 
 def tokens_per_second(step, batches, tokens, device=None):

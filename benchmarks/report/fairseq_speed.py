@@ -51,7 +51,7 @@ def block():
     for parts_of_json, how in RUNS:
         result = result_json(*parts_of_json)
         parts.append(
-            speed_table(result)
+            f"{result['device']}:\n\n{speed_table(result)}"
             if result is not None
             else f"Not measured yet on the {parts_of_json[0].upper()} (`{how}`)."
         )

@@ -1,9 +1,12 @@
 """The ``train-speed`` block: the training step against a bare nn.LSTM LM at each thread count of one
 run (``train_speed.py --mode model --json benchmarks/results/cpu/train_speed_model.json``)."""
 
-from .tables import result_json, speed_table
+from .statements import met
+from .tables import result_json, speed_table, threads
 
 JSON = ("cpu", "train_speed_model.json")
+# the speed each model's step should keep against the bare LM's: the cost its formula adds, no more
+TARGETS = {"alm_lstm": 0.95, "attentive_lm single": 0.85, "attentive_lm combined": 0.75, "amsrn tied": 0.85}
 
 
 def block():
@@ -18,4 +21,11 @@ def block():
     table = speed_table("model", [(f"{r['device']} | vs {first['baseline']}", r) for r in by_threads.values()])
     # the table is written by this module now, no longer by the script's old --update-docs
     command = " ".join(["python -m benchmarks.train_speed", *(a for a in first["argv"] if a != "--update-docs")])
-    return table + f"\n\n({first['title'].rsplit(', CPU', 1)[0]}; `{command}`)"
+    goals = "; ".join(
+        f"{name} >= {goal}: "
+        + ", ".join(f"{met(r['ratio'][name] >= goal)} at {threads(count)}" for count, r in by_threads.items())
+        for name, goal in TARGETS.items()
+        if name in first["ratio"]
+    )
+    title = first["title"].rsplit(", CPU", 1)[0]
+    return table + f"\n\nThe targets against `{first['baseline']}`: {goals}.\n\n({title}; `{command}`)"
