@@ -25,7 +25,7 @@ from benchmarks.fairseq_runs import fairseq
 from benchmarks.result_files import check_json, write_json
 from benchmarks.table import commit
 
-NUMBER = r"(-?[\d.]+)"
+NUMBER = r"(-?[\d.]+(?:e-?\d+)?)"
 
 
 def run(script, env):
@@ -52,7 +52,7 @@ def found(pattern, text, what):
 
 def figures(example, fusion):
     """The BLEU figures ``multi30k.sh`` (``example``) and ``shallow_fusion.sh`` (``fusion``) printed."""
-    (beam5,) = found(r"^BLEU, beam 5:\n" + NUMBER + r"$", example, "beam-5 BLEU")
+    (beam5,) = found(r"^BLEU, beam 5:\n(?:.*\n)*?" + NUMBER + r"$", example, "beam-5 BLEU")  # past any warning
     tuned = found(r"^tuned on .*: BLEU " + NUMBER + " -> " + NUMBER, example, "tuning BLEU")
     weights = found(r"^weights: TM=" + NUMBER + ",LM=" + NUMBER + ",Len=" + NUMBER, example, "rescoring weights")
     rescored = found(r"test\.nbest10\.txt: BLEU " + NUMBER + r" \(system 1-best\) -> " + NUMBER, example, "test BLEU")
@@ -118,6 +118,7 @@ def main():
         {
             "arch": args.arch,
             "lm_arch": args.lm_arch,
+            "argv": sys.argv[1:],
             "commit": commit(),
             "device": f"cpu, {args.threads} thread(s)",
             "example_minutes": round(example_minutes, 1),

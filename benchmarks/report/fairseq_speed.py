@@ -2,7 +2,7 @@
 at 2 x 650 on PTB, on the CPU and on a GPU (``train_speed.py --mode fairseq --json ...``), each machine
 measured side by side in one run."""
 
-from .tables import command, header, result_json
+from .tables import command, header, machine, result_json
 
 # the JSON of each machine, and the command that writes it
 RUNS = (
@@ -51,7 +51,7 @@ def block():
     for parts_of_json, how in RUNS:
         result = result_json(*parts_of_json)
         parts.append(
-            f"{result['device']}:\n\n{speed_table(result)}"
+            f"{machine(result)}:\n\n{speed_table(result)}"
             if result is not None
             else f"Not measured yet on the {parts_of_json[0].upper()} (`{how}`)."
         )

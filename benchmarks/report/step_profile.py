@@ -21,9 +21,10 @@ def block():
     lines += [
         f"| {m} | " + " | ".join(f"{counts[f'{m} B{b}']['aten_calls']:,}" for b in batches) + " |" for m in models
     ]
-    before = result.get("before_issue_46")
+    before = result.get("before_issue_46")  # the same script's counts at an older commit, kept beside its own
     if before:
-        earlier = [f"{before[f'attentive_lm combined B{b}']:,} at batch {b}" for b in batches]
+        counted = {b: before.get(f"attentive_lm combined B{b}") for b in batches}
+        earlier = [f"{n:,} at batch {b}" for b, n in counted.items() if n is not None]
         lines += [
             "",
             f"The combined score computed in chunks in training (at {before['commit']}): {', '.join(earlier)}.",

@@ -3,6 +3,8 @@ read by their corpus, ``rows.Corpus.load``), the cells every table writes the sa
 row trained before the dropout fix, and the pictures' canvas."""
 
 import os
+import re
+import shlex
 
 from benchmarks.result_files import read_result
 from benchmarks.rows import ROOT
@@ -20,11 +22,19 @@ def result_json(*parts):
     return read_result(path) if os.path.exists(path) else None  # checked: a broken file refused by name and key
 
 
+def machine(result):
+    """A speed script's ``device``, ``"CPU, 1 thread"`` where an older script wrote ``"1 threads"``."""
+    return re.sub(r"\b1 threads\b", "1 thread", result["device"])
+
+
 def command(module, argv):
     """The command a speed script's JSON was written by, its ``--json`` named from the repository root:
     ``command("benchmarks.eval_speed", result["argv"])``."""
-    shown = (arg[arg.index("benchmarks/results/") :] if "benchmarks/results/" in arg else arg for arg in argv)
-    return f"`python -m {module} {' '.join(shown)}`"
+    shown = [
+        arg[arg.index("benchmarks/results/") :] if arg.startswith("/") and "benchmarks/results/" in arg else arg
+        for arg in argv
+    ]
+    return f"`{shlex.join(['python', '-m', module, *shown])}`"
 
 
 def header(*columns):

@@ -2,7 +2,7 @@
 run (``train_speed.py --mode model --json benchmarks/results/cpu/train_speed_model.json``)."""
 
 from .statements import met
-from .tables import result_json, speed_table, threads
+from .tables import machine, result_json, speed_table
 
 JSON = ("cpu", "train_speed_model.json")
 # the speed each model's step should keep against the bare LM's: the cost its formula adds, no more
@@ -18,12 +18,14 @@ def block():
         )
     by_threads = result.get("by_threads") or {result["device"]: result}
     first = next(iter(by_threads.values()))
-    table = speed_table("model", [(f"{r['device']} | vs {first['baseline']}", r) for r in by_threads.values()])
+    table = speed_table("model", [(f"{machine(r)} | vs {first['baseline']}", r) for r in by_threads.values()])
     # the table is written by this module now, no longer by the script's old --update-docs
     command = " ".join(["python -m benchmarks.train_speed", *(a for a in first["argv"] if a != "--update-docs")])
     goals = "; ".join(
         f"{name} >= {goal}: "
-        + ", ".join(f"{met(r['ratio'][name] >= goal)} at {threads(count)}" for count, r in by_threads.items())
+        + ", ".join(
+            f"{r['ratio'][name]:.3f} ({met(r['ratio'][name] >= goal)}) on {machine(r)}" for r in by_threads.values()
+        )
         for name, goal in TARGETS.items()
         if name in first["ratio"]
     )
