@@ -6,7 +6,7 @@
 #   ARCH=amsrn_nmt_small bash examples/translation/multi30k.sh
 #   RAW_DIR=path/to/multi30k bash examples/translation/multi30k.sh   (without ../shared/data)
 #
-# CPU, 2 cores: about 30 min for the translation model, 8 min for the language model.
+# Its minutes on a CPU, with the figures it gives: docs/benchmarks.md, "Translation (Multi30k)".
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ARCH=${ARCH:-attentive_nmt_small}
