@@ -194,7 +194,7 @@ def main():
         args.json,
         {
             "title": f"{os.path.basename(os.path.normpath(args.data))} {args.split}, 2 x {args.size}, untrained, "
-            f"CPU, {torch.get_num_threads()} threads",
+            f"CPU, {torch.get_num_threads()} thread{'s' if torch.get_num_threads() != 1 else ''}",
             "block": args.block,
             "steps": args.steps,
             "baseline": MODELS[0],

@@ -2,7 +2,7 @@
 of untrained models at 2 x 650 beside fairseq's ``lstm_lm``
 (``eval_speed.py --json benchmarks/results/cpu/eval_speed.json``)."""
 
-from .tables import command, header, result_json
+from .tables import command, header, machine, result_json
 
 JSON = ("cpu", "eval_speed.json")
 COMMAND = "python -m benchmarks.eval_speed --data data-bin/ptb --json benchmarks/results/cpu/eval_speed.json"
@@ -30,7 +30,7 @@ def block():
         )
     slower = [f"`{name}`" for name, ratio in result["ratio"].items() if ratio < 1]
     return "\n".join(lines) + (
-        f"\n\n({result['title']}; {command('benchmarks.eval_speed', result['argv'])}.) "
+        f"\n\n({machine(result['title'])}; {command('benchmarks.eval_speed', result['argv'])}.) "
         + (
             f"Slower than `{baseline}` on {result['block']}-token blocks: {', '.join(slower)}."
             if slower

@@ -41,18 +41,17 @@ def speed_table(result):
             + " | ".join(f"{row[p][0]:,} | {row[p][1]:.2f}" if p in row else "– | –" for p in precisions)
             + " |"
         )
-    return "\n".join(lines) + (
-        f"\n\n({result['title']}; torch {result['torch']}; {command('benchmarks.train_speed', result['argv'])})"
-    )
+    how = command("benchmarks.train_speed", result["argv"])
+    return "\n".join(lines) + f"\n\n({machine(result['title'])}; torch {result['torch']}; {how})"
 
 
 def block():
     parts = []
-    for parts_of_json, how in RUNS:
+    for parts_of_json, to_measure in RUNS:
         result = result_json(*parts_of_json)
         parts.append(
-            f"{machine(result)}:\n\n{speed_table(result)}"
+            f"{machine(result['device'])}:\n\n{speed_table(result)}"
             if result is not None
-            else f"Not measured yet on the {parts_of_json[0].upper()} (`{how}`)."
+            else f"Not measured yet on the {parts_of_json[0].upper()} (`{to_measure}`)."
         )
     return "\n\n".join(parts)

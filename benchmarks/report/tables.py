@@ -22,9 +22,9 @@ def result_json(*parts):
     return read_result(path) if os.path.exists(path) else None  # checked: a broken file refused by name and key
 
 
-def machine(result):
-    """A speed script's ``device``, ``"CPU, 1 thread"`` where an older script wrote ``"1 threads"``."""
-    return re.sub(r"\b1 threads\b", "1 thread", result["device"])
+def machine(text):
+    """A speed script's ``device`` or title, ``"CPU, 1 thread"`` where an older script wrote ``"1 threads"``."""
+    return re.sub(r"\b1 threads\b", "1 thread", text)
 
 
 def command(module, argv):

@@ -18,13 +18,14 @@ def block():
         )
     by_threads = result.get("by_threads") or {result["device"]: result}
     first = next(iter(by_threads.values()))
-    table = speed_table("model", [(f"{machine(r)} | vs {first['baseline']}", r) for r in by_threads.values()])
+    table = speed_table("model", [(f"{machine(r['device'])} | vs {first['baseline']}", r) for r in by_threads.values()])
     # the table is written by this module now, no longer by the script's old --update-docs
     command = " ".join(["python -m benchmarks.train_speed", *(a for a in first["argv"] if a != "--update-docs")])
     goals = "; ".join(
         f"{name} >= {goal}: "
         + ", ".join(
-            f"{r['ratio'][name]:.3f} ({met(r['ratio'][name] >= goal)}) on {machine(r)}" for r in by_threads.values()
+            f"{r['ratio'][name]:.3f} ({met(r['ratio'][name] >= goal)}) on {machine(r['device'])}"
+            for r in by_threads.values()
         )
         for name, goal in TARGETS.items()
         if name in first["ratio"]
