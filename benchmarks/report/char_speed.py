@@ -2,7 +2,7 @@
 a word-level ``lstm_lm`` of the same size (``char_speed.py --json benchmarks/results/cpu/char_speed.json``);
 the goal: the cache costs under 2x HCLM's time (a ratio above 0.5)."""
 
-from .tables import command, header, result_json
+from .tables import command, header, machine, result_json
 
 JSON = ("cpu", "char_speed.json")
 CACHE, GOAL = "char_cache_lm (K=100)", 0.5
@@ -33,6 +33,6 @@ def block():
     met = "met" if min(ratios) > GOAL else "**not met**"
     return "\n".join(lines) + (
         f"\n\nThe cache against HCLM: {ratios[0]:.2f}x HCLM's speed in training and {ratios[1]:.2f}x in scoring; "
-        f"the goal, a ratio above {GOAL}, is {met}. ({result['title']}; "
+        f"the goal, a ratio above {GOAL}, is {met}. ({machine(result['title'])}; "
         f"{command('benchmarks.char_speed', result['argv'])})"
     )
