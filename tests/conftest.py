@@ -1,3 +1,4 @@
+import atexit
 import os
 import shutil
 import tempfile
@@ -76,7 +77,8 @@ def short_split(root, lines, name="valid"):
     return root
 
 
-SAVE_DIR = tempfile.mkdtemp(prefix="alm_tests_")  # one a test session
+SAVE_DIR = tempfile.mkdtemp(prefix="alm_tests_")  # one a test process, removed when it exits
+atexit.register(shutil.rmtree, SAVE_DIR, ignore_errors=True)
 
 
 def fairseq_trainer(argv):
