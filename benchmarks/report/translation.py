@@ -44,9 +44,10 @@ def record(result):
             f"| beam 5, shallow fusion (`--lm-weight {fusion['weight']:g}`) | {fused} |",
             "",
             f"The weights are chosen on the 1,014 validation sentences: rescoring's took valid BLEU from "
-            f"{rescoring['valid_bleu_before']:.2f} to {rescoring['valid_bleu_after']:.2f}; fusion's valid BLEU at "
-            f"`--lm-weight` {points} was {grid}. One run, one seed: a difference under a BLEU point is no "
-            "firm ranking of the two ways to use the LM.",
+            f"{rescoring['valid_bleu_before']:.2f} to {rescoring['valid_bleu_after']:.2f}"
+            + ("" if rescoring["weights"]["LM"] else " (with LM=0: the length weight alone)")
+            + f"; fusion's valid BLEU at `--lm-weight` {points} was {grid}. One run, one seed: a difference "
+            "under a BLEU point is no firm ranking of the two ways to use the LM.",
         ]
     )
 
