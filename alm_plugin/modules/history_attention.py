@@ -253,7 +253,7 @@ class CausalHistoryAttention(nn.Module):
 
         chunk = self._queries_per_chunk(queries, keys, tgt_len)
         reads_pairs = getattr(self.score, "reads_pairs", False)
-        contexts, weights = [], []
+        contexts = weights = None
         for start in range(0, tgt_len, chunk):  # one pass unless the score needs a big intermediate
             end = min(tgt_len, start + chunk)
             # memory beyond the chunk's last query is never read: narrow the keys to save work
@@ -267,9 +267,14 @@ class CausalHistoryAttention(nn.Module):
             context, weight = self._attend(
                 queries[:, start:end], memory[:, :last_slot], keys[:, :last_slot], allowed.expand(bsz, -1, -1), pairs
             )
-            contexts.append(context)
-            weights.append(F.pad(weight, (0, memory.size(1) - last_slot)))
-        return torch.cat(contexts, dim=1), torch.cat(weights, dim=1)
+            if chunk >= tgt_len:  # the one pass
+                return context, F.pad(weight, (0, memory.size(1) - last_slot))
+            if contexts is None:  # no graph is built: each chunk writes its queries' rows of the whole
+                contexts = context.new_empty(bsz, tgt_len, context.size(2))
+                weights = weight.new_zeros(bsz, tgt_len, memory.size(1))
+            contexts[:, start:end] = context
+            weights[:, start:end, :last_slot] = weight
+        return contexts, weights
 
     def _queries_per_chunk(self, queries: Tensor, keys: Tensor, tgt_len: int) -> int:
         """All queries at once, unless the score builds a big intermediate and no graph keeps it."""
