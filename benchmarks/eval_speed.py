@@ -1,7 +1,8 @@
 """Evaluation-side benchmarks of untrained models (speed and memory do not depend on the weights):
 
 1. fairseq-eval-lm scoring tokens/s of our models against fairseq's lstm_lm of the same size
-   (fairseq's own ``eval_lm`` on its batches);
+   (fairseq's own ``eval_lm`` on its batches; the models' passes interleaved, so a drift of the
+   machine hits all alike, the median of ``--repeats``);
 2. incremental generation (history kept in incremental_state) against the full prefix recomputed;
 3. the peak memory of scoring 8 blocks of 35 / 512 / 2048 tokens, each in a fresh process.
 
@@ -11,6 +12,7 @@
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -18,7 +20,7 @@ import torch
 
 from benchmarks import ROOT
 from benchmarks.result_files import check_json
-from benchmarks.timing import SAMPLE, tokens_per_second, write_figures
+from benchmarks.timing import SAMPLE, measure, tokens_per_second, write_figures
 
 MODELS = ["lstm_lm", "attentive_lm single", "attentive_lm combined", "amsrn tied"]
 BLOCKS = (35, 512, 2048)  # tokens a block, for the peak memory
@@ -135,11 +137,14 @@ def main():
     parser.add_argument("--block", type=int, default=512, help="tokens per eval-lm block")
     parser.add_argument("--steps", type=int, default=100, help="generated tokens per sequence")
     parser.add_argument("--memory-child", nargs=3, metavar=("MODEL", "SIZE", "BLOCK"), help=argparse.SUPPRESS)
+    parser.add_argument("--repeats", type=int, default=3, help="scoring passes of each model, interleaved")
     parser.add_argument("--json", help="also write the figures to this JSON file")
     args = parser.parse_args()
     if args.memory_child:
         name, size, block = args.memory_child
         return peak_memory_child(name, args.data, int(size), int(block))
+    if args.repeats < 1:
+        parser.error(f"--repeats {args.repeats}: at least 1 scoring pass of each model")
     check_json(parser, args.json, [args.data])
 
     task = setup_task(args.data, args.block)
@@ -147,10 +152,11 @@ def main():
         f"1. eval-lm scoring, {os.path.basename(os.path.normpath(args.data))} {args.split}, "
         f"blocks of {args.block}, batch 8, 2 x {args.size}"
     )
-    speeds = {}
-    for name in MODELS:  # lstm_lm first: the others' reference
-        speeds[name] = eval_lm_speed(task, build(name, task, args.size), args.split)
-        print(f"   {name:24s} {speeds[name]:9.0f} tokens/s  {speeds[name] / speeds['lstm_lm']:5.2f} x lstm_lm")
+    models = {name: build(name, task, args.size) for name in MODELS}  # lstm_lm first: the others' reference
+    runs = {name: (lambda model=model: eval_lm_speed(task, model, args.split)) for name, model in models.items()}
+    speeds = {name: statistics.median(values) for name, values in measure(runs, args.repeats).items()}
+    for name, speed in speeds.items():
+        print(f"   {name:24s} {speed:9.0f} tokens/s  {speed / speeds['lstm_lm']:5.2f} x lstm_lm")
 
     print(f"\n2. greedy generation, batch 8, {args.steps} tokens")
     faster = {}
@@ -194,7 +200,8 @@ def main():
         args.json,
         {
             "title": f"{os.path.basename(os.path.normpath(args.data))} {args.split}, 2 x {args.size}, untrained, "
-            f"CPU, {torch.get_num_threads()} thread{'s' if torch.get_num_threads() != 1 else ''}",
+            f"CPU, {torch.get_num_threads()} thread{'s' if torch.get_num_threads() != 1 else ''}, "
+            f"scoring the median of {args.repeats} passes interleaved",
             "block": args.block,
             "steps": args.steps,
             "baseline": MODELS[0],
