@@ -2,7 +2,7 @@
 at 2 x 650 on PTB, on the CPU and on a GPU (``train_speed.py --mode fairseq --json ...``), each machine
 measured side by side in one run."""
 
-from .tables import command, header, machine, result_json
+from .tables import command, machine, result_json, speed_table
 
 # the JSON of each machine, and the command that writes it
 RUNS = (
@@ -20,29 +20,26 @@ PRECISIONS = ("fp32", "bf16", "fp16")
 
 
 def by_precision(result):
-    """{model: {precision: (tokens/s, ratio to the baseline model at that precision)}}."""
-    table = {}
+    """The run's figures split by precision, each as the shared speed table reads them:
+    ``{precision: {"tokens_per_s": {model: ...}, "ratio": {model: ratio to the baseline at that precision}}}``."""
+    columns = {}
     for name, speed in result["tokens_per_s"].items():
         model, _, precision = name.rpartition(" ")
         if precision not in PRECISIONS:
             model, precision = name, "fp32"
-        table.setdefault(model, {})[precision] = (speed, result["ratio_same_precision"][name])
-    return table
+        column = columns.setdefault(precision, {"tokens_per_s": {}, "ratio": {}})
+        column["tokens_per_s"][model] = speed
+        column["ratio"][model] = result["ratio_same_precision"][name]
+    return columns
 
 
-def speed_table(result):
-    table = by_precision(result)
-    precisions = [p for p in PRECISIONS if any(p in row for row in table.values())]
-    baseline = next(iter(table))
-    lines = header("model", *(f"tokens/s, {p} | vs {baseline}" for p in precisions))
-    for model, row in table.items():
-        lines.append(
-            f"| {model} | "
-            + " | ".join(f"{row[p][0]:,} | {row[p][1]:.2f}" if p in row else "– | –" for p in precisions)
-            + " |"
-        )
+def table(result):
+    columns = by_precision(result)
+    baseline = next(iter(next(iter(columns.values()))["tokens_per_s"]))
     how = command("benchmarks.train_speed", result["argv"])
-    return "\n".join(lines) + f"\n\n({machine(result['title'])}; torch {result['torch']}; {how})"
+    return speed_table("model", [(f"{p} | vs {baseline}", f) for p, f in columns.items()]) + (
+        f"\n\n({machine(result['title'])}; torch {result['torch']}; {how})"
+    )
 
 
 def block():
@@ -50,7 +47,7 @@ def block():
     for parts_of_json, to_measure in RUNS:
         result = result_json(*parts_of_json)
         parts.append(
-            f"{machine(result['device'])}:\n\n{speed_table(result)}"
+            f"{machine(result['device'])}:\n\n{table(result)}"
             if result is not None
             else f"Not measured yet on the {parts_of_json[0].upper()} (`{to_measure}`)."
         )

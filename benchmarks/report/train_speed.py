@@ -2,7 +2,7 @@
 run (``train_speed.py --mode model --json benchmarks/results/cpu/train_speed_model.json``)."""
 
 from .statements import met
-from .tables import machine, result_json, speed_table
+from .tables import command, machine, result_json, speed_table
 
 JSON = ("cpu", "train_speed_model.json")
 # the speed each model's step should keep against the bare LM's: the cost its formula adds, no more
@@ -20,7 +20,7 @@ def block():
     first = next(iter(by_threads.values()))
     table = speed_table("model", [(f"{machine(r['device'])} | vs {first['baseline']}", r) for r in by_threads.values()])
     # the table is written by this module now, no longer by the script's old --update-docs
-    command = " ".join(["python -m benchmarks.train_speed", *(a for a in first["argv"] if a != "--update-docs")])
+    how = command("benchmarks.train_speed", [a for a in first["argv"] if a != "--update-docs"])
     goals = "; ".join(
         f"{name} >= {goal}: "
         + ", ".join(
@@ -31,4 +31,4 @@ def block():
         if name in first["ratio"]
     )
     title = first["title"].rsplit(", CPU", 1)[0]
-    return table + f"\n\nThe targets against `{first['baseline']}`: {goals}.\n\n({title}; `{command}`)"
+    return table + f"\n\nThe targets against `{first['baseline']}`: {goals}.\n\n({title}; {how})"
