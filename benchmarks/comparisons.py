@@ -4,12 +4,13 @@ from these declarations and credits a change only to the declared difference; a 
 the LSTM in two things is two comparisons (two steps), or one that says it cannot tell the two apart.
 
 A row's seeds (``<row>-seed<k>`` in the same corpus, ``rows.seeded``) are read together: a comparison
-uses their means and calls the two rows apart only when the means differ by more than ``TOLERANCE`` and
-by more than the larger of the two rows' seed ranges."""
+uses their means and calls the two rows apart only when the means differ by more than the widest seed range
+measured on that split for that corpus and size (where it has no seeds: the corpus it borrows them from,
+``Corpus.spread_from``), and never by less than ``FLOOR`` (``report.statements.spread``)."""
 
 from dataclasses import dataclass
 
-TOLERANCE = 1.0  # % either way that counts as level whatever the seeds say
+FLOOR = 1.0  # % either way that counts as level however close two seeds happened to fall
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,7 @@ class Corpus:
     test_time: bool = True  # the neural cache and dynamic evaluation chosen on valid, scored on test
     streams: int = STREAMS  # parallel streams a training batch reads (stream and character rows)
     label: str = ""  # the corpus and size a statement names, "full PTB, 2 x 200"
+    spread_from: str = None  # a corpus without seeds of its own: the corpus whose seed ranges stand in for them
 
     @property
     def data(self):
@@ -308,6 +309,7 @@ _wt2 = model_rows(("--adaptive-softmax-cutoff", WT2_CUTOFF), WT2_RECIPE)
 WIKITEXT2 = Corpus(
     "wikitext-2",
     label=f"WikiText-2, 2 x {SIZE}",
+    spread_from="ptb",
     epochs=4,
     anneal_after=2,
     rows={
@@ -485,6 +487,7 @@ ADAM = ("--optimizer", "adam", "--lr", "0.002", "--clip-norm", "5")
 PTB_SLICE = Corpus(
     "ptb-slice",
     label="a PTB slice (10,000 training sentences), 2 x 256, Adam",
+    spread_from="ptb",
     epochs=3,
     anneal_after=None,
     data_name="ptb-10k",
@@ -550,6 +553,7 @@ SINGLE = ("--arch", "attentive_lm", "--attention-score", "single")
 PTB_CHOICES = Corpus(
     "ptb-choices",
     label="PTB's first 10,000 sentences, 2 x 256",
+    spread_from="ptb",
     epochs=4,
     anneal_after=None,
     data_name="ptb-10k-whole-dev",

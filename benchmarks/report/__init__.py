@@ -41,6 +41,7 @@ from . import (
 )
 
 PAGE = os.path.join(ROOT, "docs", "benchmarks.md")
+README = os.path.join(ROOT, "README.md")
 
 
 def blocks(ptb_results_dir=None, paper_results_dir=None, draw=True):
@@ -146,7 +147,9 @@ def main(argv=None):
         prog="python -m benchmarks.report", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--update-docs", action="store_true", help="write every block into docs/benchmarks.md between its markers"
+        "--update-docs",
+        action="store_true",
+        help="write every block into docs/benchmarks.md between its markers, and README.md's short answer",
     )
     parser.add_argument("--ptb-results", help="read the PTB rows' JSON from here (default: benchmarks/results/ptb)")
     parser.add_argument(
@@ -162,6 +165,9 @@ def main(argv=None):
     try:  # every results file read and checked (result_files.py), the page filled in memory, then written
         generated = blocks(args.ptb_results, args.paper_results, draw=False)
         page = filled(read_page(PAGE), generated, os.path.relpath(PAGE)) if args.update_docs else None
+        readme = short_answer.in_readme(read_page(README)) if args.update_docs else None
+        if args.update_docs and readme is None:
+            raise PageError(f"{os.path.relpath(README)} has no paragraph opening '{short_answer.OPENING}'")
         if results := PTB.load(args.ptb_results):
             draw_pictures(results)
         print("\n".join(f"<!-- {marker} -->\n{text}\n" for marker, text in generated.items()))
@@ -170,5 +176,6 @@ def main(argv=None):
             print(line, file=sys.stderr)
         if page is not None:
             write_text(PAGE, page)
+            write_text(README, readme)
     except (ResultError, PageError, UserError) as error:
         sys.exit(f"benchmarks.report: error: {error}")

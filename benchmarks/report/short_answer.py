@@ -2,10 +2,12 @@
 the JSON and the declared comparisons: tests/test_docs.py holds the README's paragraph to this text, so
 that none of its figures is typed by hand."""
 
+import textwrap
+
 from benchmarks.comparisons import declared
 from benchmarks.rows import PTB, PTB_PAPER, WIKITEXT2
 
-from .statements import weigh
+from .statements import shown, unsettled, weigh
 from .tables import one_layout
 
 # (corpus, row, baseline, what the step is called) in the order the answer gives them
@@ -28,7 +30,18 @@ def said(corpus, results, row, baseline, what):
     rows = f"`{row}` against `{baseline}`"
     if w is None:
         return f"{what} ({rows}) has not run yet"
-    return f"{what} ({rows}) is {w.verdict('test')} on test ({w.change('test'):+.1f}%, {w.seeds()})"
+    test = w.spreads["test"]
+    whose = "" if test is None or test.corpus is corpus else f", {test.corpus.label}'s seed range"
+    budget = (
+        f"; still improving when the budget stopped them (valid {u.falls[0]:+.1f}% / {u.falls[1]:+.1f}% in the last "
+        f"epoch), the gap by epoch {u.gap_text()}"
+        if (u := unsettled(w))
+        else ""
+    )
+    return (
+        f"{what} ({rows}) is {w.verdict('test')} on test ({shown(w, 'test')}, {w.seeds()}; level within "
+        f"{w.threshold('test'):.1f}%{whose}{budget})"
+    )
 
 
 def text():
@@ -41,3 +54,16 @@ def text():
         f"level: docs/benchmarks.md). On {PTB_PAPER.label}, the paper's size: {'; '.join(steps[PTB_PAPER.name])}. "
         f"On {PTB.label}: {'; '.join(steps[PTB.name])}. On {WIKITEXT2.label}: {'; '.join(steps[WIKITEXT2.name])}."
     )
+
+
+OPENING = "The short answer, on test perplexity"
+
+
+def in_readme(readme):
+    """``readme`` with its short-answer paragraph (from ``OPENING`` to the blank line) replaced by ``text()``."""
+    lines = readme.split("\n")
+    start = next((i for i, line in enumerate(lines) if line.startswith(OPENING)), None)
+    if start is None:
+        return None
+    end = next((i for i in range(start, len(lines)) if not lines[i].strip()), len(lines))
+    return "\n".join([*lines[:start], *textwrap.wrap(text(), 100, break_on_hyphens=False), *lines[end:]])

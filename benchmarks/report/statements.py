@@ -6,7 +6,8 @@ note on a pointer whose sentinel gate sits at 1."""
 import re
 from dataclasses import dataclass
 
-from benchmarks.comparisons import TOLERANCE, Comparison, declared
+from benchmarks.comparisons import FLOOR, Comparison, declared
+from benchmarks.rows import CORPORA
 
 
 def pct(value, base):
@@ -34,9 +35,10 @@ def span(values):
     return low if low == high else f"{low} to {high}"
 
 
-def standing(change, tolerance=TOLERANCE):
-    """Where a figure ``change`` percent from another's stands (lower is better): ahead, behind or level."""
-    return "level" if abs(change) <= tolerance else "ahead" if change < 0 else "behind"
+def standing(change, threshold):
+    """Where a figure ``change`` percent from another's stands (lower is better): ahead or behind only past
+    ``threshold`` percent."""
+    return "level" if abs(change) <= threshold else "ahead" if change < 0 else "behind"
 
 
 SEED = re.compile(r"-seed\d+$")
@@ -64,12 +66,54 @@ def seed_range(runs, key):
 
 
 @dataclass(frozen=True)
+class Spread:
+    """The widest seed range measured on one split: what a difference must pass to count as one."""
+
+    value: float  # percent of the seeds' mean
+    corpus: object  # rows.Corpus whose seeds span it
+    row: str  # the model whose seeds span it
+    seeds: int
+
+    def whose(self):
+        return f"`{self.row}`'s {self.seeds} seeds"
+
+
+def widest(corpus, results, key):
+    """The widest seed range of ``key`` among ``corpus``'s models in ``results`` (None: no model has two seeds)."""
+    found = [
+        Spread(seed_range(runs, key), corpus, name, len(runs))
+        for name in models(corpus)
+        if len(runs := [r for r in seed_runs(corpus, results, name) if key in r]) > 1
+    ]
+    return max(found, key=lambda s: s.value, default=None)
+
+
+def spread(corpus, results, split, suffix=""):
+    """The widest seed range measured on ``split`` (with the test-time option ``suffix``) on ``corpus``, on that
+    option's figures where seeds have them; where ``corpus`` has no seeds, the range of the corpus it borrows
+    from (``Corpus.spread_from``). None where neither has two seeds of a model."""
+    keys = dict.fromkeys([f"{split}_ppl{suffix}", f"{split}_ppl"])
+    for source, found in ((corpus, results), (CORPORA.get(corpus.spread_from), None)):
+        if source is None:
+            continue
+        if found is None:  # a borrowed corpus: its rows of today's dropout layout
+            found = {n: r for n, r in source.load().items() if not source.rows[n].before_the_dropout_fix(r)}
+        for key in keys:
+            if (widest_range := widest(source, found, key)) is not None:
+                return widest_range
+    return None
+
+
+@dataclass(frozen=True)
 class Weighed:
-    """A declared comparison's two rows on the means of their seeds (``suffix``: with a test-time option)."""
+    """A declared comparison's two rows on the means of their seeds (``suffix``: with a test-time option),
+    against the widest seed range measured on their corpus (``spreads``: valid's and test's)."""
 
     comparison: Comparison
+    corpus: object  # rows.Corpus
     row: list  # the row's seeds' JSON
     base: list  # the baseline's
+    spreads: dict  # split -> Spread or None
     suffix: str = ""
 
     def key(self, split):
@@ -79,25 +123,46 @@ class Weighed:
         """The row's mean against the baseline's, in percent."""
         return pct(mean(self.row, self.key(split)), mean(self.base, self.key(split)))
 
-    def ranges(self, split):
-        return [seed_range(runs, self.key(split)) for runs in (self.row, self.base)]
-
     def threshold(self, split):
-        """What counts as level: the larger of ``TOLERANCE`` and the two rows' seed ranges."""
-        return max([TOLERANCE, *(x for x in self.ranges(split) if x is not None)])
+        """What counts as level: the widest seed range measured, never under ``FLOOR``."""
+        return max(FLOOR, self.spreads[split].value if self.spreads[split] else 0)
 
     def verdict(self, split):
         return standing(self.change(split), self.threshold(split))
 
     def seeds(self):
         """``"means of 2 and 2 seeds"``, ``"one seed for `single`"``: what the figures stand on."""
-        if len(self.row) > 1 and len(self.base) > 1:
+        if not self.single():
             return f"means of {len(self.row)} and {len(self.base)} seeds"
         return f"one seed for {' and '.join(self.single())}"
 
     def single(self):
         names = ((self.comparison.row, self.row), (self.comparison.baseline, self.base))
         return [f"`{name}`" for name, runs in names if len(runs) == 1]
+
+    def within(self):
+        """``"level within 1.3% / 1.0%"`` (valid / test), where the two figures come from and whose seeds span them."""
+        level = f"level within {self.threshold('valid'):.1f}% / {self.threshold('test'):.1f}%"
+        valid, test = self.spreads["valid"], self.spreads["test"]
+        if valid is None or test is None:
+            borrowed = f" or {CORPORA[self.corpus.spread_from].label}" if self.corpus.spread_from else ""
+            return f"{level}, the floor of {FLOOR:g}%: no seed range is measured on {self.corpus.label}{borrowed}"
+        whose = (
+            f"{valid.whose()} on valid and test"
+            if (valid.row, valid.seeds) == (test.row, test.seeds)
+            else f"{valid.whose()} on valid, {test.whose()} on test"
+        )
+        where = (
+            f"measured on {valid.corpus.label}"
+            if valid.corpus is self.corpus
+            else f"borrowed from {valid.corpus.label}, as none is measured on {self.corpus.label}"
+        )
+        if min(valid.value, test.value) >= FLOOR:
+            return f"{level}, the widest seed range {where} ({whose})"
+        return (
+            f"{level}, the widest seed range {where} ({valid.value:.1f}% / {test.value:.1f}%: {whose}) "
+            f"and never under {FLOOR:g}%"
+        )
 
 
 def weigh(corpus, results, comparison, suffix=""):
@@ -107,7 +172,10 @@ def weigh(corpus, results, comparison, suffix=""):
         [r for r in seed_runs(corpus, results, name) if all(k in r for k in keys)]
         for name in (comparison.row, comparison.baseline)
     )
-    return Weighed(comparison, row, base, suffix) if row and base else None
+    if not (row and base):
+        return None
+    spreads = {split: spread(corpus, results, split, suffix) for split in ("valid", "test")}
+    return Weighed(comparison, corpus, row, base, spreads, suffix)
 
 
 def versus(corpus, results, comparison, suffix=""):
@@ -122,6 +190,13 @@ def versus(corpus, results, comparison, suffix=""):
         if len(things) == 1
         else f"{COUNTS[len(things)]} things at once, which no row separates ({'; '.join(things)})"
     )
+    if dead := [name for name in (comparison.row, comparison.baseline) if failed(results, name)]:
+        best = min(r["valid_ppl"] for r in results.values())
+        return (
+            f"{what}, {corpus.label}: not compared, as "
+            + " and ".join(f"`{name}` (valid {results[name]['valid_ppl']:.1f})" for name in dead)
+            + f" failed to train, ending over {FAILED:g} times the best row's valid ppl ({best:.1f})."
+        )
     valid, test = (w.verdict(split) for split in ("valid", "test"))
     on = f"{valid} on valid and test" if valid == test else f"{valid} on valid, {test} on test"
     figures = [" / ".join(f"{mean(runs, w.key(split)):.1f}" for split in ("valid", "test")) for runs in (w.row, w.base)]
@@ -130,8 +205,9 @@ def versus(corpus, results, comparison, suffix=""):
         + (f" {OPTION_NAMES[suffix]}" if suffix else "")
         + f" (valid / test) {figures[0]} against {figures[1]} "
         f"({shown(w, 'valid')} / {shown(w, 'test')}): {on}"
-        + ("" if len(things) == 1 else ", credited to no one of them alone")
+        + ("" if len(things) == 1 or "ahead" not in on and "behind" not in on else ", credited to no one of them alone")
         + f". {seed_note(w)}"
+        + budget_note(w)
     )
     return text + (f" Why: {comparison.note}." if comparison.note else "")
 
@@ -142,7 +218,7 @@ def shown(w, split):
     return f"{change:+.2f}%" if round(abs(change), 1) == round(threshold, 1) else f"{change:+.1f}%"
 
 
-COUNTS = {2: "Two", 3: "Three", 4: "Four"}
+COUNTS = {2: "Two", 3: "Three", 4: "Four", 5: "Five"}
 OPTION_NAMES = {
     "_cache": "with the cache",
     "_dynamic": "with dynamic evaluation",
@@ -152,23 +228,8 @@ OPTION_NAMES = {
 
 def seed_note(w):
     """How many seeds a comparison stands on and what counts as level."""
-    level = f"level within {w.threshold('valid'):.1f}% / {w.threshold('test'):.1f}%"
-    row_range, base_range = w.ranges("test")
-    if not w.single():
-        return (
-            f"Means of {len(w.row)} and {len(w.base)} seeds (test ranges {row_range:.1f}% and {base_range:.1f}%): "
-            f"{level}, the larger of {TOLERANCE:g}% and the seed ranges."
-        )
-    measured = [
-        f"`{name}`'s {len(runs)} seeds span {spread:.1f}% on test"
-        for name, runs, spread in ((w.comparison.row, w.row, row_range), (w.comparison.baseline, w.base, base_range))
-        if len(runs) > 1
-    ]
-    return (
-        f"One seed for {' and '.join(w.single())}, whose seed range is not measured"
-        + (f" ({measured[0]})" if measured else "")
-        + f": {level}, and a gap a little larger is no firm evidence either."
-    )
+    stands = w.seeds()
+    return f"{stands[0].upper()}{stands[1:]}; {w.within()}."
 
 
 def compared(corpus, results, suffix="", rows=None):
@@ -200,3 +261,55 @@ def gate_note(r, description):
         + f" and ends at {r['valid_pointer_gate']:.3f} on valid: the pointer trained for "
         f"{len(gates) - len(stuck)} of {len(gates)} epochs (docs/models.md)."
     ]
+
+
+FAILED = 2  # a row whose valid ppl ends over this many times its corpus's best row's failed to train
+STILL_FALLING = 1.0  # % its last epoch still took off a row's valid ppl: the budget ended the curve, not the model
+
+
+def failed(results, name):
+    """Whether ``name`` failed to train: its valid ppl over ``FAILED`` times the best row's in ``results``."""
+    return results[name]["valid_ppl"] > FAILED * min(r["valid_ppl"] for r in results.values())
+
+
+def curve(runs):
+    """The seeds' mean valid ppl epoch by epoch (the epochs every seed logged)."""
+    curves = [r.get("valid_ppl_per_epoch") or [] for r in runs]
+    return [sum(c[e] for c in curves) / len(curves) for e in range(min(map(len, curves))) if all(c[e] for c in curves)]
+
+
+@dataclass(frozen=True)
+class Unsettled:
+    """Two rows whose valid ppl still fell when the budget stopped them."""
+
+    falls: tuple  # each row's valid ppl change in its last epoch, in percent (the row's, the baseline's)
+    gaps: list  # the row against the baseline epoch by epoch, in percent
+
+    @property
+    def narrowing(self):
+        return all(abs(b) < abs(a) for a, b in zip(self.gaps, self.gaps[1:]))
+
+    def gap_text(self):
+        return ", ".join(f"{g:+.1f}%" for g in self.gaps) + (", narrowing every epoch" if self.narrowing else "")
+
+
+def unsettled(w):
+    """Where either row of ``w`` still lost more than ``STILL_FALLING`` of its valid ppl in its last epoch: by how
+    much, and the gap between the two epoch by epoch (None where both curves had flattened)."""
+    row, base = curve(w.row), curve(w.base)
+    if min(len(row), len(base)) < 2:
+        return None
+    falls = tuple(pct(c[-1], c[-2]) for c in (row, base))
+    if max(-f for f in falls) <= STILL_FALLING:
+        return None
+    return Unsettled(falls, [pct(r, b) for r, b in zip(row, base)])
+
+
+def budget_note(w):
+    """The budget's part in a verdict on rows still improving: ``unsettled``, said."""
+    if (u := unsettled(w)) is None:
+        return ""
+    return (
+        f" Still improving when the budget stopped them: valid {u.falls[0]:+.1f}% / {u.falls[1]:+.1f}% in their "
+        f"last epoch, the gap by epoch {u.gap_text()}" + (": more epochs may close it." if u.narrowing else ".")
+    )

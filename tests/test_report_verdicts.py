@@ -1,0 +1,119 @@
+"""The verdict words of every generated comparison (benchmarks/report/statements.py): "ahead" or "behind"
+only past the widest seed range measured for that corpus and size (or borrowed, and said whose), never
+under 1%; rows that failed to train compared with nothing; rows still improving when the budget stopped
+them said to be so, with the gap epoch by epoch.
+
+Fast: the rows' JSON are made here (no fairseq run; the root is conftest.py's)."""
+
+import importlib
+
+import pytest
+
+
+@pytest.fixture
+def statements(monkeypatch):
+    """``statements`` with each corpus's rows read from ``statements.figures`` (a dict of corpus -> rows)."""
+    module = importlib.import_module("benchmarks.report.statements")
+    rows = importlib.import_module("benchmarks.rows")
+    module.figures = {}
+    monkeypatch.setattr(rows.Corpus, "load", lambda self, results_dir=None: module.figures.get(self.name, {}))
+    return module
+
+
+def row(valid, test, curve=None):
+    return {
+        "valid_ppl": valid,
+        "test_ppl": test,
+        "valid_ppl_per_epoch": curve or [valid],
+        "dropout_layout": "each tensor once",
+    }
+
+
+def said(statements, corpus_name, results, baseline, name):
+    from benchmarks.comparisons import declared
+    from benchmarks.rows import CORPORA
+
+    comparison = next(c for c in declared(corpus_name) if (c.baseline, c.row) == (baseline, name))
+    return statements.versus(CORPORA[corpus_name], results, comparison)
+
+
+# full PTB, 2 x 200: two seeds of `single` span 1.28% on valid and 1.01% on test, as the committed rows do
+SEEDED = {"single": row(105.94, 101.85), "single-seed2": row(104.59, 100.83)}
+
+
+def test_a_one_seed_difference_inside_the_widest_seed_range_is_level(statements):
+    """-1.07% on valid (one seed a side) lies inside the 1.28% that two seeds of `single` span: level, with the
+    range and whose seeds span it named; past the range the same comparison is called apart."""
+    inside = {**SEEDED, "lstm-matched": row(106.82, 102.81), "single-zero-context": row(105.68, 101.80)}
+    text = said(statements, "ptb", inside, "lstm-matched", "single-zero-context")
+    assert "(-1.1% / -0.98%): level on valid and test." in text
+    assert "level within 1.3% / 1.0%, the widest seed range measured on full PTB, 2 x 200" in text
+    assert "`single`'s 2 seeds on valid and test" in text
+    outside = {**inside, "single-zero-context": row(105.2, 101.0)}
+    assert "(-1.5% / -1.8%): ahead on valid and test." in said(
+        statements, "ptb", outside, "lstm-matched", "single-zero-context"
+    )
+    behind = {**SEEDED, "amsrn": row(105.2, 101.4), "amsrn-entropy-1": row(106.3, 102.0)}  # +1.04% on valid
+    assert ": level on valid and test." in said(statements, "ptb", behind, "amsrn", "amsrn-entropy-1")
+
+
+def test_seeds_that_fall_close_never_narrow_level_under_one_percent(statements):
+    """Two seeds that happen to land 0.2% apart do not make a 0.5% gap firm: the floor of 1% stands, and the
+    statement gives the narrower measured range beside it."""
+    results = {
+        "lstm": row(100.0, 96.0),
+        "lstm-seed2": row(100.2, 96.1),
+        "single-zero-context": row(99.5, 95.5),
+    }
+    text = said(statements, "ptb-paper", results, "lstm", "single-zero-context")
+    assert ": level on valid and test." in text
+    assert "level within 1.0% / 1.0%, the widest seed range measured on full PTB, 2 x 650 (0.2% / 0.1%" in text
+    assert "and never under 1%" in text
+
+
+def test_a_corpus_without_seeds_borrows_the_range_and_says_whose(statements):
+    """WikiText-2 has no seeds: PTB 2 x 200's widest range stands in, named; with no seeds anywhere, the 1% floor,
+    said to be one."""
+    statements.figures["ptb"] = SEEDED
+    results = {"lstm": row(132.2, 124.0), "combined": row(131.0, 122.9), "single": row(130.6, 122.8)}
+    text = said(statements, "wikitext-2", results, "single", "combined")
+    assert ": level on valid and test." in text  # +0.3% / +0.1%
+    assert "borrowed from full PTB, 2 x 200, as none is measured on WikiText-2, 2 x 200" in text
+    statements.figures["ptb"] = {}
+    assert "the floor of 1%: no seed range is measured on WikiText-2, 2 x 200 or full PTB, 2 x 200" in said(
+        statements, "wikitext-2", results, "single", "combined"
+    )
+
+
+def test_rows_that_failed_to_train_are_compared_with_nothing(statements):
+    """A row ending over twice the best row's valid ppl failed to train: the comparison names it and draws no
+    verdict, where the linear row beside it is compared as usual."""
+    results = {
+        "fairseq-lstm_lm": row(312.4, 269.6),
+        "single": row(634.9, 560.0),
+        "combined": row(631.1, 556.0),
+        "single-linear": row(289.7, 250.0),
+        "combined-linear": row(286.5, 248.0),
+    }
+    text = said(statements, "ptb-slice", results, "single", "combined")
+    assert "not compared, as `combined` (valid 631.1) and `single` (valid 634.9) failed to train" in text
+    assert "level" not in text and "ahead" not in text and "behind" not in text
+    assert "not compared" in said(statements, "ptb-slice", results, "single", "single-linear")
+    assert statements.failed(results, "single") and not statements.failed(results, "single-linear")
+
+
+def test_rows_still_improving_say_so_with_the_gap_by_epoch(statements):
+    """Valid still falling over 1% in the last epoch: the statement gives both falls and the gap epoch by epoch,
+    and says when it narrowed every epoch; curves that had flattened add nothing."""
+    results = {
+        "lstm": row(134.1, 124.0, [257.71, 184.27, 142.24, 134.1]),
+        "single": row(140.7, 129.9, [310.91, 209.02, 150.88, 140.7]),
+    }
+    text = said(statements, "wikitext-2", results, "lstm", "single")
+    assert "Still improving when the budget stopped them: valid -6.7% / -5.7% in their last epoch" in text
+    assert "the gap by epoch +20.6%, +13.4%, +6.1%, +4.9%, narrowing every epoch: more epochs may close it." in text
+    flat = {
+        "lstm": row(108.28, 103.5, [109.14, 108.47, 108.28]),
+        "single": row(106.75, 101.3, [107.97, 107.01, 106.75]),
+    }
+    assert "Still improving" not in said(statements, "wikitext-2", flat, "lstm", "single")
