@@ -301,8 +301,8 @@ PTB = Corpus(
 )
 
 # Full WikiText-2 (sentences split after . ? !; 2.14M training tokens, 33,278 words), every row
-# with the tied adaptive softmax; 4 epochs (~12k updates of 700 tokens, about the PTB rows' 13k),
-# lr halved after epoch 2.
+# with the tied adaptive softmax; 4 epochs (a little fewer tokens than the PTB rows' 10), lr halved
+# after epoch 2.
 WT2_CUTOFF = "2000,10000"
 WT2_RECIPE = sgd(2)
 _wt2 = model_rows(("--adaptive-softmax-cutoff", WT2_CUTOFF), WT2_RECIPE)
@@ -339,8 +339,8 @@ WIKITEXT2 = Corpus(
 
 # The Attentive LM paper's Table 1 at its own size, on a GPU (benchmarks/gpu/run.sh paper): full
 # PTB, 2 x 650, tied, dropout 0.5 (the named architectures), the paper's recipe, 20 epochs, lr halved
-# every epoch after epoch 12 (below 1/256 by epoch 20). Dynamic evaluation's grid has one decay, 0.01
-# (the 2 x 200 rows' choice), so that a GPU session's scoring affords it.
+# every epoch after epoch 12 (below 1/256 by epoch 20). Dynamic evaluation's grid has one decay, 0.01,
+# so that a GPU session's scoring affords it (the 2 x 200 rows picked 0.01 or 0.03, more often 0.03).
 PAPER_RECIPE = sgd(12)
 PAPER_MATCHED_SIZE = "677"  # 2 x 677 has the 2 x 650 layer row's parameter count (within 0.01%)
 _paper = {

@@ -21,6 +21,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from benchmarks import trainable
 from benchmarks.fairseq_runs import ROOT, characters_per_word, fairseq, prepare, records
 from benchmarks.result_files import check_json, write_json
 from benchmarks.rows import CORPORA, DROPOUT_LAYOUT
@@ -236,6 +237,8 @@ def run_row(corpus, name, save_root, threads, results_dir, epochs, cut=False):
         ),
         "params": int(re.search(r"num\. shared model params: ([\d,]+)", train).group(1).replace(",", "")),
     }
+    if not corpus.open_vocabulary:  # those of them that receive a gradient
+        result["trainable_params"] = trainable.count(corpus, row, threads=threads)["trainable_params"]
     started = time.time()
     result.update(evaluate(corpus, row, os.path.join(save, "checkpoint_best.pt"), threads))
     # every figure after training: eval-lm, validate, the grid on valid (unless reused), test with each choice

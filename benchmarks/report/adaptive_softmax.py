@@ -5,7 +5,7 @@ LSTM with it against the same row with the full softmax)."""
 from benchmarks.rows import PTB
 
 from .statements import met, pct
-from .tables import cost, header, label, result_json, speed_table, stale, table_command, threads
+from .tables import PARAMS, cost, header, label, result_json, speed_table, stale, table_command, threads
 
 SPEED_GOAL, POINTER_GOAL, QUALITY_GOAL = 1.5, 0.85, 3.0  # x PTB full step; x alm_lstm; % test ppl
 DEFAULT = "WT2 alm_lstm, adaptive 2000,10000"  # the rows' cutoffs, " (tied)" and " (untied)"
@@ -55,7 +55,7 @@ def quality(results):
             f"The adaptive softmax's PTB rows are of two dropout layouts until `{old[0]}` is retrained "
             f"({table_command(PTB.name, old)}): not compared."
         )
-    lines = header("row", "valid ppl", "test ppl", "test + neural cache", "params", "train min", "tokens/s")
+    lines = header("row", "valid ppl", "test ppl", "test + neural cache", PARAMS, "train min", "tokens/s")
     lines += [
         f"| `{n}`: {label(PTB, n, r)} | {r['valid_ppl']:.1f} | {r['test_ppl']:.1f} | "
         f"{r.get('test_ppl_cache', float('nan')):.1f} | {cost(r)} | {r['train_tokens_per_s']:,} |"

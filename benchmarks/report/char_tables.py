@@ -6,7 +6,7 @@ import re
 from benchmarks.rows import PTB_CHARS, WIKITEXT2_CHARS
 
 from .statements import head, pct
-from .tables import cost, header, paper_figures, table_command
+from .tables import PARAMS, cost, header, paper_figures, table_command
 
 CORPORA = {"PTB": PTB_CHARS, "WikiText-2": WIKITEXT2_CHARS}
 CLAIMS = (("hclm", "char-lstm", "HCLM against the character LSTM"), ("hclm-cache", "hclm", "The cache against HCLM"))
@@ -22,7 +22,7 @@ def table(corpus, results):
         "test word ppl",
         "cache use (test)",
         "best epoch",
-        "params",
+        PARAMS,
         "train min",
         "chars/s",
     )

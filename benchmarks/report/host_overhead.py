@@ -58,7 +58,7 @@ def block():
         + (
             "the target of at most half is met. "
             if high <= 0.5
-            else "the target of issue 63, at most half, is **not met** on the CPU: what is left is fairseq's trainer "
+            else "the target, at most half, is **not met** on the CPU: what is left is fairseq's trainer "
             "(below). "
         )
         + (

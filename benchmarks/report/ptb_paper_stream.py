@@ -7,6 +7,7 @@ from benchmarks.rows import PTB_MEDIUM_ANCHORS, PTB_PAPER
 from .statements import compared, head
 from .tables import (
     OPTIONS,
+    PARAMS,
     before_the_fix_note,
     best_epoch,
     cell,
@@ -15,6 +16,7 @@ from .tables import (
     header,
     label,
     one_layout,
+    params,
     provenance,
 )
 
@@ -24,7 +26,7 @@ GOAL = 65.0  # test ppl with the cache and dynamic evaluation
 
 def table(results):
     lines = header(
-        "row", "valid ppl", "test ppl", "test + cache", "test + dynamic eval", "test + both", "best epoch", "params"
+        "row", "valid ppl", "test ppl", "test + cache", "test + dynamic eval", "test + both", "best epoch", PARAMS
     )
     for name in ROWS:
         if (r := results.get(name)) is None:
@@ -34,7 +36,7 @@ def table(results):
             f"| {label(PTB_PAPER, name, r)} | {r['valid_ppl']:.1f} | **{r['test_ppl']:.1f}** | "
             + " | ".join(cell(r, f"test_ppl{suffix}") for _, suffix in OPTIONS)
             + f" | {best_epoch(r)}/{r['epochs']}{' (cut)' if cut(r, PTB_PAPER.epochs) else ''} | "
-            f"{r['params'] / 1e6:.2f}M |"
+            f"{params(r)} |"
         )
     return "\n".join(lines)
 

@@ -5,11 +5,11 @@ from the rows' JSON; a row not run yet is named with the command that runs it.""
 from benchmarks.rows import PTB_SLICE
 
 from .statements import compared, head
-from .tables import before_the_fix_note, cost, header, label, one_layout, table_command
+from .tables import PARAMS, before_the_fix_note, cost, header, label, one_layout, table_command
 
 
 def table(results):
-    lines = header("row", "valid ppl", "test ppl", "attention entropy (valid, nats)", "params", "train min")
+    lines = header("row", "valid ppl", "test ppl", "attention entropy (valid, nats)", PARAMS, "train min")
     for name in (n for n in PTB_SLICE.rows if n in results):
         r = results[name]
         entropy = f"{r['valid_attn_entropy']:.2f}" if "valid_attn_entropy" in r else "–"

@@ -8,7 +8,7 @@ from benchmarks.comparisons import FLOOR, declared
 from benchmarks.rows import PTB, ROOT
 
 from .statements import compared, gain, gate_note, head, met, pct, spread, standing
-from .tables import before_the_fix_note, cost, figure, header, label, one_layout, result_json, threads
+from .tables import PARAMS, before_the_fix_note, cost, figure, header, label, one_layout, result_json, threads
 
 PICTURE = os.path.join(ROOT, "docs", "ptb_stream.png")
 SENTENCE_BASELINE, STREAM_BASELINE = "lstm", "lstm-stream"  # the main table's LSTM, and the one read as streams
@@ -28,7 +28,7 @@ def table(results):
         "cache gain",
         "best epoch",
         "attention (valid)",
-        "params",
+        PARAMS,
         "train min",
         "tokens/s",
     )

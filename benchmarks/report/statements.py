@@ -55,6 +55,11 @@ def seed_runs(corpus, results, name):
     return [results[n] for n in (name, *twins) if n in results]
 
 
+def seed_count(runs):
+    """``"2 seeds"``, ``"one seed"``: what a mean stands on."""
+    return f"{len(runs)} seeds" if len(runs) > 1 else "one seed"
+
+
 def mean(runs, key):
     return sum(r[key] for r in runs) / len(runs)
 
@@ -208,6 +213,7 @@ def versus(corpus, results, comparison, suffix=""):
         + ("" if len(things) == 1 or "ahead" not in on and "behind" not in on else ", credited to no one of them alone")
         + f". {seed_note(w)}"
         + budget_note(w)
+        + (parameter_note(w) if comparison.parameters else "")
     )
     return text + (f" Why: {comparison.note}." if comparison.note else "")
 
@@ -224,6 +230,19 @@ OPTION_NAMES = {
     "_dynamic": "with dynamic evaluation",
     "_cache_dynamic": "with the cache and dynamic evaluation",
 }
+
+
+def parameter_note(w):
+    """Both rows' parameters, held and trained (``benchmarks.trainable``), and how far apart each count lies."""
+    rows = ((w.comparison.row, w.row[0]), (w.comparison.baseline, w.base[0]))
+    if not all("trainable_params" in r for _, r in rows):
+        return " Parameters that train: not probed yet (`python -m benchmarks.trainable`)."
+    (name, r), (base_name, base) = rows
+    counts = "; ".join(f"`{n}` {x['params']:,} held, {x['trainable_params']:,} trained" for n, x in rows)
+    return (
+        f" Parameters: {counts}: `{base_name}` holds {pct(base['params'], r['params']):+.1f}% and trains "
+        f"{pct(base['trainable_params'], r['trainable_params']):+.1f}% against `{name}`."
+    )
 
 
 def seed_note(w):

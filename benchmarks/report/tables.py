@@ -67,8 +67,21 @@ def cell(r, key):
     return f"{r[key]:.1f}" if key in r else "–"
 
 
+PARAMS = "params (those that train, where fewer)"  # the header of a column of ``params`` cells
+
+
+def params(r):
+    """The row's parameters, and those that receive a gradient where fewer (``benchmarks.trainable``):
+    ``"2.73M (2.69M train)"``; ``"(not probed)"`` where its JSON has no such count."""
+    nominal = f"{r['params'] / 1e6:.2f}M"
+    if "trainable_params" not in r:
+        return f"{nominal} (not probed)"
+    trained = r["trainable_params"]
+    return nominal if trained == r["params"] else f"{nominal} ({trained / 1e6:.2f}M train)"
+
+
 def cost(r):
-    return f"{r['params'] / 1e6:.2f}M | {r['train_minutes']:.0f}"
+    return f"{params(r)} | {r['train_minutes']:.0f}"
 
 
 def tokens(r):

@@ -8,6 +8,7 @@ from benchmarks.rows import WIKITEXT2, WIKITEXT2_PAPER
 from .statements import compared, gain, gate_note, head, met, pct, span
 from .tables import (
     OPTIONS,
+    PARAMS,
     before_the_fix_note,
     cell,
     cost,
@@ -33,7 +34,7 @@ def table(results):
         "+ dynamic eval",
         "+ both",
         "best epoch",
-        "params",
+        PARAMS,
         "train min",
         "tokens/s",
         "the paper's valid / test",
@@ -146,9 +147,8 @@ def grid_edge_note(results, rows, edge):
             )
     if unprobed := [rows[n] for n in edged if n not in probed]:
         lines.append(
-            "Not tried beyond the grid yet for " + "; ".join(unprobed) + " (on PTB's stream LSTM lr 3 and "
-            "decay 0.003 lost, which narrowed the grid): `python -m benchmarks.grid_edge --save-dir "
-            "<table.py's>` does."
+            "Not tried beyond the grid yet for " + "; ".join(unprobed) + ": `python -m benchmarks.grid_edge "
+            "--save-dir <table.py's>` does."
         )
     return [" ".join(lines)]
 

@@ -1,0 +1,110 @@
+"""The parameters a row trains, beside the count fairseq prints: the elements that receive a gradient.
+
+A parameter can sit in a model and never move. With ``--zero-context`` the context half of the concat
+layer's ``W_c`` multiplies a zero vector, so a row counts weights it never trains; a row matched to that
+count (``lstm-matched``) is matched to a nominal figure. This builds a row's model from its arguments on
+its corpus's dictionary, scores a probe text in which every word is read, backpropagates a weighted
+log-likelihood, and counts the elements whose gradient is not zero (``count``).
+
+    python -m benchmarks.trainable --corpus ptb            # every row's JSON gains ``trainable_params``
+    python -m benchmarks.trainable --corpus ptb --rows lstm,single-zero-context --dry-run
+"""
+
+import argparse
+import os
+import sys
+
+from benchmarks.result_files import read_result, write_json
+from benchmarks.rows import CORPORA
+
+PROBE_LENGTH = 35  # tokens a probe sentence holds (the rows' training block)
+
+
+def build(corpus, row):
+    """The row's model as fairseq-train builds it (its task, dictionary and arguments), on the CPU."""
+    from fairseq import options, tasks
+
+    from benchmarks.table import criterion_args, task_args
+
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(
+        parser, [corpus.data, *task_args(corpus, row, True), *row.args, *criterion_args(row), "--cpu"]
+    )
+    task = tasks.setup_task(args)
+    return task, task.build_model(args)
+
+
+def probe(dictionary, length=PROBE_LENGTH):
+    """Sentences that read every word but padding once, in a shuffled order, each ending with end-of-sentence."""
+    import torch
+
+    words = torch.tensor([i for i in range(len(dictionary)) if i != dictionary.pad()])
+    words = words[torch.randperm(len(words), generator=torch.Generator().manual_seed(0))]
+    rows = -(-len(words) // (length - 1))
+    padded = torch.full((rows * (length - 1),), dictionary.eos())
+    padded[: len(words)] = words
+    return torch.cat([padded.view(rows, length - 1), torch.full((rows, 1), dictionary.eos())], dim=1)
+
+
+def count(corpus, row, probes=2, threads=None):
+    """``{"params": nominal, "trainable_params": elements with a gradient}`` for ``row``'s model.
+
+    In float64, on random targets each weighted by a random sign and size, ``probes`` times: no gradient cancels
+    to zero by the probe's own symmetry, and a real one is exactly zero in every probe only by a vanishing chance,
+    where one cut off by the model's structure (a weight on a zeroed input) is zero in all of them. A gradient
+    that is zero only in exact arithmetic (a bias that shifts every score of a softmax alike) is float64's
+    rounding noise here, and counted."""
+    import torch
+
+    if threads:
+        torch.set_num_threads(threads)
+    generator = torch.Generator().manual_seed(row.seed)
+    torch.manual_seed(row.seed)
+    task, model = build(corpus, row)
+    model.double().eval()  # no dropout: what the probe reaches, not which units a mask kept
+    tokens = probe(task.target_dictionary)
+    lengths = torch.full((len(tokens),), tokens.size(1))
+    reached = [torch.zeros_like(p) for p in model.parameters()]
+    for _ in range(probes):
+        model.zero_grad()
+        lprobs = model.get_normalized_probs(model(tokens, src_lengths=lengths), log_probs=True)
+        targets = torch.randint(len(task.target_dictionary), tokens.shape, generator=generator)
+        weights = torch.randn(tokens.shape, generator=generator, dtype=lprobs.dtype)
+        (lprobs.gather(-1, targets.unsqueeze(-1)).squeeze(-1) * weights).sum().backward()
+        for most, p in zip(reached, model.parameters()):
+            if p.grad is not None:
+                torch.maximum(most, p.grad.abs(), out=most)
+    return {
+        "params": sum(p.numel() for p in model.parameters()),
+        "trainable_params": sum(int((most > 0).sum()) for most in reached),
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", choices=[n for n, c in CORPORA.items() if not c.open_vocabulary], default="ptb")
+    parser.add_argument("--rows", help="comma-separated (default: every row of the corpus with a JSON)")
+    parser.add_argument("--dry-run", action="store_true", help="print the counts, write no JSON")
+    args = parser.parse_args()
+    corpus = CORPORA[args.corpus]
+    if not os.path.exists(os.path.join(corpus.data, "dict.txt")):
+        sys.exit(f"no {corpus.data}: prepare it first (python -m benchmarks.table --corpus {corpus.name} does)")
+    names = args.rows.split(",") if args.rows else [n for n in corpus.rows if n in corpus.load()]
+    if unknown := [n for n in names if n not in corpus.rows]:
+        sys.exit(f"unknown rows {unknown} for --corpus {corpus.name}; choose from {', '.join(corpus.rows)}")
+    for name in names:
+        counted = count(corpus, corpus.rows[name])
+        path = os.path.join(corpus.results, f"{name}.json")
+        print(f"{name}: {counted['trainable_params']:,} of {counted['params']:,} parameters train", flush=True)
+        if args.dry_run or not os.path.exists(path):
+            continue
+        result = read_result(path)
+        if result["params"] != counted["params"]:  # another dictionary or model than the row trained
+            sys.exit(
+                f"{name}: the model built here has {counted['params']:,} parameters, its JSON {result['params']:,}"
+            )
+        write_json(path, {**result, "trainable_params": counted["trainable_params"]})
+
+
+if __name__ == "__main__":
+    main()

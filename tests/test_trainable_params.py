@@ -1,0 +1,53 @@
+"""benchmarks/trainable.py: the parameters a row trains are those that receive a gradient; the context half of
+the concat layer under ``--zero-context`` is counted out, and nothing else is.
+
+Builds the dry-run rows' models (2 x 32, the shipped WikiText-2 sample's dictionary); no training."""
+
+import importlib
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def counts():
+    trainable = importlib.import_module("benchmarks.trainable")
+    rows = importlib.import_module("benchmarks.rows")
+    dry = rows.PTB_PAPER_DRY
+    return {name: trainable.count(dry, dry.rows[name]) for name in ("single", "single-zero-context")}
+
+
+def test_the_zeroed_context_half_of_the_concat_layer_never_trains(counts):
+    """W_c is E x 2H; with the context zeroed its H columns that read the context receive no gradient: the row
+    trains exactly E x H fewer parameters than it holds, and the row that reads the context trains them all,
+    however small the attention's gradients at initialisation (near uniform there)."""
+    embed = hidden = 32
+    zeroed = counts["single-zero-context"]
+    assert zeroed["params"] - zeroed["trainable_params"] == embed * hidden
+    assert counts["single"]["trainable_params"] == counts["single"]["params"]
+
+
+def test_a_weight_on_a_zeroed_input_is_counted_out_and_nothing_beside_it(monkeypatch):
+    """A parameter whose every path to the loss is multiplied by zero is not counted; every other element of the
+    model is."""
+    import torch
+
+    trainable = importlib.import_module("benchmarks.trainable")
+    rows = importlib.import_module("benchmarks.rows")
+    dry = rows.PTB_PAPER_DRY
+    real_build = trainable.build
+
+    def with_a_dead_weight(corpus, row):
+        task, model = real_build(corpus, row)
+        model.dead = torch.nn.Parameter(torch.ones(3))
+        normalized = model.get_normalized_probs
+
+        def shifted(output, log_probs, sample=None):
+            zero = torch.zeros(3, dtype=model.dead.dtype)
+            return normalized((output[0] + (model.dead * zero).sum(), *output[1:]), log_probs, sample)
+
+        model.get_normalized_probs = shifted
+        return task, model
+
+    monkeypatch.setattr(trainable, "build", with_a_dead_weight)
+    counted = trainable.count(dry, dry.rows["lstm"], probes=1)
+    assert counted["trainable_params"] == counted["params"] - 3
