@@ -30,7 +30,9 @@ def compare(corpus, baseline, row, *things, note="", parameters=False):
 LAYER = "the concat layer alone (`--zero-context`: the attention's context zeroed)"
 ATTENTION = "the attention (single score) on top of the concat layer"
 COMBINED = "the combined score (Eq. 10) in place of the single score"
-PARAMETERS = "the LSTM widened to the concat layer's parameter count"
+PARAMETERS = (
+    "the LSTM widened to the concat layer row's parameter count (matched on those it holds, not those it trains)"
+)
 LAYER_FOR_WIDTH = "the concat layer in place of the same parameters as LSTM width"
 LINEAR = "a linear concat layer in place of tanh (`--concat-activation linear`)"
 DROPPED = "the attention reading dropped states (`--attend-dropped-states`)"

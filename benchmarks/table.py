@@ -237,8 +237,7 @@ def run_row(corpus, name, save_root, threads, results_dir, epochs, cut=False):
         ),
         "params": int(re.search(r"num\. shared model params: ([\d,]+)", train).group(1).replace(",", "")),
     }
-    if not corpus.open_vocabulary:  # those of them that receive a gradient
-        result["trainable_params"] = trainable.count(corpus, row, threads=threads)["trainable_params"]
+    result["trainable_params"] = trainable.count(corpus, row, threads=threads)["trainable_params"]  # of them
     started = time.time()
     result.update(evaluate(corpus, row, os.path.join(save, "checkpoint_best.pt"), threads))
     # every figure after training: eval-lm, validate, the grid on valid (unless reused), test with each choice

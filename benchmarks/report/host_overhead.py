@@ -58,8 +58,7 @@ def block():
         + (
             "the target of at most half is met. "
             if high <= 0.5
-            else "the target, at most half, is **not met** on the CPU: what is left is fairseq's trainer "
-            "(below). "
+            else "the target, at most half, is **not met** on the CPU: what is left is fairseq's trainer (below). "
         )
         + (
             f"Reads of device values of the plugin's own: {ours} an update."

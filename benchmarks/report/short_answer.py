@@ -7,7 +7,7 @@ import textwrap
 from benchmarks.comparisons import declared
 from benchmarks.rows import PTB, PTB_PAPER, WIKITEXT2
 
-from .statements import shown, unsettled, weigh
+from .statements import parameter_counts, shown, unsettled, weigh
 from .tables import one_layout
 
 # (corpus, row, baseline, what the step is called) in the order the answer gives them
@@ -38,9 +38,15 @@ def said(corpus, results, row, baseline, what):
         if (u := unsettled(w))
         else ""
     )
+    counts = parameter_counts(w) if comparison.parameters else None
+    held = (
+        f"; `{baseline}` holds {counts[0]:+.1f}% and trains {counts[1]:+.1f}% parameters against `{row}`"
+        if counts
+        else ""
+    )
     return (
         f"{what} ({rows}) is {w.verdict('test')} on test ({shown(w, 'test')}, {w.seeds()}; level within "
-        f"{w.threshold('test'):.1f}%{whose}{budget})"
+        f"{w.threshold('test'):.1f}%{whose}{budget}{held})"
     )
 
 

@@ -232,16 +232,23 @@ OPTION_NAMES = {
 }
 
 
+def parameter_counts(w):
+    """The baseline's parameters against the row's, held and trained, in percent (None until both are probed)."""
+    row, base = w.row[0], w.base[0]
+    if not all("trainable_params" in r for r in (row, base)):
+        return None
+    return pct(base["params"], row["params"]), pct(base["trainable_params"], row["trainable_params"])
+
+
 def parameter_note(w):
     """Both rows' parameters, held and trained (``benchmarks.trainable``), and how far apart each count lies."""
-    rows = ((w.comparison.row, w.row[0]), (w.comparison.baseline, w.base[0]))
-    if not all("trainable_params" in r for _, r in rows):
+    if (counts := parameter_counts(w)) is None:
         return " Parameters that train: not probed yet (`python -m benchmarks.trainable`)."
-    (name, r), (base_name, base) = rows
-    counts = "; ".join(f"`{n}` {x['params']:,} held, {x['trainable_params']:,} trained" for n, x in rows)
+    rows = ((w.comparison.row, w.row[0]), (w.comparison.baseline, w.base[0]))
+    held = "; ".join(f"`{n}` {r['params']:,} held, {r['trainable_params']:,} trained" for n, r in rows)
     return (
-        f" Parameters: {counts}: `{base_name}` holds {pct(base['params'], r['params']):+.1f}% and trains "
-        f"{pct(base['trainable_params'], r['trainable_params']):+.1f}% against `{name}`."
+        f" Parameters: {held}: `{w.comparison.baseline}` holds {counts[0]:+.1f}% and trains {counts[1]:+.1f}% "
+        f"against `{w.comparison.row}`."
     )
 
 
