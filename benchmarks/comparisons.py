@@ -33,7 +33,7 @@ COMBINED = "the combined score (Eq. 10) in place of the single score"
 PARAMETERS = (
     "the LSTM widened to the concat layer row's parameter count (matched on those it holds, not those it trains)"
 )
-LAYER_FOR_WIDTH = "the concat layer in place of the same parameters as LSTM width"
+LAYER_FOR_WIDTH = "the concat layer in place of as many parameters held, spent on LSTM width"
 LINEAR = "a linear concat layer in place of tanh (`--concat-activation linear`)"
 DROPPED = "the attention reading dropped states (`--attend-dropped-states`)"
 CARRIED = "the LSTM state carried across sentences (20 document streams, scored as one stream)"
@@ -81,7 +81,7 @@ COMPARISONS = (
         "ptb",
         "lstm",
         "fairseq-transformer_lm",
-        "fairseq's `transformer_lm` of the same size in place of the LSTM",
+        "fairseq's `transformer_lm` of about the same size in place of the LSTM",
         "Adam (lr 0.001) in place of SGD (lr 1), one run not tuned here",
         "an inverse square-root schedule with 1,000 warm-up updates in place of halving the step after epoch 4",
     ),
@@ -137,8 +137,9 @@ COMPARISONS = (
         "wikitext-2",
         "lstm-stream",
         "fairseq-lstm_lm",
-        "fairseq's own `lstm_lm` and task (a peer: shuffled 35-token blocks, no state carried, its untied "
-        "adaptive softmax)",
+        "fairseq's own `lstm_lm` model code in place of ours",
+        "fairseq's `language_modeling` task: shuffled 35-token blocks, no state carried, in place of our streams",
+        "its untied adaptive softmax in place of our tied one",
     ),
 )
 

@@ -47,7 +47,7 @@ def probe(dictionary, length=PROBE_LENGTH):
     return torch.cat([padded.view(rows, length - 1), torch.full((rows, 1), dictionary.eos())], dim=1)
 
 
-def count(corpus, row, probes=2, threads=None):
+def count(corpus, row, probes=1, threads=None):
     """``{"params": nominal, "trainable_params": elements with a gradient}`` for ``row``'s model.
 
     In float64, on random targets each weighted by a random sign and size, ``probes`` times: no gradient cancels

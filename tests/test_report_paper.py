@@ -120,7 +120,7 @@ def test_a_comparison_on_one_seed_says_so_and_seeds_widen_what_counts_as_level(r
         paper_block(report, tmp_path / "one", {"lstm": row(100.0, 95.0), "single-zero-context": row(96.0, 91.0)})
     )
     assert (
-        "One seed for `single-zero-context` and `lstm`; level within 1.0% / 1.0%, the floor of 1%: no seed range is "
+        "One seed for `single-zero-context` and `lstm`; level within 1.00% / 1.00%, the floor of 1%: no seed range is "
         "measured on full PTB, 2 x 650." in one[("single-zero-context", "lstm", False)]
     )
     rows = {
@@ -137,7 +137,7 @@ def test_a_comparison_on_one_seed_says_so_and_seeds_widen_what_counts_as_level(r
     attention = lines[("single", "single-zero-context", False)]
     assert "94.5 / 89.5 against 96.0 / 91.0 (-1.6% / -1.6%): level on valid and test." in attention
     assert (
-        "Means of 3 and 2 seeds; level within 3.2% / 3.4%, the widest seed range measured on full PTB, 2 x 650 "
+        "Means of 3 and 2 seeds; level within 3.17% / 3.35%, the widest seed range measured on full PTB, 2 x 650 "
         "(`single`'s 3 seeds on valid and test)." in attention
     )
     assert (

@@ -47,7 +47,7 @@ def test_a_one_seed_difference_inside_the_widest_seed_range_is_level(statements)
     inside = {**SEEDED, "lstm-matched": row(106.82, 102.81), "single-zero-context": row(105.68, 101.80)}
     text = said(statements, "ptb", inside, "lstm-matched", "single-zero-context")
     assert "(-1.1% / -0.98%): level on valid and test." in text
-    assert "level within 1.3% / 1.0%, the widest seed range measured on full PTB, 2 x 200" in text
+    assert "level within 1.28% / 1.01%, the widest seed range measured on full PTB, 2 x 200" in text
     assert "`single`'s 2 seeds on valid and test" in text
     outside = {**inside, "single-zero-context": row(105.2, 101.0)}
     assert "(-1.5% / -1.8%): ahead on valid and test." in said(
@@ -67,7 +67,7 @@ def test_seeds_that_fall_close_never_narrow_level_under_one_percent(statements):
     }
     text = said(statements, "ptb-paper", results, "lstm", "single-zero-context")
     assert ": level on valid and test." in text
-    assert "level within 1.0% / 1.0%, the widest seed range measured on full PTB, 2 x 650 (0.2% / 0.1%" in text
+    assert "level within 1.00% / 1.00%, the widest seed range measured on full PTB, 2 x 650 (0.20% / 0.10%" in text
     assert "and never under 1%" in text
 
 
@@ -98,8 +98,13 @@ def test_rows_that_failed_to_train_are_compared_with_nothing(statements):
     text = said(statements, "ptb-slice", results, "single", "combined")
     assert "not compared, as `combined` (valid 631.1) and `single` (valid 634.9) failed to train" in text
     assert "level" not in text and "ahead" not in text and "behind" not in text
-    assert "not compared" in said(statements, "ptb-slice", results, "single", "single-linear")
-    assert statements.failed(results, "single") and not statements.failed(results, "single-linear")
+    linear = said(statements, "ptb-slice", results, "single", "single-linear")
+    assert "`single-linear` against `single` not compared, as `single` (valid 634.9) failed to train" in linear
+    assert "not compared, as `combined`" in said(statements, "ptb-slice", results, "combined", "combined-linear")
+    results["single"] = row(300.0, 258.0)  # trained: compared as any row is
+    assert "(-3.4% / -3.1%): ahead on valid and test." in said(
+        statements, "ptb-slice", results, "single", "single-linear"
+    )
 
 
 def test_rows_still_improving_say_so_with_the_gap_by_epoch(statements):
@@ -110,10 +115,39 @@ def test_rows_still_improving_say_so_with_the_gap_by_epoch(statements):
         "single": row(140.7, 129.9, [310.91, 209.02, 150.88, 140.7]),
     }
     text = said(statements, "wikitext-2", results, "lstm", "single")
-    assert "Still improving when the budget stopped them: valid -6.7% / -5.7% in their last epoch" in text
-    assert "the gap by epoch +20.6%, +13.4%, +6.1%, +4.9%, narrowing every epoch: more epochs may close it." in text
+    assert "Still improving when the budget stopped them, valid -6.7% (`single`) / -5.7% (`lstm`) in their last" in text
+    assert "the gap by epoch +20.6%, +13.4%, +6.1%, +4.9%, narrowing every epoch." in text
     flat = {
         "lstm": row(108.28, 103.5, [109.14, 108.47, 108.28]),
         "single": row(106.75, 101.3, [107.97, 107.01, 106.75]),
     }
     assert "Still improving" not in said(statements, "wikitext-2", flat, "lstm", "single")
+
+
+def test_the_printed_range_never_contradicts_the_verdict(statements):
+    """The range is printed to two decimals: -1.29% against a 1.2825% range reads "ahead ... within 1.28%", never
+    "within 1.3%"; -1.27% inside it reads level."""
+    past = {**SEEDED, "lstm-matched": row(106.82, 102.81), "single-zero-context": row(105.44, 102.81)}
+    text = said(statements, "ptb", past, "lstm-matched", "single-zero-context")
+    assert "(-1.29% / +0.0%): ahead on valid, level on test." in text and "level within 1.28% / 1.01%" in text
+    inside = {**past, "single-zero-context": row(105.46, 102.81)}
+    assert "(-1.27% / +0.0%): level on valid and test." in said(
+        statements, "ptb", inside, "lstm-matched", "single-zero-context"
+    )
+
+
+def test_a_step_in_parameters_names_both_counts_held_and_trained(statements):
+    """The width step gives each row's parameters held and trained, and how far apart they lie, row against
+    baseline; before the rows are probed it says so."""
+    results = {
+        **SEEDED,
+        "lstm-matched": {**row(106.82, 102.81), "params": 2737328, "trainable_params": 2737328},
+        "single-zero-context": {**row(105.68, 101.80), "params": 2734808, "trainable_params": 2694808},
+    }
+    text = said(statements, "ptb", results, "lstm-matched", "single-zero-context")
+    assert "`single-zero-context` 2,734,808 held, 2,694,808 trained; `lstm-matched` 2,737,328 held" in text
+    assert "`single-zero-context` holds 0.1% fewer and trains 1.6% fewer parameters than `lstm-matched`." in text
+    del results["single-zero-context"]["trainable_params"]
+    assert "Parameters that train: not probed yet" in said(
+        statements, "ptb", results, "lstm-matched", "single-zero-context"
+    )

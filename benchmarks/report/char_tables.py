@@ -91,7 +91,7 @@ def statement(by_corpus):
             lines.append(
                 f"{claim}: "
                 + "; ".join(text for _, _, text in found.values())
-                + f": {verdict} (no character row has a second seed: level within the {FLOOR:g}% floor)."
+                + f": {verdict} (no character row has a second seed: ahead or behind past the {FLOOR:g}% floor)."
             )
         if ours == "hclm-cache" and len(found) == 2:
             (ptb, ptb_paper, _), (wt2, wt2_paper, _) = found["PTB"], found["WikiText-2"]

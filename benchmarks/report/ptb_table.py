@@ -3,9 +3,10 @@ declared step from the LSTM to the attentive models stated from the JSON, and th
 
 import os
 
+from benchmarks.comparisons import FLOOR
 from benchmarks.rows import PTB, ROOT, SIZE
 
-from .statements import compared, head, mean, models, seed_runs, span
+from .statements import compared, curve, head, last_fall, mean, models, pct, seed_runs, span, spread, standing
 from .tables import (
     PARAMS,
     before_the_fix_note,
@@ -100,19 +101,27 @@ def statement(results):
     if "fairseq-transformer_lm" in results:
         transformer = results["fairseq-transformer_lm"]["test_ppl"]
         ours = {n: seed_runs(PTB, results, n) for n in models(PTB) if n in results and not n.startswith("fairseq")}
-        ahead = [n for n, runs in ours.items() if mean(runs, "test_ppl") < transformer]
+        widest = spread(PTB, results, "test")
+        threshold = max(FLOOR, widest.value if widest else 0)
+        ahead = [
+            n for n, runs in ours.items() if standing(pct(mean(runs, "test_ppl"), transformer), threshold) == "ahead"
+        ]
         args = PTB.rows["fairseq-transformer_lm"].args
         recipe = ", ".join(f"{flag} {args[args.index(flag) + 1]}" for flag in RECIPE_FLAGS if flag in args)
         lines.append(
             f"Against the transformer a user would pick today ({PTB.label}): {len(ahead)} of our {len(ours)} models "
-            f"(a mean where a model has seeds) reach a lower test perplexity than its {transformer:.1f}, at this one "
+            f"(a mean where a model has seeds) are ahead of its test perplexity, {transformer:.1f}, by more than "
+            f"{threshold:.2f}% (the widest seed range), at this one "
             f"size and budget ({PTB.epochs} epochs; not a verdict on larger settings). It differs from our rows in "
             f"its optimiser and schedule as well as its model (`{recipe}`), on one run of a recipe not tuned here."
         )
     if last := [n for n, r in results.items() if best_epoch(r) == r["epochs"]]:
+        falls = [f for n in last if (f := last_fall(curve([results[n]]))) is not None]
         lines.append(
             f"{len(last)} of {len(results)} rows had their best epoch last: still improving when the "
-            f"{PTB.epochs}-epoch budget stopped them, so this compares the models at an equal budget, not "
+            f"{PTB.epochs}-epoch budget stopped them"
+            + (f" (valid {max(falls):+.2f}% to {min(falls):+.2f}% in the last epoch)" if falls else "")
+            + ", so this compares the models at an equal budget, not "
             "at convergence (the paper trains 2 x 650 until valid has not improved for 10 epochs; the "
             "authors' released code for at most 100)."
         )

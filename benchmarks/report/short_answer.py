@@ -7,7 +7,7 @@ import textwrap
 from benchmarks.comparisons import declared
 from benchmarks.rows import PTB, PTB_PAPER, WIKITEXT2
 
-from .statements import parameter_counts, shown, unsettled, weigh
+from .statements import budget_clause, dead, parameter_clause, shown, weigh
 from .tables import one_layout
 
 # (corpus, row, baseline, what the step is called) in the order the answer gives them
@@ -30,23 +30,14 @@ def said(corpus, results, row, baseline, what):
     rows = f"`{row}` against `{baseline}`"
     if w is None:
         return f"{what} ({rows}) has not run yet"
+    if w.failed:
+        return f"{what} ({rows}) is not compared: {dead(w)}"
     test = w.spreads["test"]
     whose = "" if test is None or test.corpus is corpus else f", {test.corpus.label}'s seed range"
-    budget = (
-        f"; still improving when the budget stopped them (valid {u.falls[0]:+.1f}% / {u.falls[1]:+.1f}% in the last "
-        f"epoch), the gap by epoch {u.gap_text()}"
-        if (u := unsettled(w))
-        else ""
-    )
-    counts = parameter_counts(w) if comparison.parameters else None
-    held = (
-        f"; `{baseline}` holds {counts[0]:+.1f}% and trains {counts[1]:+.1f}% parameters against `{row}`"
-        if counts
-        else ""
-    )
+    caveats = [c for c in (budget_clause(w), comparison.parameters and parameter_clause(w)) if c]
     return (
         f"{what} ({rows}) is {w.verdict('test')} on test ({shown(w, 'test')}, {w.seeds()}; level within "
-        f"{w.threshold('test'):.1f}%{whose}{budget}{held})"
+        f"{w.threshold('test'):.2f}%{whose}" + "".join(f"; {c}" for c in caveats) + ")"
     )
 
 

@@ -120,6 +120,8 @@ class Weighed:
     base: list  # the baseline's
     spreads: dict  # split -> Spread or None
     suffix: str = ""
+    failed: list = ()  # the rows among the two that failed to train (``FAILED``): nothing is drawn from them
+    best: float = None  # the lowest valid ppl among the corpus's rows, which ``failed`` is measured against
 
     def key(self, split):
         return f"{split}_ppl{self.suffix}"
@@ -147,7 +149,7 @@ class Weighed:
 
     def within(self):
         """``"level within 1.3% / 1.0%"`` (valid / test), where the two figures come from and whose seeds span them."""
-        level = f"level within {self.threshold('valid'):.1f}% / {self.threshold('test'):.1f}%"
+        level = f"level within {self.threshold('valid'):.2f}% / {self.threshold('test'):.2f}%"
         valid, test = self.spreads["valid"], self.spreads["test"]
         if valid is None or test is None:
             borrowed = f" or {CORPORA[self.corpus.spread_from].label}" if self.corpus.spread_from else ""
@@ -165,7 +167,7 @@ class Weighed:
         if min(valid.value, test.value) >= FLOOR:
             return f"{level}, the widest seed range {where} ({whose})"
         return (
-            f"{level}, the widest seed range {where} ({valid.value:.1f}% / {test.value:.1f}%: {whose}) "
+            f"{level}, the widest seed range {where} ({valid.value:.2f}% / {test.value:.2f}%: {whose}) "
             f"and never under {FLOOR:g}%"
         )
 
@@ -180,7 +182,13 @@ def weigh(corpus, results, comparison, suffix=""):
     if not (row and base):
         return None
     spreads = {split: spread(corpus, results, split, suffix) for split in ("valid", "test")}
-    return Weighed(comparison, corpus, row, base, spreads, suffix)
+    best = min(r["valid_ppl"] for r in results.values() if "valid_ppl" in r)
+    failed = [
+        name
+        for name, runs in ((comparison.row, row), (comparison.baseline, base))
+        if mean(runs, "valid_ppl") > FAILED * best
+    ]
+    return Weighed(comparison, corpus, row, base, spreads, suffix, failed, best)
 
 
 def versus(corpus, results, comparison, suffix=""):
@@ -193,15 +201,10 @@ def versus(corpus, results, comparison, suffix=""):
     what = (
         things[0][0].upper() + things[0][1:]
         if len(things) == 1
-        else f"{COUNTS[len(things)]} things at once, which no row separates ({'; '.join(things)})"
+        else f"{COUNTS.get(len(things), len(things))} things at once, which no row separates ({'; '.join(things)})"
     )
-    if dead := [name for name in (comparison.row, comparison.baseline) if failed(results, name)]:
-        best = min(r["valid_ppl"] for r in results.values())
-        return (
-            f"{what}, {corpus.label}: not compared, as "
-            + " and ".join(f"`{name}` (valid {results[name]['valid_ppl']:.1f})" for name in dead)
-            + f" failed to train, ending over {FAILED:g} times the best row's valid ppl ({best:.1f})."
-        )
+    if w.failed:
+        return f"{what}, {corpus.label}: `{comparison.row}` against `{comparison.baseline}` not compared, as {dead(w)}."
     valid, test = (w.verdict(split) for split in ("valid", "test"))
     on = f"{valid} on valid and test" if valid == test else f"{valid} on valid, {test} on test"
     figures = [" / ".join(f"{mean(runs, w.key(split)):.1f}" for split in ("valid", "test")) for runs in (w.row, w.base)]
@@ -219,9 +222,19 @@ def versus(corpus, results, comparison, suffix=""):
 
 
 def shown(w, split):
-    """A change in percent to one decimal, or two where one would read as its threshold (-1.01% against 1.0%)."""
+    """A change in percent to one decimal, or two where one would read as its threshold (-1.01% against 1.00%)."""
     change, threshold = w.change(split), w.threshold(split)
     return f"{change:+.2f}%" if round(abs(change), 1) == round(threshold, 1) else f"{change:+.1f}%"
+
+
+def dead(w):
+    """``"`single` (valid 634.9) failed to train, ending over 2 times the best row's valid ppl (286.5)"``."""
+    names = " and ".join(
+        f"`{name}` (valid {mean(runs, 'valid_ppl'):.1f})"
+        for name, runs in ((w.comparison.row, w.row), (w.comparison.baseline, w.base))
+        if name in w.failed
+    )
+    return f"{names} failed to train, ending over {FAILED:g} times the best row's valid ppl ({w.best:.1f})"
 
 
 COUNTS = {2: "Two", 3: "Three", 4: "Four", 5: "Five"}
@@ -233,29 +246,40 @@ OPTION_NAMES = {
 
 
 def parameter_counts(w):
-    """The baseline's parameters against the row's, held and trained, in percent (None until both are probed)."""
+    """The row's parameters against the baseline's, held and trained, in percent (None until both are probed)."""
     row, base = w.row[0], w.base[0]
     if not all("trainable_params" in r for r in (row, base)):
         return None
-    return pct(base["params"], row["params"]), pct(base["trainable_params"], row["trainable_params"])
+    return pct(row["params"], base["params"]), pct(row["trainable_params"], base["trainable_params"])
+
+
+def more_or_fewer(change):
+    return f"{abs(change):.1f}% {'more' if change > 0 else 'fewer'}" if round(change, 1) else "as many"
+
+
+def parameter_clause(w):
+    """``"`single-zero-context` holds as many and trains 1.6% fewer parameters than `lstm-matched`"``; "" until
+    both rows are probed."""
+    if (counts := parameter_counts(w)) is None:
+        return ""
+    return (
+        f"`{w.comparison.row}` holds {more_or_fewer(counts[0])} and trains {more_or_fewer(counts[1])} parameters "
+        f"than `{w.comparison.baseline}`"
+    )
 
 
 def parameter_note(w):
     """Both rows' parameters, held and trained (``benchmarks.trainable``), and how far apart each count lies."""
-    if (counts := parameter_counts(w)) is None:
+    if not (clause := parameter_clause(w)):
         return " Parameters that train: not probed yet (`python -m benchmarks.trainable`)."
     rows = ((w.comparison.row, w.row[0]), (w.comparison.baseline, w.base[0]))
     held = "; ".join(f"`{n}` {r['params']:,} held, {r['trainable_params']:,} trained" for n, r in rows)
-    return (
-        f" Parameters: {held}: `{w.comparison.baseline}` holds {counts[0]:+.1f}% and trains {counts[1]:+.1f}% "
-        f"against `{w.comparison.row}`."
-    )
+    return f" Parameters: {held}: {clause}."
 
 
 def seed_note(w):
     """How many seeds a comparison stands on and what counts as level."""
-    stands = w.seeds()
-    return f"{stands[0].upper()}{stands[1:]}; {w.within()}."
+    return sentence(f"{w.seeds()}; {w.within()}")
 
 
 def compared(corpus, results, suffix="", rows=None):
@@ -293,23 +317,22 @@ FAILED = 2  # a row whose valid ppl ends over this many times its corpus's best 
 STILL_FALLING = 1.0  # % its last epoch still took off a row's valid ppl: the budget ended the curve, not the model
 
 
-def failed(results, name):
-    """Whether ``name`` failed to train: its valid ppl over ``FAILED`` times the best row's in ``results``."""
-    return results[name]["valid_ppl"] > FAILED * min(r["valid_ppl"] for r in results.values())
-
-
 def curve(runs):
-    """The seeds' mean valid ppl epoch by epoch (the epochs every seed logged)."""
+    """The seeds' mean valid ppl by epoch (1-based), over the epochs every seed logged."""
     curves = [r.get("valid_ppl_per_epoch") or [] for r in runs]
-    return [sum(c[e] for c in curves) / len(curves) for e in range(min(map(len, curves))) if all(c[e] for c in curves)]
+    return {
+        e + 1: sum(c[e] for c in curves) / len(curves)
+        for e in range(min(map(len, curves)))
+        if all(c[e] is not None for c in curves)
+    }
 
 
 @dataclass(frozen=True)
 class Unsettled:
     """Two rows whose valid ppl still fell when the budget stopped them."""
 
-    falls: tuple  # each row's valid ppl change in its last epoch, in percent (the row's, the baseline's)
-    gaps: list  # the row against the baseline epoch by epoch, in percent
+    falls: tuple  # each row's valid ppl change in its last logged epoch, in percent (the row's, the baseline's)
+    gaps: list  # the row against the baseline on each epoch both logged, in percent
 
     @property
     def narrowing(self):
@@ -319,23 +342,36 @@ class Unsettled:
         return ", ".join(f"{g:+.1f}%" for g in self.gaps) + (", narrowing every epoch" if self.narrowing else "")
 
 
+def last_fall(curve):
+    """The valid ppl change of a curve's last logged epoch against the one before, in percent (None: too short)."""
+    epochs = sorted(curve)
+    return pct(curve[epochs[-1]], curve[epochs[-2]]) if len(epochs) > 1 else None
+
+
 def unsettled(w):
     """Where either row of ``w`` still lost more than ``STILL_FALLING`` of its valid ppl in its last epoch: by how
-    much, and the gap between the two epoch by epoch (None where both curves had flattened)."""
+    much, and the gap between the two on each epoch both logged (None where both curves had flattened)."""
     row, base = curve(w.row), curve(w.base)
-    if min(len(row), len(base)) < 2:
+    falls = (last_fall(row), last_fall(base))
+    if None in falls or max(-f for f in falls) <= STILL_FALLING:
         return None
-    falls = tuple(pct(c[-1], c[-2]) for c in (row, base))
-    if max(-f for f in falls) <= STILL_FALLING:
-        return None
-    return Unsettled(falls, [pct(r, b) for r, b in zip(row, base)])
+    return Unsettled(falls, [pct(row[e], base[e]) for e in sorted(row.keys() & base.keys())])
 
 
-def budget_note(w):
-    """The budget's part in a verdict on rows still improving: ``unsettled``, said."""
+def budget_clause(w):
+    """The budget's part in a verdict on rows still improving (``unsettled``), as a clause; "" where both had
+    flattened."""
     if (u := unsettled(w)) is None:
         return ""
     return (
-        f" Still improving when the budget stopped them: valid {u.falls[0]:+.1f}% / {u.falls[1]:+.1f}% in their "
-        f"last epoch, the gap by epoch {u.gap_text()}" + (": more epochs may close it." if u.narrowing else ".")
+        f"still improving when the budget stopped them, valid {u.falls[0]:+.1f}% (`{w.comparison.row}`) / "
+        f"{u.falls[1]:+.1f}% (`{w.comparison.baseline}`) in their last epoch, the gap by epoch {u.gap_text()}"
     )
+
+
+def budget_note(w):
+    return f" {sentence(clause)}" if (clause := budget_clause(w)) else ""
+
+
+def sentence(clause):
+    return f"{clause[0].upper()}{clause[1:]}."
