@@ -24,6 +24,7 @@ CHUNK = 32  # probe sentences a forward pass reads: float64 scores over a 33k-wo
 def build(corpus, row):
     """The row's model as fairseq-train builds it (its task, dictionary and arguments), on the CPU."""
     from fairseq import options, tasks
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
     from benchmarks.table import criterion_args, task_args
 
@@ -31,8 +32,9 @@ def build(corpus, row):
     args = options.parse_args_and_arch(
         parser, [corpus.data, *task_args(corpus, row, True), *row.args, *criterion_args(row), "--cpu"]
     )
-    task = tasks.setup_task(args)
-    return task, task.build_model(args)
+    cfg = convert_namespace_to_omegaconf(args)  # as fairseq-train does: a named arch's defaults filled in
+    task = tasks.setup_task(cfg.task)
+    return task, task.build_model(cfg.model)
 
 
 def probe(dictionary, length=PROBE_LENGTH):
