@@ -173,7 +173,7 @@ def run_row(corpus, name, save_root, threads, results_dir, epochs, cut=False):
     row = corpus.rows[name]
     save = os.path.join(save_root, name)
     log = os.path.join(save, "train.log")
-    counted = trainable.count(corpus, row, threads=threads)  # before the hours of training: a failure costs none
+    counting = trainable.start(corpus, name)  # beside the training, in a process of its own
     if not cut:
         train = train_row(corpus, row, save, threads, log, epochs)
     elif os.path.exists(os.path.join(save, "checkpoint_best.pt")):
@@ -238,7 +238,8 @@ def run_row(corpus, name, save_root, threads, results_dir, epochs, cut=False):
         ),
         "params": int(re.search(r"num\. shared model params: ([\d,]+)", train).group(1).replace(",", "")),
     }
-    result["trainable_params"] = counted["trainable_params"]  # of them, those that receive a gradient
+    if (counted := trainable.collect(counting, name)) is not None:  # of them, those that receive a gradient
+        result["trainable_params"] = counted
     started = time.time()
     result.update(evaluate(corpus, row, os.path.join(save, "checkpoint_best.pt"), threads))
     # every figure after training: eval-lm, validate, the grid on valid (unless reused), test with each choice

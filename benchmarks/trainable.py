@@ -12,8 +12,11 @@ log-likelihood, and counts the elements whose gradient is not zero (``count``).
 
 import argparse
 import os
+import re
+import subprocess
 import sys
 
+from benchmarks import ROOT
 from benchmarks.result_files import read_result, write_json
 from benchmarks.rows import CORPORA
 
@@ -86,6 +89,30 @@ def count(corpus, row, probes=1, threads=None):
         "params": sum(p.numel() for p in model.parameters()),
         "trainable_params": sum(int((most > 0).sum()) for most in reached),
     }
+
+
+def start(corpus, name):
+    """``count`` for the row ``name`` in a process of its own, one thread (``table.py`` runs it beside the
+    training); ``collect`` reads what it found."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.trainable", "--corpus", corpus.name, "--rows", name, "--dry-run"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+
+
+def collect(process, name):
+    """The count ``start`` found for ``name``; None, said on stderr, where it failed (the row's JSON is written
+    without it, and ``python -m benchmarks.trainable`` fills it in later)."""
+    output = process.communicate()[0]
+    found = re.search(rf"^{re.escape(name)}: ([\d,]+) of [\d,]+ parameters train$", output, re.MULTILINE)
+    if process.returncode or not found:
+        print(f"{name}: its parameters that train were not counted:\n{output[-2000:]}", file=sys.stderr)
+        return None
+    return int(found.group(1).replace(",", ""))
 
 
 def main():
