@@ -79,7 +79,11 @@ def count(corpus, row, probes=1, threads=None):
             if corpus.open_vocabulary:  # the character models score the given target words: no softmax over words
                 scores = model(tokens[part], target_tokens=targets[part])[0].squeeze(-1)
             else:
-                lprobs = model.get_normalized_probs(model(tokens[part], src_lengths=lengths[part]), log_probs=True)
+                net_output = model(tokens[part], src_lengths=lengths[part])
+                # fairseq's adaptive softmax writes into its log-softmax's output: each saved tensor is kept as
+                # it was when saved, so the backward reads what the forward computed
+                with torch.autograd.graph.saved_tensors_hooks(torch.clone, lambda saved: saved):
+                    lprobs = model.get_normalized_probs(net_output, log_probs=True)
                 scores = lprobs.gather(-1, targets[part].unsqueeze(-1)).squeeze(-1)
             (scores * weights[part]).sum().backward()
         for most, p in zip(reached, model.parameters()):

@@ -151,3 +151,12 @@ def test_a_step_in_parameters_names_both_counts_held_and_trained(statements):
     assert "Parameters that train: not probed yet" in said(
         statements, "ptb", results, "lstm-matched", "single-zero-context"
     )
+
+
+def test_a_parameter_cell_never_prints_two_equal_counts_for_counts_that_differ():
+    from benchmarks.report.tables import params
+
+    assert params({"params": 2_734_808, "trainable_params": 2_694_808}) == "2.73M (2.69M train)"
+    assert params({"params": 8_391_360, "trainable_params": 8_391_160}) == "8.39M (200 never train)"
+    assert params({"params": 8_391_360, "trainable_params": 8_391_360}) == "8.39M"
+    assert params({"params": 8_391_360}) == "8.39M (not probed)"

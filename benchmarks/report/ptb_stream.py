@@ -4,10 +4,10 @@ and what they cost, with the picture of the cache's gain."""
 
 import os
 
-from benchmarks.comparisons import FLOOR, declared
+from benchmarks.comparisons import declared
 from benchmarks.rows import PTB, ROOT
 
-from .statements import compared, gain, gate_note, head, met, pct, spread, standing
+from .statements import compared, gain, gate_note, head, level_within, met, pct, spread, standing
 from .tables import PARAMS, before_the_fix_note, cost, figure, header, label, one_layout, result_json, threads
 
 PICTURE = os.path.join(ROOT, "docs", "ptb_stream.png")
@@ -109,7 +109,7 @@ def cache_sentence(results, cached, versus):
         "behind": "gains less than",
     }
     widest = spread(PTB, results, "test")  # one seed each: the gains differ only past the widest seed range
-    threshold = max(FLOOR, widest.value if widest else 0)
+    threshold = level_within(widest)
     return [
         "The neural cache (nothing trained; window, θ and λ chosen on valid): "
         + "; ".join(

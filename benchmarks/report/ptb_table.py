@@ -3,10 +3,22 @@ declared step from the LSTM to the attentive models stated from the JSON, and th
 
 import os
 
-from benchmarks.comparisons import FLOOR
 from benchmarks.rows import PTB, ROOT, SIZE
 
-from .statements import compared, curve, head, last_fall, mean, models, pct, seed_runs, span, spread, standing
+from .statements import (
+    compared,
+    curve,
+    head,
+    last_fall,
+    level_within,
+    mean,
+    models,
+    pct,
+    seed_runs,
+    span,
+    spread,
+    standing,
+)
 from .tables import (
     PARAMS,
     before_the_fix_note,
@@ -102,7 +114,7 @@ def statement(results):
         transformer = results["fairseq-transformer_lm"]["test_ppl"]
         ours = {n: seed_runs(PTB, results, n) for n in models(PTB) if n in results and not n.startswith("fairseq")}
         widest = spread(PTB, results, "test")
-        threshold = max(FLOOR, widest.value if widest else 0)
+        threshold = level_within(widest)
         ahead = [
             n for n, runs in ours.items() if standing(pct(mean(runs, "test_ppl"), transformer), threshold) == "ahead"
         ]

@@ -93,6 +93,11 @@ def widest(corpus, results, key):
     return max(found, key=lambda s: s.value, default=None)
 
 
+def level_within(widest_range):
+    """What counts as level against ``widest_range`` (a ``Spread`` or None): that range, never under ``FLOOR``."""
+    return max(FLOOR, widest_range.value if widest_range else 0)
+
+
 def spread(corpus, results, split, suffix=""):
     """The widest seed range measured on ``split`` (with the test-time option ``suffix``) on ``corpus``, on that
     option's figures where seeds have them; where ``corpus`` has no seeds, the range of the corpus it borrows
@@ -131,8 +136,8 @@ class Weighed:
         return pct(mean(self.row, self.key(split)), mean(self.base, self.key(split)))
 
     def threshold(self, split):
-        """What counts as level: the widest seed range measured, never under ``FLOOR``."""
-        return max(FLOOR, self.spreads[split].value if self.spreads[split] else 0)
+        """What counts as level on ``split``."""
+        return level_within(self.spreads[split])
 
     def verdict(self, split):
         return standing(self.change(split), self.threshold(split))

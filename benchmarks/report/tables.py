@@ -72,12 +72,17 @@ PARAMS = "params (those that train, where fewer)"  # the header of a column of `
 
 def params(r):
     """The row's parameters, and those that receive a gradient where fewer (``benchmarks.trainable``):
-    ``"2.73M (2.69M train)"``; ``"(not probed)"`` where its JSON has no such count."""
+    ``"2.73M (2.69M train)"``, ``"8.39M (200 never train)"`` where the two round alike; ``"(not probed)"``
+    where its JSON has no such count."""
     nominal = f"{r['params'] / 1e6:.2f}M"
     if "trainable_params" not in r:
         return f"{nominal} (not probed)"
-    trained = r["trainable_params"]
-    return nominal if trained == r["params"] else f"{nominal} ({trained / 1e6:.2f}M train)"
+    trained = f"{r['trainable_params'] / 1e6:.2f}M"
+    if r["trainable_params"] == r["params"]:
+        return nominal
+    if trained == nominal:
+        return f"{nominal} ({r['params'] - r['trainable_params']:,} never train)"
+    return f"{nominal} ({trained} train)"
 
 
 def cost(r):
