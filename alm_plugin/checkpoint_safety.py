@@ -79,10 +79,11 @@ def _explain_unreadable_checkpoints():
                 f"{whole_sentences(str(error))}). Is it a complete checkpoint_*.pt written by "
                 "fairseq-train (not truncated by a full disk or an interrupted copy)?"
             ) from None
-        from .models.checkpoint_fit import check_overrides, fill_options_older_than
+        from .models.checkpoint_fit import check_overrides, fill_options_older_than, hand_to_the_model
 
         check_overrides(state, arg_overrides)
         fill_options_older_than(state, arg_overrides)
+        hand_to_the_model(state)
         forget_saved_test_time_options(state, arg_overrides or {})
         return state
 

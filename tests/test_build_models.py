@@ -143,8 +143,8 @@ def test_model_build_model_with_a_dataclass_config(model_name, data_dir):
         lstm = getattr(model.decoder, "lstm", None) or getattr(model.decoder, "context_lstm")
         assert lstm.hidden_size == config.hidden_size
         check_scores(model, task)
-    # the options recorded with the parameters are the config's
-    recorded = model.saved_options(model.state_dict())
+    # the options recorded with the model are the config's
+    recorded = model.options_record()
     assert recorded["hidden_size"] == 16
     assert dataclasses.is_dataclass(config)
 

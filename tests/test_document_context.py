@@ -453,11 +453,15 @@ def test_a_pointer_checkpoint_from_before_the_sentinel_scale_is_read_at_scale_1(
     state = torch.load(new_path, map_location="cpu", weights_only=False)
     assert state["cfg"]["model"]["_name"] == "pointer_sentinel_lm" and state["cfg"]["model"]["sentinel_scale"] == 0.1
     del state["cfg"]["model"]["sentinel_scale"]  # as saved before the option: no field, no saved option, s as is
-    options = json_lib.loads(bytes(state["model"]["architecture_options"].tolist()).decode("utf-8"))
+    # and as such checkpoints hold the options and the fingerprint: buffers of the state dict
+    entry = state.pop("alm_plugin")
+    options = json_lib.loads(entry["architecture_options"])
     del options["sentinel_scale"]
     state["model"]["architecture_options"] = torch.tensor(
         list(json_lib.dumps(options, sort_keys=True).encode()), dtype=torch.uint8
     )
+    for name, fingerprint in entry["fingerprints"].items():
+        state["model"][name] = torch.tensor(fingerprint, dtype=torch.long)
     state["model"]["decoder.sentinel_vector"] = 0.1 * state["model"]["decoder.sentinel_vector"]
     old_path = tmp_path / "old.pt"
     torch.save(state, old_path)

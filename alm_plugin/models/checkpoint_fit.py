@@ -7,11 +7,19 @@ builds through ``cls.complete_config`` and ``cls.record_options``:
   default (fairseq merges only a model's own name with its dataclass, not a named
   ``--arch``), or, for an option whose default has changed since, the value such old
   checkpoints were trained with (its field's ``default_before_the_option``).
-* ``record_options``: the options that define the function are saved with the parameters
-  (a byte buffer). Loading compares them with the model being built, so a
+* ``record_options``: the options that define the function are kept with the model (JSON text)
+  and saved in the checkpoint beside its parameters (``CHECKPOINT_ENTRY``, with the
+  dictionary's fingerprint). Loading compares them with the model being built, so a
   ``--restore-file``, ``--model-overrides`` or ``fairseq-eval-lm`` run with, say, another
   ``--concat-activation`` is refused by name instead of scoring junk; such options change no
   parameter shape, so nothing else would notice.
+* What the model carries beside its weights stays out of its state dict: fairseq's checkpoint
+  averaging (``scripts/average_checkpoints.py``) sums and divides every entry of the state
+  dict, integers included, and its EMA (``--store-ema``) interpolates every entry. The
+  checkpoint's own dict keeps it (``checkpoint_entry``, written by fairseq's trainer through
+  ``save_beside_the_model``); the loader hands it to the model under the state-dict names that
+  checkpoints saved with it as buffers (a uint8 JSON buffer, an int64 fingerprint) still use
+  (``hand_to_the_model``), so both load and are checked alike.
 * ``check_ranges`` (in ``complete_config``): a negative size, a count below 1 or a dropout
   outside [0, 1] is refused by name before torch fails on it.
 * ``check_overrides`` (called by ``checkpoint_safety``'s loader): an override naming no option
@@ -27,7 +35,6 @@ import difflib
 import functools
 import json
 
-import torch
 from fairseq.dataclass.utils import merge_with_parent
 from omegaconf import DictConfig, OmegaConf, open_dict
 
@@ -38,12 +45,20 @@ from ..option_checks import number
 # checkpoints saved before the option existed were trained with (e.g. --combination-bias)
 DEFAULT_BEFORE_THE_OPTION = "default_before_the_option"
 
-OPTIONS_BUFFER = "architecture_options"
+OPTIONS_BUFFER = "architecture_options"  # its state-dict name in a checkpoint (uint8 JSON in older ones)
+FINGERPRINT = "dictionary_fingerprint"  # a decoder's, under its module's prefix (int64 in older checkpoints)
+CHECKPOINT_ENTRY = "alm_plugin"  # the checkpoint's own entry: {OPTIONS_BUFFER: JSON, "fingerprints": {key: int}}
 
 
 def _may_differ(name: str) -> bool:
     """Options that change training only, not the function of trained parameters."""
-    return "dropout" in name or name in ("init_range", "forget_gate_bias", "attend_dropped_states", "_name")
+    return "dropout" in name or name in (
+        "init_range",
+        "forget_gate_bias",
+        "attend_dropped_states",
+        "share_decoder_input_output_embed",
+        "_name",
+    )
 
 
 def _meaning(name: str, value):
@@ -201,7 +216,7 @@ class CheckpointFitMixin:
 
     @classmethod
     def record_options(cls, model, cfg):
-        """Save the function-defining options of ``cfg`` with the model's parameters."""
+        """Keep the function-defining options of ``cfg`` with the model (saved beside its parameters)."""
         names = getattr(cls, "__dataclass").__dataclass_fields__
         options = {name: getattr(cfg, name) for name in sorted(names) if not _may_differ(name)}
         if OmegaConf.is_config(cfg):
@@ -209,20 +224,37 @@ class CheckpointFitMixin:
                 name: OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
                 for name, value in options.items()
             }
-        encoded = json.dumps(options, sort_keys=True, default=str).encode("utf-8")
-        model.register_buffer(OPTIONS_BUFFER, torch.tensor(list(encoded), dtype=torch.uint8))
+        model.recorded_options = json.dumps(options, sort_keys=True, default=str)
         return model
 
+    def options_record(self) -> dict:
+        """The options this model was built with, as a checkpoint saves them."""
+        return json.loads(self.recorded_options)
+
     def saved_options(self, state_dict):
+        """The options a checkpoint's state dict carries (handed in by the loader, or a buffer of an
+        older checkpoint), or None."""
         saved = state_dict.get(OPTIONS_BUFFER)
-        return None if saved is None else json.loads(bytes(saved.tolist()).decode("utf-8"))
+        if saved is None:
+            return None
+        text = saved if isinstance(saved, str) else bytes(saved.tolist()).decode("utf-8", errors="replace")
+        try:
+            return json.loads(text)
+        except ValueError:
+            raise OptionError(
+                "this checkpoint's options (its architecture_options buffer) are not readable JSON: the buffer "
+                "has been summed or interpolated with other checkpoints' (fairseq's average_checkpoints.py, "
+                "--store-ema). Average checkpoints saved by this version of the plugin, which keeps the options "
+                "outside the state dict."
+            ) from None
 
     def load_state_dict(self, state_dict, strict=True, model_cfg=None, args=None):
-        mine = getattr(self, OPTIONS_BUFFER, None)
-        if mine is not None:
-            saved = self.saved_options(state_dict)
+        state_dict = dict(state_dict)
+        saved = self.saved_options(state_dict)
+        state_dict.pop(OPTIONS_BUFFER, None)
+        if getattr(self, "recorded_options", None) is not None:
             if saved is not None:
-                wanted = self.saved_options({OPTIONS_BUFFER: mine})
+                wanted = self.options_record()
                 # an option newer than the checkpoint: it was trained at the option's old value
                 saved = {
                     **{name: value for name, value in _before_the_option(type(self)).items() if name not in saved},
@@ -244,10 +276,9 @@ class CheckpointFitMixin:
                         f"would score junk: drop {flag} (or the --model-overrides entry), or train "
                         "a new model with it."
                     )
-            state_dict = dict(state_dict)
-            state_dict[OPTIONS_BUFFER] = mine  # its length may differ from an older save's
         if strict:
-            expected, saved_names = set(self.state_dict()), set(state_dict)
+            expected = set(self.state_dict())
+            saved_names = {name for name in state_dict if not name.endswith(FINGERPRINT)}
             missing, unexpected = sorted(expected - saved_names), sorted(saved_names - expected)
             if missing or unexpected:
                 raise OptionError(
@@ -257,3 +288,53 @@ class CheckpointFitMixin:
                     "options; load it with those, or train this one without --restore-file."
                 )
         return super().load_state_dict(state_dict, strict=strict, model_cfg=model_cfg, args=args)
+
+
+def checkpoint_entry(model):
+    """What ``model`` carries beside its weights, for the checkpoint's own dict: its options (JSON
+    text) and each decoder's dictionary fingerprint, under the state-dict names they load by; None
+    for a model that is not ours."""
+    options = getattr(model, "recorded_options", None)
+    if options is None:
+        return None
+    fingerprints = {
+        (name + "." if name else "") + FINGERPRINT: int(getattr(module, FINGERPRINT))
+        for name, module in model.named_modules()
+        if isinstance(getattr(module, FINGERPRINT, None), int)
+    }
+    return {OPTIONS_BUFFER: options, "fingerprints": fingerprints}
+
+
+def hand_to_the_model(state):
+    """A loaded checkpoint's entry (``CHECKPOINT_ENTRY``) put into its model state dict under the names
+    the model's ``load_state_dict`` reads (those older checkpoints hold as buffers), where the checks run."""
+    entry = state.get(CHECKPOINT_ENTRY)
+    if not isinstance(entry, dict) or not isinstance(state.get("model"), dict):
+        return
+    if entry.get(OPTIONS_BUFFER) is not None:
+        state["model"][OPTIONS_BUFFER] = entry[OPTIONS_BUFFER]
+    for name, value in (entry.get("fingerprints") or {}).items():
+        state["model"][name] = value
+
+
+def save_beside_the_model():
+    """fairseq's trainer writes the model's ``checkpoint_entry`` into every checkpoint it saves,
+    beside (not inside) the model's state dict."""
+    from fairseq.trainer import Trainer
+
+    state_dict = Trainer.state_dict
+    if getattr(state_dict, "saves_the_entry", False):  # the plugin may load twice
+        return
+
+    def state_dict_with_the_entry(self):
+        state = state_dict(self)
+        entry = checkpoint_entry(self.get_model())
+        if entry is not None:
+            state[CHECKPOINT_ENTRY] = entry
+        return state
+
+    state_dict_with_the_entry.saves_the_entry = True
+    Trainer.state_dict = state_dict_with_the_entry
+
+
+save_beside_the_model()

@@ -2,11 +2,14 @@
 
 The size of the embedding table only catches a dictionary of another size; the same size
 with other words (another corpus, another threshold) would load silently and score junk.
+The hash is a plain attribute, saved in the checkpoint's own dict beside the state dict
+(``models/checkpoint_fit.py``), where fairseq's checkpoint averaging and EMA leave it whole;
+the loader hands it back under ``<prefix>dictionary_fingerprint``, the name older checkpoints
+hold it under as an int64 buffer.
 """
 
 import hashlib
 
-import torch
 import torch.nn as nn
 
 from ..errors import OptionError
@@ -22,12 +25,10 @@ class DictionaryFingerprint(nn.Module):
     """Mixin for decoders: ``self.register_fingerprint(dictionary)`` in ``__init__``."""
 
     def register_fingerprint(self, dictionary):
-        self.register_buffer(
-            "dictionary_fingerprint", torch.tensor(dictionary_fingerprint(dictionary), dtype=torch.long)
-        )
+        self.dictionary_fingerprint = dictionary_fingerprint(dictionary)
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        saved = state_dict.get(prefix + "dictionary_fingerprint")
+        saved = state_dict.pop(prefix + "dictionary_fingerprint", None)  # torch's loader works on a copy
         if saved is not None and int(saved) != int(self.dictionary_fingerprint):
             raise OptionError(
                 "dictionary mismatch: this checkpoint was trained with another dictionary "
