@@ -10,6 +10,11 @@ its context, and the perplexity would depend on the cut. To truncate training se
 the paper did instead, add fairseq's own ``--shorten-method truncate
 --shorten-data-split-list train``.
 
+``fairseq-eval-lm --context-window N`` works as fairseq defines it: the samples (sentences, with
+``--sample-break-mode eos``) are read in corpus order, each after up to N tokens of the text
+before it (the end of the previous sentences), which are read but not scored; with ``eos`` every
+sample gets all N (``ContextWindow``).
+
 With ``--neural-cache-window N`` (``fairseq-eval-lm``) every split is scored in corpus order,
 each sentence from a fresh state as always, and the neural cache (``modules/neural_cache.py``)
 spans the sentences: the figure does not depend on ``--batch-size``.
@@ -26,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from fairseq import utils
-from fairseq.data import BaseWrapperDataset, MonolingualDataset, TokenBlockDataset
+from fairseq.data import BaseWrapperDataset, LMContextWindowDataset, MonolingualDataset, TokenBlockDataset
 from fairseq.data.shorten_dataset import maybe_shorten_dataset
 from fairseq.tasks import register_task
 from fairseq.tasks.language_modeling import (
@@ -171,7 +176,8 @@ class SentenceLanguageModelingTask(WordLMOptionsMixin, LanguageModelingTask):
 
     def eval_lm_dataloader(self, dataset, *args, context_window=0, num_shards=1, **kwargs):
         """With the neural cache or dynamic evaluation, the sentences in corpus order (the cache spans
-        them; dynamic evaluation adapts after each), one sentence per batch for dynamic evaluation."""
+        them; dynamic evaluation adapts after each), one sentence per batch for dynamic evaluation.
+        With ``--context-window N`` each sample after up to N tokens before it (``ContextWindow``)."""
         options = self.evaluation_options
         if options.in_corpus_order:
             if context_window > 0 or num_shards > 1:
@@ -182,9 +188,9 @@ class SentenceLanguageModelingTask(WordLMOptionsMixin, LanguageModelingTask):
             dataset = CorpusOrder(dataset)
         if options.dynamic is not None:
             kwargs["batch_size"] = 1  # the figure does not depend on the batching: one segment at a time
-        return super().eval_lm_dataloader(
-            dataset, *args, context_window=context_window, num_shards=num_shards, **kwargs
-        )
+        if context_window > 0:
+            dataset = ContextWindow(dataset, context_window, self.source_dictionary.pad())
+        return super().eval_lm_dataloader(dataset, *args, context_window=0, num_shards=num_shards, **kwargs)
 
     def load_dataset(self, split: str, epoch=1, combine=False, **kwargs):
         dataset = load_split(self.args.data, split, self.dictionary, epoch, self.args.dataset_impl, combine)
@@ -288,7 +294,8 @@ def check_sample_lengths(args):
     if tokens is not None and tokens < 1:
         raise OptionError(
             f"--tokens-per-sample {tokens}: a training sample holds at least 1 token (the "
-            "paper: 35; longer sentences are cut into pieces of this many)"
+            "paper: 35; longer sentences are cut into pieces of this many). fairseq-eval-lm "
+            "subtracts --context-window from it: give a --tokens-per-sample above the window"
         )
     eval_tokens = getattr(args, "eval_tokens_per_sample", 0) or 0
     if eval_tokens < 0:
@@ -296,6 +303,22 @@ def check_sample_lengths(args):
             f"--eval-tokens-per-sample {eval_tokens}: give 0 (whole sentences, the default) "
             "or the most tokens per evaluation sample"
         )
+
+
+class ContextWindow(LMContextWindowDataset):
+    """fairseq's ``--context-window`` dataset over this task's samples: each sample read after up to
+    ``context_window`` tokens of the samples before it in corpus order. fairseq bounds a sample and
+    its context by ``--tokens-per-sample`` plus the window; here the bound is the longest sample plus
+    the window, so every sample gets the whole window (a whole sentence may exceed --tokens-per-sample),
+    and a block of ``--sample-break-mode none`` gets what fairseq's ``language_modeling`` gives it."""
+
+    def __init__(self, dataset, context_window, pad_idx):
+        sizes = np.asarray(dataset.sizes)
+        super().__init__(dataset, max(int(sizes.max()) if sizes.size else 0, 1), context_window, pad_idx)
+
+    @property
+    def sizes(self):
+        return self.dataset.sizes
 
 
 class CorpusOrder(BaseWrapperDataset):
