@@ -67,6 +67,10 @@ class RecurrentLMConfig(AdaptiveSoftmaxConfig):
     init_range: float = field(
         default=0.05, metadata={"help": "weights start uniform in [-init_range, init_range], biases at 0 (paper: 0.05)"}
     )
+    share_decoder_input_output_embed: bool = field(
+        default=False,
+        metadata={"help": "accepted as in fairseq's LM recipes: the output layer is always the input embedding"},
+    )
 
 
 @dataclass
