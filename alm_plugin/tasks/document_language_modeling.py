@@ -80,6 +80,19 @@ class DocumentLanguageModelingTask(WordLMOptionsMixin, WordStreamTask):
             )
         return self.attach_evaluation_options(model)
 
+    def build_generator(self, models, args, *rest, **kwargs):
+        """The hub's and fairseq-interactive's prompts are sentences, as fairseq's language_modeling
+        continues them. fairseq-generate loads a split first, here chunks of parallel streams, which
+        are not prompts: refused before its first batch is read."""
+        if any(isinstance(dataset, WordStreamDataset) for dataset in self.datasets.values()):
+            raise OptionError(
+                "fairseq-generate reads a split of --task document_language_modeling as chunks of parallel "
+                "streams, not prompts it can continue: generate with --task sentence_language_modeling (the "
+                "same checkpoint, each sentence a prompt: --prefix-size N keeps its first N words), or type "
+                "prompts into fairseq-interactive --task document_language_modeling"
+            )
+        return super().build_generator(models, args, *rest, **kwargs)
+
     def reading(self, split, training):
         """With dynamic evaluation a split scored is one stream of segments (whatever --batch-size,
         whatever the split's name): one step after each segment, the figure independent of the batching."""
