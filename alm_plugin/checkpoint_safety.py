@@ -80,7 +80,9 @@ def _explain_unreadable_checkpoints():
                 "fairseq-train (not truncated by a full disk or an interrupted copy)?"
             ) from None
         from .models.checkpoint_fit import check_overrides, fill_options_older_than, hand_to_the_model
+        from .shallow_fusion import check_lm_fingerprint
 
+        check_lm_fingerprint(path, state, arg_overrides)
         check_overrides(state, arg_overrides)
         fill_options_older_than(state, arg_overrides)
         hand_to_the_model(state)

@@ -6,11 +6,29 @@ fairseq adds the LM's log-probabilities to the translation model's index by inde
 vocabularies: a dictionary of another size fails with a shape error deep in beam search, one
 of the same size with other words translates silently wrong. The check wraps the
 generator's constructor, so it covers every LM (ours and fairseq's) once the plugin is loaded.
+
+fairseq-generate loads the LM with the translation data directory's ``dict.txt``. Where that
+file is not the dictionary one of our LMs was trained with, the LM does not load (its
+checkpoint's dictionary fingerprint differs): ``check_lm_fingerprint``, called by the plugin's
+checkpoint loader for the ``--lm-path`` of the fairseq-generate run (``fused_lm_path``), names the
+directory's dictionary the LM was trained with, or says it was trained with none of them.
 """
 
+import glob
+import os
+from argparse import Namespace
+
+import fairseq_cli.generate
+from fairseq.data import Dictionary
 from fairseq.sequence_generator import SequenceGenerator
 
 from .errors import OptionError
+from .modules.dictionary_fingerprint import dictionary_fingerprint
+
+TARGET_SIDE_ADVICE = (
+    "Train the language model on target-side text binarised with the target dictionary (fairseq-preprocess "
+    "--only-source --srcdict <data>/dict.<target-lang>.txt), as examples/translation/prepare_multi30k.py does."
+)
 
 
 def check_lm_dictionary(lm_model, target_dictionary) -> None:
@@ -29,11 +47,49 @@ def check_lm_dictionary(lm_model, target_dictionary) -> None:
     raise OptionError(
         f"--lm-path: the language model's dictionary ({len(lm_symbols)} types) is not the "
         f"translation's target dictionary ({len(target_symbols)} types); they first differ at "
-        f"index {first} ({symbol(lm_symbols)} vs {symbol(target_symbols)}). Train the language "
-        "model on target-side text binarised with the target dictionary (fairseq-preprocess "
-        "--only-source --srcdict <data>/dict.<target-lang>.txt), as "
-        "examples/translation/prepare_multi30k.py does."
+        f"index {first} ({symbol(lm_symbols)} vs {symbol(target_symbols)}). " + TARGET_SIDE_ADVICE
     )
+
+
+fused_lm_path = None  # the --lm-path of the fairseq-generate run in progress
+
+
+def check_lm_fingerprint(path, state, overrides) -> None:
+    """For the ``--lm-path`` checkpoint of a fairseq-generate run: refuse, before the LM is built, one
+    whose dictionary fingerprints differ from the data directory's ``dict.txt``, which fairseq gives it."""
+    if fused_lm_path is None or not os.path.exists(path) or not os.path.exists(fused_lm_path):
+        return
+    if not os.path.samefile(path, fused_lm_path):
+        return
+    data = (overrides or {}).get("data")
+    saved = set(((state.get("alm_plugin") or {}).get("fingerprints") or {}).values())
+    saved |= {
+        int(value) for name, value in (state.get("model") or {}).items() if name.endswith("dictionary_fingerprint")
+    }
+    given = os.path.join(str(data), "dict.txt")
+    if not data or not saved or not os.path.isfile(given):
+        return
+    if fingerprint_of(given) in saved:
+        return
+    files = sorted(glob.glob(os.path.join(str(data), "dict.*.txt")))
+    own = [os.path.basename(f) for f in files if fingerprint_of(f) in saved]
+    copies = [os.path.basename(f) for f in files if fingerprint_of(f) == fingerprint_of(given)]
+    problem = f"--lm-path: the language model's dictionary is not {given}, which fairseq-generate gives it" + (
+        f" (a copy of {copies[0]})" if copies else ""
+    )
+    if own:
+        raise OptionError(
+            f"{problem}: the model was trained with {own[0]}. If that is the translation's target dictionary, "
+            f"copy it to {given}; if not, the model does not fit this translation. " + TARGET_SIDE_ADVICE
+        )
+    raise OptionError(
+        f"{problem}, nor any of {data}'s dictionaries ({', '.join(os.path.basename(f) for f in files)}), so it is "
+        "not the translation's target dictionary. " + TARGET_SIDE_ADVICE
+    )
+
+
+def fingerprint_of(path) -> int:
+    return dictionary_fingerprint(Dictionary.load(path))
 
 
 _unchecked_init = SequenceGenerator.__init__
@@ -47,3 +103,20 @@ def _checked_init(self, models, tgt_dict, *args, lm_model=None, **kwargs):
 
 if getattr(SequenceGenerator.__init__, "__name__", "") != "_checked_init":  # the plugin may load twice
     SequenceGenerator.__init__ = _checked_init
+
+
+_generate_main = fairseq_cli.generate.main
+
+
+def _generate_noting_the_lm(cfg):
+    global fused_lm_path
+    lm_path = getattr(cfg, "lm_path", None) if isinstance(cfg, Namespace) else cfg.generation.lm_path
+    fused_lm_path = lm_path
+    try:
+        return _generate_main(cfg)
+    finally:
+        fused_lm_path = None
+
+
+if getattr(fairseq_cli.generate.main, "__name__", "") != "_generate_noting_the_lm":  # the plugin may load twice
+    fairseq_cli.generate.main = _generate_noting_the_lm

@@ -349,9 +349,13 @@ def test_shallow_fusion_with_lm_path_and_its_dictionary_check(corpus, nmt, lm, t
     code, output = run(*generate, "--lm-path", tmp_path / "ckpt-de" / "checkpoint_last.pt", check=False)
     assert code != 0 and "the language model's dictionary (" in output and "is not the translation's target" in output
 
-    # the target-side LM with a dict.txt that is not its own: the checkpoint's fingerprint says so
+    # the target-side LM with a dict.txt that is not its own: the checkpoint's fingerprint says so, in
+    # --lm-path's words (the LM's dictionary is read from the translation data directory), naming its own
     code, output = run(*generate, "--lm-path", lm / "checkpoint_best.pt", check=False)
-    assert code != 0 and "dictionary mismatch" in output
+    last = output.strip().splitlines()[-1]
+    assert code != 0 and last.startswith("fairseq-generate: error: --lm-path: the language model's dictionary is not ")
+    assert "(a copy of dict.de.txt): the model was trained with dict.en.txt" in last, last
+    assert "dictionary mismatch" not in output
 
     os.remove(source_side / "dict.txt")
     code, output = run(*generate, "--lm-path", lm / "checkpoint_best.pt", check=False)
