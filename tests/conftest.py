@@ -61,15 +61,15 @@ def random_tokens(dictionary, bsz, length, generator=None):
     return torch.randint(dictionary.nspecial, len(dictionary), (bsz, length), generator=generator)
 
 
-def short_split(root, lines, name="valid"):
-    """``root`` with the sample's dictionary and a ``name`` split of the valid split's first ``lines``
+def short_split(root, lines, name="valid", source="valid"):
+    """``root`` with the sample's dictionary and a ``name`` split of the ``source`` split's first ``lines``
     lines (0: a split binarised from an empty text, whose .bin is empty, as fairseq-preprocess writes it)."""
     from fairseq.data import data_utils, indexed_dataset
 
     os.makedirs(root, exist_ok=True)
     shutil.copy(os.path.join(SAMPLE_DATA, "dict.txt"), root)
     d = Dictionary.load(os.path.join(SAMPLE_DATA, "dict.txt"))
-    valid = data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "valid"), d)
+    valid = data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, source), d)
     builder = indexed_dataset.make_builder(os.path.join(root, f"{name}.bin"), impl="mmap", vocab_size=len(d))
     for i in range(lines):
         builder.add_item(valid[i])
