@@ -17,6 +17,12 @@ SAFE_CHECKPOINT_TYPES = [argparse.Namespace]
 torch.serialization.add_safe_globals(SAFE_CHECKPOINT_TYPES)
 
 
+def read_checkpoint(path):
+    """A checkpoint's saved state read as data (``weights_only=True``): a file holding any other
+    object (a pickle that would run code when loaded) is refused by torch's ``UnpicklingError``."""
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
 TEST_TIME_OPTIONS = ("neural_cache_theta", "neural_cache_lambda")
 
 

@@ -83,9 +83,15 @@ def option(row, *flags):
 def checkpoint_state(path):
     """fairseq's bookkeeping in a checkpoint: the epoch it closed, the training time so far, and the model's
     settings (its architecture's defaults filled in)."""
-    import torch
+    from alm_plugin.checkpoint_safety import read_checkpoint
 
-    saved = torch.load(path, map_location="cpu", weights_only=False)
+    try:
+        saved = read_checkpoint(path)
+    except Exception as error:  # a truncated file, or one holding objects other than a checkpoint's
+        sys.exit(
+            f"{path} could not be read as a fairseq checkpoint ({error.__class__.__name__}): "
+            "move it aside and train the row again"
+        )
     state, model = saved["extra_state"], saved["cfg"]["model"]
     iterator = state["train_iterator"]
     # saved at the end of an epoch, the iterator already points at the next one

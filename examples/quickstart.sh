@@ -8,6 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SAVE=${SAVE_DIR:-checkpoints/quickstart}
 EPOCHS=${EPOCHS:-8}
+[[ $EPOCHS =~ ^[1-9][0-9]*$ ]] || { echo "quickstart.sh: EPOCHS=$EPOCHS: give a whole number of epochs (e.g. 8)" >&2; exit 2; }
 mkdir -p "$SAVE"
 
 fail() { echo "failed: see $1 (last lines below)" >&2; tail -n 20 "$1" >&2; exit 1; }
@@ -54,15 +55,22 @@ train() {  # fairseq-train in the background, one line shown per finished epoch
   echo "  trained in $(( $(date +%s) - start )) s"
 }
 
-# the epochs a checkpoint in $SAVE has finished (0: none; fairseq-train resumes from it)
-trained=$(python3 -c "import sys, torch
-print(torch.load(sys.argv[1], map_location='cpu', weights_only=False)['extra_state']['train_iterator']['epoch'] - 1)" \
-  "$SAVE/checkpoint_last.pt" 2>/dev/null || echo 0)
-if [ "$trained" -ge "$EPOCHS" ]; then
-  echo "Found a model trained for $trained epochs in $SAVE: training skipped (to train again: rm -r $SAVE)."
-else
-  train
-fi
+# a checkpoint in $SAVE is used only if it is the quickstart's own (read as data, never unpickled): else it is
+# set aside, and the model trained from the start
+found=$(python3 examples/quickstart_checkpoint.py "$SAVE" "$EPOCHS" 2> "$SAVE/check.log") || fail "$SAVE/check.log"
+case $found in
+  done\ *)
+    echo "Found a model trained for ${found#done } epochs in $SAVE: training skipped (to train again: rm -r $SAVE)." ;;
+  resume\ *)
+    echo "Found the quickstart's model trained for ${found#resume } of $EPOCHS epochs in $SAVE: resumed."
+    train ;;
+  other\ *)
+    aside=$SAVE/set-aside-$(date +%Y%m%d-%H%M%S)
+    mkdir "$aside" && mv "$SAVE"/checkpoint*.pt "$aside"/
+    echo "Not the quickstart's model: ${found#other }: training from the start (it is kept in $aside)."
+    train ;;
+  *) train ;;
+esac
 
 fairseq-eval-lm data-bin/wikitext-2-sample --user-dir alm_plugin --task sentence_language_modeling \
   --path "$SAVE/checkpoint_best.pt" --gen-subset test --batch-size 32 --cpu > "$SAVE/eval.log" 2>&1 \

@@ -186,7 +186,7 @@ def test_cache_grid_reads_sentences_as_eval_lm_does_whatever_training_validated_
     """A checkpoint trained with --eval-tokens-per-sample N keeps N in its task config; the grid,
     like fairseq-eval-lm, scores whole sentences unless told otherwise (else its choice and its
     valid figures would be on another reading than eval-lm's, silently)."""
-    state = torch.load(sentence_model, map_location="cpu", weights_only=False)
+    state = torch.load(sentence_model, map_location="cpu", weights_only=True)
     state["cfg"]["task"]["eval_tokens_per_sample"] = 4
     cut = tmp_path / "cut.pt"
     torch.save(state, cut)
@@ -450,7 +450,7 @@ def test_a_pointer_checkpoint_from_before_the_sentinel_scale_is_read_at_scale_1(
 
     root, _ = stream_models
     new_path = root / "pointer_sentinel_lm" / "checkpoint_last.pt"
-    state = torch.load(new_path, map_location="cpu", weights_only=False)
+    state = torch.load(new_path, map_location="cpu", weights_only=True)
     assert state["cfg"]["model"]["_name"] == "pointer_sentinel_lm" and state["cfg"]["model"]["sentinel_scale"] == 0.1
     del state["cfg"]["model"]["sentinel_scale"]  # as saved before the option: no field, no saved option, s as is
     # and as such checkpoints hold the options and the fingerprint: buffers of the state dict

@@ -470,7 +470,9 @@ def test_allowlist_lets_safe_loading_read_fairseq_namespace_checkpoints(tmp_path
     )
     checkpoint = str(tmp_path / "checkpoint_last.pt")
     plain = subprocess.run(
-        [sys.executable, "-c", f"import torch; torch.load({checkpoint!r})"], capture_output=True, text=True
+        [sys.executable, "-c", f"import torch; torch.load({checkpoint!r})"],  # the default: weights_only=True
+        capture_output=True,
+        text=True,
     )
     assert plain.returncode != 0 and "Weights only load failed" in plain.stderr
     state = torch.load(checkpoint, weights_only=True)  # conftest imported alm_plugin

@@ -76,7 +76,7 @@ def train(data, args, world, save_dir):
 
 
 def parameters(save_dir):
-    state = torch.load(os.path.join(save_dir, "checkpoint_last.pt"), weights_only=False)
+    state = torch.load(os.path.join(save_dir, "checkpoint_last.pt"), weights_only=True)
     return state["model"], state["optimizer_history"][-1]["num_updates"]
 
 

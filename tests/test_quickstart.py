@@ -1,21 +1,49 @@
-"""examples/quickstart.sh run again: a model already trained for its epochs is not trained again,
-the run says so in one line and how to train again, and still prints the test perplexity."""
+"""examples/quickstart.sh run again: a model already trained for its epochs is not trained again, the run
+says so in one line and how to train again, and still prints the test perplexity; a checkpoint that is not
+the quickstart's own (another architecture, task, data or epochs; a file that is no checkpoint) is set aside,
+said why, and the model trained from the start; the checkpoint is read as data, never unpickled."""
 
 import os
+import runpy
 import subprocess
+import sys
 
+import pytest
 import torch
 from conftest import ROOT
 
+QUICKSTART_CHECK = os.path.join(ROOT, "examples", "quickstart_checkpoint.py")
 
-def test_a_rerun_skips_training_and_says_how_to_train_again(tiny_attentive, tmp_path):
-    state = torch.load(tiny_attentive[0], map_location="cpu", weights_only=False)
-    state["extra_state"]["train_iterator"]["epoch"] = 9  # 8 epochs finished: the next would be the 9th
-    save = tmp_path / "quickstart"
-    save.mkdir()
+
+def quickstart_state(tiny_attentive, epochs=8):
+    """A tiny model's checkpoint made to say what the quickstart trains: its architecture, task, data and
+    ``epochs`` finished."""
+    state = torch.load(tiny_attentive[0], map_location="cpu", weights_only=True)
+    state["cfg"]["model"]["_name"] = "attentive_lm_small"
+    state["cfg"]["model"]["attention_score"] = "single"
+    state["cfg"]["task"]["data"] = "data-bin/wikitext-2-sample"
+    state["extra_state"]["train_iterator"]["epoch"] = epochs + 1  # the next epoch would be the (epochs + 1)th
+    return state
+
+
+def save_as_quickstart(state, save):
+    save.mkdir(exist_ok=True)
     for name in ("checkpoint_last.pt", "checkpoint_best.pt"):
         torch.save(state, save / name)
-    env = {**os.environ, "SKIP_INSTALL": "1", "SAVE_DIR": str(save), "EPOCHS": "8"}
+
+
+def check(save, epochs, capsys, monkeypatch):
+    """What examples/quickstart_checkpoint.py prints for ``save`` (run in this process, from the root)."""
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(sys, "argv", [QUICKSTART_CHECK, str(save), str(epochs)])
+    runpy.run_path(QUICKSTART_CHECK, run_name="__main__")
+    return capsys.readouterr().out.strip()
+
+
+def test_a_rerun_skips_training_and_says_how_to_train_again(tiny_attentive, tmp_path):
+    save = tmp_path / "quickstart"
+    save_as_quickstart(quickstart_state(tiny_attentive), save)
+    env = {**os.environ, "SKIP_INSTALL": "1", "SAVE_DIR": str(save), "EPOCHS": "8", "PYTHONPATH": ROOT}
     done = subprocess.run(
         ["bash", "examples/quickstart.sh"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
     )
@@ -25,3 +53,57 @@ def test_a_rerun_skips_training_and_says_how_to_train_again(tiny_attentive, tmp_
     )
     assert "Training attentive_lm_small" not in done.stdout and not (save / "train.log").exists()
     assert "Test perplexity (fairseq-eval-lm, every word and </s> counted): " in done.stdout
+
+
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        (lambda s: s["cfg"]["model"].update(_name="alm_lstm_small"), "is a alm_lstm_small"),
+        (lambda s: s["cfg"]["model"].update(attention_score="combined"), "(attention score combined)"),
+        (lambda s: s["cfg"]["task"].update(_name="document_language_modeling"), "--task document_language_modeling"),
+        (lambda s: s["cfg"]["task"].update(data="data-bin/other"), "was trained on data-bin/other"),
+        (lambda s: s["model"].update({"decoder.dictionary_fingerprint": torch.tensor(7)}), "(its dictionary)"),
+        (lambda s: s["extra_state"]["train_iterator"].update(epoch=12), "trained for 11 epochs, more than the 8"),
+    ],
+)
+def test_a_checkpoint_not_the_quickstarts_own_is_not_reused(
+    tiny_attentive, tmp_path, capsys, monkeypatch, change, says
+):
+    """Before: any checkpoint_last.pt of 8 epochs or more was taken as the quickstart's model, whatever its
+    architecture, task or data, and its perplexity printed as the quickstart's."""
+    state = quickstart_state(tiny_attentive)
+    save_as_quickstart(state, tmp_path / "own")
+    assert check(tmp_path / "own", 8, capsys, monkeypatch) == "done 8"
+    assert check(tmp_path / "own", 9, capsys, monkeypatch) == "resume 8"
+    change(state)
+    save_as_quickstart(state, tmp_path / "other")
+    line = check(tmp_path / "other", 8, capsys, monkeypatch)
+    assert line.startswith(f"other {tmp_path / 'other' / 'checkpoint_last.pt'} ") and says in line, line
+
+
+def test_the_quickstart_sets_a_foreign_checkpoint_aside_and_trains_from_the_start(tmp_path):
+    """The script's side, with fairseq-train and fairseq-eval-lm stood in for: the reason said in one line,
+    the checkpoints moved aside whole, the training run."""
+    save = tmp_path / "quickstart"
+    save.mkdir()
+    (save / "checkpoint_last.pt").write_bytes(b"not a checkpoint")
+    (save / "checkpoint_best.pt").write_bytes(b"best")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool, says in (("fairseq-train", "trained"), ("fairseq-eval-lm", "Perplexity: 12.5")):
+        (bin_dir / tool).write_text(f"#!/bin/sh\necho '{says}'\n")
+        (bin_dir / tool).chmod(0o755)
+    env = {**os.environ, "SKIP_INSTALL": "1", "SAVE_DIR": str(save), "EPOCHS": "1", "PYTHONPATH": ROOT}
+    env["PATH"] = f"{bin_dir}:{env['PATH']}"
+    done = subprocess.run(
+        ["bash", "examples/quickstart.sh"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    aside = [name for name in os.listdir(save) if name.startswith("set-aside-")]
+    assert len(aside) == 1 and sorted(os.listdir(save / aside[0])) == ["checkpoint_best.pt", "checkpoint_last.pt"]
+    assert (save / aside[0] / "checkpoint_last.pt").read_bytes() == b"not a checkpoint"
+    assert (
+        f"Not the quickstart's model: {save / 'checkpoint_last.pt'} is not a checkpoint read as data "
+        f"(UnpicklingError): training from the start (it is kept in {save / aside[0]})."
+    ) in done.stdout
+    assert "Training attentive_lm_small" in done.stdout and "Test perplexity" in done.stdout
