@@ -218,3 +218,93 @@ def test_the_paper_steps_record_holds_the_rows_epoch_seconds_and_the_gpus_busy_s
     assert record["rows_side_by_side"] == 2 and record["gpu_busy_percent"] == 95.0
     assert record["rows"]["lstm"]["seconds_per_epoch"] == 17.2 and record["rows"]["single"]["state"] is None
     assert paper_record.record(progress, ["lstm"], str(tmp_path / "none.txt"))["gpu_busy_percent"] is None
+
+
+def test_a_planted_restarts_file_is_read_as_a_count_never_run(tmp_path):
+    """Before: run.sh evaluated a row's .restarts as bash arithmetic: `PPID[$(cmd)]` there ran cmd."""
+    from benchmarks.rows import PTB_PAPER
+
+    committed = {path[:-5] for path in os.listdir(os.path.join(ROOT, "benchmarks", "results", "ptb-paper"))}
+    row = next(name for name in PTB_PAPER.rows if name not in committed)
+    work = tmp_path / "work"
+    (work / "paper").mkdir(parents=True)
+    marker = tmp_path / "code-ran"
+    (work / "paper" / f"{row}.restarts").write_text(f"PPID[$(touch {marker})]\n")
+    env = {
+        "ALM_GPU_RESULTS": str(tmp_path / "results"),
+        "ALM_GPU_WORK": str(work),
+        "GPU_RUN_BUDGET": "1",
+        "PYTHON": "true",
+    }
+    proc = run_sh("--dry-run", "paper", env={**env, "PAPER_ROWS_PER_COMMAND": "1"})
+    assert f"the queue's next 1 (PAPER_ROWS_PER_COMMAND): {row}" in proc.stdout, proc.stdout + proc.stderr
+    assert not marker.exists()
+
+
+def refused_before_anything(proc, message, *untouched):
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stdout == "" and proc.stderr.strip().splitlines() == [proc.stderr.strip()] and message in proc.stderr
+    for path in untouched:
+        assert not os.path.exists(path), path
+
+
+@pytest.mark.parametrize("how", ["writable by others", "a link", "a file"])
+def test_a_work_folder_others_could_plant_files_in_is_refused(tmp_path, how):
+    """Before: the work folder was a fixed /tmp/alm_gpu_run (a dry run's /tmp/alm_gpu_dry/work), its files read as
+    the run's own: a planted row's figures were copied into the results."""
+    work = tmp_path / "work"
+    if how == "writable by others":
+        work.mkdir()
+        work.chmod(0o777)
+    elif how == "a link":
+        (tmp_path / "elsewhere").mkdir()
+        work.symlink_to(tmp_path / "elsewhere")
+    else:
+        work.write_text("")
+    proc = run_sh("--dry-run", "install", env={"ALM_GPU_RESULTS": str(tmp_path / "results"), "ALM_GPU_WORK": str(work)})
+    refused_before_anything(proc, f"ALM_GPU_WORK={work} is not a folder of yours that only you can write to")
+    assert not (tmp_path / "results").exists()
+
+
+def test_the_work_folder_is_made_fresh_and_recorded_for_the_next_command(tmp_path):
+    """No ALM_GPU_WORK: the first command makes one (mktemp -d) and records it; the next reuses it; a recorded
+    folder others can write to is not used."""
+    env = {
+        "HOME": str(tmp_path / "home"),
+        "TMPDIR": str(tmp_path),
+        "GPU_RUN_BUDGET": "1",
+        "XDG_STATE_HOME": "",
+        "PYTHON": "true",
+    }
+    first = run_sh("--dry-run", "install", env=env)
+    work = re.search(r"logs in (\S+)/logs", first.stdout).group(1)
+    assert os.path.dirname(work) == str(tmp_path) and os.stat(work).st_mode & 0o077 == 0
+    assert (tmp_path / "home" / ".local" / "state" / "alm_gpu" / "work-dry").read_text().strip() == work
+    second = run_sh("--dry-run", "install", env=env)
+    assert f"logs in {work}/logs" in second.stdout
+    os.chmod(work, 0o777)
+    third = run_sh("--dry-run", "install", env=env)
+    assert f"logs in {work}/logs" not in third.stdout and "logs in " in third.stdout
+
+
+@pytest.mark.parametrize(
+    "args, results, message",
+    [
+        (["--dry-run", "install"], "a file", "ALM_GPU_RESULTS={results} is not a folder: give a folder"),
+        (["--dry-run", "paper", "lstm"], "committed", "is inside benchmarks/results, the committed results"),
+        (["--dry-run", "paper", "lstm single"], "fresh", "unknown step lstm single:"),
+        (["--dry-run", "paper", "lstm-matched", "lstm-matched"], "fresh", "paper: lstm-matched named twice"),
+    ],
+)
+def test_a_results_folder_or_row_that_would_lose_or_muddle_results_is_refused(tmp_path, args, results, message):
+    """Before: ALM_GPU_RESULTS naming a file wrote /summary.txt and /paper/ at the root; a dry run into
+    benchmarks/results/ptb-paper replaced the committed row; 'lstm single' was taken for a row; a row named
+    twice trained twice side by side."""
+    committed = os.path.join(ROOT, "benchmarks", "results", "ptb-paper")
+    folder = {"a file": str(tmp_path / "results.txt"), "committed": committed}.get(results, str(tmp_path / "res"))
+    if results == "a file":
+        open(folder, "w").close()
+    before = sorted(os.listdir(committed))
+    proc = run_sh(*args, env={"ALM_GPU_RESULTS": folder, "ALM_GPU_WORK": str(tmp_path / "work")})
+    refused_before_anything(proc, message.format(results=folder), tmp_path / "work", tmp_path / "res")
+    assert sorted(os.listdir(committed)) == before

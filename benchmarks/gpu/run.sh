@@ -35,6 +35,7 @@ PAPER_ROWS_PER_COMMAND=${PAPER_ROWS_PER_COMMAND:-2}
 # the timing step's plugins with the host levers off: before the syncs were taken out, and before the mends
 declare -A TIMING_PLUGINS=([before]=b6545b6 [no-syncs]=adb44ed)
 DRY=0; PREPARE=0; CUT=0; WANT=(); PAPER_ROWS=()
+one_of() { local word=$1 known; shift; for known in "$@"; do [[ $word == "$known" ]] && return 0; done; return 1; }
 for arg in "$@"; do
   case $arg in
     --dry-run) DRY=1 ;;
@@ -42,8 +43,11 @@ for arg in "$@"; do
     --cut) CUT=1 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     -*) echo "run.sh: unknown option $arg (--dry-run, --prepare, --cut, --help)" >&2; exit 2 ;;
-    *) if [[ " ${STEPS_KNOWN[*]} " == *" $arg "* ]]; then WANT+=("$arg")
-       elif [[ " ${WANT[*]:-} " == *" paper "* && " ${PAPER_ROWS_KNOWN[*]} " == *" $arg "* ]]; then PAPER_ROWS+=("$arg")
+    *) if one_of "$arg" "${STEPS_KNOWN[@]}"; then WANT+=("$arg")
+       elif one_of paper "${WANT[@]}" && one_of "$arg" "${PAPER_ROWS_KNOWN[@]}"; then
+         if one_of "$arg" "${PAPER_ROWS[@]}"; then
+           echo "run.sh: paper: $arg named twice: name each row once" >&2; exit 2; fi
+         PAPER_ROWS+=("$arg")
        else echo "run.sh: unknown step $arg: ${STEPS_KNOWN[*]}" \
               "(paper's rows: ${PAPER_ROWS_KNOWN[*]})" >&2; exit 2; fi ;;
   esac
@@ -60,14 +64,12 @@ fi
 T0=$(date +%s)
 now() { echo $(( $(date +%s) - T0 )); }
 if (( DRY )); then
-  RESULTS=${ALM_GPU_RESULTS:-${TMPDIR:-/tmp}/alm_gpu_dry/results}
-  WORK=${ALM_GPU_WORK:-${TMPDIR:-/tmp}/alm_gpu_dry/work}
+  RESULTS=${ALM_GPU_RESULTS:-}   # none given: the work folder's results/
   declare -A BUDGET=([install]=30 [tests]=200 [cli]=330 [speed]=300 [char]=300 [fairseq-speed]=300
                      [timing]=240 [paper]=280)
   TOTAL=${GPU_RUN_BUDGET:-900}
 else
   RESULTS=${ALM_GPU_RESULTS:-benchmarks/results/gpu}
-  WORK=${ALM_GPU_WORK:-${TMPDIR:-/tmp}/alm_gpu_run}
   declare -A BUDGET=([install]=60 [tests]=100 [cli]=240 [speed]=130 [char]=300 [fairseq-speed]=300
                      [timing]=360 [paper]=565)
   # paper is a command of its own (a device command may take 600 s)
@@ -82,14 +84,61 @@ for s in "${STEPS_KNOWN[@]}"; do
   if [[ -n ${!var:-} ]]; then seconds "$var" "${!var}" "${BUDGET[$s]}"; BUDGET[$s]=$(( 10#${!var} )); fi
 done
 TOTAL=$(( 10#$TOTAL ))
+
+# The work folder outlives a command (paper's rows train on, the next command reads them; an install's
+# fallback site): the caller's (ALM_GPU_WORK), else the one this user's earlier command made (mktemp -d)
+# and recorded in $RECORD. A folder read from is this user's own, not a link, and writable by no one else
+# (a file planted there would be read as the run's own); a file read back is parsed as data (digits).
+own_folder() {  # PATH
+  local mode
+  [[ -d $1 && ! -L $1 && -O $1 ]] && mode=$(stat -c %a "$1") && [[ $mode =~ ^[0-7]+$ ]] && (( (8#$mode & 8#022) == 0 ))
+}
+count_in() {  # FILE DEFAULT: the whole number FILE holds (its first line, digits only), else DEFAULT
+  local line=""
+  [[ -f $1 ]] || { echo "$2"; return; }
+  IFS= read -r line < "$1" 2>/dev/null
+  [[ $line =~ ^[0-9]{1,9}$ ]] && echo $(( 10#$line )) || echo "$2"
+}
+STATE=${XDG_STATE_HOME:-${HOME:-/nonexistent}/.local/state}/alm_gpu
+RECORD=$STATE/work$( (( DRY )) && echo -dry)
+if [[ -n ${ALM_GPU_WORK:-} ]]; then
+  WORK=$ALM_GPU_WORK
+  if [[ -e $WORK || -L $WORK ]] && ! own_folder "$WORK"; then
+    echo "run.sh: ALM_GPU_WORK=$WORK is not a folder of yours that only you can write to (a file planted" \
+         "there would be read as the run's own): give another folder, or chmod go-w it" >&2
+    exit 2
+  fi
+else
+  WORK=""   # made by the run (mktemp -d) and recorded
+  if [[ -f $RECORD && ! -L $RECORD && -O $RECORD ]] && own_folder "$STATE" && own_folder "$(dirname "$STATE")" \
+     && [[ $(stat -c %a "$RECORD") =~ ^[0-7]*[0145][0145]$ ]]; then
+    IFS= read -r WORK < "$RECORD"
+    [[ $WORK == /* ]] && own_folder "$WORK" || WORK=""
+  fi
+fi
+# the results folder: a folder that takes files (made if missing); a dry run's never the committed results
+if [[ -n $RESULTS ]]; then
+  if [[ -e $RESULTS && ! -d $RESULTS ]]; then
+    echo "run.sh: ALM_GPU_RESULTS=$RESULTS is not a folder: give a folder (made if missing)" >&2; exit 2
+  fi
+  if (( DRY )) && [[ $(realpath -m "$RESULTS")/ == "$(realpath -m benchmarks/results)"/* ]]; then
+    echo "run.sh: ALM_GPU_RESULTS=$RESULTS is inside benchmarks/results, the committed results: a dry run's" \
+         "figures would replace them; give a folder outside it" >&2
+    exit 2
+  fi
+  if [[ -d $RESULTS ]] && ! { trial=$(mktemp -p "$RESULTS" .run.XXXXXX 2>/dev/null) && rm -f "$trial"; }; then
+    echo "run.sh: ALM_GPU_RESULTS=$RESULTS takes no new file (read-only?): give a folder you can write to" >&2
+    exit 2
+  fi
+fi
 # paper with no rows named: the queue's first rows with no JSON (committed, or made by an earlier command
 # here), a row that stopped twice without one left out; none left: nothing for paper to do
 if [[ " ${WANT[*]:-} " == *" paper "* ]] && (( ! ${#PAPER_ROWS[@]} )); then
   made=$WORK/paper/results/ptb-paper$( (( DRY )) && echo -dry)
   for row in "${PAPER_ROWS_KNOWN[@]}"; do
     (( ${#PAPER_ROWS[@]} < PAPER_ROWS_PER_COMMAND )) || break
-    [[ -f benchmarks/results/ptb-paper/$row.json || -f $made/$row.json ]] && continue
-    if (( $(cat "$WORK/paper/$row.restarts" 2>/dev/null || echo 0) >= 2 )); then
+    [[ -f benchmarks/results/ptb-paper/$row.json || ( -n $WORK && -f $made/$row.json ) ]] && continue
+    if [[ -n $WORK ]] && (( $(count_in "$WORK/paper/$row.restarts" 0) >= 2 )); then
       echo "run.sh: paper: $row stopped twice without its JSON (its log: $WORK/logs/paper_$row.log): left out"
       continue
     fi
@@ -106,7 +155,7 @@ fi
 # paper's first command on a fresh machine installs first
 if [[ " ${WANT[*]:-} " == *" paper "* && " ${WANT[*]} " != *" install "* ]] && (( ! DRY )) \
    && ! $PY -c "import fairseq, alm_plugin" 2>/dev/null \
-   && [[ ! -f $WORK/site/.alm_fallback ]]; then
+   && [[ -z $WORK || ! -f $WORK/site/.alm_fallback ]]; then
   WANT+=(install)
 fi
 STEPS=()  # the canonical order
@@ -124,7 +173,7 @@ if (( ! DRY && ${#ON_GPU[@]} )) && ! nvidia-smi -L 2>/dev/null | grep -q '^GPU' 
 fi
 
 SUMMARY=/dev/null   # until a step runs (--prepare alone writes no results)
-SITE=$WORK/site
+SITE=""   # $WORK/site, once the work folder is settled
 PRODUCED=()   # this run's result files, for $OUT
 export PYTHONUNBUFFERED=1
 say() { echo "[$(now)s] $*" | tee -a "$SUMMARY"; }
@@ -228,7 +277,6 @@ ptb_data() {  # wait for the background binarisation (in this shell: a $(...) ca
 # the console scripts (fairseq-train, alm-score) pip puts beside this Python, also where it is not on PATH
 PYBIN=$($PY -c 'import os, sys; print(os.path.dirname(sys.executable))' 2>/dev/null) && export PATH=$PYBIN:$PATH
 use_site() { export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH} PATH=$SITE/bin:$PATH; }
-[[ -f $SITE/.alm_fallback ]] && use_site   # an earlier call on this machine installed there
 
 step_install() {
   local limit=$1
@@ -413,7 +461,7 @@ step_paper() {
   local save=$WORK/paper out=$WORK/paper/results/$corpus table=(-m benchmarks.table --corpus "$corpus")
   mkdir -p "$save" "$out"
   running() {  # its process is alive (an init that does not reap would leave a zombie: state Z)
-    local pid; pid=$(cat "$save/$1.pid" 2>/dev/null) && [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null \
+    local pid; pid=$(count_in "$save/$1.pid" 0) && (( pid > 1 )) && kill -0 "$pid" 2>/dev/null \
       && [[ $(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null) != Z ]]
   }
   launch() {  # ROW [--cut]: a process of its own session, so it outlives this command
@@ -422,11 +470,11 @@ step_paper() {
     echo $! > "$save/$1.pid"
   }
   for row in "${PAPER_ROWS[@]}"; do
-    local restarts; restarts=$(cat "$save/$row.restarts" 2>/dev/null || echo 0)
+    local restarts; restarts=$(count_in "$save/$row.restarts" 0)  # not a count: as none
     if [[ -f $out/$row.json ]]; then say "paper: $row done already"
     elif running "$row"; then say "paper: $row still running (started by an earlier command)"
     elif [[ -f $save/$row.pid ]] && (( restarts < 2 )); then  # ended by a fault or a kill: started again, resuming
-      kill -- "-$(cat "$save/$row.pid")" 2>/dev/null  # its children too
+      pid=$(count_in "$save/$row.pid" 0); (( pid > 1 )) && kill -- "-$pid" 2>/dev/null  # its children too
       echo $(( restarts + 1 )) > "$save/$row.restarts"
       say "paper: $row had stopped without its JSON ($(tail -1 "$LOGS/paper_$row.log" 2>/dev/null)): started again"
       launch "$row" $([[ -f $save/$row.cut ]] && echo --cut)
@@ -456,12 +504,13 @@ step_paper() {
       for row in "${waiting[@]}"; do
         [[ -f $save/$row.cut ]] && continue
         local left_s; left_s=$(where_is "$row" | sed -n 's/.*about \([0-9]*\) s of training left/\1/p')
-        [[ -n $left_s ]] || continue
+        [[ $left_s =~ ^[0-9]{1,9}$ ]] || continue
         if (( left_s + score_s > $(left_of "$end") && score_s <= $(left_of "$end") )) \
            && [[ -f $save/$row/checkpoint_best.pt ]]; then
           say "paper: $row cut (about $left_s s of training left, $(left_of "$end") s of budget):" \
               "its epochs so far scored"
-          pid=$(cat "$save/$row.pid"); kill -- "-$pid" 2>/dev/null; sleep 2; touch "$save/$row.cut"; launch "$row" --cut
+          pid=$(count_in "$save/$row.pid" 0); (( pid > 1 )) && kill -- "-$pid" 2>/dev/null
+          sleep 2; touch "$save/$row.cut"; launch "$row" --cut
         fi
       done
     fi
@@ -470,7 +519,9 @@ step_paper() {
   progress | tee -a "$SUMMARY"
   [[ -n $sampler ]] && { kill "$sampler" 2>/dev/null; forget "$sampler"; }
   for row in "${PAPER_ROWS[@]}"; do  # its JSON to come back first; into logs.tgz: its training log and grid records
-    if [[ -f $out/$row.json ]]; then cp "$out/$row.json" "$RESULTS/$row.json"; PRODUCED+=("$RESULTS/$row.json"); fi
+    if [[ -f $out/$row.json && -f $RESULTS/$row.json ]] && ! cmp -s "$out/$row.json" "$RESULTS/$row.json"; then
+      say "paper: $RESULTS/$row.json is another run's: kept; this run's is $out/$row.json"; rc=1
+    elif [[ -f $out/$row.json ]]; then cp "$out/$row.json" "$RESULTS/$row.json"; PRODUCED+=("$RESULTS/$row.json"); fi
     cp "$save/$row/train.log" "$LOGS/paper_${row}_train.log" 2>/dev/null
     for f in "$save/$row"/cache_grid_*.json; do [[ -f $f ]] && cp "$f" "$LOGS/paper_${row}_$(basename "$f")"; done
   done
@@ -495,11 +546,20 @@ step_paper() {
 status=0
 if (( PREPARE )); then prepare || status=1; fi
 (( ${#STEPS[@]} )) || exit $status
+if [[ -z $WORK ]]; then
+  mkdir -p "$STATE" && chmod go-w "$STATE" && WORK=$(mktemp -d "${TMPDIR:-/tmp}/alm_gpu_$( (( DRY )) && echo dry || echo run).XXXXXX") \
+    && echo "$WORK" > "$RECORD.new" && mv -f "$RECORD.new" "$RECORD" \
+    || { echo "run.sh: no work folder could be made (mktemp -d in ${TMPDIR:-/tmp}, its record in $STATE)" >&2; exit 2; }
+fi
+RESULTS=${RESULTS:-$WORK/results}
 LOGS=$WORK/logs
-mkdir -p "$RESULTS" "$LOGS"
-RESULTS=$(cd "$RESULTS" && pwd); WORK=$(cd "$WORK" && pwd); LOGS=$WORK/logs; SITE=$WORK/site
+mkdir -p -m 700 "$WORK" && mkdir -p "$RESULTS" "$LOGS" \
+  || { echo "run.sh: $WORK or $RESULTS could not be made: give folders you can write to" >&2; exit 2; }
+RESULTS=$(cd "$RESULTS" && pwd) && WORK=$(cd "$WORK" && pwd) || exit 2
+LOGS=$WORK/logs; SITE=$WORK/site
+[[ -f $SITE/.alm_fallback ]] && use_site   # an earlier call on this machine installed there
 SUMMARY=$RESULTS/summary.txt
-: > "$SUMMARY"
+: > "$SUMMARY" || { echo "run.sh: $SUMMARY cannot be written: give ALM_GPU_RESULTS a folder you can write to" >&2; exit 2; }
 say "run.sh$( (( DRY )) && echo ' --dry-run') ${STEPS[*]}: budget $TOTAL s; results in $RESULTS, logs in $LOGS"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | tee -a "$SUMMARY"
 [[ " ${STEPS[*]} " == *" install "* ]] \
