@@ -13,8 +13,9 @@ such as ``/dev/null``. An error while writing is one ``ScoringError`` naming the
 old file stays whole.
 
 Which outputs may be written at all (a name, not a folder, not an input, not a file of the data
-directory, not a checkpoint beside the model read, a folder that exists and takes a new file) is
-``check_outputs``' to say, before anything is read."""
+directory, not a checkpoint beside the model read, no checkpoint nor table row's results whatever its
+name, a folder that exists and takes a new file) is ``check_outputs``' to say, before anything is
+read, judging each path by the file it is (device and inode through any links)."""
 
 import contextlib
 import errno
@@ -202,7 +203,10 @@ def check_writable(path, option: str) -> None:
 
 
 def check_outputs(
-    outputs: Dict[str, Optional[str]], inputs: Dict[str, Sequence[Optional[str]]], data: Sequence[Optional[str]] = ()
+    outputs: Dict[str, Optional[str]],
+    inputs: Dict[str, Sequence[Optional[str]]],
+    data: Sequence[Optional[str]] = (),
+    results: bool = False,
 ) -> None:
     """Every tool's outputs, before anything is read or written: each output (``{option: path}``,
     None for one not asked for) is no input (``{option: paths}``: the checkpoint, an input text;
@@ -213,8 +217,10 @@ def check_outputs(
     its inode. The tools then write every output through ``output_files`` (a temporary file renamed
     onto it), so a link to any other file is replaced, never written through. Every checkpoint
     (``*.pt``) in the folder of a checkpoint read is protected as an input too: a resume reads
-    ``checkpoint_last.pt``, a comparison another one. A stream (``is_stream``) is written to,
-    never replaced: only whether it takes writing is checked."""
+    ``checkpoint_last.pt``, a comparison another one. Whatever its name, no output is a checkpoint
+    (``checkpoint*.pt``, or a file torch saved) nor a table row's results (``read_elsewhere``); nor,
+    unless ``results`` (a benchmark's own record), a file of the project's ``benchmarks/results``.
+    A stream (``is_stream``) is written to, never replaced: only whether it takes writing is checked."""
     taken = [(option, path) for option, paths in inputs.items() for path in paths or () if path]
     data_folders = [os.path.realpath(folder) for entry in data if entry for folder in entry.split(os.pathsep) if folder]
     for option, path in outputs.items():
@@ -250,6 +256,9 @@ def check_outputs(
                     + f", a checkpoint beside {other} {read} (a resume or another run reads it): writing it "
                     "would destroy it; give another path"
                 )
+        kind = read_elsewhere(path, results)
+        if kind is not None:
+            raise ScoringError(f"{option} {path}{link_target(path)} is {kind}: give another path")
         data_file = data_directory_file(path, data_folders)
         if data_file is not None:
             target, folder = data_file
@@ -264,24 +273,60 @@ def check_outputs(
 
 
 def checkpoints_beside(inputs: Dict[str, Sequence[Optional[str]]], output: str):
-    """``(option, checkpoint, read)`` for every ``*.pt`` file in the folder of each checkpoint
-    ``read`` (an input ending in ``.pt``; ``:``-separated ensembles split), and for ``output`` itself
-    where it is a ``checkpoint*.pt`` not yet there (fairseq-train's names: a resume would read it)."""
+    """``(option, checkpoint, read)`` for every ``*.pt`` file in the folder of each input ``read``
+    (``:``-separated ensembles split; the folder of its name and, through links, of its file), and for
+    ``output`` itself where it is a ``checkpoint*.pt`` not yet there (fairseq-train's names: a resume
+    would read it)."""
     for option, paths in inputs.items():
         for entry in paths or ():
             for read in os.fspath(entry).split(os.pathsep) if entry else ():
-                if read.endswith(".pt"):
-                    folder = os.path.dirname(os.path.abspath(read))
+                folders = dict.fromkeys(
+                    (os.path.dirname(os.path.abspath(read)), os.path.dirname(os.path.realpath(read)))
+                )
+                for folder in folders:
                     for checkpoint in sorted(glob.glob(os.path.join(glob.escape(folder), "*.pt"))):
                         yield option, checkpoint, read
-                    named = os.path.basename(output)
                     if (
                         not os.path.lexists(output)
                         and os.path.realpath(os.path.dirname(os.path.abspath(output))) == os.path.realpath(folder)
-                        and named.startswith("checkpoint")
-                        and named.endswith(".pt")
+                        and CHECKPOINT_NAME.fullmatch(os.path.basename(output))
                     ):
                         yield option, output, read
+
+
+CHECKPOINT_NAME = re.compile(r"checkpoint.*\.pt")
+CHECKPOINT_CONTENT = "a checkpoint (a file torch saved): writing it would destroy it"
+RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "benchmarks", "results")
+
+
+def read_elsewhere(path: str, results: bool = False) -> Optional[str]:
+    """What ``path`` is, by its name, its target's name and its content, where a resume, a tool or the
+    docs read it: a checkpoint (``checkpoint*.pt``, or a file torch saved: its zip's ``data.pkl``, its
+    legacy pickle's magic number), a table row's results (a JSON object with ``row`` and ``recipe``),
+    or, unless ``results``, a file of the project's ``benchmarks/results``; None for any other file."""
+    target = os.path.realpath(path)
+    if CHECKPOINT_NAME.fullmatch(os.path.basename(path)) or CHECKPOINT_NAME.fullmatch(os.path.basename(target)):
+        return "a checkpoint's name (fairseq-train resumes from checkpoint_last.pt, the tools read checkpoint_best.pt)"
+    if not results and (target == RESULTS or target.startswith(RESULTS + os.sep)):
+        return f"in {RESULTS}, the results the docs are generated from: writing there would replace them"
+    if not os.path.isfile(target):
+        return None
+    try:
+        with open(target, "rb") as handle:
+            head = handle.read(1024)
+            if head.startswith(b"PK\x03\x04"):
+                name = head[30 : 30 + int.from_bytes(head[26:28], "little")]
+                return CHECKPOINT_CONTENT if name.endswith(b"data.pkl") else None
+            if head.startswith(b"\x80\x02\x8a\n"):
+                return CHECKPOINT_CONTENT
+            if head.lstrip()[:1] != b"{" or os.fstat(handle.fileno()).st_size > 1 << 24:
+                return None
+            record = json.loads(head + handle.read())
+    except (OSError, ValueError):
+        return None
+    if isinstance(record, dict) and "row" in record and "recipe" in record:
+        return "a table row's results (benchmarks/table.py and the docs read it): writing it would destroy it"
+    return None
 
 
 def data_directory_file(path: str, data_folders: Sequence[str] = ()):

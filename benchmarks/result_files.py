@@ -104,18 +104,19 @@ def read_result(path):
     return checked(record, path)
 
 
-def check_json(parser, path, data=(), option="--json"):
+def check_json(parser, path, data=(), option="--json", inputs=None):
     """Before the run: a script's ``--json`` checked as every tool's output is
-    (``alm_plugin.output_files.check_outputs``: a name, not a folder, no file of a data directory,
-    ``data`` among them, a folder that takes a new file; a stream is written to as it is);
-    refused in one line, exit status 2."""
+    (``alm_plugin.output_files.check_outputs``: a name, not a folder, none of ``inputs`` (``{what:
+    paths}``, the files the script reads) by identity, no checkpoint nor table row's results, no file
+    of a data directory, ``data`` among them, a folder that takes a new file; a stream is written to as
+    it is); refused in one line, exit status 2."""
     if path is None:
         return
     from alm_plugin.errors import UserError
     from alm_plugin.output_files import check_outputs
 
     try:
-        check_outputs({option: path}, {}, data=[folder for folder in data if folder])
+        check_outputs({option: path}, inputs or {}, data=[folder for folder in data if folder], results=True)
     except UserError as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
 

@@ -599,7 +599,6 @@ def main():
     )
     args = parser.parse_args()
     corpus = CORPORA[args.corpus]
-    check_json(parser, args.progress, [corpus.data], option="--progress")  # before any row is read
     global DEVICE_FLAGS, JOBS
     if args.device == "cuda":
         import torch
@@ -620,6 +619,11 @@ def main():
             print(f"{name:24s} {row.description} [{row.reading}]\n{'':24s} {' '.join(row.args)}")
         return
     if args.progress:
+        read = [os.path.join(results_dir, f"{name}.json") for name in names] + [
+            os.path.join(save_dir, name, file) for name in names for file in ("train.log", "checkpoint_last.pt")
+        ]  # what the rows' resume and the docs read
+        inputs = {"a file the rows' resume or the docs read": read}
+        check_json(parser, args.progress, [corpus.data], option="--progress", inputs=inputs)  # before any row is read
         write_progress(corpus, names, save_dir, results_dir, args.epochs or corpus.epochs, args.progress)
         return
     os.makedirs(results_dir, exist_ok=True)  # the rows' JSON files go there

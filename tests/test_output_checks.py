@@ -351,3 +351,96 @@ def test_a_picture_sent_to_a_stream_keeps_its_name(tmp_path):
     os.mkfifo(fifo)
     assert picture_path(str(fifo), "--out") == str(fifo) and picture_path("/dev/stdout", "--out") == "/dev/stdout"
     assert picture_path(str(tmp_path / "noext"), "--out") == str(tmp_path / "noext.png")
+
+
+# ---------------------------------------------------------------- an output judged by the file it is
+
+
+def linked_model(tmp_path, how):
+    """(the name --path is given, the model's folder): the model read through a symbolic link, a hard link
+    in another folder, or a name not ending in .pt."""
+    folder = model_folder(tmp_path)
+    if how == "symbolic link":
+        path = tmp_path / "model"
+        path.symlink_to(folder / "checkpoint_best.pt")
+    elif how == "hard link":
+        (tmp_path / "elsewhere").mkdir()
+        path = tmp_path / "elsewhere" / "model"
+        os.link(folder / "checkpoint_best.pt", path)
+    else:
+        path = folder / "model.bin"
+        shutil.copy(folder / "checkpoint_best.pt", path)
+    return path, folder
+
+
+@pytest.mark.parametrize("how", ["symbolic link", "hard link", "a name not ending in .pt"])
+@pytest.mark.parametrize(
+    "module, prog, option",
+    [
+        ("alm_plugin.cli.cache_grid", "alm-cache-grid", "--json"),
+        ("alm_plugin.cli.cache_posterior", "alm-cache-posterior", "--json"),
+        ("alm_plugin.cli.rescore", "alm-rescore", "--output-nbest"),
+    ],
+)
+def test_the_checkpoint_a_resume_reads_is_refused_whatever_names_the_model(tmp_path, how, module, prog, option):
+    """Before: `alm-cache-grid --path LINK --json ck/checkpoint_last.pt` replaced the checkpoint a resume reads
+    when LINK was a link or a name not ending in .pt (the guard compared names, and only .pt ones)."""
+    path, folder = linked_model(tmp_path, how)
+    before = {name: sha(folder / name) for name in os.listdir(folder)}
+    output = folder / "checkpoint_last.pt"
+    if module.endswith("rescore"):
+        (tmp_path / "in.nbest").write_text("H-0\t-1.5\tthe cat\n", encoding="utf-8")
+        arguments = ["--nbest", tmp_path / "in.nbest", "--lm", path, option, output]
+    else:
+        arguments = ["--path", path, option, output]
+    code, _, stderr = run_module(module, *arguments)
+    assert code == 1 and refused(stderr, prog, f"{option} {output} is "), stderr
+    assert {name: sha(folder / name) for name in os.listdir(folder)} == before
+
+
+def test_a_checkpoint_or_a_rows_results_is_refused_as_an_output_under_any_name(tmp_path):
+    """A file torch saved, reached by a hard link or a symbolic link of any name, and a table row's JSON under
+    any name, are no output; a file of benchmarks/results is a benchmark's own record only."""
+    import torch
+
+    torch.save({"model": {}}, tmp_path / "weights.bin")
+    os.link(tmp_path / "weights.bin", tmp_path / "hard.json")
+    (tmp_path / "soft.json").symlink_to(tmp_path / "weights.bin")
+    (tmp_path / "row.txt").write_text(json.dumps({"row": "lstm", "recipe": {}, "valid_ppl": 100.0}))
+    for name, says in (
+        ("hard.json", "is a checkpoint (a file torch saved)"),
+        ("soft.json", f"(a link to {tmp_path / 'weights.bin'}) is a checkpoint (a file torch saved)"),
+        ("row.txt", "is a table row's results"),
+        ("checkpoint7.pt", "is a checkpoint's name"),
+    ):
+        with pytest.raises(ScoringError, match=re.escape(says)):
+            check_outputs({"--json": str(tmp_path / name)}, {"--path": ["elsewhere/model.pt"]})
+    committed = os.path.join(ROOT, "benchmarks", "results", "gpu", "cli.json")
+    with pytest.raises(ScoringError, match="the results the docs are generated from"):
+        check_outputs({"--json": committed}, {})
+    check_outputs({"--json": committed}, {}, results=True)
+    check_outputs({"--json": str(tmp_path / "grid.json")}, {"--path": [str(tmp_path / "weights.bin")]})
+
+
+def test_the_tables_progress_file_is_never_a_file_the_rows_read(tmp_path, monkeypatch, capsys):
+    """Before: `benchmarks.table --rows lstm --progress benchmarks/results/ptb/lstm.json` replaced the row's
+    results with its progress."""
+    from benchmarks import table
+
+    results, save = tmp_path / "results", tmp_path / "save"
+    (save / "lstm").mkdir(parents=True)
+    results.mkdir()
+    (results / "lstm.json").write_text(json.dumps({"row": "lstm", "epochs": 2}))
+    (save / "lstm" / "train.log").write_text("a log\n")
+    (tmp_path / "log-link").symlink_to(save / "lstm" / "train.log")
+    os.link(results / "lstm.json", tmp_path / "progress.json")
+    for output in (results / "lstm.json", tmp_path / "log-link", tmp_path / "progress.json"):
+        argv = ["table.py", "--rows", "lstm", "--save-dir", save, "--results-dir", results, "--progress", output]
+        monkeypatch.setattr(sys, "argv", [str(a) for a in argv])
+        with pytest.raises(SystemExit) as exit:
+            table.main()
+        assert exit.value.code == 2 and f"--progress {output} is also a file the rows' resume or the docs read" in (
+            capsys.readouterr().err
+        )
+    assert json.loads((results / "lstm.json").read_text()) == {"row": "lstm", "epochs": 2}
+    assert (save / "lstm" / "train.log").read_text() == "a log\n"

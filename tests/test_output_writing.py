@@ -1,8 +1,8 @@
 """Every file the alm-* tools write (alm-cache-grid --json, alm-cache-posterior --json / --plot,
 alm-plot-attention --out, alm-rescore --output-1best / --output-nbest) goes to a temporary file of a
 unique name beside it and is renamed into place (alm_plugin/output_files.py): a link there, hard or
-symbolic, to a file of another data directory, another corpus or another model's checkpoint is
-replaced, never written through; what it pointed at keeps its bytes.
+symbolic, to a file of another data directory or another corpus is replaced, never written through;
+what it pointed at keeps its bytes. A link to another model's checkpoint is refused before the run.
 
 Before: the JSON and the pictures were opened and written where they stood, so `ln
 other/valid.bin out.json; alm-cache-grid ... --json out.json` put the grid into other/valid.bin, rc 0,
@@ -101,6 +101,11 @@ def test_an_output_that_is_a_link_is_replaced_never_written_through(
     out.parent.mkdir()
     os.link(target, out) if how == "hard" else out.symlink_to(target)
     code, stdout, stderr = run_module(module, *command(module, option, checkpoint, out, tmp_path))
+    if target == another_model:  # a checkpoint is no output, whatever its name: refused before the run
+        assert code == 1 and refused(stderr, prog, f"{option} {out}") and "is a checkpoint" in stderr, stderr
+        assert {folder: fingerprints(folder) for folder in before} == before
+        assert os.path.samefile(out, another_model)
+        return
     assert code == 0, stderr
     assert {folder: fingerprints(folder) for folder in before} == before  # the linked file kept its bytes
     assert not out.is_symlink() and os.stat(out).st_nlink == 1 and holds(out, kind)
