@@ -202,13 +202,34 @@ def broken(page, how):
         return page.replace(end, "", 1).replace(begin, f"{end}\n{begin}", 1)
     if how == "a later block's end missing":
         return page.replace("<!-- char-tables:end -->", "")
+    if how in ("a block inside another", "a block inside a later one"):  # each marker once, in order
+        inner, outer = ("wikitext-2", "ptb-table") if how == "a block inside another" else ("ptb-table", "wikitext-2")
+        begin, end = f"<!-- {inner}:begin -->", f"<!-- {inner}:end -->"
+        block = page[page.index(begin) : page.index(end) + len(end)]
+        page = page.replace(block, "")
+        return page.replace(f"<!-- {outer}:end -->", f"{block}\n<!-- {outer}:end -->")
+    if how == "a block of no module inside one":
+        return page.replace(
+            "<!-- ptb-table:end -->", "<!-- notes:begin -->\nmine\n<!-- notes:end -->\n<!-- ptb-table:end -->"
+        )
     return page.replace("<!-- wikitext-2:begin -->", "<!-- wikitext-2:begin -->\n<!-- wikitext-2:begin -->")
 
 
-@pytest.mark.parametrize("how", ["end above begin", "a later block's end missing", "a begin twice"])
+@pytest.mark.parametrize(
+    "how",
+    [
+        "end above begin",
+        "a later block's end missing",
+        "a begin twice",
+        "a block inside another",
+        "a block inside a later one",
+        "a block of no module inside one",
+    ],
+)
 def test_a_page_with_a_broken_marker_is_left_byte_for_byte_and_no_picture_is_drawn(report, capsys, how):
     """Before: the page was rewritten in place once per block: an end marker above its begin left it
-    0 bytes (an IndexError after the truncation), a later block's missing marker half rewritten."""
+    0 bytes (an IndexError after the truncation), a later block's missing marker half rewritten; a block
+    moved inside another (each marker once, in order) was dropped from the page."""
     page = broken(open(report.PAGE, encoding="utf-8").read(), how)
     open(report.PAGE, "w", encoding="utf-8").write(page)
     with pytest.raises(SystemExit) as exit:

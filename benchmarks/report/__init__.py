@@ -14,6 +14,7 @@ Run it from the repository root:
 import argparse
 import logging
 import os
+import re
 import sys
 
 from benchmarks.result_files import ResultError
@@ -104,7 +105,22 @@ class PageError(Exception):
 def filled(page, generated, name):
     """``page`` (the text of the file ``name``) with each block of ``generated`` ({marker: text})
     between its ``<!-- MARKER:begin -->`` and ``<!-- MARKER:end -->``; each marker must be there
-    exactly once, the begin above the end, or nothing is filled (``PageError``)."""
+    exactly once, the begin above the end, and no block inside another (the page's markers, known or
+    not, pair up begin, end, begin, end, ...), or nothing is filled (``PageError``)."""
+    opened = None
+    for found in re.finditer(r"<!-- (\S+):(begin|end) -->", page):
+        marker, side = found.groups()
+        if side == "begin" and opened is not None:
+            raise PageError(
+                f"{name} has <!-- {marker}:begin --> inside the block {opened} (filling {opened} would drop it): "
+                "mend the page (git checkout it); it was left unchanged"
+            )
+        if side == "end" and opened not in (None, marker):
+            raise PageError(
+                f"{name} has <!-- {marker}:end --> inside the block {opened} (filling {opened} would drop it): "
+                "mend the page (git checkout it); it was left unchanged"
+            )
+        opened = marker if side == "begin" else None
     for marker, text in generated.items():
         begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
         counts = page.count(begin), page.count(end)
