@@ -3,7 +3,8 @@
 
 ``read_result(path)`` refuses a folder, a file that is empty, not JSON or not a JSON object, any
 number that is not finite, and a figure that is not what its key names (``figure_kind``: a
-perplexity a number above 1, bits per character above 0, a curve a list of them); each object it
+perplexity at least 1.05, so that none is printed as 1.0; bits per character above 0; BLEU from 0 to
+100; a speed above 0; a duration not negative; a count a whole number; a curve a list); each object it
 returns is a ``CheckedRow``, whose ``[key]`` raises ``ResultError`` where the key is absent or null.
 A key read with ``.get`` or tested with ``in`` stays optional: the keys whose presence is checked are
 exactly those a block reads."""
@@ -37,25 +38,46 @@ class CheckedRow(dict):
         return value
 
 
-# what a key's name says its figure is (the words of the name, split at "_"): a perplexity is a finite
-# number above 1, bits per character a finite number above 0, the rest of these a finite number; a
-# list under such a key is a curve, each entry such a number or null (an epoch not logged); a JSON
-# object under it holds such numbers by name (a speed script's tokens_per_s by model)
-PERPLEXITY = "a perplexity (a finite number above 1)"
+# what a key's name says its figure is (the words of the name, split at "_"; a curve, NAME_per_epoch, is
+# a list of NAME's figures, each such a number or null: an epoch not logged); a JSON object under such a
+# key holds such figures by name (a speed script's tokens_per_s by model), but under a count's key
+PERPLEXITY = "a perplexity (a finite number of at least 1.05, so that none is printed as 1.0)"
 BPC = "bits per character (a finite number above 0)"
+BLEU = "a BLEU score (a finite number from 0 to 100)"
+SPEED = "a speed (a finite number above 0)"
+DURATION = "a duration (a finite number, not negative)"
+SIZE = "a number of parameters (a whole number above 0)"
+COUNT = "a count (a whole number, not negative)"
 NUMBER = "a finite number"
-NUMBER_WORDS = {"minutes", "seconds", "hours", "params", "ms", "ratio", "epoch", "epochs", "entropy", "gate", "use"}
+CURVE = "a curve (a list of figures, one an epoch)"
+DURATION_WORDS = {"minutes", "seconds", "hours", "ms"}
+NUMBER_WORDS = {"ratio", "entropy", "gate", "use", "lr", "theta", "lambda", "decay"}
+COUNT_WORDS = {"epoch", "epochs", "threads", "seed", "steps", "updates", "repeats", "sentences", "types", "syncs"}
+COUNT_WORDS |= {"window", "chunk", "block", "workers", "calls", "runs", "reused", "records", "streams"}
+LEAST_PERPLEXITY = 1.05
 
 
 def figure_kind(key):
-    """What the figure under ``key`` must be (PERPLEXITY, BPC, NUMBER), or None: anything."""
-    words = str(key).split("_")
+    """What the figure under ``key`` must be (one of the kinds above), or None: anything."""
+    key = str(key)
+    name = key[: -len("_per_epoch")] if key.endswith("_per_epoch") else key
+    words = name.split("_")
     if "ppl" in words:
         return PERPLEXITY
     if "bpc" in words:
         return BPC
-    if NUMBER_WORDS.intersection(words) or str(key).endswith("_per_s"):
+    if "bleu" in words:
+        return BLEU
+    if name.endswith("_per_s"):
+        return SPEED
+    if DURATION_WORDS.intersection(words):
+        return DURATION
+    if "params" in words:
+        return SIZE
+    if NUMBER_WORDS.intersection(words):
         return NUMBER
+    if COUNT_WORDS.intersection(words):
+        return COUNT
     return None
 
 
@@ -63,15 +85,28 @@ def is_figure(value, kind):
     """Whether ``value`` is a figure of ``kind`` (a JSON true is no number, nor is "100")."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return False
-    return value > 1 if kind == PERPLEXITY else value > 0 if kind == BPC else True
+    if kind in (SIZE, COUNT) and not isinstance(value, int):
+        return value == int(value) and (value > 0 if kind == SIZE else value >= 0)
+    return {
+        PERPLEXITY: value >= LEAST_PERPLEXITY,
+        BPC: value > 0,
+        BLEU: 0 <= value <= 100,
+        SPEED: value > 0,
+        DURATION: value >= 0,
+        SIZE: value > 0,
+        COUNT: value >= 0,
+    }.get(kind, True)
 
 
 def checked(value, path, where="", kind=None):
-    """``value`` with its objects made ``CheckedRow``; a number that is not finite refused, and a figure
-    that is not what its key names (``figure_kind``)."""
+    """``value`` with its objects made ``CheckedRow``; a number that is not finite refused, a figure that
+    is not what its key names (``figure_kind``), and a curve (``NAME_per_epoch``) that is no list."""
+    if where.endswith("_per_epoch.") and not isinstance(value, list) and value is not None:
+        raise ResultError(f"{path}: '{where[:-1]}' is {json.dumps(value)[:40]}, not {CURVE}: {ADVICE}")
     if isinstance(value, dict):
+        inherited = None if kind in (COUNT, SIZE) else kind  # a count names itself; "by_threads" holds figures
         return CheckedRow(
-            {k: checked(v, path, f"{where}{k}.", figure_kind(k) or kind) for k, v in value.items()}, path, where
+            {k: checked(v, path, f"{where}{k}.", figure_kind(k) or inherited) for k, v in value.items()}, path, where
         )
     if isinstance(value, list):
         return [checked(v, path, f"{where[:-1]}[{i}].", kind) for i, v in enumerate(value)]

@@ -80,7 +80,7 @@ PAPER_CASES = {  # the single row's file -> what the line says after its name
     # a figure that is not what its key names (before: `true` published as 1.0, -5 accepted, "100" a ValueError)
     "test_ppl true": (
         json.dumps({**GOOD, "test_ppl": True}),
-        ": 'test_ppl' is true, not a perplexity (a finite number above 1)",
+        ": 'test_ppl' is true, not a perplexity (a finite number of at least 1.05, so that none is printed as 1.0)",
     ),
     "test_ppl -5": (json.dumps({**GOOD, "test_ppl": -5}), ": 'test_ppl' is -5, not a perplexity"),
     "valid_ppl 1": (json.dumps({**GOOD, "valid_ppl": 1}), ": 'valid_ppl' is 1, not a perplexity"),
@@ -112,9 +112,28 @@ PTB_CASES = {  # another block (ptb-table, ptb-stream, adaptive-softmax read --p
     ),
     "train_minutes a string": (
         {**ptb_row(100.0, fixed=True), "train_minutes": "30"},
-        ": 'train_minutes' is \"30\", not a finite number",
+        ": 'train_minutes' is \"30\", not a duration (a finite number, not negative)",
     ),
     "bpc 0": ({**ptb_row(100.0, fixed=True), "test_bpc": 0}, ": 'test_bpc' is 0, not bits per character"),
+    # before: published as they were
+    "train_minutes -5": (
+        {**ptb_row(100.0, fixed=True), "train_minutes": -5},
+        ": 'train_minutes' is -5, not a duration",
+    ),
+    "params 0": ({**ptb_row(100.0, fixed=True), "params": 0}, ": 'params' is 0, not a number of parameters"),
+    "epochs 2.5": ({**ptb_row(100.0, fixed=True), "epochs": 2.5}, ": 'epochs' is 2.5, not a count (a whole number"),
+    "a negative speed": (
+        {**ptb_row(100.0, fixed=True), "train_tokens_per_s": -5000},
+        ": 'train_tokens_per_s' is -5000, not a speed (a finite number above 0)",
+    ),
+    "test_ppl 1.0000001": (
+        {**ptb_row(100.0, fixed=True), "test_ppl": 1.0000001},
+        ": 'test_ppl' is 1.0000001, not a perplexity (a finite number of at least 1.05",
+    ),
+    "a curve that is an object": (
+        {**ptb_row(100.0, fixed=True), "valid_ppl_per_epoch": {"1": 150.0}},
+        ": 'valid_ppl_per_epoch' is {\"1\": 150.0}, not a curve (a list of figures, one an epoch)",
+    ),
 }
 
 
@@ -264,3 +283,26 @@ def test_the_pictures_are_saved_through_the_writer(tmp_path):
     fig.savefig(str(picture), dpi=50)
     assert twin.read_bytes() == b"old picture" and picture.read_bytes().startswith(b"\x89PNG")
     assert sorted(os.listdir(tmp_path)) == ["twin.png", "valid.png"]
+
+
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        (
+            lambda r: r.update(test_bleu_beam5=True),
+            "'test_bleu_beam5' is true, not a BLEU score (a finite number from 0",
+        ),
+        (lambda r: r["fusion"].update(test_bleu=-40.59), "'fusion.test_bleu' is -40.59, not a BLEU score"),
+        (lambda r: r.update(example_minutes=-3), "'example_minutes' is -3, not a duration"),
+    ],
+)
+def test_a_wrong_translation_figure_is_refused_by_file_and_key(report, capsys, tmp_path, monkeypatch, change, says):
+    """Before: the Multi30k block published BLEU true (as 1.0) and -40.59."""
+    results = tmp_path / "results"
+    shutil.copytree(f"{ROOT}/benchmarks/results", results)
+    path = results / "multi30k" / "attentive_nmt_small.json"
+    record = json.loads(path.read_text())
+    change(record)
+    path.write_text(json.dumps(record))
+    monkeypatch.setattr(report.tables, "RESULTS", str(results))
+    assert refused_by_the_generator(report, capsys, [], f"{path}: {says}")

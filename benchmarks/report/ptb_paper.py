@@ -22,6 +22,7 @@ from .tables import (
     provenance,
     seed_table,
     tokens,
+    trained_size,
     unlogged,
 )
 
@@ -39,6 +40,7 @@ def table_row(corpus, name, size, r):
     paper = PTB_PAPER.paper.get(name, "") if corpus is PTB_PAPER else ""  # the 2 x 200 rows: the ptb-table block
     if r is None:
         return f"| {description} | {size} | not run yet | | | | | | | | | | {paper} |"
+    size = trained_size(r, size)
     stopped = " (cut after epoch {} of {})".format(*cut(r, PTB_PAPER.epochs)) if cut(r, PTB_PAPER.epochs) else ""
     return (
         f"| {description} | {size}, {r.get('device', 'CPU').replace('cpu', 'CPU')} | {r['valid_ppl']:.1f} | "

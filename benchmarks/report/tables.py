@@ -141,6 +141,13 @@ def seed_table(corpus, results):
     ]
 
 
+def trained_size(r, size):
+    """The size a row trained at, as ``size`` writes it (``"2 x 650"``), read from its own recipe where it
+    gives one (a folder of other rows read in its place keeps their size)."""
+    own = str(r.get("recipe", {}).get("size", "")) if r is not None else ""
+    return f"{size.split(' x ')[0]} x {own}" if own.isdigit() and " x " in size else size
+
+
 def cut(r, planned_epochs):
     """``(epoch, planned)`` for a row the clock stopped after ``epoch`` of its recipe's epochs, else None."""
     return (r["cut_at_epoch"], r.get("recipe", {}).get("epochs", planned_epochs)) if "cut_at_epoch" in r else None
