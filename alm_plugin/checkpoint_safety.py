@@ -98,5 +98,21 @@ def _explain_unreadable_checkpoints():
     load_checkpoint_to_cpu.explains_errors = True
     checkpoint_utils.load_checkpoint_to_cpu = load_checkpoint_to_cpu
 
+    ensemble = checkpoint_utils.load_model_ensemble_and_task
+
+    def load_model_ensemble_and_task(filenames, *args, **kwargs):
+        try:
+            return ensemble(filenames, *args, **kwargs)
+        except OSError as error:  # fairseq's IOError("Model file not found: PATH"), a traceback
+            if not str(error).startswith("Model file not found: "):
+                raise
+            missing = str(error).split(": ", 1)[1]
+            raise CheckpointError(
+                f"--path {missing}: no such file; give a checkpoint fairseq-train wrote (its --save-dir's "
+                "checkpoint_best.pt)"
+            ) from None
+
+    checkpoint_utils.load_model_ensemble_and_task = load_model_ensemble_and_task
+
 
 _explain_unreadable_checkpoints()

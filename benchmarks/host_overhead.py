@@ -399,6 +399,23 @@ def compare(plugins, cases, updates, repeats, where, save=lambda figures: None):
     return figures()
 
 
+def earlier_runs(parser, path):
+    """The record ``path`` holds (its labels kept beside the new ones): a JSON object whose ``runs`` is an
+    object; another file refused in one line."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            record = json.load(f)
+    except (OSError, ValueError) as error:
+        record = error
+    if not isinstance(record, dict) or not isinstance(record.get("runs"), dict):
+        parser.exit(
+            2,
+            f"{parser.prog}: error: --json {path} holds no earlier record of this script (a JSON object with "
+            "'runs'), which it would extend: give a new file or one it wrote\n",
+        )
+    return record
+
+
 def main(argv=None):
     parser = speed_parser(
         __doc__,
@@ -444,12 +461,13 @@ def main(argv=None):
         )
         return
     sources = dict(p.split("=", 1) for p in args.plugins) or {"after": "alm_plugin"}
+    if args.json and os.path.isfile(args.json):  # its earlier labels are kept: read now, not after the run
+        earlier_runs(parser, args.json)
 
     def save(figures):  # each label's figures replace that label's in the file (a cut run: those it measured)
         device = torch.cuda.get_device_name() if args.device == "cuda" else f"CPU, 1 thread ({platform.machine()})"
         # the labels measured before are kept: read back from a regular file (a stream holds nothing to read)
-        kept = os.path.isfile(args.json)
-        result = json.load(open(args.json)) if kept else {"runs": {}}
+        result = earlier_runs(parser, args.json) if os.path.isfile(args.json) else {"runs": {}}
         complete = len(figures) == len(sources) and all(f["parts_ms"] for c in figures.values() for f in c.values())
         for label, by_case in figures.items():
             others = ", ".join(other for other in figures if other != label)

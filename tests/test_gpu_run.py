@@ -308,3 +308,27 @@ def test_a_results_folder_or_row_that_would_lose_or_muddle_results_is_refused(tm
     proc = run_sh(*args, env={"ALM_GPU_RESULTS": folder, "ALM_GPU_WORK": str(tmp_path / "work")})
     refused_before_anything(proc, message.format(results=folder), tmp_path / "work", tmp_path / "res")
     assert sorted(os.listdir(committed)) == before
+
+
+@pytest.mark.parametrize(
+    "content, says",
+    [
+        (None, "cannot be read (No such file or directory)"),
+        ('{"lstm": ', "is not JSON ("),
+        ("[1, 2]", "is not an object of one object a row"),
+        ('{"lstm": 3}', "is not an object of one object a row"),
+    ],
+)
+def test_the_paper_record_refuses_a_progress_file_it_cannot_read_in_one_line(tmp_path, capsys, content, says):
+    """Before: a truncated, missing or non-object progress file ended paper_record.py in a traceback."""
+    from benchmarks.gpu import paper_record
+
+    progress = tmp_path / "paper_progress.json"
+    if content is not None:
+        progress.write_text(content)
+    with pytest.raises(SystemExit) as exit:
+        paper_record.main(["--progress", str(progress), "--rows", "lstm", "--json", str(tmp_path / "step.json")])
+    line = capsys.readouterr().err.strip()
+    assert exit.value.code == 2 and f": error: --progress {progress} {says}" in line and "\n" not in line, line
+    assert line.endswith(": give table.py's --progress file")
+    assert not (tmp_path / "step.json").exists()

@@ -89,3 +89,21 @@ def test_a_label_ending_in_graphs_trains_with_cuda_graphs(monkeypatch):
     monkeypatch.setattr(host_overhead, "measured_in_a_process", measured)
     host_overhead.compare({"after": "eager", "after-graphs": "graphed"}, ["sentence single"], 10, 0, {})
     assert asked == {"eager": False, "graphed": True}
+
+
+@pytest.mark.parametrize("content", ["not json", "[1, 2]", '{"command": "x"}'])
+def test_a_json_it_would_extend_but_cannot_read_is_refused_before_the_run(monkeypatch, tmp_path, capsys, content):
+    """Before: `--json` naming an existing file that is no record of this script failed after the whole run
+    (json.load's traceback, the figures lost)."""
+    path = tmp_path / "timing.json"
+    path.write_text(content)
+    monkeypatch.setattr(host_overhead, "compare", lambda *args: pytest.fail("the run started"))
+    with pytest.raises(SystemExit) as exit:
+        host_overhead.main(["--json", str(path)])
+    line = capsys.readouterr().err.strip()
+    assert exit.value.code == 2 and "\n" not in line, line
+    assert line.endswith(
+        f"--json {path} holds no earlier record of this script (a JSON object with 'runs'), which "
+        "it would extend: give a new file or one it wrote"
+    )
+    assert path.read_text() == content

@@ -145,3 +145,34 @@ def test_rescore_finds_an_unwritable_output_before_scoring(tmp_path):
         tmp_path, NBEST, "--output-1best", tmp_path / "no" / "such" / "dir.txt", lm=tmp_path / "never-loaded.pt"
     )
     assert code != 0 and "--output-1best" in last_line(output) and "does not exist; create it" in last_line(output)
+
+
+def test_rescore_refuses_a_1best_of_a_billion_lines_before_the_model_loads(tmp_path):
+    """Before: sentence id 10^9 listed every missing id (a 5 GB set, MemoryError)."""
+    out = tmp_path / "best.txt"
+    far = "H-1000000000\t-0.5\tthe dog\nP-1000000000\t-0.25 -0.25 -0.25\n"
+    code, output = rescore(tmp_path, NBEST + far, "--output-1best", out, lm="never.pt")
+    assert code != 0 and "sentence ids 2, 3, 4, 5, 6, ... have no hypotheses (999999998 of 1000000001)" in (
+        last_line(output)
+    ), output
+    assert not out.exists()
+
+
+def test_rescore_refuses_a_grid_of_a_billion_points_in_one_line(tmp_path):
+    """Before: --lm-grid 0:1:1e-9 built a billion weights (MemoryError)."""
+    code, output = rescore(tmp_path, NBEST, "--lm-grid", "0:1:1e-9", lm="never.pt")
+    assert code == 2 and "a grid low:high:step of at most 1000 steps (each is scored), got '0:1:1e-9'" in (
+        last_line(output)
+    ), output
+
+
+def test_rescore_refuses_a_moses_list_it_could_not_read_back(tmp_path):
+    """Before: a hypothesis holding ' ||| ' was written into --output-nbest as it was: a line of 5 fields."""
+    out = tmp_path / "out.nbest"
+    separated = "H-1\t-0.5\tthe ||| dog\nP-1\t-0.25 -0.25 -0.25 -0.25\n"
+    with_separator = NBEST.replace("H-1\t-0.5\tthe dog\nP-1\t-0.25 -0.25 -0.25\n", separated)
+    code, output = rescore(tmp_path, with_separator, "--output-nbest", out, lm="never.pt")
+    assert code != 0 and "in.nbest:5: the hypothesis holds '|||', the Moses list's field separator" in (
+        last_line(output)
+    ), output
+    assert not out.exists()

@@ -267,3 +267,31 @@ def test_alm_score_reads_each_file_as_a_text_of_its_own(adaptive_sentence, two_t
     assert [row["logprob"] for row in twice] == [row["logprob"] for row in alone] * 2
     code, out, _ = run_module("alm_plugin.cli.score", "--help")
     assert "Each FILE is a text of its own" in " ".join(out.split())
+
+
+def test_alm_score_with_stderr_closed_writes_the_scores_alone(tiny_pointer, tmp_path, monkeypatch):
+    """`alm-score ... > out.tsv 2>&-`: the rows in the TSV, the summary (stderr's) nowhere, exit 0. Before: the
+    run failed at the summary where a launcher's file (pyenv's shim) held descriptor 2 for reading, and where
+    Python left sys.stderr None, print(file=sys.stderr) put the summary into the TSV."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    from alm_plugin.cli.tool import hold_closed_stderr
+
+    checkpoint, _ = tiny_pointer
+    (tmp_path / "in.txt").write_text("The game was released in Japan .\n")
+    out = tmp_path / "out.tsv"
+    proc = subprocess.run(  # descriptor 2 a file open for reading, as a launcher that closed stderr leaves it
+        [sys.executable, "-m", "alm_plugin.cli.score", "--path", checkpoint, tmp_path / "in.txt"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": ROOT, "OMP_NUM_THREADS": "1"},
+        stdout=open(out, "w"),
+        stderr=open(os.path.join(ROOT, "README.md")),
+    )
+    lines = out.read_text().splitlines()
+    assert proc.returncode == 0 and lines[0].startswith("line\t") and len(lines) == 2, lines
+    monkeypatch.setattr(sys, "stderr", None)
+    hold_closed_stderr()
+    assert sys.stderr is not None and sys.stderr.name == os.devnull

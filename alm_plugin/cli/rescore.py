@@ -43,7 +43,6 @@ from ..nbest import (
     group_by_sentence,
     read_nbest,
     read_references,
-    short_list,
     write_moses,
     write_whole,
 )
@@ -125,6 +124,9 @@ def parse_weights(text: str) -> Dict[str, float]:
     return weights
 
 
+GRID_POINTS = 1000
+
+
 def grid(text: str) -> List[float]:
     try:
         low, high, step = map(float, text.split(":"))
@@ -132,7 +134,42 @@ def grid(text: str) -> List[float]:
         raise argparse.ArgumentTypeError(f"a grid is low:high:step, e.g. 0:1:0.05, got {text!r}") from None
     if not step > 0 or high < low:
         raise argparse.ArgumentTypeError(f"a grid low:high:step needs step > 0 and high >= low, got {text!r}")
+    if (high - low) / step > GRID_POINTS:
+        raise argparse.ArgumentTypeError(
+            f"a grid low:high:step of at most {GRID_POINTS} steps (each is scored), got {text!r}: give a larger step"
+        )
     return [round(low + k * step, 6) for k in range(int(round((high - low) / step)) + 1)]
+
+
+def no_line_for_every_id(path: str, ids: List[int]) -> None:
+    """Line i of the 1-best is sentence i: every id below the largest must have hypotheses (the first
+    few missing named, counted without listing them all: an id may be 10^9)."""
+    count = ids[-1] + 1 - len(ids) if ids else 0
+    if not count:
+        return
+    first, expected = [], 0
+    for i in ids:
+        while expected < i and len(first) < 5:
+            first.append(expected)
+            expected += 1
+        expected = i + 1
+    raise NBestError(
+        f"{path}: sentence ids {', '.join(map(str, first))}{', ...' if count > len(first) else ''} have no "
+        f"hypotheses ({count} of {ids[-1] + 1}), so line i of the 1-best would not be sentence i. Is the n-best "
+        "list truncated? (fairseq-generate drops a last batch whose size is not a multiple of "
+        "--required-batch-size-multiple: generate with --required-batch-size-multiple 1)"
+    )
+
+
+def no_field_separator(path: str, groups) -> None:
+    """A Moses list separates its fields with '|||': a hypothesis holding it could not be read back."""
+    for group in groups.values():
+        for h in group:
+            if "|||" in h.text:
+                raise NBestError(
+                    f"{path}:{h.line}: the hypothesis holds '|||', the Moses list's field separator, so the "
+                    "--output-nbest list could not be read back: leave out --output-nbest (--output-1best holds it)"
+                )
 
 
 def main(argv=None):
@@ -197,6 +234,11 @@ def run(args):
             f"hypotheses in '{args.hyp_form}' form need --bpe-codes (the codes the LM's "
             "data was prepared with) to become BPE units"
         )
+    listed = group_by_sentence(read_nbest(args.nbest))  # what makes the outputs impossible, found before the run
+    if args.ref is None and args.output_1best:
+        no_line_for_every_id(args.nbest, list(listed))
+    if args.output_nbest:
+        no_field_separator(args.nbest, listed)
     loaded = load_models(args.lm, args.lm_data, args.cpu, tool="alm-rescore")
     check_outputs(outputs, inputs, data=[task_data(task) for _, task in loaded])  # the data saved in each checkpoint
     scorer = LanguageModelScorer(args.lm, args.lm_data, args.cpu, args.batch_tokens, tool="alm-rescore", loaded=loaded)
@@ -205,8 +247,8 @@ def run(args):
         "LM scores are log2-probabilities; TM is the system's own score (log2 with P- lines)"
     )
 
-    def prepare(path, ref_path):
-        groups = group_by_sentence(read_nbest(path))
+    def prepare(path, ref_path, groups=None):
+        groups = groups or group_by_sentence(read_nbest(path))
         references = read_references(ref_path, groups, path) if ref_path else None
         with_unk = add_lm_features(groups, scorer, forms, args.hyp_form, args.lm_form)
         n = sum(len(g) for g in groups.values())
@@ -224,19 +266,8 @@ def run(args):
         print(f"tuned on {args.tune_nbest}: BLEU {baseline:.2f} -> {bleu:.2f}")
     print("weights: " + ",".join(f"{name}={weights[name]:g}" for name in FEATURES))
 
-    groups, references = prepare(args.nbest, args.ref)
-    if references is None:
-        ids = list(groups)
-        if ids != list(range(len(ids))) and args.output_1best:
-            missing = sorted(set(range(ids[-1] + 1)) - set(ids))
-            raise NBestError(
-                f"{args.nbest}: sentence ids {short_list(missing)} have no hypotheses "
-                f"({len(missing)} of {ids[-1] + 1}), so line i of the 1-best would not be "
-                "sentence i. Is the n-best list truncated? (fairseq-generate drops a last "
-                "batch whose size is not a multiple of --required-batch-size-multiple: "
-                "generate with --required-batch-size-multiple 1)"
-            )
-    else:
+    groups, references = prepare(args.nbest, args.ref, listed)
+    if references is not None:
         baseline = corpus_bleu(system_best(groups), references)
         rescored = corpus_bleu(best(groups, weights), references)
         print(f"{args.nbest}: BLEU {baseline:.2f} (system 1-best) -> {rescored:.2f} (rescored)")

@@ -3,6 +3,7 @@ problem the user can fix reported as one line, ``PROG: error: MESSAGE``, with ex
 and no traceback (as argparse reports a bad option)."""
 
 import ctypes
+import fcntl
 import logging
 import os
 import sys
@@ -25,8 +26,28 @@ def keep_freed_memory_returnable() -> None:
         pass
 
 
+def hold_closed_stderr() -> None:
+    """A tool started with stderr closed (``2>&-``) writes what it would print there nowhere: descriptor 2
+    is held on /dev/null (else the next file opened takes its number, and a library's warning goes into
+    it) and so is ``sys.stderr`` (else the summary fails the run, or, where Python made it None,
+    ``print(file=sys.stderr)`` writes it into stdout, among the scores)."""
+    try:  # closed, or a file opened for reading that took its number before Python started (a launcher's)
+        writable = fcntl.fcntl(2, fcntl.F_GETFL) & os.O_ACCMODE != os.O_RDONLY
+    except OSError:
+        writable = False
+    if writable and sys.stderr is not None:
+        return
+    if not writable:
+        held = os.open(os.devnull, os.O_WRONLY)
+        if held != 2:
+            os.dup2(held, 2)
+            os.close(held)
+    sys.stderr = open(os.devnull, "w", encoding="utf-8")
+
+
 def run_tool(prog: str, run, args) -> None:
     """``run(args)`` as the console script ``prog``."""
+    hold_closed_stderr()
     keep_freed_memory_returnable()
     # importing fairseq sets the root logger to DEBUG: its loading (and matplotlib) would be chatty
     logging.getLogger().setLevel(logging.WARNING)

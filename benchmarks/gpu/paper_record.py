@@ -40,12 +40,27 @@ def main(argv=None):
     parser.add_argument("--rows", required=True, help="this command's rows, comma-separated")
     parser.add_argument("--json", required=True, help="where the record goes")
     args = parser.parse_args(argv)
-    if os.path.abspath(args.json) == os.path.abspath(args.progress):
-        parser.error(f"--json {args.json} is the --progress file it reads: give another path")
-    check_json(parser, args.json)
-    with open(args.progress) as f:
-        progress = json.load(f)
+    check_json(parser, args.json, inputs={"--progress": [args.progress], "--busy": [args.busy]})
+    progress = read_progress(parser, args.progress)
     write_json(args.json, record(progress, args.rows.split(","), args.busy))
+
+
+def read_progress(parser, path):
+    """table.py's ``--progress`` JSON: an object of one object a row; anything else refused in one line."""
+
+    def refuse(message):
+        parser.exit(2, f"{parser.prog}: error: --progress {path} {message}: give table.py's --progress file\n")
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            progress = json.load(f)
+    except OSError as error:
+        refuse(f"cannot be read ({error.strerror})")
+    except ValueError as error:
+        refuse(f"is not JSON ({error})")
+    if not isinstance(progress, dict) or not all(isinstance(entry, dict) for entry in progress.values()):
+        refuse("is not an object of one object a row")
+    return progress
 
 
 if __name__ == "__main__":
