@@ -8,6 +8,7 @@ in fairseq checkpoints, instead of turning the check off for every file
 """
 
 import argparse
+import contextvars
 import re
 
 import torch
@@ -24,6 +25,33 @@ def read_checkpoint(path):
 
 
 TEST_TIME_OPTIONS = ("neural_cache_theta", "neural_cache_lambda")
+
+# the task a fairseq command scores with, while its checkpoints load (load_model_ensemble_and_task's task)
+SCORING_TASK = contextvars.ContextVar("alm_scoring_task", default=None)
+
+
+def trained_task(state):
+    """The name of the task a checkpoint was trained under (its cfg, or a legacy one's args)."""
+    task = (state.get("cfg") or {}).get("task")
+    if task is not None:
+        return task.get("_name")
+    return getattr(state.get("args"), "task", None)
+
+
+def check_scoring_task(state, path):
+    """A model trained on document streams scored one sentence at a time from a fresh state
+    (``--task sentence_language_modeling``) is scored as it never learned: refused in one line."""
+    from .tasks.sentence_language_modeling import SentenceLanguageModelingTask
+
+    scoring = SCORING_TASK.get()
+    if isinstance(scoring, SentenceLanguageModelingTask) and trained_task(state) == "document_language_modeling":
+        from .errors import CheckpointError
+
+        raise CheckpointError(
+            f"{path} was trained on document streams (--task document_language_modeling), and --task "
+            "sentence_language_modeling scores each sentence alone from a fresh state: score it under "
+            "--task document_language_modeling"
+        )
 
 
 def forget_saved_test_time_options(state, overrides):
@@ -89,6 +117,7 @@ def _explain_unreadable_checkpoints():
         from .shallow_fusion import check_lm_fingerprint
 
         check_lm_fingerprint(path, state, arg_overrides)
+        check_scoring_task(state, path)
         check_overrides(state, arg_overrides)
         fill_options_older_than(state, arg_overrides)
         hand_to_the_model(state)
@@ -101,6 +130,7 @@ def _explain_unreadable_checkpoints():
     ensemble = checkpoint_utils.load_model_ensemble_and_task
 
     def load_model_ensemble_and_task(filenames, *args, **kwargs):
+        scoring = SCORING_TASK.set(kwargs.get("task", args[1] if len(args) > 1 else None))
         try:
             return ensemble(filenames, *args, **kwargs)
         except OSError as error:  # fairseq's IOError("Model file not found: PATH"), a traceback
@@ -111,6 +141,8 @@ def _explain_unreadable_checkpoints():
                 f"--path {missing}: no such file; give a checkpoint fairseq-train wrote (its --save-dir's "
                 "checkpoint_best.pt)"
             ) from None
+        finally:
+            SCORING_TASK.reset(scoring)
 
     checkpoint_utils.load_model_ensemble_and_task = load_model_ensemble_and_task
 

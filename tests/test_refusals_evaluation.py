@@ -182,3 +182,19 @@ def test_rms_without_a_training_split_says_why_and_that_sgd_needs_none(adaptive_
         "alm_plugin.cli.score", "--path", adaptive_sentence, "--data", data, text, "--dynamic-eval-lr", "0.1"
     )
     assert code == 0, err  # sgd reads no training data
+
+
+# ---------------------------------------------------------------- the task a model learned
+
+
+def test_a_model_trained_on_streams_is_refused_under_the_sentence_task(lstm_stream):
+    """Before: `fairseq-eval-lm --task sentence_language_modeling` scored a model trained on document streams
+    sentence by sentence from a fresh state, without a word (273.97 against 259.37 under its own task)."""
+    code, output = run("eval_lm", SAMPLE_DATA, "--path", lstm_stream, *EVAL, "--batch-size", "8", check=False)
+    assert code != 0 and refused(
+        output,
+        "fairseq-eval-lm",
+        f"{lstm_stream} was trained on document streams (--task document_language_modeling), and --task "
+        "sentence_language_modeling scores each sentence alone from a fresh state: score it under --task "
+        "document_language_modeling",
+    )
