@@ -291,17 +291,21 @@ def test_the_work_folder_is_made_fresh_and_recorded_for_the_next_command(tmp_pat
     "args, results, message",
     [
         (["--dry-run", "install"], "a file", "ALM_GPU_RESULTS={results} is not a folder: give a folder"),
+        (["--dry-run", "install"], "read-only", "ALM_GPU_RESULTS={results} takes no new file (read-only?)"),
         (["--dry-run", "paper", "lstm"], "committed", "is inside benchmarks/results, the committed results"),
         (["--dry-run", "paper", "lstm single"], "fresh", "unknown step lstm single:"),
         (["--dry-run", "paper", "lstm-matched", "lstm-matched"], "fresh", "paper: lstm-matched named twice"),
     ],
 )
 def test_a_results_folder_or_row_that_would_lose_or_muddle_results_is_refused(tmp_path, args, results, message):
-    """Before: ALM_GPU_RESULTS naming a file wrote /summary.txt and /paper/ at the root; a dry run into
+    """Before: ALM_GPU_RESULTS naming a file wrote /summary.txt and /paper/ at the root, a read-only one ran
+    every step and said "all passed" with nothing written; a dry run into
     benchmarks/results/ptb-paper replaced the committed row; 'lstm single' was taken for a row; a row named
     twice trained twice side by side."""
     committed = os.path.join(ROOT, "benchmarks", "results", "ptb-paper")
-    folder = {"a file": str(tmp_path / "results.txt"), "committed": committed}.get(results, str(tmp_path / "res"))
+    folder = {"a file": str(tmp_path / "results.txt"), "committed": committed, "read-only": "/proc/1"}.get(
+        results, str(tmp_path / "res")
+    )  # /proc/1: a folder that takes no file, whoever runs the test
     if results == "a file":
         open(folder, "w").close()
     before = sorted(os.listdir(committed))
