@@ -9,6 +9,7 @@ in fairseq checkpoints, instead of turning the check off for every file
 
 import argparse
 import contextvars
+import os
 import re
 
 import torch
@@ -103,6 +104,11 @@ def _explain_unreadable_checkpoints():
         return
 
     def load_checkpoint_to_cpu(path, arg_overrides=None, *args, **kwargs):
+        if os.environ.get("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "0").lower() not in ("", "0", "false"):
+            raise CheckpointError(
+                f"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD is set: torch would unpickle {path}, running any code it "
+                "holds; unset it (the plugin lets fairseq checkpoints load as data)"
+            )
         try:
             state = load(path, arg_overrides, *args, **kwargs)
         except FileNotFoundError:

@@ -92,3 +92,23 @@ def test_no_loader_of_the_project_unpickles():
                         continue  # its comment says why
                     found.append(f"{os.path.relpath(path, ROOT)}:{number}: {line.strip()}")
     assert found == []
+
+
+def test_the_hub_refuses_a_planted_pickle_without_running_it(planted):
+    from alm_plugin.errors import CheckpointError
+    from alm_plugin.models.attentive_lm import AttentiveLanguageModel
+
+    path, marker = planted
+    with pytest.raises(CheckpointError, match="could not be read as a fairseq checkpoint"):
+        AttentiveLanguageModel.from_pretrained(str(path.parent), path.name, data_name_or_path=SAMPLE_DATA)
+    assert not marker.exists()
+
+
+def test_fairseqs_loads_are_refused_where_torch_is_told_to_unpickle(planted, monkeypatch):
+    """TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1 (often advised for fairseq's checkpoints) would make fairseq's own
+    torch.load unpickle: the plugin refuses to load under it."""
+    path, marker = planted
+    monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
+    code, output = run("eval_lm", SAMPLE_DATA, "--user-dir", "alm_plugin", "--path", path, "--cpu", check=False)
+    assert code != 0 and refused(output, "fairseq-eval-lm", "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD is set: torch would")
+    assert not marker.exists()
