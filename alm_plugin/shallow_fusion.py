@@ -62,10 +62,9 @@ def check_lm_fingerprint(path, state, overrides) -> None:
     if not os.path.samefile(path, fused_lm_path):
         return
     data = (overrides or {}).get("data")
-    saved = set(((state.get("alm_plugin") or {}).get("fingerprints") or {}).values())
-    saved |= {
-        int(value) for name, value in (state.get("model") or {}).items() if name.endswith("dictionary_fingerprint")
-    }
+    from .models.checkpoint_fit import saved_fingerprints
+
+    saved = saved_fingerprints(state)
     given = os.path.join(str(data), "dict.txt")
     if not data or not saved or not os.path.isfile(given):
         return

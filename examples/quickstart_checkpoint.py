@@ -75,12 +75,10 @@ def trained_on(state, data):
     """Whether the model's dictionary (its saved fingerprint) is ``data``'s dict.txt."""
     from fairseq.data import Dictionary
 
+    from alm_plugin.models.checkpoint_fit import saved_fingerprints
     from alm_plugin.modules.dictionary_fingerprint import dictionary_fingerprint
 
-    saved = (state.get("model") or {}).get("decoder.dictionary_fingerprint")
-    if saved is None:
-        return False
-    return int(saved) == dictionary_fingerprint(Dictionary.load(os.path.join(data, "dict.txt")))
+    return dictionary_fingerprint(Dictionary.load(os.path.join(data, "dict.txt"))) in saved_fingerprints(state)
 
 
 def main(argv):

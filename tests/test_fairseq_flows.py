@@ -23,7 +23,7 @@ def average_checkpoints(paths):
     entry, integers included: a floor division)."""
     summed, first = collections.OrderedDict(), None
     for path in paths:
-        state = torch.load(path, map_location="cpu")
+        state = torch.load(path, map_location="cpu", weights_only=True)
         first = first or state
         for name, value in state["model"].items():
             value = value.float() if value.dtype == torch.half else value
@@ -244,7 +244,7 @@ def test_store_ema_trains_and_its_ema_weights_are_read(kind, data, tmp_path):
         save,
     )
     last = save / "checkpoint_last.pt"
-    state = torch.load(last, map_location="cpu")
+    state = torch.load(last, map_location="cpu", weights_only=True)
     ema, model = state["extra_state"]["ema"], state["model"]
     assert set(ema) == set(model) and any(not torch.equal(ema[k], model[k]) for k in model)
     value = figure(kind, data[kind], ema_checkpoint(last, tmp_path / "ema.pt"))

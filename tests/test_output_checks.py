@@ -295,6 +295,9 @@ NOT_THROUGH_THE_WRITER = {  # (file, the line) -> why it writes on its own
         "run before the plugin's dependencies are installed (alm_plugin cannot be imported)"
     ),
     ("benchmarks/table.py", "os.replace(save, aside)"): "a checkpoint folder moved aside, not written",
+    ("alm_plugin/cli/tool.py", 'sys.stderr = open(os.devnull, "w", encoding="utf-8")'): (
+        "a tool started with stderr closed holds /dev/null there, so nothing lands in its output"
+    ),
     ("benchmarks/report/ptb_table.py", "fig.savefig(path, dpi=110)"): "tables.figure's savefig: save_figure",
     ("benchmarks/report/ptb_stream.py", "fig.savefig(path, dpi=110)"): "tables.figure's savefig: save_figure",
     ("benchmarks/report/tables.py", "return super().savefig(fname, **options)  # the open file save_figure gives"): (

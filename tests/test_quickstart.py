@@ -62,7 +62,7 @@ def test_a_rerun_skips_training_and_says_how_to_train_again(tiny_attentive, tmp_
         (lambda s: s["cfg"]["model"].update(attention_score="combined"), "(attention score combined)"),
         (lambda s: s["cfg"]["task"].update(_name="document_language_modeling"), "--task document_language_modeling"),
         (lambda s: s["cfg"]["task"].update(data="data-bin/other"), "was trained on data-bin/other"),
-        (lambda s: s["model"].update({"decoder.dictionary_fingerprint": torch.tensor(7)}), "(its dictionary)"),
+        (lambda s: s["alm_plugin"]["fingerprints"].update({"decoder.dictionary_fingerprint": 7}), "(its dictionary)"),
         (lambda s: s["extra_state"]["train_iterator"].update(epoch=12), "trained for 11 epochs, more than the 8"),
     ],
 )

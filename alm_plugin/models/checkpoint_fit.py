@@ -305,6 +305,16 @@ def checkpoint_entry(model):
     return {OPTIONS_BUFFER: options, "fingerprints": fingerprints}
 
 
+def saved_fingerprints(state) -> set:
+    """The dictionary fingerprints a loaded checkpoint saved: in its entry (``CHECKPOINT_ENTRY``), which the
+    loader hands to the model, else as state-dict buffers (older checkpoints)."""
+    entry = state.get(CHECKPOINT_ENTRY) if isinstance(state.get(CHECKPOINT_ENTRY), dict) else {}
+    if entry.get("fingerprints"):
+        return {int(value) for value in entry["fingerprints"].values()}
+    model = state.get("model") if isinstance(state.get("model"), dict) else {}
+    return {int(value) for name, value in model.items() if name.endswith(FINGERPRINT)}
+
+
 def hand_to_the_model(state):
     """A loaded checkpoint's entry (``CHECKPOINT_ENTRY``) put into its model state dict under the names
     the model's ``load_state_dict`` reads (those older checkpoints hold as buffers), where the checks run."""
