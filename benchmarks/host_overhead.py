@@ -7,7 +7,8 @@ Each plugin (a directory, or a git revision whose alm_plugin ``git archive`` exp
 ``fairseq-train`` in-process, in processes of its own (fairseq imports a plugin once a process),
 the plugins interleaved. Per case: the host's ms an update (``Trainer.train_step`` minus the task's
 ``train_step``), one update's reads (``HostSyncs``), a digest of the logged figures and the trained
-weights, and, in one more run, the trainer's pieces timed.
+weights, and, in one more run, the trainer's pieces timed. A LABEL ending in ``-graphs`` trains
+with ``--cuda-graphs``.
 """
 
 import argparse
@@ -433,9 +434,7 @@ def main(argv=None):
         "plugins",
         nargs="*",
         metavar="LABEL=SOURCE",
-        help="the plugins measured side by side, each an alm_plugin directory or a git revision "
-        "(default: after=alm_plugin, this tree's); a LABEL ending in -graphs trains with "
-        "--cuda-graphs",
+        help="the plugins measured side by side, each a directory or a git revision (default: after=alm_plugin)",
     )
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated, of: " + ", ".join(CASES))
     parser.add_argument("--num-workers", type=int, default=0, help="fairseq-train's data-loading processes")

@@ -26,8 +26,8 @@ SIZE, DROPOUT = "200", "0.2"
 MEMORY, STREAMS = "100", 20  # M (and the pointer's L) = 100: the Pointer Sentinel-LSTM's window
 
 
-# Our word decoders once dropped h_t twice on its way to the softmax (alm_lstm, the pointer) and
-# fed the attention dropped states; a row trained since drops every tensor once and says so.
+# the dropout layout a row of our word decoders states in its JSON (docs/models.md, "Dropout"); a
+# result that states another, or none, is set apart by the report
 DROPOUT_LAYOUT = "each tensor once"
 
 
@@ -285,8 +285,8 @@ PTB = Corpus(
             )
             for loss in ("off", "found")
         },
-        # the output layer's cost in quality: head = PTB's 2,000 most frequent words (~83% of the
-        # tokens), one tail of the other 8,004 (the suggestion, not tuned on a slice)
+        # the output layer's cost in quality: head = PTB's 2,000 most frequent words, one tail of
+        # the other 8,004 (not tuned on a slice)
         "lstm-stream-adaptive": Row(
             "LSTM (ours, `alm_lstm`), document streams, tied adaptive softmax (head 2000)",
             ("--arch", "alm_lstm", *OURS, *PTB_RECIPE, "--adaptive-softmax-cutoff", "2000"),
@@ -593,7 +593,7 @@ PTB_CHOICES = Corpus(
 )
 # Kawakami et al. (2017) Tables 4-5. One recipe for every character row: LSTMs of 256 with 128-d
 # characters, dropout 0.3, Adam 0.002, clip 10, chunks of 35 words (the paper: 600-d, dropout 0.5);
-# the epochs let the slowest row, the char LSTM, train in ~2-2.5 h at one thread (docs/benchmarks.md).
+# the epochs are set by the slowest row, the char LSTM, at one thread (docs/benchmarks.md).
 CHARS = (
     "--char-embed-dim",
     "128",

@@ -213,7 +213,7 @@ def test_cache_posterior_reads_the_old_split_option_as_gen_subset_with_a_note(ti
     assert runs["--split"][1].replace("split.json", "gen-subset.json") == runs["--gen-subset"][1]
     notes = [line for line in runs["--split"][2].splitlines() if "note:" in line]
     assert notes == [
-        "alm-cache-posterior: note: --split is now --gen-subset (as in alm-cache-grid and fairseq-eval-lm)"
+        "alm-cache-posterior: note: --split is read as --gen-subset (as in alm-cache-grid and fairseq-eval-lm)"
     ]
     assert "note:" not in runs["--gen-subset"][2]
     assert (tmp_path / "split.json").read_text() == (tmp_path / "gen-subset.json").read_text()

@@ -164,9 +164,7 @@ def main(argv=None):
         "--eval-tokens-per-sample",
         type=int,
         default=0,
-        help="sentence_language_modeling: score sentences longer than this in pieces, as "
-        "fairseq-eval-lm's option (0, its default: whole sentences, whatever the checkpoint "
-        "validated with in training)",
+        help="sentence_language_modeling: score sentences longer than this in pieces (default 0: whole sentences)",
     )
     parser.add_argument("--json", help="also write the grid and the choice to this file")
     parser.add_argument("--cpu", action="store_true", help="run on the CPU even when a GPU is there")

@@ -117,11 +117,11 @@ def plot(path, dictionary, words, posteriors, n):
 
 
 class RenamedOption(argparse.Action):
-    """``--split``, this tool's name for ``--gen-subset`` before: still read, with a note."""
+    """``--split``: read as ``--gen-subset``, with a note."""
 
     def __call__(self, parser, namespace, value, option_string=None):
         print(
-            f"{parser.prog}: note: --split is now --gen-subset (as in alm-cache-grid and fairseq-eval-lm)",
+            f"{parser.prog}: note: --split is read as --gen-subset (as in alm-cache-grid and fairseq-eval-lm)",
             file=sys.stderr,
         )
         setattr(namespace, self.dest, value)

@@ -113,10 +113,7 @@ def main(argv=None):
         "files",
         nargs="*",
         metavar="FILE",
-        help="text, one sentence per line (default: stdin; a pipe such as <(cmd) is read too). "
-        "Each FILE is a text of its own: read as a "
-        "document (--context document, a neural cache, dynamic evaluation), each starts from a "
-        "fresh state, an empty cache and the trained weights",
+        help="texts to score, one sentence per line, each a text of its own (default: stdin)",
     )
     parser.add_argument(
         "--path", required=True, help="checkpoint; several separated by ':' are an ensemble (as in fairseq)"
@@ -130,7 +127,7 @@ def main(argv=None):
         metavar="none|LANG",
         help="none (the text is tokenised like the training data) or a sacremoses language",
     )
-    parser.add_argument("--bpe-codes", help="subword-nmt codes the training data was split with")
+    parser.add_argument("--bpe-codes", help="the subword-nmt codes of the training data")
     parser.add_argument("--format", choices=["tsv", "jsonl"], default="tsv", help="output format (default: tsv)")
     parser.add_argument("--base2", action="store_true", help="also print log2 p(sentence)")
     parser.add_argument("--batch-size", type=int, default=64, help="most sentences per batch")
@@ -138,17 +135,13 @@ def main(argv=None):
     parser.add_argument(
         "--context",
         choices=["document", "line"],
-        help="read the lines as one document (the default for character models and models "
-        "trained on document_language_modeling: their state carries over, as in "
-        "fairseq-eval-lm --batch-size 1; a neural cache spans the lines) or score each line "
-        "alone (the default for sentence-level word models)",
+        help="read the lines as one document or score each line alone (default: as the model's task reads text)",
     )
     parser.add_argument(
         "--neural-cache-window",
         type=int,
         default=0,
-        help="word models: mix in a neural cache over the N previous tokens of the document "
-        "(Grave et al. 2017; 0: none); choose N, theta, lambda with alm-cache-grid",
+        help="word models: mix in a neural cache over the N previous tokens of the document (0: none)",
     )
     parser.add_argument("--neural-cache-theta", type=float, help="the cache's inverse temperature (default 0.3)")
     parser.add_argument(
@@ -167,8 +160,7 @@ def main(argv=None):
             "--" + name.replace("_", "-"),
             type=kind,
             default=option.default,
-            help=option.metadata["help"] + " (the lines of each FILE are read in order as one text, "
-            "from the trained weights)",
+            help=option.metadata["help"],
         )
     parser.add_argument("--cpu", action="store_true", help="score on the CPU even when a GPU is there")
     args = parser.parse_args(argv)

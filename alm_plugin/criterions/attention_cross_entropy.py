@@ -51,10 +51,8 @@ class AttentionCrossEntropyConfig(FairseqDataclass):
     pointer_loss: ChoiceEnum(["off", "found", "all"]) = field(
         default="off",
         metadata={
-            "help": "pointer_sentinel_lm: add Merity et al.'s -log(g + sum of the pointer's weights on the target) to "
-            "the loss; 'found': at the targets in the pointer's window (it takes the weight off wrong "
-            "positions), 'all': at every target, as the paper's formula reads (-log g where the target is "
-            "absent, which pushes the gate to the softmax); 'off': the NLL alone"
+            "help": "pointer_sentinel_lm: add -log(g + the pointer's weight on the target) at the targets in its "
+            "window (found), at every target (all) or nowhere (off)"
         },
     )
     sentence_avg: bool = II("optimization.sentence_avg")

@@ -48,11 +48,7 @@ class AttentiveLMConfig(HistoryAttentionConfig):
     )
     zero_context: bool = field(
         default=False,
-        metadata={
-            "help": "an ablation with no attention: the concat layer is kept and fed c_t = 0, "
-            "h'_t = tanh(W_c [h_t ; 0]); no attention is built (what the authors' released code "
-            "trains). Against alm_lstm it measures the layer, against attentive_lm the attention"
-        },
+        metadata={"help": "build no attention and feed the concat layer c_t = 0: h'_t = tanh(W_c [h_t ; 0])"},
     )
 
 

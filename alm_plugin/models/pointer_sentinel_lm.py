@@ -48,9 +48,7 @@ class PointerSentinelConfig(RecurrentLMConfig):
     sentinel_scale: float = field(
         default=0.1,
         metadata={
-            "help": "the sentinel vector s is stored as s / scale, so SGD moves it at scale^2 the learning "
-            "rate (the model is unchanged): below 1 a lower step for the gate, which at 1 (the paper's) "
-            "can saturate at g = 1, the pointer unused and its gradient gone (docs/models.md)",
+            "help": "store the sentinel vector s as s / scale, so SGD moves it at scale^2 the learning rate",
             # checkpoints saved before the option existed were trained (and must be read) at 1
             DEFAULT_BEFORE_THE_OPTION: 1.0,
         },

@@ -47,9 +47,8 @@ class AdaptiveSoftmaxConfig(FairseqDataclass):
     adaptive_softmax_cutoff: Optional[str] = field(
         default=None,
         metadata={
-            "help": "use the adaptive softmax: comma-separated word ids where the head ends and each tail "
-            "cluster ends, e.g. 2000,10000 (the last cluster runs to the end of the dictionary, which "
-            "must be sorted by frequency, as fairseq-preprocess writes it); not given: the full softmax"
+            "help": "use the adaptive softmax, its head and each tail cluster ending at these word ids, "
+            "e.g. 2000,10000 (default: the full softmax)"
         },
     )
     adaptive_softmax_untied: bool = field(

@@ -72,25 +72,20 @@ class DynamicEvalOptions:
     dynamic_eval_rule: Optional[str] = field(
         default=None,
         metadata={
-            "help": "sgd (default): the step lr * grad; rms: lr * grad / (MS + eps), MS the root mean square of each "
-            "weight's gradient over training segments, and the decay scaled per weight (Krause's best)"
+            "help": "the update: sgd (default), lr * grad; rms, lr * grad / (MS + eps) with the decay scaled per weight"
         },
     )
     dynamic_eval_eps: Optional[float] = field(default=None, metadata={"help": f"rms: added to MS (default {RMS_EPS})"})
     dynamic_eval_segment: Optional[int] = field(
         default=None,
         metadata={
-            "help": f"document_language_modeling: tokens per segment of the stream, one step after each (default "
-            f"{SEGMENT}: a step costs a backward pass; Krause et al. used 5 for LSTMs). On "
-            "sentence_language_modeling a segment is one sentence"
+            "help": f"document_language_modeling: tokens per segment, one step after each (default {SEGMENT}; "
+            "sentence_language_modeling: a sentence)"
         },
     )
     dynamic_eval_stats_batches: Optional[int] = field(
         default=None,
-        metadata={
-            "help": f"rms: training batches read for MS (default {STATS_BATCHES}; about a training epoch's "
-            "forward/backward at most)"
-        },
+        metadata={"help": f"rms: training batches read for MS (default {STATS_BATCHES})"},
     )
 
 
@@ -145,8 +140,8 @@ class DynamicEvaluator:
         self.model, self.settings = model, settings
         self.training_batches = training_batches  # rms: a callable giving the training batches for MS
         self.parameters = [p for p in model.parameters() if p.requires_grad]
-        # a segment looks up a few rows of a 10^4-10^5-row table: a sparse lookup gradient spares
-        # zeroing the whole table every step (~10% of a WikiText-2 step, measured), the sum is the same
+        # a segment looks up a few rows of a large table: a sparse lookup gradient spares zeroing
+        # the whole table every step, the sum is the same
         self.embeddings = [
             m
             for m in model.modules()

@@ -29,9 +29,9 @@ from ..errors import OptionError
 
 Pairs = Tuple[Tensor, Tensor]  # the query and slot indices of the (query, slot) pairs a score computes
 INITIAL_SLOT = -(2**40)  # the time of the initial slot h_0: before any state, never out of the window
-# elements of a score intermediate per chunk of queries when no graph is built: 64 MiB in fp32
-# on the CPU (eval-lm's memory on 2,048-token blocks), 512 MiB on a GPU, where every chunk is
-# another round of kernel launches
+# elements of a score intermediate per chunk of queries when no graph is built: fewer on the CPU
+# (eval-lm's memory on long blocks), more on a GPU, where every chunk is another round of kernel
+# launches
 CHUNK_ELEMENTS = {"cpu": 2**24, "cuda": 2**27}
 PAIR_CACHE = 512  # chunk geometries whose pair indices a module keeps (training: one per sample length)
 

@@ -51,18 +51,11 @@ class RecurrentLMConfig(AdaptiveSoftmaxConfig):
     num_layers: int = field(default=2, metadata={"help": "number of stacked LSTM layers"})
     dropout: float = field(
         default=0.5,
-        metadata={
-            "help": "dropout on the non-recurrent connections, each tensor once: the embeddings, "
-            "between the LSTM layers, and the vector the output layer reads (h'_t; h_t itself "
-            "for alm_lstm and the pointer's p_vocab). The attention reads h_t undropped"
-        },
+        metadata={"help": "dropout on the embeddings, between the LSTM layers and on the output layer's input"},
     )
     forget_gate_bias: float = field(
         default=0.0,
-        metadata={
-            "help": "the LSTM forget gates' bias starts here (the paper: every bias 0; the authors' "
-            "released code and TensorFlow: 1.0; both compared in docs/benchmarks.md, ptb-choices)"
-        },
+        metadata={"help": "the initial bias of the LSTM forget gates (paper: 0)"},
     )
     init_range: float = field(
         default=0.05, metadata={"help": "weights start uniform in [-init_range, init_range], biases at 0 (paper: 0.05)"}
@@ -85,11 +78,7 @@ class HistoryAttentionConfig(RecurrentLMConfig):
     combination_bias: bool = combination_bias_field(default=False)
     attend_dropped_states: bool = field(
         default=False,
-        metadata={
-            "help": "the attention's memory and queries read h_t after a dropout of their own (the "
-            "concat layer still reads h_t undropped); off: they read h_t as the LSTM gives it, "
-            "as the authors' released code does (both compared in docs/benchmarks.md, ptb-choices)"
-        },
+        metadata={"help": "apply a dropout of their own to the states the attention's memory and queries read"},
     )
 
 

@@ -24,7 +24,7 @@ def layer_by_layer(lstm, inputs, state=None):
     first time it trains after the generator is reseeded, as fairseq does before every update: a
     graph would go on reading the freed one. The same model; on the CPU the same computation, in
     the same order, as the multi-layer call. On a GPU cuDNN copies each layer after the first out of
-    nn.LSTM's flat weight buffer (a slice it does not recognise; ~14 MB at 2 x 650), and would say
+    nn.LSTM's flat weight buffer (a slice it does not recognise), and would say
     so with advice that does not apply here."""
     if not (lstm.training and lstm.dropout > 0 and lstm.num_layers > 1) or lstm.bidirectional or lstm.proj_size:
         return lstm(inputs, state)

@@ -38,8 +38,7 @@ class NeuralCacheOptions:
     neural_cache_window: int = field(
         default=0,
         metadata={
-            "help": "test time only: mix in a neural cache (Grave et al. 2017) over the features of the "
-            "N previous tokens, read in corpus order across sentence ends (0: no cache)"
+            "help": "test time only: mix in a neural cache over the N previous tokens, across sentence ends (0: none)"
         },
     )
     neural_cache_theta: Optional[float] = field(

@@ -27,7 +27,7 @@ from ..modules.neural_cache import CACHE_MODELS, NeuralCacheOptions
 from .stream_task import WordStreamConfig, WordStreamTask
 from .word_lm_options import WordLMOptionsMixin
 
-BURN_IN = 100  # --stream-burn-in's default: see its help and docs/models.md for the measurement
+BURN_IN = 100  # --stream-burn-in's default: docs/models.md says what it rests on
 
 
 @dataclass
@@ -35,12 +35,8 @@ class DocumentLanguageModelingConfig(WordStreamConfig, NeuralCacheOptions, Dynam
     stream_burn_in: int = field(
         default=BURN_IN,
         metadata={
-            "help": "evaluation read as several streams (fairseq-eval-lm --batch-size N, fairseq-train's validation, "
-            "fairseq-validate): each stream but the first first reads this many words of the text before its "
-            "first scored word (from a line start; read, not scored: every word is scored once), so it scores "
-            "from a reader's state, not a fresh one in mid-document; with the neural cache, at least its "
-            "window. 0: every stream starts fresh. "
-            "Training streams start fresh (docs/models.md)"
+            "help": "evaluation on several streams: the words each stream but the first reads, unscored, before "
+            "its first scored word"
         },
     )
 

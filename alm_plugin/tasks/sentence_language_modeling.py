@@ -58,44 +58,28 @@ class SentenceLanguageModelingConfig(LanguageModelingConfig, NeuralCacheOptions,
     sample_break_mode: SAMPLE_BREAK_MODE_CHOICES = field(
         default="eos",
         metadata={
-            "help": "eos (default): one sentence per sample, longer sentences cut into "
-            "pieces of --tokens-per-sample; none/complete/complete_doc: as in "
-            "fairseq language_modeling"
+            "help": "eos (default): one sentence per sample; none/complete/complete_doc: as fairseq language_modeling"
         },
     )
     tokens_per_sample: int = field(
         default=35,
-        metadata={
-            "help": "most tokens per training sample (the paper pads/truncates sentences to "
-            "35); longer training sentences are cut into pieces (the paper's truncation: "
-            "--shorten-method truncate --shorten-data-split-list train; both compared in "
-            "docs/benchmarks.md, ptb-choices)"
-        },
+        metadata={"help": "most tokens per training sample, longer training sentences cut into pieces (paper: 35)"},
     )
     eval_tokens_per_sample: int = field(
         default=0,
         metadata={
-            "help": "with --sample-break-mode eos: most tokens per sample of every split not "
-            "named train* (validation, fairseq-eval-lm, fairseq-validate). 0 (default): "
-            "whole sentences, so scores do not depend on where a sentence is cut; > 0 cuts "
-            "long sentences into pieces that lose their context (a WARNING counts them)"
+            "help": "with --sample-break-mode eos: most tokens per sample of every split not named train* "
+            "(default 0: whole sentences)"
         },
     )
     corpus_order: bool = field(
         default=False,
-        metadata={
-            "help": "train on batches of consecutive sentences in the corpus's order, the same "
-            "every epoch (the Attentive LM authors' released code); default: fairseq's "
-            "batches of like-length sentences, shuffled every epoch (both compared in "
-            "docs/benchmarks.md, ptb-choices)"
-        },
+        metadata={"help": "train on batches of consecutive sentences in the corpus's order, the same every epoch"},
     )
     cuda_graphs: bool = field(
         default=False,
         metadata={
-            "help": "replay each training update's forward, loss and backward as a CUDA "
-            "graph, one per batch shape (one GPU, float32, --criterion attention_cross_entropy), "
-            "so the host launches the update's kernels in one call (docs/tools.md)"
+            "help": "replay each training update's forward, loss and backward as a CUDA graph, one per batch shape"
         },
     )
     # what --cuda-graphs checks before a batch is read

@@ -1,6 +1,6 @@
 """Shrink fairseq-fixed's binary wheel in place to what the plugin imports, for carrying to a GPU machine.
 
-    python -m benchmarks.gpu.slim_wheel .whl/fairseq_fixed-0.12.3.1-cp312-*.whl    # 20 MB -> ~2.5 MB
+    python -m benchmarks.gpu.slim_wheel .whl/fairseq_fixed-0.12.3.1-cp312-*.whl
 
 Left out: fairseq/examples/ (imported only for speech tasks) and the C++ extensions libnat, libbase
 and alignment_train_cpu_binding, each imported lazily by the one model (none a word or character LM)

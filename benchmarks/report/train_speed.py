@@ -19,7 +19,7 @@ def block():
     by_threads = result.get("by_threads") or {result["device"]: result}
     first = next(iter(by_threads.values()))
     table = speed_table("model", [(f"{machine(r['device'])} | vs {first['baseline']}", r) for r in by_threads.values()])
-    # the table is written by this module now, no longer by the script's old --update-docs
+    # the recorded command without --update-docs, which the script does not take
     how = command("benchmarks.train_speed", [a for a in first["argv"] if a != "--update-docs"])
     goals = "; ".join(
         f"{name} >= {goal}: "

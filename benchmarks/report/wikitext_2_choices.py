@@ -32,8 +32,8 @@ def cutoff_note():
 
 
 def pointer_choice(args):
-    """``(--pointer-loss, --sentinel-scale)`` of a row's arguments; absent: off and 1, what the rows
-    trained before the scale's default became 0.1 used (every row now states both)."""
+    """``(--pointer-loss, --sentinel-scale)`` of a row's arguments; absent: off and 1, what a row
+    that states neither trained with."""
     return option(args, "--pointer-loss", "off"), option(args, "--sentinel-scale", "1")
 
 
