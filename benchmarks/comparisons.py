@@ -147,3 +147,49 @@ COMPARISONS = (
 def declared(corpus_name, rows=None):
     """The comparisons of ``corpus_name`` in their declared order (``rows``: only those whose row is among them)."""
     return [c for c in COMPARISONS if c.corpus == corpus_name and (rows is None or c.row in rows)]
+
+
+@dataclass(frozen=True)
+class Goal:
+    block: str  # the docs/benchmarks.md block that states it (its marker)
+    subject: str  # what the figure is of: a model, a row, a set of rows
+    figure: str  # the figure and the side of the bound that meets the goal
+    bound: float  # the figure's bound, as the block prints it
+
+
+# the goals the report states, read by its blocks (``goal``, ``goals``): the bound of each, not its verdict
+GOALS = (
+    Goal("train-speed", "alm_lstm", "training step's speed against a bare nn.LSTM LM's, at least", 0.95),
+    Goal("train-speed", "attentive_lm single", "training step's speed against a bare nn.LSTM LM's, at least", 0.85),
+    Goal("train-speed", "attentive_lm combined", "training step's speed against a bare nn.LSTM LM's, at least", 0.75),
+    Goal("train-speed", "amsrn tied", "training step's speed against a bare nn.LSTM LM's, at least", 0.85),
+    Goal("host-overhead", "update", "the host's ms an update against the first plugin's, at most", 0.5),
+    Goal("ptb-paper-stream", "best stream row", "test ppl with the cache and dynamic evaluation, at most", 65.0),
+    Goal("ptb-stream", "memory across sentences", "% test ppl ahead of the stream LSTM, at least", 3.0),
+    Goal("ptb-stream", "attention, training", "the stream step's speed against alm_lstm's, at least", 0.85),
+    Goal("ptb-stream", "neural cache, scoring", "eval speed against scoring without the cache, at least", 0.8),
+    Goal("ptb-stream", "dynamic evaluation", "% below the static test ppl on every stream row, at least", 10),
+    Goal("ptb-stream", "lstm-stream, cache and dynamic", "test ppl, below", 80),
+    Goal("ptb-stream", "dynamic evaluation, speed", "eval tokens/s against static scoring, at least", 0.35),
+    Goal(
+        "adaptive-softmax", "speed", "WikiText-2 training step's speed against a PTB full-softmax step's, at least", 1.5
+    ),
+    Goal("adaptive-softmax", "pointer", "the pointer's step's speed against alm_lstm's, at least", 0.85),
+    Goal("adaptive-softmax", "quality", "% change in the PTB stream LSTM's test ppl, at most", 3.0),
+    Goal("wikitext-2", "cache", "% below each stream row's static test ppl, at least", 25),
+    Goal("wikitext-2", "dynamic", "% below each stream row's static test ppl, at least", 15),
+    Goal("wikitext-2", "pointer", "% test ppl ahead of the stream LSTM, at least", 10),
+    Goal("wikitext-2", "best", "% the best combination's test ppl below the sentence-level LSTM's, at least", 40),
+    Goal("wikitext-2", "fairseq-lstm_lm", "% the peer's test ppl above the stream LSTM's, at least", 0),
+    Goal("char-speed", "char_cache_lm (K=100)", "speed against HCLM's in training and scoring, above", 0.5),
+)
+
+
+def goals(block):
+    """``{subject: bound}`` of ``block``'s goals, in their declared order."""
+    return {g.subject: g.bound for g in GOALS if g.block == block}
+
+
+def goal(block, subject):
+    """The bound of ``block``'s goal for ``subject``."""
+    return goals(block)[subject]

@@ -5,6 +5,7 @@ them said to be so, with the gap epoch by epoch.
 
 Fast: the rows' JSON are made here (no fairseq run; the root is conftest.py's)."""
 
+import dataclasses
 import importlib
 
 import pytest
@@ -160,3 +161,23 @@ def test_a_parameter_cell_never_prints_two_equal_counts_for_counts_that_differ()
     assert params({"params": 8_391_360, "trainable_params": 8_391_160}) == "8.39M (200 never train)"
     assert params({"params": 8_391_360, "trainable_params": 8_391_360}) == "8.39M"
     assert params({"params": 8_391_360}) == "8.39M (not probed)"
+
+
+def test_every_goal_is_the_bound_its_block_states(monkeypatch):
+    """The goals are data (``comparisons.GOALS``): a bound moved moves its own block's text and no
+    other's. The paper-scale stream goal speaks only once a row has both the cache and dynamic
+    evaluation, which the tree's results may lack: then it alone may leave the page as it is."""
+    report = importlib.import_module("benchmarks.report")
+    comparisons = importlib.import_module("benchmarks.comparisons")
+    declared = comparisons.GOALS
+    before = report.blocks(draw=False)
+    silent = []
+    for i, goal in enumerate(declared):
+        moved = dataclasses.replace(goal, bound=goal.bound * 10 + 10)
+        monkeypatch.setattr(comparisons, "GOALS", (*declared[:i], moved, *declared[i + 1 :]))
+        after = report.blocks(draw=False)
+        changed = [marker for marker in after if after[marker] != before[marker]]
+        assert changed in ([goal.block], []), f"{goal}: moved, it changed {changed}"
+        silent += [] if changed else [(goal.block, goal.subject)]
+    spoken = "The goal, test <=" in before["ptb-paper-stream"]
+    assert silent == ([] if spoken else [("ptb-paper-stream", "best stream row")])
