@@ -7,7 +7,7 @@ import os
 
 import pytest
 import torch
-from cli import TRAIN_COMMON, eval_lm_result, json_records, refused, run
+from cli import ADAM24, TRAIN_COMMON, eval_lm_result, json_records, refused, run
 from conftest import SAMPLE_DATA
 from fairseq.data import Dictionary, data_utils
 from test_end_to_end import hand_computed_nll
@@ -190,35 +190,12 @@ def test_a_dictionary_not_sorted_by_frequency_is_refused(sorted_dictionary):
 
 # ---------------------------------------------------------------- the real commands, tiny models
 
-TINY = [
-    "--embed-dim",
-    "24",
-    "--hidden-size",
-    "24",
-    "--num-layers",
-    "1",
-    "--criterion",
-    "attention_cross_entropy",
-    "--optimizer",
-    "adam",
-    "--lr",
-    "0.01",
-    "--clip-norm",
-    "5",
-    "--batch-size",
-    "32",
-    "--log-interval",
-    "5",
-    "--no-epoch-checkpoints",
-    "--disable-validation",
-    "--seed",
-    "1",
-]
+TINY = [*ADAM24, "--clip-norm", "5", "--log-interval", "5"]
 CUTOFFS = ["--adaptive-softmax-cutoff", "500,2000"]  # the sample's 6,208 ids: head 500, tails to 2,000 and the rest
 
 
 @pytest.fixture(scope="module")
-def test_sentences():
+def sample_test_split():
     return list(data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "test"), None))
 
 
@@ -232,7 +209,7 @@ def test_sentences():
         ("alm_lstm", ["--adaptive-softmax-untied"]),
     ],
 )
-def test_train_then_eval_lm_equals_the_hand_computation(tmp_path, test_sentences, arch, extra):
+def test_train_then_eval_lm_equals_the_hand_computation(tmp_path, sample_test_split, arch, extra):
     _, output = run(
         "train",
         SAMPLE_DATA,
@@ -250,7 +227,7 @@ def test_train_then_eval_lm_equals_the_hand_computation(tmp_path, test_sentences
     losses = [float(r["loss"]) for r in json_records(output, "train_inner")]
     assert losses[-1] < losses[0] - 0.5, losses  # it learns on real text
     checkpoint = tmp_path / "checkpoint_last.pt"
-    nll, count = hand_computed_nll(checkpoint, test_sentences, limit=10**6)
+    nll, count = hand_computed_nll(checkpoint, sample_test_split, limit=10**6)
     batching = ["--batch-size", "16"] + (["--softmax-batch", "100"] if arch == "alm_lstm" and not extra else [])
     _, output = run(
         "eval_lm",
