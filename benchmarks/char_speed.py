@@ -12,7 +12,7 @@ import shutil
 import statistics
 
 from benchmarks import ROOT
-from benchmarks.fairseq_runs import characters_per_word, fairseq, records
+from benchmarks.fairseq_runs import characters_per_word, fairseq, training_words_per_second
 from benchmarks.timing import SAMPLE, device_name, measure, parse, speed_parser, write_figures
 
 OPEN_VOCABULARY = (["--task", "open_vocabulary_language_modeling"], "open_vocabulary_cross_entropy")
@@ -58,8 +58,7 @@ def speeds(data, task, criterion, margs, updates, save_dir, threads, device="cpu
     """Words/s of one fairseq-train run and of fairseq-eval-lm on valid with its checkpoint."""
     shutil.rmtree(save_dir, ignore_errors=True)  # else fairseq resumes the last run and trains nothing
     task = ["--user-dir", "alm_plugin", *(["--cpu"] if device == "cpu" else []), *task]
-    output = fairseq(
-        "train",
+    train = training_words_per_second(
         data,
         *task,
         "--criterion",
@@ -72,24 +71,13 @@ def speeds(data, task, criterion, margs, updates, save_dir, threads, device="cpu
         "10",
         "--batch-size",
         "10",
-        "--max-update",
-        updates,
-        "--disable-validation",
         "--save-dir",
         save_dir,
         "--no-epoch-checkpoints",
-        "--log-format",
-        "json",
-        "--log-interval",
-        "1000",
-        "--seed",
-        "1",
-        "--num-workers",
-        "0",
         *margs,
+        updates=updates,
         threads=threads,
     )
-    train = records(output, "train")[-1]
     output = fairseq(
         "eval_lm",
         data,
@@ -102,7 +90,7 @@ def speeds(data, task, criterion, margs, updates, save_dir, threads, device="cpu
         "10",
         threads=threads,
     )
-    return float(train["train_wps"]), float(re.search(r"\(([\d.]+) tokens/s\)", output).group(1))
+    return train, float(re.search(r"\(([\d.]+) tokens/s\)", output).group(1))
 
 
 def main():

@@ -19,6 +19,7 @@ import sys
 import torch
 
 from benchmarks import ROOT
+from benchmarks.fairseq_runs import plugin_task
 from benchmarks.result_files import check_json
 from benchmarks.timing import SAMPLE, measure, tokens_per_second, write_figures
 
@@ -28,25 +29,19 @@ BLOCKS = (35, 512, 2048)  # tokens a block, for the peak memory
 
 def setup_task(data, block):
     """The sentence task as fairseq-eval-lm sets it up: blocks of ``block`` tokens, batches of 8."""
-    from fairseq import options, tasks
-
-    args = options.parse_args_and_arch(
-        options.get_eval_lm_parser(),
-        [
-            data,
-            "--user-dir",
-            os.path.join(ROOT, "alm_plugin"),
-            "--task",
-            "sentence_language_modeling",
-            "--sample-break-mode",
-            "none",
-            "--tokens-per-sample",
-            str(block),
-            "--batch-size",
-            "8",
-        ],
+    _, task = plugin_task(
+        data,
+        "--task",
+        "sentence_language_modeling",
+        "--sample-break-mode",
+        "none",
+        "--tokens-per-sample",
+        block,
+        "--batch-size",
+        "8",
+        parser="eval_lm",
     )
-    return tasks.setup_task(args)
+    return task
 
 
 def build(name, task, size):

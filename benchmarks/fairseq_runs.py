@@ -39,6 +39,44 @@ def records(output, kind):
     return [json.loads(m.group(1)) for m in re.finditer(r"\| " + kind + r" \| (\{.*\})", output)]
 
 
+def training_words_per_second(data, *args, updates, threads=None):
+    """``fairseq-train data args`` for ``updates`` updates (no validation, seed 1, the batches read in
+    the process, the log as JSON): the words/s of its last training record."""
+    output = fairseq(
+        "train",
+        data,
+        *args,
+        "--max-update",
+        updates,
+        "--disable-validation",
+        "--log-format",
+        "json",
+        "--log-interval",
+        "1000",
+        "--seed",
+        "1",
+        "--num-workers",
+        "0",
+        threads=threads,
+    )
+    train = records(output, "train")
+    if not train:
+        sys.exit(f"fairseq-train logged no training record:\n{output[-3000:]}")
+    return float(train[-1]["train_wps"])
+
+
+def plugin_task(data, *args, parser="train"):
+    """``(args, task)``: ``data args`` with the plugin's --user-dir parsed as fairseq-train
+    (``parser="eval_lm"``: fairseq-eval-lm) parses them, and the task it sets up."""
+    from fairseq import options, tasks
+
+    make = {"train": options.get_training_parser, "eval_lm": options.get_eval_lm_parser}[parser]
+    parsed = options.parse_args_and_arch(
+        make(), [data, "--user-dir", os.path.join(ROOT, "alm_plugin"), *map(str, args)]
+    )
+    return parsed, tasks.setup_task(parsed)
+
+
 def prepare(corpus, name, sentences=0, open_vocabulary=False, train_only=False):
     """``data-bin/<name>``: ``corpus`` of ../shared/data binarised by prepare_lm_data.py (once),
     ``sentences`` training sentences of it (0: all; ``train_only``: valid, test and the dictionary whole)."""

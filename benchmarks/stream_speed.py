@@ -14,6 +14,7 @@ import os
 import torch
 
 from benchmarks import ROOT
+from benchmarks.fairseq_runs import plugin_task
 from benchmarks.timing import (
     device_name,
     measure_by_threads,
@@ -41,33 +42,25 @@ EVAL_KINDS = {
 
 def build(data, arch_args, size, batch):
     """The ``document_language_modeling`` task and a model, as ``fairseq-train`` builds them."""
-    from fairseq import options, tasks
-
-    args = options.parse_args_and_arch(
-        options.get_training_parser(),
-        [
-            data,
-            "--user-dir",
-            os.path.join(ROOT, "alm_plugin"),
-            "--task",
-            "document_language_modeling",
-            "--cpu",
-            "--batch-size",
-            str(batch),
-            "--tokens-per-sample",
-            str(CHUNK),
-            *arch_args,
-            "--embed-dim",
-            str(size),
-            "--hidden-size",
-            str(size),
-            "--num-layers",
-            "2",
-            "--dropout",
-            "0.2",
-        ],
+    args, task = plugin_task(
+        data,
+        "--task",
+        "document_language_modeling",
+        "--cpu",
+        "--batch-size",
+        batch,
+        "--tokens-per-sample",
+        CHUNK,
+        *arch_args,
+        "--embed-dim",
+        size,
+        "--hidden-size",
+        size,
+        "--num-layers",
+        "2",
+        "--dropout",
+        "0.2",
     )
-    task = tasks.setup_task(args)
     return task, task.build_model(args)
 
 

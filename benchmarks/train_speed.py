@@ -17,7 +17,7 @@ import sys
 
 import torch
 
-from benchmarks.fairseq_runs import fairseq, records
+from benchmarks.fairseq_runs import training_words_per_second
 from benchmarks.timing import (
     SAMPLE,
     device_name,
@@ -69,8 +69,7 @@ def fairseq_models(size, layers, dropout):
 
 def train_wps(data, args, updates, threads, device="cpu", precision="fp32"):
     placement = ["--cpu"] if device == "cpu" else PRECISION_FLAGS[precision]
-    output = fairseq(
-        "train",
+    return training_words_per_second(
         data,
         "--user-dir",
         "alm_plugin",
@@ -85,25 +84,11 @@ def train_wps(data, args, updates, threads, device="cpu", precision="fp32"):
         "5",
         "--batch-size",
         "32",
-        "--max-update",
-        str(updates),
-        "--disable-validation",
         "--no-save",
-        "--log-format",
-        "json",
-        "--log-interval",
-        "1000",
-        "--seed",
-        "1",
-        "--num-workers",
-        "0",
         *args,
+        updates=updates,
         threads=threads,
     )
-    train = records(output, "train")
-    if not train:
-        sys.exit(f"fairseq-train logged no training record:\n{output[-3000:]}")
-    return float(train[-1]["train_wps"])
 
 
 class BareLSTMLanguageModel(torch.nn.Module):

@@ -33,6 +33,25 @@ TRAIN_COMMON = [
     "--num-workers",
     "0",
 ]
+# the small model most trained tests share: 24 wide, one layer, our criterion, Adam at 0.01, 32 sentences a
+# batch (ADAM24_MODEL), no epoch checkpoint, no validation, seed 1
+ADAM24_MODEL = [
+    "--embed-dim",
+    "24",
+    "--hidden-size",
+    "24",
+    "--num-layers",
+    "1",
+    "--criterion",
+    "attention_cross_entropy",
+    "--optimizer",
+    "adam",
+    "--lr",
+    "0.01",
+    "--batch-size",
+    "32",
+]
+ADAM24 = [*ADAM24_MODEL, "--no-epoch-checkpoints", "--disable-validation", "--seed", "1"]
 IN_PROCESS = os.environ.get("ALM_TESTS_SUBPROCESS", "0") != "1"
 
 

@@ -278,7 +278,7 @@ def tiny_char(tmp_path_factory):
 def adaptive_sentence(tmp_path_factory):
     """alm_lstm (24 wide) with the adaptive softmax (--adaptive-softmax-cutoff 500,2000), 20 Adam
     updates on sentences of the shipped sample."""
-    from cli import TRAIN_COMMON, run
+    from cli import ADAM24, TRAIN_COMMON, run
 
     save = tmp_path_factory.mktemp("adaptive_sentence")
     run(
@@ -287,24 +287,7 @@ def adaptive_sentence(tmp_path_factory):
         *TRAIN_COMMON,
         "--arch",
         "alm_lstm",
-        "--embed-dim",
-        "24",
-        "--hidden-size",
-        "24",
-        "--num-layers",
-        "1",
-        "--criterion",
-        "attention_cross_entropy",
-        "--optimizer",
-        "adam",
-        "--lr",
-        "0.01",
-        "--batch-size",
-        "32",
-        "--no-epoch-checkpoints",
-        "--disable-validation",
-        "--seed",
-        "1",
+        *ADAM24,
         "--adaptive-softmax-cutoff",
         "500,2000",
         "--max-update",

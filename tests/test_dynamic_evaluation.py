@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 import torch
-from cli import TRAIN_COMMON, eval_lm_result, refused, run, run_module
+from cli import ADAM24, ADAM24_MODEL, TRAIN_COMMON, eval_lm_result, refused, run, run_module
 from conftest import SAMPLE_DATA
 from fairseq import checkpoint_utils
 from fairseq.data import Dictionary, data_utils
@@ -17,26 +17,7 @@ from fairseq.data import Dictionary, data_utils
 from alm_plugin.errors import OptionError
 from alm_plugin.modules.dynamic_evaluation import DynamicEvalSettings, DynamicEvaluator
 
-TINY = [
-    "--embed-dim",
-    "24",
-    "--hidden-size",
-    "24",
-    "--num-layers",
-    "1",
-    "--criterion",
-    "attention_cross_entropy",
-    "--optimizer",
-    "adam",
-    "--lr",
-    "0.01",
-    "--batch-size",
-    "32",
-    "--no-epoch-checkpoints",
-    "--disable-validation",
-    "--max-update",
-    "30",
-]
+TINY = [*ADAM24, "--max-update", "30"]
 EVAL = ["--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--cpu", "--gen-subset", "valid"]
 SENTENCES = 60  # the valid split's first sentences: a small text for the hand computation
 
@@ -413,7 +394,7 @@ def stream_model(tmp_path_factory, small_data):
         "--cpu",
         "--arch",
         "alm_lstm",
-        *TINY[:-4],
+        *ADAM24_MODEL,
         "--batch-size",
         "10",
         "--tokens-per-sample",

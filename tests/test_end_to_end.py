@@ -400,8 +400,11 @@ def test_alm_lstm_baseline_trains_and_eval_lm_equals_hand_computation(tmp_path):
     assert loss_base2 == pytest.approx(nll / count / math.log(2), abs=1e-3)
 
 
-def test_checkpoint_of_another_architecture_is_a_clear_error(tmp_path):
-    _, _ = run(
+@pytest.fixture(scope="module")
+def fairseq_lstm_lm(tmp_path_factory):
+    """fairseq's own lstm_lm, two updates on the sample: its checkpoint_last.pt (an argparse.Namespace inside)."""
+    save_dir = tmp_path_factory.mktemp("fairseq_lstm_lm")
+    run(
         "train",
         SAMPLE_DATA,
         *TRAIN_COMMON,
@@ -422,8 +425,12 @@ def test_checkpoint_of_another_architecture_is_a_clear_error(tmp_path):
         "--max-update",
         "2",
         "--save-dir",
-        tmp_path / "lstm",
+        save_dir,
     )
+    return str(save_dir / "checkpoint_last.pt")
+
+
+def test_checkpoint_of_another_architecture_is_a_clear_error(tmp_path, fairseq_lstm_lm):
     code, output = run(
         "train",
         SAMPLE_DATA,
@@ -434,7 +441,7 @@ def test_checkpoint_of_another_architecture_is_a_clear_error(tmp_path):
         "--save-dir",
         tmp_path / "ours",
         "--restore-file",
-        tmp_path / "lstm" / "checkpoint_last.pt",
+        fairseq_lstm_lm,
         check=False,
     )
     assert code != 0
@@ -442,33 +449,10 @@ def test_checkpoint_of_another_architecture_is_a_clear_error(tmp_path):
     assert "It was saved by another --arch" in output
 
 
-def test_allowlist_lets_safe_loading_read_fairseq_namespace_checkpoints(tmp_path):
+def test_allowlist_lets_safe_loading_read_fairseq_namespace_checkpoints(fairseq_lstm_lm):
     """lstm_lm checkpoints hold an argparse.Namespace: refused by torch's safe loading on
     its own, accepted once the plugin has allow-listed exactly that type."""
-    run(
-        "train",
-        SAMPLE_DATA,
-        *TRAIN_COMMON,
-        "--arch",
-        "lstm_lm",
-        "--decoder-embed-dim",
-        "16",
-        "--decoder-hidden-size",
-        "16",
-        "--decoder-out-embed-dim",
-        "16",
-        "--optimizer",
-        "adam",
-        "--lr",
-        "0.003",
-        "--batch-size",
-        "32",
-        "--max-update",
-        "1",
-        "--save-dir",
-        tmp_path,
-    )
-    checkpoint = str(tmp_path / "checkpoint_last.pt")
+    checkpoint = fairseq_lstm_lm
     plain = subprocess.run(
         [sys.executable, "-c", f"import torch; torch.load({checkpoint!r})"],  # the default: weights_only=True
         capture_output=True,

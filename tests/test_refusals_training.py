@@ -6,7 +6,7 @@ negative --stream-burn-in."""
 import hashlib
 
 import pytest
-from cli import TRAIN_COMMON, last_line, refused, run
+from cli import ADAM24, TRAIN_COMMON, last_line, refused, run
 from conftest import SAMPLE_DATA
 
 from alm_plugin.errors import OptionError
@@ -26,26 +26,6 @@ TINY = [
     "64",
     "--no-epoch-checkpoints",
     "--disable-validation",
-]
-ADAM24 = [
-    "--embed-dim",
-    "24",
-    "--hidden-size",
-    "24",
-    "--num-layers",
-    "1",
-    "--criterion",
-    "attention_cross_entropy",
-    "--optimizer",
-    "adam",
-    "--lr",
-    "0.01",
-    "--batch-size",
-    "32",
-    "--no-epoch-checkpoints",
-    "--disable-validation",
-    "--seed",
-    "1",
 ]
 
 

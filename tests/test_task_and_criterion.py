@@ -6,7 +6,7 @@ from argparse import Namespace
 import numpy as np
 import pytest
 import torch
-from cli import run
+from cli import ADAM24, run
 from conftest import SAMPLE_DATA, short_split
 from fairseq import metrics
 from fairseq.criterions.cross_entropy import CrossEntropyCriterion
@@ -346,28 +346,6 @@ def test_attn_entropy_and_sentence_avg_leave_out_rows_of_padding(dictionary, sen
     assert got["loss"] == pytest.approx(expected["loss"], abs=1e-3)
 
 
-TINY_ADAM24 = [
-    "--embed-dim",
-    "24",
-    "--hidden-size",
-    "24",
-    "--num-layers",
-    "1",
-    "--criterion",
-    "attention_cross_entropy",
-    "--optimizer",
-    "adam",
-    "--lr",
-    "0.01",
-    "--batch-size",
-    "32",
-    "--no-epoch-checkpoints",
-    "--disable-validation",
-    "--seed",
-    "1",
-]
-
-
 @pytest.fixture(scope="module")
 def attentive_stream(tmp_path_factory):
     save = tmp_path_factory.mktemp("attentive_stream")
@@ -384,7 +362,7 @@ def attentive_stream(tmp_path_factory):
         "0",
         "--arch",
         "attentive_lm",
-        *TINY_ADAM24,
+        *ADAM24,
         "--memory-window",
         "20",
         "--batch-size",
