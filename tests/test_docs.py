@@ -757,8 +757,8 @@ def test_a_killed_grid_resumes_after_its_finished_points(monkeypatch, tmp_path):
 
 
 def test_tools_md_names_only_paths_that_exist_or_says_they_do_not_yet():
-    """Before: "What was measured on one ... is in benchmarks.md and `benchmarks/results/gpu/`", a
-    folder the repository does not have (run.sh writes it on the machine it runs on)."""
+    """A path docs/tools.md names that the repository lacks (a folder run.sh writes on the machine it runs on)
+    is said to be not in the repository."""
     text = open(os.path.join(ROOT, "docs", "tools.md"), encoding="utf-8").read()
     for paragraph in text.split("\n\n"):
         for path in re.findall(r"`((?:alm_plugin|benchmarks|scripts|tests|docs)/[\w./-]*)`", paragraph):

@@ -594,7 +594,8 @@ def ten_line_texts(tmp_path_factory):
 
 
 def test_alm_score_over_many_short_files_is_stopped_where_it_makes_the_model_worse(sentence_model, ten_line_texts):
-    """Before: ppl 7,086.69 against 302.35 static, rc 0 (each file 10 lines, below the check's 20)."""
+    """Files each shorter than the drift check's 20 segments are checked together, so a run-away adaptation
+    across them stops the run instead of printing a figure."""
     code, out, err = run_module(
         "alm_plugin.cli.score", "--path", sentence_model, "--dynamic-eval-lr", "3", *ten_line_texts
     )
@@ -609,7 +610,8 @@ SENTENCE = "The game was released in Japan ."
 
 
 def test_each_hub_score_call_starts_from_the_trained_weights(adaptive_sentence):
-    """Before: the same sentence scored -21.66, -0.146, -0.0205 (lr 1), the model adapting across calls."""
+    """The same sentence scores the same in every call: the model does not carry its adaptation from one call to
+    the next."""
     import torch
 
     from alm_plugin.models.lstm_lm import LSTMLanguageModel

@@ -44,8 +44,7 @@ def test_run_sh_refuses_what_it_does_not_know_before_doing_anything(tmp_path, ar
     [("GPU_RUN_BUDGET", "abc"), ("GPU_RUN_BUDGET", "0"), ("BUDGET_TESTS", "-5"), ("BUDGET_FAIRSEQ_SPEED", "1.5")],
 )
 def test_a_budget_that_is_no_whole_seconds_is_refused_by_its_name(tmp_path, variable, value):
-    """Before: GPU_RUN_BUDGET=abc ran nothing and ended rc 1, "not run (... abc s spent)"; BUDGET_TESTS=-5
-    blamed GPU_RUN_BUDGET."""
+    """A budget that is not a whole number of seconds is refused naming the variable it came from."""
     env = {"ALM_GPU_RESULTS": str(tmp_path / "results"), "ALM_GPU_WORK": str(tmp_path / "work"), variable: value}
     proc = run_sh("--dry-run", "tests", env=env)
     assert proc.returncode == 2, proc.stdout + proc.stderr

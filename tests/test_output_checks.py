@@ -161,8 +161,7 @@ def model_folder(tmp_path):
     ],
 )
 def test_a_checkpoint_beside_the_model_read_is_refused_as_an_output(tmp_path, module, prog, option, extra):
-    """Before: `alm-cache-grid --path ck/checkpoint_best.pt --json ck/checkpoint_last.pt` exited 0 and the
-    checkpoint a resume reads held JSON."""
+    """`alm-cache-grid --json` onto a checkpoint beside the one it reads (the one a resume reads) is refused."""
     folder = model_folder(tmp_path)
     before = {name: sha(folder / name) for name in os.listdir(folder)}
     link = tmp_path / "out.png"
@@ -198,8 +197,8 @@ def test_a_checkpoint_name_not_yet_there_beside_the_model_is_refused_too(tmp_pat
 )
 @pytest.mark.parametrize("name", ["", "newdir/"])
 def test_an_empty_or_folder_output_name_is_refused_before_the_model_loads(tmp_path, module, prog, option, extra, name):
-    """Before: `--json ''` and `--output-1best ''` exited 0 having written nothing; `--out ''` wrote a
-    hidden .png; `--json newdir/` failed after the run (NotADirectoryError)."""
+    """An empty output name, or one naming a folder, is refused before any work: nothing is written, no hidden
+    file made."""
     checkpoint = tmp_path / "never-loaded.pt"
     if extra is None:
         (tmp_path / "in.nbest").write_text("H-0\t-1.5\tthe cat\n", encoding="utf-8")
@@ -213,7 +212,7 @@ def test_an_empty_or_folder_output_name_is_refused_before_the_model_loads(tmp_pa
 
 
 def test_alm_score_with_stdin_or_stdout_closed_says_so_in_one_line(tmp_path):
-    """Before: AttributeError ('NoneType' object has no attribute 'buffer' / 'flush')."""
+    """A closed stdin or stdout is said in one line, not an AttributeError's traceback."""
     for redirect, says in (
         ("<&-", "stdin is closed: give the text file(s) to score, or pipe the text in"),
         (">&-", "stdout is closed, and the scores are written there: send it to a file (> scores.tsv)"),
@@ -223,7 +222,6 @@ def test_alm_score_with_stdin_or_stdout_closed_says_so_in_one_line(tmp_path):
             cwd=ROOT,
             capture_output=True,
             text=True,
-            env={**os.environ, "PYTHONPATH": ROOT},
         )
         assert proc.returncode == 1 and proc.stderr.strip().splitlines()[-1] == f"alm-score: error: {says}"
         assert "Traceback" not in proc.stderr
@@ -233,8 +231,7 @@ def test_alm_score_with_stdin_or_stdout_closed_says_so_in_one_line(tmp_path):
 
 
 def test_a_benchmark_json_on_its_data_is_refused_before_the_run(tmp_path):
-    """Before: `python -m benchmarks.stream_speed --data D --json D/valid.bin` exited 0 having replaced the
-    split it read."""
+    """A benchmark's --json onto a file of the split it reads is refused before the run, the split left as it is."""
     data = tmp_path / "data"
     shutil.copytree(SAMPLE_DATA, data)
     before = sha(data / "valid.bin")
@@ -243,7 +240,6 @@ def test_a_benchmark_json_on_its_data_is_refused_before_the_run(tmp_path):
         cwd=ROOT,
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONPATH": ROOT},
         timeout=300,  # refused at once; the benchmark itself would take far longer
     )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
@@ -256,8 +252,8 @@ def test_a_benchmark_json_on_its_data_is_refused_before_the_run(tmp_path):
 
 
 def test_the_results_json_ignores_a_link_planted_at_the_old_temporary_name(tmp_path, capsys):
-    """Before: result_files.write_json wrote `<json>.tmp` and renamed it: a link planted there carried the
-    JSON into the file it named (a checkpoint); two runs with one --json shared it."""
+    """A link planted at ``<json>.tmp`` is left alone: the JSON goes to its own file, not into the file the link
+    names."""
     from benchmarks.result_files import write_json as write_result
 
     victim = tmp_path / "checkpoint_last.pt"

@@ -113,8 +113,7 @@ def test_an_output_that_is_a_link_is_replaced_never_written_through(
 
 
 def test_a_link_planted_at_the_old_temporary_name_is_left_alone(tiny_attentive, tmp_path):
-    """Before: alm-rescore wrote {output}.partial, then renamed it: a hard link planted at
-    out.txt.partial carried the 1-best into another data directory's valid.bin."""
+    """A hard link planted at ``{output}.partial`` is left alone: the 1-best does not reach the file it shares."""
     checkpoint, _ = tiny_attentive
     other, _ = other_files(tmp_path)
     before = fingerprints(other)
@@ -214,8 +213,8 @@ LINKED = [  # (module, prog, output option, the data file its link names, extra 
 def test_an_output_linked_into_the_data_directory_is_refused_and_nothing_is_written(
     tiny_pointer, tmp_path, module, prog, option, target, extra
 ):
-    """Before: `ln -s DB/dict.txt out.json; alm-cache-posterior ... --json out.json` wrote the JSON
-    through the link, rc 0 (`Incorrect dictionary format` afterwards); the same onto valid.idx."""
+    """An output that is a link into a data directory (its dict.txt, a split's .idx) is refused, nothing written
+    through it."""
     checkpoint, _ = tiny_pointer
     data = data_copy(tmp_path / "data")
     before = fingerprints(data)
@@ -303,7 +302,7 @@ def test_cache_posterior_json_on_its_checkpoint_or_its_plot_is_refused(tmp_path,
 
 
 def test_plot_without_an_extension_prints_the_file_it_wrote(tiny_pointer, tmp_path):
-    """Before: `--plot noext` wrote noext.png (matplotlib adds it) and printed `wrote noext`."""
+    """`--plot noext` writes noext.png (matplotlib adds it) and prints that name."""
     checkpoint, data = tiny_pointer
     code, stdout, stderr = run_module(
         "alm_plugin.cli.cache_posterior",
@@ -338,8 +337,7 @@ def test_alm_rescore_refuses_a_hard_link_into_the_checkpoints_data_directory(tin
 
 
 def test_a_fifo_output_gets_the_record_and_stays_a_fifo(tiny_attentive, tmp_path):
-    """Before: `mkfifo grid.json; alm-cache-grid ... --json grid.json` exited 0, the reader got nothing and
-    the FIFO was replaced by a regular file."""
+    """A FIFO given as --json gets the record and stays a FIFO (not replaced by a regular file)."""
     import threading
 
     checkpoint, _ = tiny_attentive

@@ -279,7 +279,7 @@ def test_sample_train_only_keeps_the_dev_splits_and_the_whole_dictionary(tmp_pat
 
 @pytest.mark.parametrize("count", ["-5", "0"])
 def test_a_sample_of_no_sentences_is_refused_by_name(tmp_path, count):
-    """Before: -5 said train.txt "has no sentences" (it had them); 0 kept the whole corpus silently."""
+    """A sample size below 1 is refused naming the option, not the corpus, and 0 does not keep the whole corpus."""
     code, output = prepare(tmp_path, {}, "--sample-sentences", count)
     assert code == 2 and "Traceback" not in output
     assert last_line(output).endswith(

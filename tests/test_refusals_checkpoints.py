@@ -200,7 +200,7 @@ def test_an_option_that_changes_the_function_cannot_change_on_load(tmp_path):
 
 
 def test_the_same_cutoffs_written_another_way_load_the_model(adaptive_sentence, tmp_path):
-    """Before: '500, 2000' on a 500,2000 model was refused as a different model."""
+    """'500, 2000' names the same cutoffs as 500,2000: the model loads."""
     common = [
         short_split(tmp_path, 40),
         "--path",
@@ -232,7 +232,7 @@ def test_the_same_cutoffs_written_another_way_load_the_model(adaptive_sentence, 
 
 
 def test_a_misspelt_override_is_refused_naming_the_key(attentive):
-    """Before: fairseq dropped a key no config has, and scored the model as it was."""
+    """A --model-overrides key no config has is refused naming it, not dropped with the model scored unchanged."""
     code, output = run(
         "eval_lm",
         SAMPLE_DATA,

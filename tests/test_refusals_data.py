@@ -84,8 +84,7 @@ EMPTY = "the 'valid' split in {} holds no line (valid.bin is empty): binarise a 
 
 @pytest.mark.parametrize("tool", ["eval_lm", "validate", "alm-cache-grid"])
 def test_an_empty_split_of_the_sentence_task_is_refused_by_name(tiny_lstm, tmp_path, tool):
-    """Before: 'cannot mmap an empty file' (a traceback in eval-lm, a line naming no split in the tools),
-    then an 'Exception ignored' traceback from fairseq's MMapIndexedDataset.__del__."""
+    """An empty split is refused naming it, with no 'cannot mmap an empty file' nor 'Exception ignored' traceback."""
     data = short_split(tmp_path / "empty", 0)
     assert os.path.getsize(data / "valid.bin") == 0
     if tool == "alm-cache-grid":

@@ -64,7 +64,8 @@ def test_a_negative_eval_sample_length_is_refused(attentive):
 def test_softmax_batch_with_dynamic_evaluation_or_the_cache_is_refused_before_scoring(
     request, model, reading, options, reader
 ):
-    """Before: a stream LSTM printed 214.98 against 159.91 (a step per slice of 7 tokens)."""
+    """--softmax-batch would hand the model slices of a segment (a step per slice): refused with dynamic evaluation
+    and the cache."""
     checkpoint = request.getfixturevalue(model)
     code, output = run(
         "eval_lm", SAMPLE_DATA, "--path", checkpoint, *reading, "--softmax-batch", "7", *options, check=False
@@ -75,8 +76,7 @@ def test_softmax_batch_with_dynamic_evaluation_or_the_cache_is_refused_before_sc
 
 
 def test_softmax_batch_on_a_pointer_stream_model_exits_1_before_any_batch_is_read(tiny_pointer):
-    """Before: refused from inside the scoring loop, and one run in two ended with 'terminate called
-    without an active exception' (exit 134). A process of its own, as a user runs it."""
+    """Refused before any batch is read, rc 1, in a process of its own as a user runs it (no abort at exit)."""
     import subprocess
     import sys
 
@@ -154,7 +154,7 @@ def test_fairseq_validate_refuses_the_test_time_options_instead_of_printing_the_
 
 
 def test_rms_without_a_training_split_says_why_and_that_sgd_needs_none(adaptive_sentence, tmp_path):
-    """Before: only "no 'train' data in ...", from inside the scoring loop."""
+    """The refusal says why rms reads the training split and that sgd needs none, before scoring starts."""
     data = tmp_path / "data"
     shutil.copytree(SAMPLE_DATA, data, ignore=shutil.ignore_patterns("train.*"))
     rms = ["--dynamic-eval-lr", "1e-5", "--dynamic-eval-rule", "rms"]

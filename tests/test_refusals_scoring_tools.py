@@ -54,7 +54,7 @@ def test_alm_score_names_a_directory_and_an_empty_checkpoint_path(attentive, tmp
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux's /proc to cap the memory")
 def test_a_line_too_long_for_the_memory_is_named_with_the_way_out(tmp_path, tiny_lm):
-    """Before: a 30k-token line under a memory cap ended in torch's allocator traceback. A
+    """A line too long for the memory is named with the way out, not torch's allocator traceback. A
     sentence-level model scores a line whole, so the message says why and to split it."""
     (tmp_path / "long.txt").write_text(" ".join(["the"] * 30000) + "\n")
     # the cap: what the process holds once everything is imported, plus 512 MB; the line's
@@ -118,15 +118,14 @@ def test_a_line_too_long_for_the_memory_is_named_with_the_way_out(tmp_path, tiny
     ],
 )
 def test_the_grids_dynamic_options_are_refused_under_their_own_names(adaptive_sentence, options, message):
-    """Before: decays and a rule without step sizes ran a cache-only grid without a word, and the
-    refusals named --dynamic-eval-* options the grid does not have."""
+    """Decays and a rule without step sizes are refused, each under the grid's own option name."""
     code, out, err = run_module("alm_plugin.cli.cache_grid", "--path", adaptive_sentence, *GRID, *options)
     assert code == 1 and refused(err, "alm-cache-grid", message)
     assert "--dynamic-eval" not in err and not out
 
 
 def test_cache_grid_refuses_eval_tokens_per_sample_on_a_stream_model(tiny_pointer, tmp_path):
-    """Before: taken and ignored (a stream model reads the split as one stream, nothing is cut)."""
+    """A stream model reads the split as one stream and cuts nothing: the option is refused, not ignored."""
     checkpoint, _ = tiny_pointer
     code, stdout, stderr = run_module(
         "alm_plugin.cli.cache_grid",
@@ -176,7 +175,7 @@ def test_cache_grid_refuses_eval_tokens_per_sample_on_a_stream_model(tiny_pointe
     ],
 )
 def test_cache_posterior_refuses_a_bad_plot_or_count_before_the_run(tiny_pointer, tmp_path, options, message):
-    """Before: --plot x.txt failed after the whole run; --top -2 and --plot-words -5 were taken."""
+    """A plot name of another format and negative counts are refused before the run."""
     checkpoint, _ = tiny_pointer
     options = [str(tmp_path / o) if o.startswith("PLOT") else o for o in options]
     message = message.replace("PLOT", str(tmp_path / "PLOT"))
@@ -258,8 +257,7 @@ def test_plot_attention_on_a_model_without_history_attention(tmp_path, tiny_lm):
 
 
 def test_the_hub_refuses_dynamic_eval_segment_which_it_cannot_honour(tiny_pointer):
-    """Before: accepted and ignored: the hub reads each sentence alone (one segment), so 5, 20 and
-    200 gave the same scores."""
+    """The hub reads each sentence alone (one segment), so a segment length would change nothing: refused."""
     from alm_plugin.errors import OptionError
     from alm_plugin.models.pointer_sentinel_lm import PointerSentinelLanguageModel
 

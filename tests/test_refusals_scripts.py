@@ -15,8 +15,7 @@ from conftest import ROOT
 
 @pytest.mark.parametrize("args", [["--wheelhouse="], ["--wheelhouse", ""], ["--wheelhouse"]])
 def test_install_refuses_an_empty_wheelhouse_in_one_line(tmp_path, args):
-    """Before: --wheelhouse= installed from the package index, rc 0; --wheelhouse '' ended in bash's
-    own `line 30: 2: --wheelhouse needs a directory`, rc 1."""
+    """An empty --wheelhouse is refused in one line of install.sh's own, never an install from the package index."""
     calls = tmp_path / "calls"
     python = tmp_path / "python"  # records every call: none may happen
     python.write_text(f'#!/bin/sh\necho "$@" >> {calls}\n')
@@ -48,7 +47,7 @@ def has_gpu():
 
 @pytest.mark.skipif(has_gpu(), reason="the refusal is for a machine without a GPU")
 def test_run_sh_refuses_its_gpu_steps_on_a_machine_without_one_before_anything(tmp_path):
-    """Before: each step ran and failed (`cli: rc=2`), the reason in the logs only."""
+    """Refused before any step runs, the reason on the terminal, not only in the logs."""
     steps = ["install", "tests", "cli", "speed"]  # install alone runs anywhere: named nowhere, not run either
     env = {
         **os.environ,
@@ -87,9 +86,9 @@ def test_run_sh_refuses_its_gpu_steps_on_a_machine_without_one_before_anything(t
     ids=["step_profile", "step_profile-cuda", "stream_speed-cuda"],
 )
 def test_the_gpu_benchmarks_on_a_machine_without_a_gpu_say_so_in_one_line(monkeypatch, capsys, module, flags, message):
-    """Before: the GPU benchmarks with --device cuda died in torch's CUDA assertion (and without
-    --device step_profile measured the CPU under a GPU benchmark's name). Run as a machine without a
-    GPU sees torch (in this process: no benchmark starts on a machine with one)."""
+    """The GPU benchmarks with --device cuda say in one line that there is no GPU (no CUDA assertion, no CPU figure
+    under a GPU benchmark's name). Run as a machine without a GPU sees torch (in this process: no benchmark
+    starts on a machine with one)."""
     script = module.rsplit(".", 1)[-1] + ".py"
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(sys, "argv", [script, *flags])

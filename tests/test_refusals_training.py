@@ -34,7 +34,7 @@ TINY = [
 
 @pytest.mark.parametrize("mode, tokens", [("eos", "0"), ("eos", "-3"), ("none", "0"), ("complete", "-1")])
 def test_the_sentence_task_refuses_samples_of_no_tokens(tmp_path, mode, tokens):
-    """Before: eos silently stopped cutting long training sentences; none divided by zero."""
+    """Samples of no tokens are refused: eos keeps cutting long training sentences, none never divides by zero."""
     code, output = run(
         "train",
         SAMPLE_DATA,
@@ -255,8 +255,8 @@ SENTENCE_TRAIN = [
     ],
 )
 def test_adaptive_softmax_clusters_that_cannot_work_are_refused_before_training(tmp_path, options, message):
-    """Before: rc 0, a (0, 32) projection (the last 3,208 words scored without the context), or
-    <pad> and </s> each a cluster of its own."""
+    """Clusters that cannot work (a projection of no dimension, special symbols in tail clusters) are refused
+    before training."""
     code, output = run("train", *SENTENCE_TRAIN, *options, "--save-dir", tmp_path, check=False)
     assert code == 1 and refused(output, "fairseq-train", message)
     assert not list(tmp_path.iterdir())
@@ -276,8 +276,7 @@ def test_the_first_cutoff_above_the_special_symbols_and_wide_enough_tails_build(
 
 
 def test_fp16_on_the_cpu_is_refused_in_one_line(tmp_path):
-    """Before: fairseq's FP16Optimizer asked CUDA for its float32 copy: 'Torch not compiled with CUDA
-    enabled' (a traceback), on a machine without a GPU as with --cpu."""
+    """--fp16 without a GPU is refused in one line, not fairseq's FP16Optimizer's CUDA traceback."""
     code, output = run(
         "train", *SENTENCE_TRAIN, "--arch", "alm_lstm", *ADAM24[:6], "--fp16", "--save-dir", tmp_path, check=False
     )
@@ -291,8 +290,8 @@ def test_fp16_on_the_cpu_is_refused_in_one_line(tmp_path):
 
 
 def test_amp_on_the_cpu_is_refused_instead_of_training_in_float32(tmp_path):
-    """Before: rc 0, trained in float32 (torch.cuda.amp's autocast casts CUDA operations only, its
-    scaler turns itself off: `loss_scale 1`), without a word."""
+    """--amp on the CPU is refused: autocast casts CUDA operations only, so it would train in float32 without a
+    word."""
     code, output = run(
         "train",
         SAMPLE_DATA,
@@ -437,9 +436,8 @@ def train_translation(data, save, criterion):
 def test_a_translation_decoders_adaptive_softmax_refuses_fairseqs_criteria_by_name(
     translation_data, tmp_path, criterion
 ):
-    """Before: adaptive_loss ended in fairseq's 'AdaptiveLoss is not compatible ...' traceback, and
-    cross_entropy trained (the right loss, from the whole distribution: the full softmax's cost),
-    though models.md and troubleshooting.md said both were refused, as the LM tasks refuse them."""
+    """adaptive_loss and cross_entropy are refused by name with a translation decoder's adaptive softmax, as the
+    LM tasks refuse them (models.md and troubleshooting.md say so)."""
     code, output = train_translation(translation_data, tmp_path, ["--criterion", criterion])
     assert code == 1 and refused(
         output, "fairseq-train", f"--criterion {criterion} cannot train a model with --adaptive-softmax-cutoff"

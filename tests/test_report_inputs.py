@@ -193,7 +193,7 @@ def test_a_curve_with_epochs_not_logged_is_still_read(tmp_path):
 
 
 def test_a_results_file_that_is_a_directory_is_refused_by_name(report, capsys, tmp_path):
-    """Before: IsADirectoryError's traceback."""
+    """A results path that is a directory is refused by name, not with IsADirectoryError's traceback."""
     folder = write(tmp_path / "paper", {"lstm": paper_row(100.0, 96.0)})
     (folder / "single.json").mkdir()
     says = f"{folder / 'single.json'} is a directory, not a results file"
@@ -201,7 +201,7 @@ def test_a_results_file_that_is_a_directory_is_refused_by_name(report, capsys, t
 
 
 def test_a_results_file_of_no_declared_row_is_named(report, capsys, tmp_path):
-    """Before: left out of the docs without a word."""
+    """A results file of no declared row is named on stderr, not left out of the docs without a word."""
     folder = write(tmp_path / "paper", {"lstm": paper_row(100.0, 96.0), "singel": paper_row(99.0, 95.0)})
     report.main(["--paper-results", str(folder)])
     notes = [line for line in capsys.readouterr().err.splitlines() if "note:" in line]
@@ -246,9 +246,8 @@ def broken(page, how):
     ],
 )
 def test_a_page_with_a_broken_marker_is_left_byte_for_byte_and_no_picture_is_drawn(report, capsys, how):
-    """Before: the page was rewritten in place once per block: an end marker above its begin left it
-    0 bytes (an IndexError after the truncation), a later block's missing marker half rewritten; a block
-    moved inside another (each marker once, in order) was dropped from the page."""
+    """The page is filled in memory before it is written: a marker out of order, or a block inside another,
+    leaves it byte for byte as it was and draws no picture."""
     page = broken(open(report.PAGE, encoding="utf-8").read(), how)
     open(report.PAGE, "w", encoding="utf-8").write(page)
     with pytest.raises(SystemExit) as exit:

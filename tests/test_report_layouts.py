@@ -85,8 +85,8 @@ def test_a_baseline_alone_is_said_to_have_nothing_to_compare_yet(report):
 
 
 def test_a_stale_row_is_retrained_from_scratch_and_a_killed_retraining_resumes(tmp_path):
-    """Before: table.py replaced a stale row's JSON but resumed its checkpoint_last.pt where one was
-    left, so the old weights, trained before the fix, would have been scored as the fixed layout."""
+    """A stale row trains from scratch (its old checkpoint_last.pt is not resumed, so the old layout's weights are
+    never scored as the new one), and a killed retraining resumes."""
     from benchmarks.table import set_aside
 
     save, stale = tmp_path / "single", tmp_path / "single.json"

@@ -207,7 +207,7 @@ def test_control_symbols_in_the_text_are_refused_with_the_line(model_and_text, t
 
 
 def test_alm_score_reads_a_pipe_as_a_file(tiny_pointer, tmp_path):
-    """Before: `alm-score ... <(head valid.txt)` (a /dev/fd path) said "input file ... does not exist"."""
+    """`alm-score ... <(head valid.txt)` (a /dev/fd path) is read as a file."""
     checkpoint, _ = tiny_pointer
     text = "The game was released in Japan .\nIt met with positive sales .\n"
     plain = tmp_path / "text.txt"
@@ -257,7 +257,7 @@ def score_rows(*args):
     "options", [["--dynamic-eval-lr", "0.3"], ["--neural-cache-window", "100", "--neural-cache-lambda", "0.3"]]
 )
 def test_alm_score_reads_each_file_as_a_text_of_its_own(adaptive_sentence, two_texts, options):
-    """Before: two files were read as one text (the second adapted on the first, its cache holding it)."""
+    """Each FILE is a text of its own: the second is not adapted on the first, nor its cache filled by it."""
     first, second = two_texts
     both, _ = score_rows("--path", adaptive_sentence, *options, first, second)
     alone = score_rows("--path", adaptive_sentence, *options, second)[0]

@@ -166,7 +166,7 @@ def outputs_onto_inputs(checkpoint, data):
 
 
 def test_no_tool_writes_over_its_checkpoint_or_its_data(blocks_model, tmp_path):
-    """Before: alm-cache-grid --json onto its --path replaced a 34 MB checkpoint with 359 bytes of JSON."""
+    """An output onto a tool's own --path or data is refused, the checkpoint left as it is."""
     data = tmp_path / "data"
     shutil.copytree(SAMPLE_DATA, data)
     checkpoint = tmp_path / "model.pt"
@@ -181,7 +181,7 @@ def test_no_tool_writes_over_its_checkpoint_or_its_data(blocks_model, tmp_path):
 
 
 def test_document_task_refuses_a_model_that_cannot_carry_its_state(tmp_path):
-    """Before: fairseq's lstm_lm died in a TypeError ('stream_ids')."""
+    """A model that cannot carry its state across chunks (fairseq's lstm_lm) is refused by name, not a TypeError."""
     code, output = run(
         "train",
         SAMPLE_DATA,
@@ -218,7 +218,7 @@ def test_document_task_refuses_a_model_that_cannot_carry_its_state(tmp_path):
 
 
 def test_importing_the_plugin_prints_no_chatter():
-    """Before: 'Please install tensorboardX' above alm-score's output."""
+    """Importing the plugin prints nothing (no 'Please install tensorboardX' above a tool's output)."""
     proc = subprocess.run(
         [sys.executable, "-c", "import alm_plugin.cli.score"], cwd=ROOT, capture_output=True, text=True
     )
@@ -229,7 +229,7 @@ GRID_POINT = ["--windows", "50", "--thetas", "0.3", "--lambdas", "0.2", "--cpu"]
 
 
 def test_lr_0_in_the_grid_is_the_static_point(adaptive_sentence):
-    """Before: --dynamic-lrs 0,0.3 answered '--dynamic-eval-decay does nothing without --dynamic-eval-lr'."""
+    """--dynamic-lrs 0,0.3 takes 0 as the static point, not as dynamic evaluation switched off with a decay given."""
     code, out, err = run_module(
         "alm_plugin.cli.cache_grid", "--path", adaptive_sentence, *GRID_POINT, "--dynamic-lrs", "0,0.3"
     )

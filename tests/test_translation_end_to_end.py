@@ -365,8 +365,7 @@ def test_shallow_fusion_with_lm_path_and_its_dictionary_check(corpus, nmt, lm, t
 
 
 def test_alm_score_names_a_translation_checkpoint_and_a_translation_data_directory(corpus, nmt, lm, tmp_path):
-    """Before: a translation checkpoint was 'could not load its dictionary (... dict.de.txt)', and a
-    translation data-bin for an LM spoke only of fairseq-generate --lm-path."""
+    """A translation checkpoint and a translation data-bin are each named as such, with what to give instead."""
     checkpoint, _ = nmt
     for data in ([], ["--data", corpus / "lm"]):
         code, _, stderr = run_module("alm_plugin.cli.score", "--path", checkpoint, *data, stdin="the dog\n")
