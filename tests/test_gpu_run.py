@@ -220,7 +220,7 @@ def test_the_paper_steps_record_holds_the_rows_epoch_seconds_and_the_gpus_busy_s
 
 
 def test_a_planted_restarts_file_is_read_as_a_count_never_run(tmp_path):
-    """Before: run.sh evaluated a row's .restarts as bash arithmetic: `PPID[$(cmd)]` there ran cmd."""
+    """run.sh reads a row's .restarts as digits: `PPID[$(cmd)]` there runs nothing."""
     from benchmarks.rows import PTB_PAPER
 
     committed = {path[:-5] for path in os.listdir(os.path.join(ROOT, "benchmarks", "results", "ptb-paper"))}
@@ -249,8 +249,8 @@ def refused_before_anything(proc, message, *untouched):
 
 @pytest.mark.parametrize("how", ["writable by others", "a link", "a file"])
 def test_a_work_folder_others_could_plant_files_in_is_refused(tmp_path, how):
-    """Before: the work folder was a fixed /tmp/alm_gpu_run (a dry run's /tmp/alm_gpu_dry/work), its files read as
-    the run's own: a planted row's figures were copied into the results."""
+    """A work folder that is not the user's own, or that others can write to, is never read: a planted row's
+    figures never reach the results."""
     work = tmp_path / "work"
     if how == "writable by others":
         work.mkdir()
@@ -297,10 +297,8 @@ def test_the_work_folder_is_made_fresh_and_recorded_for_the_next_command(tmp_pat
     ],
 )
 def test_a_results_folder_or_row_that_would_lose_or_muddle_results_is_refused(tmp_path, args, results, message):
-    """Before: ALM_GPU_RESULTS naming a file wrote /summary.txt and /paper/ at the root, a read-only one ran
-    every step and said "all passed" with nothing written; a dry run into
-    benchmarks/results/ptb-paper replaced the committed row; 'lstm single' was taken for a row; a row named
-    twice trained twice side by side."""
+    """ALM_GPU_RESULTS must be a folder that takes files, never benchmarks/results in a dry run; 'lstm single'
+    and a row named twice are refused before any step."""
     committed = os.path.join(ROOT, "benchmarks", "results", "ptb-paper")
     folder = {"a file": str(tmp_path / "results.txt"), "committed": committed, "read-only": "/proc/1"}.get(
         results, str(tmp_path / "res")
@@ -323,7 +321,7 @@ def test_a_results_folder_or_row_that_would_lose_or_muddle_results_is_refused(tm
     ],
 )
 def test_the_paper_record_refuses_a_progress_file_it_cannot_read_in_one_line(tmp_path, capsys, content, says):
-    """Before: a truncated, missing or non-object progress file ended paper_record.py in a traceback."""
+    """A truncated, missing or non-object progress file ends paper_record.py in one line."""
     from benchmarks.gpu import paper_record
 
     progress = tmp_path / "paper_progress.json"

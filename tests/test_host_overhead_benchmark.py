@@ -93,8 +93,7 @@ def test_a_label_ending_in_graphs_trains_with_cuda_graphs(monkeypatch):
 
 @pytest.mark.parametrize("content", ["not json", "[1, 2]", '{"command": "x"}'])
 def test_a_json_it_would_extend_but_cannot_read_is_refused_before_the_run(monkeypatch, tmp_path, capsys, content):
-    """Before: `--json` naming an existing file that is no record of this script failed after the whole run
-    (json.load's traceback, the figures lost)."""
+    """`--json` naming an existing file that is no record of this script is refused before the run."""
     path = tmp_path / "timing.json"
     path.write_text(content)
     monkeypatch.setattr(host_overhead, "compare", lambda *args: pytest.fail("the run started"))

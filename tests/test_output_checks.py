@@ -382,8 +382,8 @@ def linked_model(tmp_path, how):
     ],
 )
 def test_the_checkpoint_a_resume_reads_is_refused_whatever_names_the_model(tmp_path, how, module, prog, option):
-    """Before: `alm-cache-grid --path LINK --json ck/checkpoint_last.pt` replaced the checkpoint a resume reads
-    when LINK was a link or a name not ending in .pt (the guard compared names, and only .pt ones)."""
+    """`alm-cache-grid --path LINK --json ck/checkpoint_last.pt` never replaces the checkpoint a resume reads,
+    whatever LINK is (a symbolic or hard link, a name not ending in .pt): the guard judges the file."""
     path, folder = linked_model(tmp_path, how)
     before = {name: sha(folder / name) for name in os.listdir(folder)}
     output = folder / "checkpoint_last.pt"
@@ -422,8 +422,7 @@ def test_a_checkpoint_or_a_rows_results_is_refused_as_an_output_under_any_name(t
 
 
 def test_the_tables_progress_file_is_never_a_file_the_rows_read(tmp_path, monkeypatch, capsys):
-    """Before: `benchmarks.table --rows lstm --progress benchmarks/results/ptb/lstm.json` replaced the row's
-    results with its progress."""
+    """`benchmarks.table --progress` never replaces a row's results, nor any file its resume reads."""
     from benchmarks import table
 
     results, save = tmp_path / "results", tmp_path / "save"

@@ -49,7 +49,7 @@ def test_alm_score_refuses_a_planted_pickle_without_running_it(planted):
 
 
 def test_the_table_reads_a_rows_checkpoint_as_data(planted):
-    """Before: benchmarks/table.py's checkpoint_state unpickled a row's checkpoint_last.pt (resume, --cut)."""
+    """benchmarks/table.py's checkpoint_state reads a row's checkpoint_last.pt as data (resume, --cut)."""
     from benchmarks.table import checkpoint_state
 
     path, marker = planted
@@ -62,7 +62,7 @@ def test_the_table_reads_a_rows_checkpoint_as_data(planted):
 
 
 def test_the_quickstart_reads_its_checkpoint_as_data(planted, capsys, monkeypatch):
-    """Before: examples/quickstart.sh read the epoch of checkpoint_last.pt with torch.load(weights_only=False)."""
+    """The quickstart reads the epoch of checkpoint_last.pt as data."""
     path, marker = planted
     script = os.path.join(ROOT, "examples", "quickstart_checkpoint.py")
     monkeypatch.setattr(sys, "argv", [script, str(path.parent), "8"])

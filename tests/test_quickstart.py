@@ -69,8 +69,8 @@ def test_a_rerun_skips_training_and_says_how_to_train_again(tiny_attentive, tmp_
 def test_a_checkpoint_not_the_quickstarts_own_is_not_reused(
     tiny_attentive, tmp_path, capsys, monkeypatch, change, says
 ):
-    """Before: any checkpoint_last.pt of 8 epochs or more was taken as the quickstart's model, whatever its
-    architecture, task or data, and its perplexity printed as the quickstart's."""
+    """Only the quickstart's own checkpoint (architecture, task, data, epochs) is taken as its model; another
+    is set aside, and the quickstart trains from the start and says why."""
     state = quickstart_state(tiny_attentive)
     save_as_quickstart(state, tmp_path / "own")
     assert check(tmp_path / "own", 8, capsys, monkeypatch) == "done 8"

@@ -308,7 +308,7 @@ def test_an_unreadable_checkpoints_reason_ends_at_a_sentence(tmp_path):
 
 
 def test_a_missing_checkpoint_is_one_line_in_fairseqs_commands(tmp_path):
-    """Before: `fairseq-eval-lm --path missing.pt` ended in fairseq's OSError traceback."""
+    """A missing --path is named in one line, not fairseq's OSError traceback."""
     missing = tmp_path / "missing.pt"
     code, output = run("eval_lm", SAMPLE_DATA, "--path", missing, *EVAL, check=False)
     assert code != 0 and refused(output, "fairseq-eval-lm", f"--path {missing}: no such file; give a checkpoint")

@@ -148,7 +148,7 @@ def test_rescore_finds_an_unwritable_output_before_scoring(tmp_path):
 
 
 def test_rescore_refuses_a_1best_of_a_billion_lines_before_the_model_loads(tmp_path):
-    """Before: sentence id 10^9 listed every missing id (a 5 GB set, MemoryError)."""
+    """A far sentence id is counted among the missing ones, never listed id by id (a set of 10^9)."""
     out = tmp_path / "best.txt"
     far = "H-1000000000\t-0.5\tthe dog\nP-1000000000\t-0.25 -0.25 -0.25\n"
     code, output = rescore(tmp_path, NBEST + far, "--output-1best", out, lm="never.pt")
@@ -159,7 +159,7 @@ def test_rescore_refuses_a_1best_of_a_billion_lines_before_the_model_loads(tmp_p
 
 
 def test_rescore_refuses_a_grid_of_a_billion_points_in_one_line(tmp_path):
-    """Before: --lm-grid 0:1:1e-9 built a billion weights (MemoryError)."""
+    """A grid of a billion weights is refused before it is built."""
     code, output = rescore(tmp_path, NBEST, "--lm-grid", "0:1:1e-9", lm="never.pt")
     assert code == 2 and "a grid low:high:step of at most 1000 steps (each is scored), got '0:1:1e-9'" in (
         last_line(output)
@@ -167,7 +167,7 @@ def test_rescore_refuses_a_grid_of_a_billion_points_in_one_line(tmp_path):
 
 
 def test_rescore_refuses_a_moses_list_it_could_not_read_back(tmp_path):
-    """Before: a hypothesis holding ' ||| ' was written into --output-nbest as it was: a line of 5 fields."""
+    """A hypothesis holding ' ||| ' is refused with --output-nbest, whose Moses line could not be read back."""
     out = tmp_path / "out.nbest"
     separated = "H-1\t-0.5\tthe ||| dog\nP-1\t-0.25 -0.25 -0.25 -0.25\n"
     with_separator = NBEST.replace("H-1\t-0.5\tthe dog\nP-1\t-0.25 -0.25 -0.25\n", separated)

@@ -296,7 +296,7 @@ def test_the_pictures_are_saved_through_the_writer(tmp_path):
     ],
 )
 def test_a_wrong_translation_figure_is_refused_by_file_and_key(report, capsys, tmp_path, monkeypatch, change, says):
-    """Before: the Multi30k block published BLEU true (as 1.0) and -40.59."""
+    """A BLEU that is not a number from 0 to 100 is refused by file and key, never published."""
     results = tmp_path / "results"
     shutil.copytree(f"{ROOT}/benchmarks/results", results)
     path = results / "multi30k" / "attentive_nmt_small.json"
