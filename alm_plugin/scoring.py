@@ -32,8 +32,8 @@ from typing import List, Optional
 import torch
 
 from .errors import ScoringError
-from .evaluation_options import EvaluationOptions
 from .model_loading import load_models
+from .test_time import EvaluationOptions, refuse
 
 logger = logging.getLogger(__name__)
 
@@ -172,7 +172,7 @@ class LanguageModelScorer:
         self.batch_tokens, self.max_sentences = batch_tokens, max_sentences
         self.device = next(self.models[0].parameters()).device
         self.max_tokens = min(m.max_positions() or math.inf for m in self.models)
-        evaluation.check_segments(segments_are_sentences=not trained_on_streams(loaded[0][1]))
+        refuse(evaluation, segments_are_sentences=not trained_on_streams(loaded[0][1]), models=len(loaded))
         self.dynamic = evaluation.dynamic
         self.document = document or evaluation.in_corpus_order
         # per model: the chunk length of a model trained on streams (its state carries), else None
@@ -184,8 +184,6 @@ class LanguageModelScorer:
                 "--context document"
             )
         if self.dynamic is not None:
-            if len(self.models) > 1:
-                raise ScoringError("dynamic evaluation adapts one model to the text: score an ensemble without it")
             # a stream model's segments are --dynamic-eval-segment tokens of the one stream
             self.chunks = [self.dynamic.segment if chunk else None for chunk in self.chunks]
         for model, task in loaded:

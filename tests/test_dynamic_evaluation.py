@@ -463,7 +463,7 @@ def test_a_stream_is_read_in_segments_whatever_the_batching(small_data, stream_m
         ),
         (
             ["--dynamic-eval-lr", "0.1", "--dynamic-eval-segment", "5"],
-            "on sentence_language_modeling a segment is one sentence",
+            "--dynamic-eval-segment: here a segment is one sentence",
         ),
         (["--dynamic-eval-lr", "1e30"], "dynamic evaluation: the NLL of segment"),
     ],

@@ -265,10 +265,8 @@ def test_the_hub_refuses_dynamic_eval_segment_which_it_cannot_honour(tiny_pointe
     common = dict(data_name_or_path=str(data), user_dir="alm_plugin", dynamic_eval_lr=0.3)
     with pytest.raises(
         OptionError,
-        match=r"^dynamic_eval_segment=5: the hub's score\(\) reads each sentence alone "
-        r"and takes one step after it .*: drop the keyword; to adapt every N tokens "
-        r"of a text read as one stream, use alm-score --dynamic-eval-lr LR "
-        r"--dynamic-eval-segment N$",
+        match=r"^--dynamic-eval-segment: here a segment is one sentence, read whole from a fresh state "
+        r"\(sentence_language_modeling, the hub's score\(\)\): drop the option",
     ):
         PointerSentinelLanguageModel.from_pretrained(
             str(checkpoint.parent), checkpoint.name, dynamic_eval_segment=5, **common

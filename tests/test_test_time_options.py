@@ -239,3 +239,119 @@ def test_lr_0_in_the_grid_is_the_static_point(adaptive_sentence):
         "alm_plugin.cli.cache_grid", "--path", adaptive_sentence, *GRID_POINT, "--dynamic-lrs", "0.3"
     )
     assert code == 0 and alone == out  # the static point is measured either way
+
+
+# ---------------------------------------------------------------- one refusal, every entry
+
+
+@pytest.fixture(scope="module")
+def fairseq_lstm(tmp_path_factory):
+    """(checkpoint, data): fairseq's own lstm_lm on sentence_language_modeling, a model that takes no cache."""
+    from conftest import _tiny
+
+    width = ["--decoder-embed-dim", "16", "--decoder-hidden-size", "16", "--decoder-out-embed-dim", "16"]
+    options = ["--task", "sentence_language_modeling", "--arch", "lstm_lm", *width, "--batch-size", "16"]
+    return _tiny(tmp_path_factory, "fairseq_lstm", options)
+
+
+def said(tool, output):
+    """The refusal's text, without the tool's name."""
+    assert "Traceback" not in output, output[-3000:]
+    line = output.strip().splitlines()[-1]
+    assert line.startswith(f"{tool}: error: "), output[-3000:]
+    return line[len(f"{tool}: error: ") :]
+
+
+def hub_refusal(checkpoint, data, **options):
+    from fairseq.models.lstm import LSTMModel  # noqa: F401  (fairseq's lstm_lm is registered by it)
+    from fairseq.models.lstm_lm import LSTMLanguageModel
+
+    from alm_plugin.errors import OptionError
+
+    with pytest.raises(OptionError) as refused_here:
+        LSTMLanguageModel.from_pretrained(str(checkpoint.parent), checkpoint.name, str(data), **options)
+    return str(refused_here.value)
+
+
+def test_a_cache_on_a_model_that_takes_none_is_refused_alike_by_every_entry(fairseq_lstm, tmp_path):
+    checkpoint, data = fairseq_lstm
+    text = tmp_path / "text.txt"
+    text.write_text("the game was released .\n")
+    cache = ["--neural-cache-window", "5"]
+    lines = {
+        "fairseq-eval-lm": said(
+            "fairseq-eval-lm", run("eval_lm", data, "--path", checkpoint, *EVAL, *cache, check=False)[1]
+        ),
+        "alm-score": said("alm-score", run_module("alm_plugin.cli.score", "--path", checkpoint, *cache, text)[2]),
+        "alm-cache-grid": said(
+            "alm-cache-grid", run_module("alm_plugin.cli.cache_grid", "--path", checkpoint, *GRID_POINT)[2]
+        ),
+        "the hub": hub_refusal(checkpoint, data, neural_cache_window=5),
+    }
+    expected = (
+        "--neural-cache-window: fairseq's LSTMLanguageModel does not hand its output features to the cache; the "
+        "neural cache works with alm_lstm, attentive_lm, amsrn and pointer_sentinel_lm. Drop the --neural-cache-* "
+        "options for this model."
+    )
+    assert lines == dict.fromkeys(lines, expected)
+
+
+def test_a_test_time_option_in_training_is_refused_alike_by_train_and_validate(tiny_lm, tmp_path):
+    cache = ["--neural-cache-window", "5"]
+    train = run(
+        "train", SAMPLE_DATA, *TRAIN_COMMON, *TINY, "--max-update", "1", "--save-dir", tmp_path, *cache, check=False
+    )
+    validate = run("validate", SAMPLE_DATA, "--path", tiny_lm, *EVAL[:5], "--batch-size", "16", *cache, check=False)
+    assert (
+        said("fairseq-train", train[1])
+        == said("fairseq-validate", validate[1])
+        == (
+            "--neural-cache-window is a test-time option (fairseq-eval-lm, alm-score, alm-cache-grid): "
+            "nothing is trained, and fairseq-validate scores with the criterion, which never reads the "
+            "cache. Drop --neural-cache-* from fairseq-train and fairseq-validate."
+        )
+    )
+
+
+def test_a_segment_on_a_sentence_model_is_refused_alike_by_every_entry(tiny_lm, tmp_path):
+    text = tmp_path / "text.txt"
+    text.write_text("the game was released .\n")
+    adapt = ["--dynamic-eval-lr", "0.1", "--dynamic-eval-segment", "5"]
+    eval_lm = run("eval_lm", SAMPLE_DATA, "--path", tiny_lm, *EVAL, *adapt, check=False)[1]
+    score = run_module("alm_plugin.cli.score", "--path", tiny_lm, "--data", SAMPLE_DATA, *adapt, text)[2]
+    from alm_plugin.errors import OptionError
+    from alm_plugin.models.lstm_lm import LSTMLanguageModel
+
+    with pytest.raises(OptionError) as hub:
+        LSTMLanguageModel.from_pretrained(
+            str(tiny_lm.parent), tiny_lm.name, SAMPLE_DATA, dynamic_eval_lr=0.1, dynamic_eval_segment=5
+        )
+    assert said("fairseq-eval-lm", eval_lm) == said("alm-score", score) == str(hub.value)
+    assert str(hub.value).startswith("--dynamic-eval-segment: here a segment is one sentence")
+
+
+def test_alm_score_help_gives_the_defaults_the_code_fills_in():
+    """Each test-time flag's "(default X)" is what ``EvaluationOptions.read`` fills in when it is left out."""
+    import argparse
+
+    from alm_plugin.test_time import EvaluationOptions
+
+    code, out, _ = run_module("alm_plugin.cli.score", "--help")
+    helps = " ".join(out.split())
+    stated = {}  # flag -> the default its help states
+    for flag, text in re.findall(r"--((?:neural-cache|dynamic-eval)-[\w-]+) [A-Z_]+ (.*?)(?= --[a-z]|$)", helps):
+        if found := re.search(r"\(default ([^;)]+)", text):
+            stated[flag] = found.group(1)
+    on = argparse.Namespace(neural_cache_window=5, dynamic_eval_lr=0.1, dynamic_eval_rule="rms")
+    read = EvaluationOptions.read(on)
+    filled = {
+        "neural-cache-theta": read.cache[1],
+        "neural-cache-lambda": read.cache[2],
+        "dynamic-eval-decay": read.dynamic.decay,
+        "dynamic-eval-eps": read.dynamic.eps,
+        "dynamic-eval-segment": read.dynamic.segment,
+        "dynamic-eval-stats-batches": read.dynamic.stats_batches,
+    }
+    assert code == 0 and set(filled) <= set(stated), stated
+    assert {flag: float(stated[flag]) for flag in filled} == {flag: float(v) for flag, v in filled.items()}
+    assert stated["dynamic-eval-rule"] == EvaluationOptions.read(argparse.Namespace(dynamic_eval_lr=0.1)).dynamic.rule

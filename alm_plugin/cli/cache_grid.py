@@ -23,14 +23,14 @@ import shlex
 import torch
 
 from ..errors import OptionError, ScoringError
-from ..evaluation_options import EvaluationOptions
 from ..model_loading import load_models, task_data
 from ..modules.dynamic_evaluation import check_options as dynamic_options
 from ..modules.heap import keep_freed_memory
-from ..modules.neural_cache import CACHE_MODELS, check_values, target_cache_probs
+from ..modules.neural_cache import check_values, target_cache_probs
 from ..option_checks import needs, number
 from ..output_files import check_outputs, write_json
-from ..scoring import is_character_model, trained_on_streams
+from ..scoring import trained_on_streams
+from ..test_time import EvaluationOptions, refuse
 from .tool import run_tool
 
 
@@ -231,10 +231,7 @@ def load_word_model(args):
     if cuts_sentences:
         # the checkpoint keeps its training's validation cut (e.g. 35): read as eval-lm would, not as that
         task.args.eval_tokens_per_sample = args.eval_tokens_per_sample
-    if is_character_model(model) or not hasattr(model, "neural_cache"):
-        raise ScoringError(
-            f"{args.path} holds a {model.__class__.__name__}: the neural cache works with the word-level {CACHE_MODELS}"
-        )
+    refuse(EvaluationOptions(cache=(int(args.windows[0]), args.thetas[0], args.lambdas[-1])), model)  # its first point
     if args.eval_tokens_per_sample and not cuts_sentences:
         how = (
             "reads the split as one stream, its state carried from chunk to chunk: there is no sentence to cut"

@@ -44,6 +44,7 @@ from ..errors import ScoringError
 from ..model_loading import load_models
 from ..plain_text import check_plain_text
 from ..scoring import CharacterModelScorer, LanguageModelScorer, is_character_model, trained_on_streams
+from ..test_time import EvaluationOptions, add_arguments, refuse
 from .tool import run_tool
 
 # fairseq-preprocess reads text with Python's universal newlines: a line ends at \r\n, \r or \n
@@ -137,31 +138,7 @@ def main(argv=None):
         choices=["document", "line"],
         help="read the lines as one document or score each line alone (default: as the model's task reads text)",
     )
-    parser.add_argument(
-        "--neural-cache-window",
-        type=int,
-        default=0,
-        help="word models: mix in a neural cache over the N previous tokens of the document (0: none)",
-    )
-    parser.add_argument("--neural-cache-theta", type=float, help="the cache's inverse temperature (default 0.3)")
-    parser.add_argument(
-        "--neural-cache-lambda", type=float, help="the cache's weight in the mixture, in [0, 1) (default 0.1)"
-    )
-    from ..modules.dynamic_evaluation import DynamicEvalOptions
-
-    for name, option in DynamicEvalOptions.__dataclass_fields__.items():  # the options fairseq-eval-lm has
-        kind = {
-            "dynamic_eval_lr": float,
-            "dynamic_eval_decay": float,
-            "dynamic_eval_eps": float,
-            "dynamic_eval_rule": str,
-        }.get(name, int)
-        parser.add_argument(
-            "--" + name.replace("_", "-"),
-            type=kind,
-            default=option.default,
-            help=option.metadata["help"],
-        )
+    add_arguments(parser)  # the test-time options, as fairseq-eval-lm declares them
     parser.add_argument("--cpu", action="store_true", help="score on the CPU even when a GPU is there")
     args = parser.parse_args(argv)
     if args.batch_size < 1 or args.batch_tokens < 1:
@@ -185,9 +162,8 @@ def run(args):
             f"--path {args.path!r} has an empty checkpoint path (a ':' at an end or doubled): "
             "give CHECKPOINT, or CK1:CK2 for an ensemble"
         )
-    from ..evaluation_options import EvaluationOptions
-
-    options = EvaluationOptions.read(args)  # before the model loads; the segment is checked after
+    options = EvaluationOptions.read(args)  # before the model loads; the rest is refused once it has
+    refuse(options, lines_alone=args.context == "line")
     cache = options.cache
     texts = []  # the number of lines of each file: each a text of its own
     numbered = read_lines(args.files, texts)
@@ -208,16 +184,7 @@ def run(args):
     if len(kinds) > 1:
         raise ScoringError("an ensemble cannot mix word-level and character-level models: score them apart")
     if is_character_model(loaded[0][0]):
-        if options.dynamic is not None:
-            raise ScoringError(
-                "--dynamic-eval-lr adapts the word-level models; the character models are scored as "
-                "trained: drop the --dynamic-eval-* options"
-            )
-        if cache is not None:
-            raise ScoringError(
-                "--neural-cache-window is for word-level models; the character models have their own "
-                "word cache (char_cache_lm): drop the option"
-            )
+        refuse(options, loaded[0][0])
         scorer = CharacterModelScorer(
             paths, args.data, args.cpu, args.batch_tokens, args.batch_size, loaded, document=args.context != "line"
         )
@@ -231,12 +198,6 @@ def run(args):
                 file=sys.stderr,
             )
     else:
-        if cache is not None and args.context == "line":
-            raise ScoringError("--neural-cache-window: the cache spans the lines of a document; drop --context line")
-        if options.dynamic is not None and args.context == "line":
-            raise ScoringError(
-                "--dynamic-eval-lr: the model adapts to the lines it has read, in order: drop --context line"
-            )
         streams = any(trained_on_streams(task) for _, task in loaded)
         if streams and args.context == "line":
             raise ScoringError(

@@ -19,7 +19,7 @@
 
 No device value is read on the host in a training update (on a GPU each read waits for the
 device): what the loss and the logs count (the samples holding a scored token, where the first
-words are) comes with the batch, counted on the host where it is collated (``count_on_host``;
+words are) comes with the batch, counted on the host where it is collated (``data/host_counts.py``;
 a batch made elsewhere is counted here), and the logs get Python ints for fairseq's meters.
 """
 
@@ -67,38 +67,6 @@ def attention_entropy(weights: torch.Tensor) -> torch.Tensor:
     ``0 * -inf`` into NaN.
     """
     return -(weights * weights.clamp_min(torch.finfo(weights.dtype).tiny).log()).sum(-1)
-
-
-def count_on_host(batch, dictionary):
-    """Adds to a collated ``batch``, still on the host, what the criterion counts: ``scored_rows``
-    (the samples that hold a scored token, an int) and ``first_words`` (the flat positions of the
-    targets read from a sentence boundary, as ``_first_words`` finds them). On a GPU the criterion
-    would otherwise read both from the device in every update. A batch without ``target`` (or
-    with several) is left as it is. Returns the batch."""
-    target = batch.get("target") if isinstance(batch, dict) else None
-    if not isinstance(target, torch.Tensor) or "net_input" not in batch:
-        return batch
-    net_input = batch["net_input"]
-    inputs = net_input.get("prev_output_tokens", net_input.get("src_tokens"))
-    real = target.ne(dictionary.pad())
-    if real.dim() != 2:
-        return batch
-    batch["scored_rows"] = int(real.any(1).sum())
-    if inputs is not None and inputs.shape == target.shape:
-        first = (inputs.eq(dictionary.eos()) | inputs.eq(dictionary.bos())) & real
-        batch["first_words"] = first.flatten().nonzero().squeeze(1)
-    return batch
-
-
-class CountedCollate:
-    """A dataset's collater followed by ``count_on_host``: the batch as it is finally collated
-    (whatever wraps the dataset, e.g. fairseq's context windows) gets the criterion's counts."""
-
-    def __init__(self, collate, dictionary):
-        self.collate, self.dictionary = collate, dictionary
-
-    def __call__(self, samples):
-        return count_on_host(self.collate(samples), self.dictionary)
 
 
 def target_log_probs(model, net_output, target):

@@ -21,7 +21,7 @@ from fairseq.models.lstm import LSTMEncoder
 from fairseq.tasks.language_modeling import LanguageModelingTask
 
 from ..errors import OptionError
-from ..modules.adaptive_softmax import check_criterion_of
+from ..modules.adaptive_softmax_options import check_criterion_of
 from ..modules.history_lstm_decoder import combination_bias_field
 from ..tasks.open_vocabulary_language_modeling import reads_characters
 from .amsrn import AMSRNConfig, AMSRNDecoder

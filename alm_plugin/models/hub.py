@@ -3,7 +3,8 @@ where fairseq's generic one returns NaN or a misleading error."""
 
 from fairseq import hub_utils
 
-from ..errors import OptionError, UnsupportedError
+from ..errors import UnsupportedError
+from ..test_time import EvaluationOptions, refuse
 
 
 class LanguageModelHubInterface(hub_utils.GeneratorHubInterface):
@@ -51,14 +52,10 @@ class ScoringOnlyHubInterface(hub_utils.GeneratorHubInterface):
 
 
 def from_pretrained(interface, model_name_or_path, checkpoint_file="model.pt", data_name_or_path=".", **kwargs):
-    if kwargs.get("dynamic_eval_segment") is not None and interface is LanguageModelHubInterface:
+    if interface is LanguageModelHubInterface:
         # fairseq's hub batches each sentence alone (language_modeling's inference dataset), from a
         # fresh state: a segment of N tokens of a stream never arises, the keyword would be ignored
-        raise OptionError(
-            f"dynamic_eval_segment={kwargs['dynamic_eval_segment']}: the hub's score() reads each "
-            "sentence alone and takes one step after it (a segment is one sentence, whatever the "
-            "model's task): drop the keyword; to adapt every N tokens of a text read as one stream, "
-            "use alm-score --dynamic-eval-lr LR --dynamic-eval-segment N"
-        )
+        given = EvaluationOptions(segment_given=kwargs.get("dynamic_eval_segment") is not None)
+        refuse(given, segments_are_sentences=True)
     loaded = hub_utils.from_pretrained(model_name_or_path, checkpoint_file, data_name_or_path, **kwargs)
     return interface(loaded["args"], loaded["task"], loaded["models"])

@@ -23,182 +23,25 @@ dynamic evaluation needs one); ``adaptive_loss`` gives ``ignore_index=pad`` to t
 tail targets, dropping the within-cluster term of the word ``c_k + pad``; it cannot tie its
 tails to a plain embedding. Here ``log_probs`` forms the whole distribution (summing to 1,
 differentiable) and ``target_log_probs`` the target's log probability alone, each tail
-computed only for the rows whose target lies in it; both in float32.
+computed only for the rows whose target lies in it; both in float32. Its options and refusals:
+``adaptive_softmax_options.py``.
 """
 
-import math
-from dataclasses import dataclass, field
 from typing import List, Optional
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from fairseq.dataclass import FairseqDataclass
 from torch import Tensor
 
 from ..errors import OptionError
-from ..option_checks import needs, number
-
-UNTIED_FACTOR, UNTIED_DROPOUT = 4.0, 0.0
-
-
-@dataclass
-class AdaptiveSoftmaxConfig(FairseqDataclass):
-    adaptive_softmax_cutoff: Optional[str] = field(
-        default=None,
-        metadata={
-            "help": "use the adaptive softmax, its head and each tail cluster ending at these word ids, "
-            "e.g. 2000,10000 (default: the full softmax)"
-        },
-    )
-    adaptive_softmax_untied: bool = field(
-        default=False,
-        metadata={
-            "help": "give the adaptive softmax's tails their own projections and word vectors (fairseq's "
-            "AdaptiveSoftmax) instead of the tied embedding rows at full width"
-        },
-    )
-    adaptive_softmax_factor: Optional[float] = field(
-        default=None, metadata={"help": "untied tails only: tail k projects h to d / factor^k dimensions (default 4)"}
-    )
-    adaptive_softmax_dropout: Optional[float] = field(
-        default=None,
-        metadata={"help": "untied tails only: dropout between a tail's projection and its words (default 0)"},
-    )
-
-
-def parse_cutoff(text, given_blank_ok: bool = False) -> Optional[List[int]]:
-    """``"2000,10000"`` (or a list) -> ``[2000, 10000]``; ``None`` -> ``None``. A list with no
-    word id in it (``","``, ``""``, ``" "``) is refused: it would silently train the full softmax
-    (``given_blank_ok``: read it as ``None``, for comparing what a checkpoint saved)."""
-    if text is None:
-        return None
-    if isinstance(text, (list, tuple)):
-        values = list(text)
-    else:
-        try:
-            values = [int(v) for v in str(text).strip("[]() ").split(",") if v.strip()]
-        except ValueError:
-            raise OptionError(
-                f"--adaptive-softmax-cutoff {text}: expected comma-separated word ids, e.g. 2000,10000"
-            ) from None
-    if not values and not given_blank_ok:
-        raise OptionError(
-            f"--adaptive-softmax-cutoff {text!r} holds no word id: give the cutoffs, comma-separated "
-            "(e.g. 2000,10000), or drop the option for the full softmax"
-        )
-    return [int(v) for v in values] or None
-
-
-def check_options(cfg, vocab_size: int) -> Optional[List[int]]:
-    """The cutoffs of ``cfg`` checked against the dictionary size, and the options that need
-    them or untied tails; returns the cutoffs (``None``: the full softmax)."""
-    cutoff = parse_cutoff(getattr(cfg, "adaptive_softmax_cutoff", None))
-    untied = bool(getattr(cfg, "adaptive_softmax_untied", False))
-    factor = getattr(cfg, "adaptive_softmax_factor", None)
-    dropout = getattr(cfg, "adaptive_softmax_dropout", None)
-    for flag, given in (
-        ("--adaptive-softmax-untied", untied),
-        ("--adaptive-softmax-factor", factor is not None),
-        ("--adaptive-softmax-dropout", dropout is not None),
-    ):
-        needs(
-            flag,
-            given,
-            "--adaptive-softmax-cutoff",
-            cutoff is not None,
-            " (e.g. 2000,10000: the head's end, then each tail cluster's)",
-        )
-    for flag, given in (
-        ("--adaptive-softmax-factor", factor is not None),
-        ("--adaptive-softmax-dropout", dropout is not None),
-    ):
-        needs(
-            flag,
-            given,
-            "--adaptive-softmax-untied",
-            untied,
-            " (it shapes the untied tails' projections; the tied "
-            "tails, the default, have none: they read h at full width against the embedding rows)",
-        )
-    number("--adaptive-softmax-factor", factor, above=0, why="tail k projects h to d / factor^k dimensions")
-    number("--adaptive-softmax-dropout", dropout, least=0, at_most=1, why="a dropout probability lies in [0, 1]")
-    if cutoff is None:
-        return None
-    if any(b <= a for a, b in zip(cutoff, cutoff[1:])) or cutoff[0] < 1:
-        raise OptionError(
-            f"--adaptive-softmax-cutoff {','.join(map(str, cutoff))}: the cutoffs must be positive "
-            "and strictly increasing (head end, then each tail cluster's end), e.g. 2000,10000"
-        )
-    if cutoff[-1] >= vocab_size:
-        raise OptionError(
-            f"--adaptive-softmax-cutoff {','.join(map(str, cutoff))}: every cutoff must lie below the "
-            f"dictionary's size ({vocab_size} with its special symbols and padding); the last "
-            "cluster runs to the end by itself"
-        )
-    return cutoff
-
-
-def check_clusters(
-    cutoff: List[int], nspecial: int, input_dim: int, untied: bool = False, factor: Optional[float] = None
-) -> None:
-    """Refuse cutoffs that leave a special symbol out of the head, and untied tails too narrow to
-    read ``h``. ``--adaptive-softmax-cutoff 1,2,3`` put ``<pad>`` and ``</s>`` (which ends every
-    line: the most frequent token) into one-word clusters and every word out of the head; fairseq's
-    untied tail ``k`` projects ``h`` to ``int(d // factor^(k+1))`` dimensions, which rounds to 0 for
-    ``d < factor^(k+1)``: a (0, d) projection whose words get a distribution that ignores the
-    context, trained without a word."""
-    given = ",".join(map(str, cutoff))
-    if cutoff[0] <= nspecial:
-        what = (
-            f"puts special symbols (ids 0-{nspecial - 1}: <s>, <pad>, </s>, <unk>; </s> ends every line) into tail "
-            "clusters"
-            if cutoff[0] < nspecial
-            else f"gives the head the {nspecial} special symbols and no word"
-        )
-        raise OptionError(
-            f"--adaptive-softmax-cutoff {given}: a head ending at id {cutoff[0]} {what}: start the "
-            f"cutoffs above {nspecial} (the head holds the special symbols and the most frequent words), "
-            "e.g. 2000,10000"
-        )
-    if not untied:
-        return
-    factor = UNTIED_FACTOR if factor is None else float(factor)
-    tails = len(cutoff)
-    narrow = [k for k in range(tails) if int(input_dim // factor ** (k + 1)) < 1]
-    if not narrow:
-        return
-    k = narrow[0]
-    most = max((n for n in range(1, tails + 1) if int(input_dim // factor**n) >= 1), default=0)
-    largest = math.floor(input_dim ** (1.0 / tails) * 100) / 100
-    while largest > 0 and int(input_dim // largest**tails) < 1:  # float rounding at the edge
-        largest = round(largest - 0.01, 2)
-    fewer = f", at most {most} cutoff{'s' if most > 1 else ''} at this factor" if most else ""
-    raise OptionError(
-        f"--adaptive-softmax-untied with --adaptive-softmax-factor {factor:g}: tail {k + 1} of {tails} "
-        f"(--adaptive-softmax-cutoff {given}) would project the decoder's {input_dim}-dimensional output "
-        f"(--embed-dim) to {input_dim} // {factor:g}^{k + 1} = 0 dimensions, so its words would ignore "
-        f"the context: use --adaptive-softmax-factor {largest:g} or less{fewer}, or a larger --embed-dim"
-    )
-
-
-def check_sorted_by_frequency(dictionary) -> None:
-    """The head must hold the most frequent words: refuse a dictionary whose counts rise after
-    the special symbols (fairseq's zero-count ``madeupword`` padding at the end excepted)."""
-    counts, symbols = dictionary.count, dictionary.symbols
-    start = getattr(dictionary, "nspecial", 4)
-    previous = None
-    for index in range(start, len(counts)):
-        if counts[index] == 0 and symbols[index].startswith("madeupword"):
-            continue
-        if previous is not None and counts[index] > counts[previous]:
-            raise OptionError(
-                f"the adaptive softmax needs the dictionary sorted by frequency (its head holds the most "
-                f"frequent words), but it lists '{symbols[previous]}' (count {counts[previous]}) before "
-                f"'{symbols[index]}' (count {counts[index]}): rebuild it with fairseq-preprocess without "
-                "--srcdict (it sorts by count), or drop --adaptive-softmax-cutoff"
-            )
-        previous = index
+from .adaptive_softmax_options import (
+    UNTIED_DROPOUT,
+    UNTIED_FACTOR,
+    check_clusters,
+    check_options,
+    check_sorted_by_frequency,
+)
 
 
 class AdaptiveSoftmax(nn.Module):
@@ -298,75 +141,6 @@ class AdaptiveSoftmax(nn.Module):
             "this model's adaptive softmax is trained by --criterion attention_cross_entropy "
             "(fairseq's adaptive_loss drops a word's within-cluster term and cannot read tied tails)"
         )
-
-
-def uses_adaptive_softmax(model) -> bool:
-    return getattr(getattr(model, "decoder", None), "adaptive_softmax", None) is not None
-
-
-# translation: label smoothing spreads mass over the whole vocabulary, so its criteria must form the
-# whole distribution whatever the output layer (ours gives it, exact, from get_normalized_probs)
-SMOOTHING_CRITERIA = ("label_smoothed_cross_entropy", "label_smoothed_cross_entropy_with_alignment")
-
-
-def check_criterion(criterion_cfg, adaptive: bool, translation: bool = False) -> None:
-    """Only a criterion that asks the decoder for ``target_log_probs`` trains an adaptive
-    softmax at its speed; fairseq's would form the whole distribution at every step
-    (``cross_entropy``: the right loss, from ``get_normalized_probs``, at the full softmax's cost)
-    or read fairseq's own module (``adaptive_loss``): refused by name, before the criterion is
-    built (``adaptive_loss`` would first fail on the DDP backend). A translation model may also
-    use a label-smoothing criterion, whose smoothing term needs the whole distribution."""
-    from fairseq.criterions import CRITERION_REGISTRY
-
-    name = getattr(criterion_cfg, "_name", None) or getattr(criterion_cfg, "criterion", None)
-    if not adaptive or getattr(CRITERION_REGISTRY.get(name), "reads_target_log_probs", False):
-        return
-    if translation and name in SMOOTHING_CRITERIA:
-        return
-    raise OptionError(
-        f"--criterion {name} cannot train a model with --adaptive-softmax-cutoff at the adaptive "
-        "softmax's speed (it forms the whole distribution, or expects fairseq's own "
-        "AdaptiveSoftmax): use --criterion attention_cross_entropy"
-        + (
-            " (or label_smoothed_cross_entropy, whose smoothing term reads the whole distribution anyway)"
-            if translation
-            else ""
-        )
-    )
-
-
-def check_criterion_of(task) -> None:
-    """fairseq's own tasks (``--task translation``) build the criterion without our check: give
-    ``task`` a ``build_criterion`` that makes it first (fairseq-train builds the model, then the
-    criterion, on the same task)."""
-    build = task.build_criterion
-    if getattr(build, "checks_adaptive_softmax", False):
-        return
-
-    def build_criterion(cfg, *args, **kwargs):
-        check_criterion(cfg, True, translation=True)
-        return build(cfg, *args, **kwargs)
-
-    build_criterion.checks_adaptive_softmax = True
-    task.build_criterion = build_criterion
-
-
-def check_temperature(models, args) -> None:
-    """fairseq's generator divides the decoder's first output by ``--temperature``: logits for the
-    full softmax, but the features for the adaptive softmax (fairseq's own included) and the
-    pointer's vocabulary logits before its mixture, so any other temperature than 1 would sample
-    from a distribution nobody asked for."""
-    temperature = getattr(args, "temperature", 1.0)
-    if temperature == 1.0:
-        return
-    for model in models:
-        decoder = getattr(model, "decoder", None)
-        if uses_adaptive_softmax(model) or hasattr(decoder, "copy_posterior"):
-            raise OptionError(
-                f"--temperature {temperature}: fairseq divides the decoder's first output by it, "
-                f"which for {model.__class__.__name__} (adaptive softmax or pointer) is not the "
-                "logits of its distribution: sample at --temperature 1"
-            )
 
 
 def build_adaptive_softmax(cfg, dictionary, input_dim: int) -> Optional[AdaptiveSoftmax]:

@@ -28,7 +28,7 @@ import copy
 import itertools
 import logging
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 import torch
@@ -54,41 +54,6 @@ SHADOW, MIN_SHADOW, WORSE = 100, 20, math.log(1.5)
 DRIFT, DRIFT_CHECK = math.log(2), 50
 
 
-@dataclass
-class DynamicEvalOptions:
-    """Mixed into the word-level LM tasks' configs: the options of ``fairseq-eval-lm`` (and ``alm-score``)."""
-
-    dynamic_eval_lr: float = field(
-        default=0.0,
-        metadata={
-            "help": "test time only: > 0 switches on dynamic evaluation (Krause et al. 2018): after each segment is "
-            "scored, one step of this size on its mean NLL; 0: off"
-        },
-    )
-    dynamic_eval_decay: Optional[float] = field(
-        default=None,
-        metadata={"help": f"pull towards the trained weights, decay * (theta_0 - theta), in [0, 1] (default {DECAY})"},
-    )
-    dynamic_eval_rule: Optional[str] = field(
-        default=None,
-        metadata={
-            "help": "the update: sgd (default), lr * grad; rms, lr * grad / (MS + eps) with the decay scaled per weight"
-        },
-    )
-    dynamic_eval_eps: Optional[float] = field(default=None, metadata={"help": f"rms: added to MS (default {RMS_EPS})"})
-    dynamic_eval_segment: Optional[int] = field(
-        default=None,
-        metadata={
-            "help": f"document_language_modeling: tokens per segment, one step after each (default {SEGMENT}; "
-            "sentence_language_modeling: a sentence)"
-        },
-    )
-    dynamic_eval_stats_batches: Optional[int] = field(
-        default=None,
-        metadata={"help": f"rms: training batches read for MS (default {STATS_BATCHES})"},
-    )
-
-
 @dataclass(frozen=True)
 class DynamicEvalSettings:
     lr: float
@@ -102,7 +67,7 @@ class DynamicEvalSettings:
 def check_options(lr, decay=None, rule=None, eps=None, segment=None, stats=None) -> Optional[DynamicEvalSettings]:
     """The ``--dynamic-eval-*`` values as a whole (``None``: not given), with the defaults filled in;
     ``None`` when dynamic evaluation is off (lr 0). Whether a segment may be given depends on the
-    model: ``EvaluationOptions.check_segments``."""
+    model: ``test_time.refuse``."""
     number("--dynamic-eval-lr", lr, least=0, why="the step size (0: off)")
     for flag, value in (
         ("--dynamic-eval-decay", decay),

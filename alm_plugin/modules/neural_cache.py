@@ -16,8 +16,6 @@ else starts with an empty cache.
 """
 
 import math
-from dataclasses import dataclass, field
-from typing import Optional
 
 import torch
 from torch import Tensor
@@ -29,31 +27,6 @@ from .stream_carry import StreamCarry
 
 THETA, LAMBDA = 0.3, 0.1  # what --neural-cache-window alone uses
 CACHE_MODELS = "alm_lstm, attentive_lm, amsrn and pointer_sentinel_lm"  # the word models that hand it features
-
-
-@dataclass
-class NeuralCacheOptions:
-    """Mixed into a task's config: the options exist on ``fairseq-eval-lm`` and ``alm-score``."""
-
-    neural_cache_window: int = field(
-        default=0,
-        metadata={
-            "help": "test time only: mix in a neural cache over the N previous tokens, across sentence ends (0: none)"
-        },
-    )
-    neural_cache_theta: Optional[float] = field(
-        default=None,
-        metadata={
-            "help": f"the cache's inverse temperature: softmax(theta h_t . h_i) (default {THETA}; needs the window)"
-        },
-    )
-    neural_cache_lambda: Optional[float] = field(
-        default=None,
-        metadata={
-            "help": f"weight of the cache in p = (1 - lambda) p_model + lambda p_cache, in [0, 1) (default "
-            f"{LAMBDA}; needs the window)"
-        },
-    )
 
 
 FLAGS = ("--neural-cache-window", "--neural-cache-theta", "--neural-cache-lambda")

@@ -22,8 +22,8 @@ from fairseq.tasks.language_modeling import LanguageModelingTask
 
 from ..data.word_streams import WordStreamDataset
 from ..errors import OptionError
-from ..modules.dynamic_evaluation import DynamicEvalOptions
-from ..modules.neural_cache import CACHE_MODELS, NeuralCacheOptions
+from ..modules.neural_cache import CACHE_MODELS
+from ..test_time import TestTimeOptions
 from .stream_task import WordStreamConfig, WordStreamTask
 from .word_lm_options import WordLMOptionsMixin
 
@@ -31,7 +31,7 @@ BURN_IN = 100  # --stream-burn-in's default: docs/models.md says what it rests o
 
 
 @dataclass
-class DocumentLanguageModelingConfig(WordStreamConfig, NeuralCacheOptions, DynamicEvalOptions):
+class DocumentLanguageModelingConfig(WordStreamConfig, TestTimeOptions):
     stream_burn_in: int = field(
         default=BURN_IN,
         metadata={

@@ -42,19 +42,18 @@ from fairseq.tasks.language_modeling import (
 from omegaconf import II
 
 from .. import cuda_graphs
-from ..criterions.attention_cross_entropy import CountedCollate
 from ..data import SentenceBlockDataset
+from ..data.host_counts import CountedCollate
 from ..data.splits import check_dictionary, load_split
 from ..errors import MissingDataError, OptionError
-from ..modules.dynamic_evaluation import DynamicEvalOptions
-from ..modules.neural_cache import NeuralCacheOptions
+from ..test_time import TestTimeOptions, refuse
 from .word_lm_options import WordLMOptionsMixin, loaded_for_training
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class SentenceLanguageModelingConfig(LanguageModelingConfig, NeuralCacheOptions, DynamicEvalOptions):
+class SentenceLanguageModelingConfig(LanguageModelingConfig, TestTimeOptions):
     sample_break_mode: SAMPLE_BREAK_MODE_CHOICES = field(
         default="eos",
         metadata={
@@ -146,7 +145,7 @@ class SentenceLanguageModelingTask(WordLMOptionsMixin, LanguageModelingTask):
             self.graphed_step = cuda_graphs.GraphedTrainStep(model, criterion, optimizer)
         if not self.graphed_step.takes(sample):
             return super().train_step(sample, model, criterion, optimizer, update_num, ignore_grad)
-        self.evaluation_options.refuse_in_training()
+        refuse(self.evaluation_options, training=True)
         model.train()
         model.set_num_updates(update_num)
         return self.graphed_step(model, sample)

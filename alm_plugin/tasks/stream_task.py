@@ -24,7 +24,7 @@ from fairseq.distributed import utils as distributed_utils
 from fairseq.tasks import FairseqTask
 from omegaconf import II
 
-from ..criterions.attention_cross_entropy import count_on_host
+from ..data.host_counts import count_on_host
 from ..data.splits import check_dictionary, load_split
 from ..data.word_streams import WordStreamDataset
 from ..errors import MissingDataError, OptionError

@@ -2,8 +2,8 @@
 layer's criterion and sampling checks, the neural cache and dynamic evaluation attached at build
 time and refused in training and in fairseq-validate."""
 
-from ..evaluation_options import EvaluationOptions
-from ..modules.adaptive_softmax import check_criterion, check_temperature, uses_adaptive_softmax
+from ..modules.adaptive_softmax_options import check_criterion, check_temperature, uses_adaptive_softmax
+from ..test_time import EvaluationOptions, refuse
 
 
 def loaded_for_training(load_dataset_kwargs) -> bool:
@@ -27,7 +27,8 @@ class WordLMOptionsMixin:
     def evaluation_options(self) -> EvaluationOptions:
         """The task's test-time options, read once from its config (``self.args``)."""
         if getattr(self, "_evaluation_options", None) is None:
-            self._evaluation_options = EvaluationOptions.read(self.args, self.segments_are_sentences)
+            self._evaluation_options = EvaluationOptions.read(self.args)
+            refuse(self._evaluation_options, segments_are_sentences=self.segments_are_sentences)
         return self._evaluation_options
 
     def attach_evaluation_options(self, model):
@@ -44,10 +45,10 @@ class WordLMOptionsMixin:
         """fairseq-train and fairseq-validate build a criterion (eval-lm, alm-score, the hub do not):
         the test-time options, which the criterion's scoring would ignore, are refused here, before
         a batch is read."""
-        self.evaluation_options.refuse_in_training()
+        refuse(self.evaluation_options, training=True)
         check_criterion(cfg, getattr(self, "trains_adaptive_softmax", False))
         return super().build_criterion(cfg, *args, **kwargs)
 
     def train_step(self, *args, **kwargs):
-        self.evaluation_options.refuse_in_training()
+        refuse(self.evaluation_options, training=True)
         return super().train_step(*args, **kwargs)

@@ -1,0 +1,278 @@
+"""The test-time path in one place: the neural cache (Grave et al. 2017) and dynamic evaluation
+(Krause et al. 2018), declared, read, refused and handed to a model here alone.
+
+``TestTimeOptions`` declares the options once: the word-level tasks mix it into their configs
+(fairseq-eval-lm, fairseq-validate, fairseq-train, the hub) and ``add_arguments`` gives alm-score
+the same flags, defaults and help. ``EvaluationOptions.read`` turns parsed arguments into checked
+settings (modules/neural_cache.py and modules/dynamic_evaluation.py say what each value refuses);
+``refuse`` refuses a combination for every entry with the same line; ``attach`` gives a
+``TestTimeModel`` its cache and evaluator, the one way a model takes them."""
+
+import sys
+import typing
+from dataclasses import dataclass, field, fields
+from typing import Optional, Tuple
+
+import torch
+
+from .errors import OptionError
+from .modules.dynamic_evaluation import (
+    DECAY,
+    RMS_EPS,
+    RULES,
+    SEGMENT,
+    STATS_BATCHES,
+    DynamicEvalSettings,
+    DynamicEvaluator,
+    check_training_split,
+)
+from .modules.dynamic_evaluation import check_options as dynamic_settings
+from .modules.neural_cache import CACHE_MODELS, LAMBDA, THETA, NeuralCache, cached_log_probs
+from .modules.neural_cache import check_options as cache_settings
+
+
+@dataclass
+class TestTimeOptions:
+    """Mixed into the word-level tasks' configs; ``add_arguments`` declares the same for alm-score."""
+
+    __test__ = False  # a dataclass, not a pytest class
+
+    neural_cache_window: int = field(
+        default=0, metadata={"help": "test time: mix in a neural cache over the N previous tokens (0: none)"}
+    )
+    neural_cache_theta: Optional[float] = field(
+        default=None, metadata={"help": f"the cache's inverse temperature (default {THETA}; needs the window)"}
+    )
+    neural_cache_lambda: Optional[float] = field(
+        default=None, metadata={"help": f"the cache's weight in the mixture, in [0, 1) (default {LAMBDA})"}
+    )
+    dynamic_eval_lr: float = field(
+        default=0.0, metadata={"help": "test time: the step size of dynamic evaluation after each segment (0: off)"}
+    )
+    dynamic_eval_decay: Optional[float] = field(
+        default=None, metadata={"help": f"the pull back towards the trained weights, in [0, 1] (default {DECAY})"}
+    )
+    dynamic_eval_rule: Optional[str] = field(
+        default=None, metadata={"help": f"the step's rule, {' or '.join(RULES)} (default {RULES[0]})"}
+    )
+    dynamic_eval_eps: Optional[float] = field(
+        default=None, metadata={"help": f"rms: added to each weight's gradient scale (default {RMS_EPS})"}
+    )
+    dynamic_eval_segment: Optional[int] = field(
+        default=None, metadata={"help": f"document_language_modeling: tokens per step (default {SEGMENT})"}
+    )
+    dynamic_eval_stats_batches: Optional[int] = field(
+        default=None,
+        metadata={"help": f"rms: training batches that measure the step scale (default {STATS_BATCHES})"},
+    )
+
+
+def add_arguments(parser) -> None:
+    """``TestTimeOptions`` as argparse flags: the names, types, defaults and help fairseq's tools take."""
+    for option in fields(TestTimeOptions):
+        kind = typing.get_args(option.type)[0] if typing.get_origin(option.type) is typing.Union else option.type
+        parser.add_argument(
+            "--" + option.name.replace("_", "-"), type=kind, default=option.default, help=option.metadata["help"]
+        )
+
+
+@dataclass(frozen=True)
+class EvaluationOptions:
+    cache: Optional[Tuple[int, float, float]] = None  # (window, theta, lambda); None: no cache
+    dynamic: Optional[DynamicEvalSettings] = None  # the rule, its defaults filled in; None: off
+    segment_given: bool = False  # --dynamic-eval-segment given (a sentence model's segment is its sentence)
+    stream_burn_in: int = 0  # words each stream but the first reads before it scores (document task)
+
+    @classmethod
+    def read(cls, args) -> "EvaluationOptions":
+        """From parsed arguments (a task's config or alm-score's command line; an option they lack is off)."""
+
+        def given(name, default=None):
+            return getattr(args, name, default)
+
+        cache = cache_settings(
+            given("neural_cache_window", 0), given("neural_cache_theta"), given("neural_cache_lambda")
+        )
+        dynamic = dynamic_settings(
+            given("dynamic_eval_lr", 0.0) or 0.0,
+            given("dynamic_eval_decay"),
+            given("dynamic_eval_rule"),
+            given("dynamic_eval_eps"),
+            given("dynamic_eval_segment"),
+            given("dynamic_eval_stats_batches"),
+        )
+        return cls(cache, dynamic, given("dynamic_eval_segment") is not None, given("stream_burn_in", 0))
+
+    def attach(self, model, training_batches=None, data: Optional[str] = None):
+        """Give ``model`` these options' neural cache and dynamic evaluator, and no other (``None`` where an
+        option is off); ``training_batches(n, segment)``: n of the task's training batches, which rms dynamic
+        evaluation reads from ``data``'s training split."""
+        refuse(self, model)
+        if self.dynamic is not None and self.dynamic.rule == "rms" and data:
+            check_training_split(data)
+        if isinstance(model, TestTimeModel):
+            model.neural_cache = NeuralCache(*self.cache) if self.cache is not None else None
+            evaluator = DynamicEvaluator(model, self.dynamic, training_batches) if self.dynamic is not None else None
+            model.dynamic_eval = evaluator
+        return model
+
+    @property
+    def in_corpus_order(self) -> bool:
+        """Whether a split is read in corpus order: the cache spans the text, dynamic evaluation adapts along it."""
+        return self.cache is not None or self.dynamic is not None
+
+    def burn_in(self) -> int:
+        """The words a stream reads before its first scored one: ``--stream-burn-in``, and with the neural
+        cache at least its window, so that each stream's cache holds what the one-stream reading's would."""
+        if not self.stream_burn_in:
+            return 0
+        return max(self.stream_burn_in, self.cache[0] if self.cache else 0)
+
+
+def refuse(
+    options: EvaluationOptions,
+    model=None,
+    *,
+    training: bool = False,
+    segments_are_sentences: Optional[bool] = None,
+    lines_alone: bool = False,
+    models: int = 1,
+) -> None:
+    """Refuse a combination the test-time options cannot score, the same line from every entry.
+
+    ``model``: the model that would take them; ``training``: fairseq-train or fairseq-validate, which score
+    with the criterion; ``segments_are_sentences``: whether the model's task reads sentences; ``lines_alone``:
+    alm-score --context line; ``models``: the models scored together (an ensemble)."""
+    cache, dynamic = options.cache is not None, options.dynamic is not None
+    if training and cache:
+        raise OptionError(
+            "--neural-cache-window is a test-time option (fairseq-eval-lm, alm-score, alm-cache-grid): "
+            "nothing is trained, and fairseq-validate scores with the criterion, which never reads the "
+            "cache. Drop --neural-cache-* from fairseq-train and fairseq-validate."
+        )
+    if training and dynamic:
+        raise OptionError(
+            "--dynamic-eval-lr is a test-time option (fairseq-eval-lm, alm-score, alm-cache-grid): "
+            "fairseq-train and fairseq-validate score with the criterion, which never adapts: drop "
+            "--dynamic-eval-* from fairseq-train and fairseq-validate"
+        )
+    name = ("fairseq's " if type(model).__module__.startswith("fairseq.") else "") + type(model).__name__
+    if cache and model is not None and not isinstance(model, TestTimeModel):
+        raise OptionError(
+            f"--neural-cache-window: {name} does not hand its output features to the cache; the neural "
+            f"cache works with {CACHE_MODELS}. Drop the --neural-cache-* options for this model."
+        )
+    if dynamic and model is not None and not isinstance(model, TestTimeModel):
+        raise OptionError(
+            f"--dynamic-eval-lr: dynamic evaluation adapts the word-level {CACHE_MODELS}, not {name}: drop "
+            "the --dynamic-eval-* options for this model"
+        )
+    if options.segment_given and segments_are_sentences:
+        raise OptionError(
+            "--dynamic-eval-segment: here a segment is one sentence, read whole from a fresh state "
+            "(sentence_language_modeling, the hub's score()): drop the option; alm-score adapts every N "
+            "tokens of a model trained on document_language_modeling"
+        )
+    if cache and lines_alone:
+        raise OptionError("--neural-cache-window: the cache spans the lines of a document; drop --context line")
+    if dynamic and lines_alone:
+        raise OptionError("--dynamic-eval-lr: the model adapts to the lines it has read, in order: drop --context line")
+    if dynamic and models > 1:
+        raise OptionError("--dynamic-eval-lr adapts one model to the text: score an ensemble without it")
+
+
+def refuse_softmax_batch(model, cfg) -> None:
+    """``fairseq-eval-lm --softmax-batch N`` hands ``get_normalized_probs`` slices of N tokens of a
+    batch's output (flattened across its rows) once the batch holds N or more: dynamic evaluation
+    would take a step per slice (another figure, without a word), the neural cache and the pointer's
+    mixture would read slices as rows. Refused up front, whatever the batches."""
+    softmax_batch = getattr(getattr(cfg, "eval_lm", None), "softmax_batch", None)
+    if softmax_batch is None or softmax_batch >= sys.maxsize:  # not given (fairseq's default: sys.maxsize)
+        return
+    readers = [
+        name
+        for name, on in (
+            ("dynamic evaluation (one step per whole segment)", getattr(model, "dynamic_eval", None) is not None),
+            ("the neural cache", getattr(model, "neural_cache", None) is not None),
+            ("the Pointer Sentinel-LSTM's mixture", hasattr(getattr(model, "decoder", None), "copy_posterior")),
+        )
+        if on
+    ]
+    if readers:
+        raise OptionError(
+            f"--softmax-batch {softmax_batch}: fairseq would hand the model slices of a batch's output, "
+            f"but {' and '.join(readers)} read{'s' * (len(readers) == 1)} a batch whole: drop --softmax-batch"
+        )
+
+
+class TestTimeModel:
+    """Put before a fairseq language model class whose decoder gives ``log_probs``, ``target_log_probs``
+    and the output features: the model takes the neural cache and dynamic evaluation (``attach``)."""
+
+    __test__ = False  # a mixin, not a pytest class
+
+    neural_cache = None  # a NeuralCache, set by ``attach`` (test time only)
+    dynamic_eval = None  # a DynamicEvaluator, set by ``attach`` (test time only)
+
+    def forward(self, src_tokens, **kwargs):
+        """With dynamic evaluation (eval mode) the scoring pass keeps its graph: the step after the
+        segment is scored is taken at the weights that scored it, from this same forward (the first
+        segments are scored at the trained weights too, the reference the step is checked against)."""
+        if self.dynamic_eval is None or self.training:
+            return super().forward(src_tokens, **kwargs)
+        self.dynamic_eval.start()
+        self.dynamic_eval.shadow(src_tokens, **kwargs)
+        with self.dynamic_eval.recording():
+            return super().forward(src_tokens, **kwargs)
+
+    def start_text(self):
+        """A new text (an alm-score file, a hub ``score()`` call): the neural cache emptied and, with
+        dynamic evaluation, the trained weights back."""
+        if self.neural_cache is not None:
+            self.neural_cache.reset()
+        if self.dynamic_eval is not None:
+            self.dynamic_eval.reset()
+
+    def prepare_for_inference_(self, cfg):
+        """fairseq-eval-lm calls it before it reads a batch: the place to refuse ``--softmax-batch``
+        where the model reads a batch's output whole (before any data loader has started)."""
+        refuse_softmax_batch(self, cfg)
+        super().prepare_for_inference_(cfg)
+
+    def get_normalized_probs(self, net_output, log_probs, sample=None):
+        """The model's distribution; in eval mode, given the batch, with the neural cache mixed in
+        (``modules/neural_cache.py``) and, with dynamic evaluation, followed by the step on the
+        segment (``modules/dynamic_evaluation.py``): the scores returned are those before it."""
+        adapting = self.dynamic_eval is not None and not self.training and sample is not None
+        if (self.neural_cache is None and not adapting) or self.training or sample is None:
+            return super().get_normalized_probs(net_output, log_probs, sample)
+        target = sample["target"]
+        if net_output[0].shape[:2] != target.shape:
+            raise OptionError(
+                "the neural cache and dynamic evaluation score a whole batch at once: drop --softmax-batch"
+            )
+        with torch.no_grad():
+            scores = self.decoder.log_probs(net_output)
+        if self.neural_cache is not None:
+            scores = cached_log_probs(self.neural_cache, scores, net_output, sample, self.decoder.padding_idx)
+        if adapting:
+            self.adapt(net_output, target)
+        return scores if log_probs else scores.exp()
+
+    def adapt(self, net_output, target):
+        """Dynamic evaluation's step on one scored segment (``net_output`` from this model's forward,
+        with its graph); returns ``log p(target)`` (1, T) at the weights that scored it. The step's
+        NLL comes from ``target_log_probs``: its backward never spans the whole distribution
+        (the adaptive softmax: the head, and a tail only for the targets in it)."""
+        if target.size(0) != 1:
+            raise OptionError(
+                "dynamic evaluation reads the text one segment at a time: this batch holds "
+                f"{target.size(0)}; score with fairseq-eval-lm or alm-score"
+            )
+        with self.dynamic_eval.recording():
+            scores = self.decoder.target_log_probs(net_output, target)
+            real = target.ne(self.decoder.padding_idx)
+            trained_nll = self.dynamic_eval.trained_nll(target)
+            if real.any():  # a segment of padding alone (a stream's end) takes no step
+                self.dynamic_eval.step(-scores[real].mean(), trained_nll)
+        return scores.detach()
