@@ -40,12 +40,13 @@ def build(corpus, row):
     return task, task.build_model(cfg.model)
 
 
-def probe(dictionary, length=PROBE_LENGTH):
-    """Sentences that read every word but padding once, in a shuffled order, each ending with end-of-sentence."""
+def probe(dictionary, length=PROBE_LENGTH, seed=0):
+    """Sentences that read every word but padding once, in an order shuffled by ``seed``, each ending with
+    end-of-sentence."""
     import torch
 
     words = torch.tensor([i for i in range(len(dictionary)) if i != dictionary.pad()])
-    words = words[torch.randperm(len(words), generator=torch.Generator().manual_seed(0))]
+    words = words[torch.randperm(len(words), generator=torch.Generator().manual_seed(seed))]
     rows = -(-len(words) // (length - 1))
     padded = torch.full((rows * (length - 1),), dictionary.eos())
     padded[: len(words)] = words
@@ -55,7 +56,8 @@ def probe(dictionary, length=PROBE_LENGTH):
 def count(corpus, row, probes=1, threads=None):
     """``{"params": nominal, "trainable_params": elements with a gradient}`` for ``row``'s model.
 
-    In float64, on random targets each weighted by a random sign and size, ``probes`` times: no gradient cancels
+    In float64, on random targets (for the character models, every word once, in a shuffled order: they read the
+    targets' spellings) each weighted by a random sign and size, ``probes`` times: no gradient cancels
     to zero by the probe's own symmetry, and a real one is exactly zero in every probe only by a vanishing chance,
     where one cut off by the model's structure (a weight on a zeroed input) is zero in all of them. A gradient
     that is zero only in exact arithmetic (a bias that shifts every score of a softmax alike) is float64's
@@ -71,9 +73,12 @@ def count(corpus, row, probes=1, threads=None):
     tokens = probe(task.target_dictionary)
     lengths = torch.full((len(tokens),), tokens.size(1))
     reached = [torch.zeros_like(p) for p in model.parameters()]
-    for _ in range(probes):
+    for k in range(probes):
         model.zero_grad()
-        targets = torch.randint(len(task.target_dictionary), tokens.shape, generator=generator)
+        if corpus.open_vocabulary:  # the targets' spellings are what the character models read: every word's
+            targets = probe(task.target_dictionary, seed=k + 1)
+        else:
+            targets = torch.randint(len(task.target_dictionary), tokens.shape, generator=generator)
         weights = torch.randn(tokens.shape, generator=generator, dtype=torch.float64)
         for part in torch.arange(len(tokens)).split(CHUNK):  # the loss is a sum: its gradient accumulates by parts
             if corpus.open_vocabulary:  # the character models score the given target words: no softmax over words

@@ -51,3 +51,25 @@ def test_a_weight_on_a_zeroed_input_is_counted_out_and_nothing_beside_it(monkeyp
     monkeypatch.setattr(trainable, "build", with_a_dead_weight)
     counted = trainable.count(dry, dry.rows["lstm"], probes=1)
     assert counted["trainable_params"] == counted["params"] - 3
+
+
+@pytest.mark.parametrize("arch, silent_symbols", [("char_lstm_lm", 2), ("hclm", 1)])
+def test_a_character_model_trains_every_character_the_text_can_hold(arch, silent_symbols):
+    """The character models read the targets' spellings: the probe gives every word as a target, so only the
+    embedding rows of the symbols no text holds (padding; the char LSTM's start-of-word) are counted out, never a
+    character of a rare word."""
+    trainable = importlib.import_module("benchmarks.trainable")
+    rows = importlib.import_module("benchmarks.rows")
+    width = 8
+    args = ("--arch", arch, "--char-embed-dim", str(width), "--hidden-size", "16", "--optimizer", "adam")
+    corpus = rows.Corpus(
+        "chars-dry",
+        epochs=1,
+        anneal_after=None,
+        data_name="wikitext-2-sample",
+        open_vocabulary=True,
+        streams=2,
+        rows={"model": rows.Row("model", args, "characters")},
+    )
+    counted = trainable.count(corpus, corpus.rows["model"])
+    assert counted["params"] - counted["trainable_params"] == silent_symbols * width
