@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install, train a small Attentive LM on the shipped WikiText-2 sample for a few minutes,
 # evaluate it with fairseq-eval-lm, and say what to try next. Run from the repository root:
-#     bash examples/quickstart.sh            (SKIP_INSTALL=1 to skip the install step)
+#     bash examples/quickstart.sh            (SKIP_INSTALL=1 skips the install step, REINSTALL=1 repeats it)
 # The real commands run as they are; their full output goes to $SAVE/*.log, and this script
 # shows one line per epoch and a summary.
 set -euo pipefail
@@ -13,9 +13,19 @@ mkdir -p "$SAVE"
 
 fail() { echo "failed: see $1 (last lines below)" >&2; tail -n 20 "$1" >&2; exit 1; }
 
-if [ "${SKIP_INSTALL:-0}" != 1 ]; then
-  echo "Installing fairseq and alm_plugin (log: $SAVE/install.log) ..."
-  bash scripts/install.sh > "$SAVE/install.log" 2>&1 &
+# what an install is made from: a finished install records it, and a later run with the same skips the install
+made_from=$( (command -v python3; cat scripts/install.sh scripts/requirements.txt setup.py) | sha256sum | cut -c1-16)
+installed=$SAVE/install.done
+if [ "${SKIP_INSTALL:-0}" = 1 ]; then
+  :
+elif [ "${REINSTALL:-0}" != 1 ] && [ "$(cat "$installed" 2>/dev/null)" = "$made_from" ] \
+    && command -v fairseq-train > /dev/null && command -v alm-score > /dev/null; then
+  echo "Install found (this Python, this install script): skipped (REINSTALL=1 installs again)."
+else
+  log=$SAVE/install.log
+  [ -e "$log" ] && log=$SAVE/install-$(date +%Y%m%d-%H%M%S).log  # an earlier install's log is kept
+  echo "Installing fairseq and alm_plugin (log: $log) ..."
+  bash scripts/install.sh > "$log" 2>&1 &
   installer=$!
   start=$(date +%s)
   shown=$start
@@ -23,17 +33,18 @@ if [ "${SKIP_INSTALL:-0}" != 1 ]; then
     sleep 1
     if (( $(date +%s) - shown >= 20 )); then
       shown=$(date +%s)
-      doing=$(grep "^install.sh: " "$SAVE/install.log" | tail -n 1 | sed 's/^install.sh: //')
+      doing=$(grep "^install.sh: " "$log" | tail -n 1 | sed 's/^install.sh: //')
       echo "  ${doing:-starting} ($(( shown - start )) s so far)"
     fi
   done
-  wait "$installer" || fail "$SAVE/install.log"
-  tail -n 1 "$SAVE/install.log"
+  wait "$installer" || fail "$log"
+  tail -n 1 "$log"
+  echo "$made_from" > "$installed"
 fi
 
-train() {  # fairseq-train in the background, one line shown per finished epoch
+train() {  # fairseq-train in the background, one line shown per finished epoch; $1: how it starts
   echo "Training attentive_lm_small (2 x 256 LSTM, single score) on data-bin/wikitext-2-sample," \
-       "$EPOCHS epochs on the CPU (log: $SAVE/train.log; a checkpoint in $SAVE is resumed) ..."
+       "$EPOCHS epochs on the CPU, $1 (log: $SAVE/train.log) ..."
   local start trainer shown=0 lines
   start=$(date +%s)
   fairseq-train data-bin/wikitext-2-sample --user-dir alm_plugin \
@@ -62,14 +73,14 @@ case $found in
   done\ *)
     echo "Found a model trained for ${found#done } epochs in $SAVE: training skipped (to train again: rm -r $SAVE)." ;;
   resume\ *)
-    echo "Found the quickstart's model trained for ${found#resume } of $EPOCHS epochs in $SAVE: resumed."
-    train ;;
+    echo "Found the quickstart's model trained for ${found#resume } of $EPOCHS epochs in $SAVE."
+    train "resuming its checkpoint" ;;
   other\ *)
     aside=$SAVE/set-aside-$(date +%Y%m%d-%H%M%S)
     mkdir "$aside" && mv "$SAVE"/checkpoint*.pt "$aside"/
     echo "Not the quickstart's model: ${found#other }: training from the start (it is kept in $aside)."
-    train ;;
-  *) train ;;
+    train "from the start" ;;
+  *) train "from the start" ;;
 esac
 
 fairseq-eval-lm data-bin/wikitext-2-sample --user-dir alm_plugin --task sentence_language_modeling \

@@ -55,6 +55,31 @@ def test_a_rerun_skips_training_and_says_how_to_train_again(tiny_attentive, tmp_
     assert "Test perplexity (fairseq-eval-lm, every word and </s> counted): " in done.stdout
 
 
+def test_a_rerun_finds_the_install_done_and_keeps_its_log(tiny_attentive, tmp_path):
+    """A run after a finished install (its record matches this Python and the install script) skips the install,
+    says so and how to install again, leaves the first install's log as it was, and trains nothing."""
+    save = tmp_path / "quickstart"
+    save_as_quickstart(quickstart_state(tiny_attentive), save)
+    made_from = subprocess.run(  # the quickstart's own record of what an install is made from
+        "(command -v python3; cat scripts/install.sh scripts/requirements.txt setup.py) | sha256sum | cut -c1-16",
+        shell=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    ).stdout
+    (save / "install.done").write_text(made_from)
+    (save / "install.log").write_text("the first install's 61 lines\n")
+    env = {**os.environ, "SAVE_DIR": str(save), "EPOCHS": "8", "PYTHONPATH": ROOT}
+    env.pop("SKIP_INSTALL", None)
+    done = subprocess.run(
+        ["bash", "examples/quickstart.sh"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Install found (this Python, this install script): skipped (REINSTALL=1 installs again)." in done.stdout
+    assert "Installing" not in done.stdout and "training skipped" in done.stdout
+    assert (save / "install.log").read_text() == "the first install's 61 lines\n"
+
+
 @pytest.mark.parametrize(
     "change, says",
     [
