@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SAVE=${SAVE_DIR:-checkpoints/quickstart}
 EPOCHS=${EPOCHS:-8}
-[[ $EPOCHS =~ ^[1-9][0-9]*$ ]] || { echo "quickstart.sh: EPOCHS=$EPOCHS: give a whole number of epochs (e.g. 8)" >&2; exit 2; }
+[[ $EPOCHS =~ ^[1-9][0-9]*$ ]] \
+  || { echo "quickstart.sh: EPOCHS=$EPOCHS: give a whole number of epochs (e.g. 8)" >&2; exit 2; }
 mkdir -p "$SAVE"
 
 fail() { echo "failed: see $1 (last lines below)" >&2; tail -n 20 "$1" >&2; exit 1; }

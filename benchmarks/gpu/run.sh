@@ -547,9 +547,11 @@ status=0
 if (( PREPARE )); then prepare || status=1; fi
 (( ${#STEPS[@]} )) || exit $status
 if [[ -z $WORK ]]; then
-  mkdir -p "$STATE" && chmod go-w "$STATE" && WORK=$(mktemp -d "${TMPDIR:-/tmp}/alm_gpu_$( (( DRY )) && echo dry || echo run).XXXXXX") \
+  kind=$( (( DRY )) && echo dry || echo run)
+  mkdir -p "$STATE" && chmod go-w "$STATE" && WORK=$(mktemp -d "${TMPDIR:-/tmp}/alm_gpu_$kind.XXXXXX") \
     && echo "$WORK" > "$RECORD.new" && mv -f "$RECORD.new" "$RECORD" \
-    || { echo "run.sh: no work folder could be made (mktemp -d in ${TMPDIR:-/tmp}, its record in $STATE)" >&2; exit 2; }
+    || { echo "run.sh: no work folder could be made (mktemp -d in ${TMPDIR:-/tmp}, its record in $STATE)" >&2
+         exit 2; }
 fi
 RESULTS=${RESULTS:-$WORK/results}
 LOGS=$WORK/logs
@@ -557,9 +559,10 @@ mkdir -p -m 700 "$WORK" && mkdir -p "$RESULTS" "$LOGS" \
   || { echo "run.sh: $WORK or $RESULTS could not be made: give folders you can write to" >&2; exit 2; }
 RESULTS=$(cd "$RESULTS" && pwd) && WORK=$(cd "$WORK" && pwd) || exit 2
 LOGS=$WORK/logs; SITE=$WORK/site
-[[ -f $SITE/.alm_fallback ]] && use_site   # an earlier call on this machine installed there
+[[ -f $SITE/.alm_fallback ]] && use_site  # an earlier call on this machine installed there
 SUMMARY=$RESULTS/summary.txt
-: > "$SUMMARY" || { echo "run.sh: $SUMMARY cannot be written: give ALM_GPU_RESULTS a folder you can write to" >&2; exit 2; }
+: > "$SUMMARY" \
+  || { echo "run.sh: $SUMMARY cannot be written: give ALM_GPU_RESULTS a folder you can write to" >&2; exit 2; }
 say "run.sh$( (( DRY )) && echo ' --dry-run') ${STEPS[*]}: budget $TOTAL s; results in $RESULTS, logs in $LOGS"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | tee -a "$SUMMARY"
 [[ " ${STEPS[*]} " == *" install "* ]] \
