@@ -1,3 +1,6 @@
+# first: the plugin quiets what importing fairseq prints, registers itself (the root is on the path: pyproject.toml)
+import alm_plugin  # noqa: F401  # isort: skip
+
 import atexit
 import os
 import shutil
@@ -6,8 +9,6 @@ import tempfile
 import pytest
 import torch
 from fairseq.data import Dictionary
-
-import alm_plugin  # noqa: F401  (registers the plugin with fairseq; the root is on the path: pyproject.toml)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
