@@ -69,7 +69,8 @@ def test_a_rerun_finds_the_install_done_and_keeps_its_log(tiny_attentive, tmp_pa
     ).stdout
     (save / "install.done").write_text(made_from)
     (save / "install.log").write_text("the first install's 61 lines\n")
-    env = {**os.environ, "SAVE_DIR": str(save), "EPOCHS": "8", "PYTHONPATH": ROOT}
+    # an install it did not find would fail at once (install.sh's Python is `false`), never reinstall here
+    env = {**os.environ, "SAVE_DIR": str(save), "EPOCHS": "8", "PYTHONPATH": ROOT, "PYTHON": "false"}
     env.pop("SKIP_INSTALL", None)
     done = subprocess.run(
         ["bash", "examples/quickstart.sh"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
