@@ -1,6 +1,7 @@
 """What the benchmark scripts share: run a fairseq console script as a user does (a fresh
 process from the repository root, so each run starts as ``fairseq-train ...`` would), read
-its JSON log records, and binarise a corpus of ../shared/data once."""
+its JSON log records, binarise a corpus of ../shared/data once, and name the checkout's commit
+in a record."""
 
 import json
 import os
@@ -32,6 +33,16 @@ def fairseq(tool, *args, threads=None, log=None, mode="a"):
     if proc.returncode != 0:
         sys.exit(f"fairseq-{tool} failed ({proc.returncode}):\n{output[-3000:]}")
     return output
+
+
+def commit():
+    """The checkout's commit; ALM_COMMIT where the tree is copied without its .git (a GPU machine)."""
+    return (
+        os.environ.get("ALM_COMMIT")
+        or subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
+    )
 
 
 def records(output, kind):

@@ -15,9 +15,10 @@ import os
 import sys
 import time
 
+from benchmarks.fairseq_runs import commit
 from benchmarks.result_files import write_json
 from benchmarks.rows import CORPORA
-from benchmarks.table import commit, eval_lm_ppl, grid_point, test_time_flags
+from benchmarks.table import eval_lm_ppl, grid_point, test_time_flags
 
 LADDER = sorted(round(m * 10.0**k, 8) for k in range(-5, 4) for m in (1, 3))  # 1e-5, 3e-5, ..., 1000, 3000
 KINDS = (

@@ -22,7 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from benchmarks import trainable
-from benchmarks.fairseq_runs import ROOT, characters_per_word, fairseq, prepare, records
+from benchmarks.fairseq_runs import ROOT, characters_per_word, commit, fairseq, prepare, records
 from benchmarks.result_files import check_json, write_json
 from benchmarks.rows import CORPORA, DROPOUT_LAYOUT
 
@@ -98,16 +98,6 @@ def checkpoint_state(path):
     closed = iterator["epoch"] - (1 if iterator["iterations_in_epoch"] == 0 else 0)
     model = vars(model) if isinstance(model, argparse.Namespace) else dict(model)  # fairseq's legacy models: args
     return closed, state["previous_training_time"], model
-
-
-def commit():
-    """The checkout's commit; ALM_COMMIT where the tree was copied without its .git (a GPU machine)."""
-    return (
-        os.environ.get("ALM_COMMIT")
-        or subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
-        ).stdout.strip()
-    )
 
 
 def device_name():

@@ -21,9 +21,8 @@ import sys
 import time
 
 from benchmarks import ROOT
-from benchmarks.fairseq_runs import fairseq
+from benchmarks.fairseq_runs import commit, fairseq
 from benchmarks.result_files import check_json, write_json
-from benchmarks.table import commit
 
 NUMBER = r"(-?[\d.]+(?:e-?\d+)?)"
 
