@@ -17,6 +17,7 @@ import time
 
 from benchmarks.fairseq_runs import commit
 from benchmarks.result_files import write_json
+from benchmarks.row_commands import CPU
 from benchmarks.rows import CORPORA
 from benchmarks.table import eval_lm_ppl, grid_point, test_time_flags
 
@@ -73,7 +74,7 @@ def probe(corpus, name, result, checkpoint, threads):
     row, started = corpus.rows[name], time.time()
     found = {"commit": commit(), "picks": picks(result), "beyond": []}
     for lr, decay in points_to_probe(corpus, result):
-        record, _ = grid_point(corpus, checkpoint, lr, decay, threads)
+        record, _ = grid_point(corpus, checkpoint, lr, decay, threads, CPU)
         point = {"lr": lr, "decay": decay}
         for kind, valid, _ in KINDS:
             point[valid] = round(record[kind]["ppl"], 2)
@@ -81,7 +82,7 @@ def probe(corpus, name, result, checkpoint, threads):
             if kind in result and point[valid] < result[valid]:
                 point[kind] = {k: v for k, v in record[kind].items() if k != "ppl"}
                 flags = test_time_flags(row, record[kind], cache=kind == "both")
-                point[f"test_ppl_{kind}"] = eval_lm_ppl(corpus, row, checkpoint, "test", flags, threads)
+                point[f"test_ppl_{kind}"] = eval_lm_ppl(corpus, row, checkpoint, "test", flags, threads, CPU)
         found["beyond"].append(point)
     found["minutes"] = round((time.time() - started) / 60, 1)
     return found

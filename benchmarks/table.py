@@ -24,55 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 from benchmarks import trainable
 from benchmarks.fairseq_runs import ROOT, characters_per_word, commit, fairseq, prepare, records
 from benchmarks.result_files import check_json, write_json
+from benchmarks.row_commands import CPU, Device, criterion_args, task_args
 from benchmarks.rows import CORPORA, DROPOUT_LAYOUT
-
-# how this run scores, set once by main(): the device's flag for every command, the commands at once
-DEVICE_FLAGS, JOBS = ["--cpu"], 1
-BLOCK = "35"  # tokens a training sample (a sentence piece, a stream chunk, a fairseq block) holds
-
-
-def task_args(corpus, row, training):
-    """The task and its batching (``rows.py`` says what each reading means); scored, a stream is one."""
-    streams = str(corpus.streams if training else 1)
-    OURS = ["--user-dir", "alm_plugin", *DEVICE_FLAGS]
-    if row.reading == "stream":
-        return [*OURS, "--task", "document_language_modeling", "--batch-size", streams]
-    if row.reading == "fairseq":  # no state between blocks: at the end each block gets BLOCK tokens of context
-        # the plugin only lets torch >= 2.6 load fairseq's checkpoints; model, task, criterion are fairseq's
-        # (eval-lm takes the context out of --tokens-per-sample: 70 - 35 scores blocks of 35 after 35 tokens)
-        return [
-            *OURS,
-            "--task",
-            "language_modeling",
-            "--sample-break-mode",
-            "none",
-            "--batch-size",
-            str(corpus.streams),
-            *(
-                ["--tokens-per-sample", BLOCK]
-                if training
-                else ["--tokens-per-sample", str(2 * int(BLOCK)), "--context-window", BLOCK]
-            ),
-        ]
-    if row.reading == "characters":
-        return [*OURS, "--task", "open_vocabulary_language_modeling", "--batch-size", streams]
-    return [
-        *OURS,
-        "--task",
-        "sentence_language_modeling",
-        "--batch-size",
-        "32" if training else "64",
-        "--eval-tokens-per-sample",
-        BLOCK if training else "0",
-    ]
-
-
-def criterion_args(row):
-    if row.reading == "fairseq":  # fairseq builds its adaptive softmax only under adaptive_loss
-        return ["--criterion", "adaptive_loss", "--ddp-backend", "legacy_ddp"]
-    if row.reading == "characters":
-        return ["--criterion", "open_vocabulary_cross_entropy"]
-    return ["--criterion", "attention_cross_entropy"]
 
 
 def option(row, *flags):
@@ -100,29 +53,29 @@ def checkpoint_state(path):
     return closed, state["previous_training_time"], model
 
 
-def device_name():
-    if DEVICE_FLAGS:
+def device_name(device):
+    if device.flags:
         return "cpu"
     import torch
 
     return torch.cuda.get_device_name(0)
 
 
-def in_parallel(*calls):
-    """Run the no-argument ``calls`` JOBS at a time (each starts its own process) and return their
-    results in order; a call that exits (a failed command) ends the run with its message."""
-    with ThreadPoolExecutor(max_workers=JOBS) as pool:
+def in_parallel(device, *calls):
+    """Run the no-argument ``calls`` ``device.jobs`` at a time (each starts its own process) and return
+    their results in order; a call that exits (a failed command) ends the run with its message."""
+    with ThreadPoolExecutor(max_workers=device.jobs) as pool:
         return [future.result() for future in [pool.submit(call) for call in calls]]
 
 
-def train_row(corpus, row, save, threads, log, epochs):
+def train_row(corpus, row, save, threads, log, epochs, device):
     """fairseq-train the row to ``epochs`` (resuming checkpoint_last.pt) and return its log; train.log keeps
     every run's records, a fresh start a fresh log. Per-epoch validation cuts sentences at 35 tokens."""
     fresh = not os.path.exists(os.path.join(save, "checkpoint_last.pt"))
     return fairseq(
         "train",
         corpus.data,
-        *task_args(corpus, row, True),
+        *task_args(corpus, row, True, device),
         *row.args,
         *criterion_args(row),
         "--max-epoch",
@@ -163,15 +116,16 @@ def set_aside(save, stale_json):
     return aside
 
 
-def run_row(corpus, name, save_root, threads, results_dir, epochs, cut=False):
-    """Train the row (resuming its checkpoint_last.pt) and score it; ``cut``: train no further and
-    score the epochs trained so far (a row stopped by the clock), the JSON saying where it was cut."""
+def run_row(corpus, name, save_root, threads, results_dir, epochs, device, cut=False):
+    """Train the row on ``device`` (resuming its checkpoint_last.pt) and score it; ``cut``: train no
+    further and score the epochs trained so far (a row stopped by the clock), the JSON saying where it
+    stopped."""
     row = corpus.rows[name]
     save = os.path.join(save_root, name)
     log = os.path.join(save, "train.log")
     counting = trainable.start(corpus, name)  # beside the training, in a process of its own
     if not cut:
-        train = train_row(corpus, row, save, threads, log, epochs)
+        train = train_row(corpus, row, save, threads, log, epochs, device)
     elif os.path.exists(os.path.join(save, "checkpoint_best.pt")):
         with open(log) as f:
             train = f.read()
@@ -197,7 +151,7 @@ def run_row(corpus, name, save_root, threads, results_dir, epochs, cut=False):
         "description": row.description,
         "args": list(row.args),
         "commit": commit(),
-        "device": device_name(),
+        "device": device_name(device),
         **({"cut_at_epoch": last} if last < epochs else {}),
         **({"dropout_layout": DROPOUT_LAYOUT} if row.has_our_decoder else {}),
         "recipe": {
@@ -237,7 +191,7 @@ def run_row(corpus, name, save_root, threads, results_dir, epochs, cut=False):
     if (counted := trainable.collect(counting, name)) is not None:  # of them, those that receive a gradient
         result["trainable_params"] = counted
     started = time.time()
-    result.update(evaluate(corpus, row, os.path.join(save, "checkpoint_best.pt"), threads))
+    result.update(evaluate(corpus, row, os.path.join(save, "checkpoint_best.pt"), threads, device))
     # every figure after training: eval-lm, validate, the grid on valid (unless reused), test with each choice
     result["eval_minutes"] = round((time.time() - started) / 60, 1)
     write_json(os.path.join(results_dir, f"{name}.json"), result)
@@ -248,20 +202,21 @@ def perplexity(output):
     return float(re.search(r"Perplexity: ([\d.]+)", output).group(1))
 
 
-def evaluate(corpus, row, checkpoint, threads):
+def evaluate(corpus, row, checkpoint, threads, device):
     """valid/test ``ppl`` (fairseq-eval-lm) and ``paper_ppl``, attention entropy, pointer gate
     (fairseq-validate with our criterion); then the test-time options (our rows). Two phases of
-    independent commands, JOBS at a time: the static figures beside the grid on valid, then test
-    with the grid's choices."""
+    independent commands, ``device.jobs`` at a time: the static figures beside the grid on valid, then
+    test with the grid's choices."""
     result = {"eval_commit": commit()}
     if row.reading == "characters":  # bits per character, each split read as one stream
         for split, validated in zip(
             ("valid", "test"),
             in_parallel(
+                device,
                 *[
-                    lambda split=split: validate(corpus, row, checkpoint, split, criterion_args(row), threads)
+                    lambda split=split: validate(corpus, row, checkpoint, split, criterion_args(row), threads, device)
                     for split in ("valid", "test")
-                ]
+                ],
             ),
         ):
             result.update(
@@ -272,19 +227,23 @@ def evaluate(corpus, row, checkpoint, threads):
                 }
             )
         if "test_cache_use" in result:
-            result["test_cache_posterior"] = cache_posterior(corpus, checkpoint, threads)
+            result["test_cache_posterior"] = cache_posterior(corpus, checkpoint, threads, device)
         return result
     ours = row.reading != "fairseq"  # adaptive_loss logs no paper_ppl, and our tools read our tasks only
     points = grid_points(corpus) if ours and corpus.test_time else []
     figures = in_parallel(
-        *[lambda split=split: eval_lm_ppl(corpus, row, checkpoint, split, [], threads) for split in ("valid", "test")],
+        device,
+        *[
+            lambda split=split: eval_lm_ppl(corpus, row, checkpoint, split, [], threads, device)
+            for split in ("valid", "test")
+        ],
         *[
             lambda split=split: validate(
-                corpus, row, checkpoint, split, ["--criterion", "attention_cross_entropy"], threads
+                corpus, row, checkpoint, split, ["--criterion", "attention_cross_entropy"], threads, device
             )
             for split in (("valid", "test") if ours else ())
         ],
-        *[lambda point=point: grid_point(corpus, checkpoint, *point, threads) for point in points],
+        *[lambda point=point: grid_point(corpus, checkpoint, *point, threads, device) for point in points],
     )
     result["valid_ppl"], result["test_ppl"] = figures[:2]
     for split, validated in zip(("valid", "test"), figures[2:4] if ours else ()):
@@ -294,17 +253,17 @@ def evaluate(corpus, row, checkpoint, threads):
             if f"{split}_{stat}" in validated:
                 result[f"{split}_{stat}"] = float(validated[f"{split}_{stat}"])
     if points:
-        result.update(evaluate_test_time(corpus, row, checkpoint, figures[4:], threads))
+        result.update(evaluate_test_time(corpus, row, checkpoint, figures[4:], threads, device))
     return result
 
 
-def validate(corpus, row, checkpoint, split, criterion, threads):
+def validate(corpus, row, checkpoint, split, criterion, threads, device):
     """fairseq-validate's record of ``split``."""
     return records(
         fairseq(
             "validate",
             corpus.data,
-            *task_args(corpus, row, False),
+            *task_args(corpus, row, False, device),
             "--path",
             checkpoint,
             "--valid-subset",
@@ -318,7 +277,7 @@ def validate(corpus, row, checkpoint, split, criterion, threads):
     )[-1]
 
 
-def cache_posterior(corpus, checkpoint, threads):
+def cache_posterior(corpus, checkpoint, threads, device):
     """The word types the cache model copies most and spells most on test, over every repeated
     type and over those seen fewer than 5 times in train (the paper's Tables 7-8)."""
     path = os.path.join(os.path.dirname(checkpoint), "cache_posterior_test.json")
@@ -328,7 +287,7 @@ def cache_posterior(corpus, checkpoint, threads):
         checkpoint,
         "--data",
         corpus.data,
-        *DEVICE_FLAGS,
+        *device.flags,
         "--gen-subset",
         "test",
         "--top",
@@ -361,10 +320,10 @@ def finished_grid(grid_json, checkpoint, windows, lrs, decays):
     return record
 
 
-def grid_point(corpus, checkpoint, lr, decay, threads):
+def grid_point(corpus, checkpoint, lr, decay, threads, device):
     """alm-cache-grid on valid at one dynamic-evaluation point (the cache grid alone and with the
     adapted model too): the record of a finished earlier run of it, else a fresh run's. Returns
-    the record and whether it was reused."""
+    the record and True where it is that earlier run's."""
     windows = [int(w) for w in corpus.cache_windows.split(",")]
     path = os.path.join(os.path.dirname(checkpoint), f"cache_grid_lr{lr:g}_decay{decay:g}.json")
     record = finished_grid(path, checkpoint, windows, [lr], [decay])
@@ -376,7 +335,7 @@ def grid_point(corpus, checkpoint, lr, decay, threads):
         checkpoint,
         "--data",
         corpus.data,
-        *DEVICE_FLAGS,
+        *device.flags,
         "--json",
         path,
         "--windows",
@@ -419,8 +378,8 @@ def grid_points(corpus):
 
 def combine_grid(points):
     """The grid points' choices combined as one grid's (``points``: ``grid_point``'s returns).
-    Returns the combined record and how many points were reused."""
-    records, reused = [record for record, _ in points], sum(was_reused for _, was_reused in points)
+    Returns the combined record and how many points an earlier run's record gave."""
+    records, reused = [record for record, _ in points], sum(earlier for _, earlier in points)
     # the cache alone is the same static pass in each run; dynamic evaluation and both: the best point
     combined = {**records[0], "dynamic_grid": [p for r in records for p in r.get("dynamic_grid", [])]}
     for kind in ("dynamic", "both"):
@@ -453,12 +412,12 @@ def test_time_flags(row, choice, cache=True, dynamic=True):
     return flags
 
 
-def eval_lm_ppl(corpus, row, checkpoint, split, flags, threads):
+def eval_lm_ppl(corpus, row, checkpoint, split, flags, threads, device):
     return perplexity(
         fairseq(
             "eval_lm",
             corpus.data,
-            *task_args(corpus, row, False),
+            *task_args(corpus, row, False, device),
             "--path",
             checkpoint,
             "--gen-subset",
@@ -469,10 +428,10 @@ def eval_lm_ppl(corpus, row, checkpoint, split, flags, threads):
     )
 
 
-def evaluate_test_time(corpus, row, checkpoint, points, threads):
+def evaluate_test_time(corpus, row, checkpoint, points, threads, device):
     """The grid on valid (``points``, alm-cache-grid's runs: the neural cache, dynamic evaluation
     (SGD; a stream in segments of 20 tokens, sentences one by one) and both together), then
-    fairseq-eval-lm on test with each chosen setting, JOBS at a time. The valid figures with
+    fairseq-eval-lm on test with each chosen setting, ``device.jobs`` at a time. The valid figures with
     dynamic evaluation are the grid's (it reads valid exactly as eval-lm does)."""
     chosen, reused = combine_grid(points)
     result = {
@@ -493,10 +452,11 @@ def evaluate_test_time(corpus, row, checkpoint, points, threads):
             result[f"valid_ppl_{suffix}"] = round(chosen[kind]["ppl"], 2)
             runs.append((f"test_ppl_{suffix}", "test", test_time_flags(row, chosen[kind], cache=cache)))
     figures = in_parallel(
+        device,
         *[
-            lambda split=split, flags=flags: eval_lm_ppl(corpus, row, checkpoint, split, flags, threads)
+            lambda split=split, flags=flags: eval_lm_ppl(corpus, row, checkpoint, split, flags, threads, device)
             for _, split, flags in runs
-        ]
+        ],
     )
     result.update({key: figure for (key, _, _), figure in zip(runs, figures)})
     return result
@@ -589,14 +549,12 @@ def main():
     )
     args = parser.parse_args()
     corpus = CORPORA[args.corpus]
-    global DEVICE_FLAGS, JOBS
     if args.device == "cuda":
         import torch
 
         if not torch.cuda.is_available():
             sys.exit("--device cuda: torch sees no GPU here: leave --device out to run on the CPU")
-        DEVICE_FLAGS = []
-    JOBS = max(1, args.jobs)
+    device = Device(() if args.device == "cuda" else CPU.flags, max(1, args.jobs))
     save_dir = args.save_dir or os.path.join(ROOT, "checkpoints", f"{corpus.name}_table")
     results_dir = args.results_dir or corpus.results
     names = args.rows.split(",") if args.rows else list(corpus.rows)
@@ -630,9 +588,8 @@ def main():
             path = os.path.join(results_dir, f"{name}.json")
             with open(path) as f:
                 result = json.load(f)
-            result.update(
-                evaluate(corpus, corpus.rows[name], os.path.join(save_dir, name, "checkpoint_best.pt"), args.threads)
-            )
+            checkpoint = os.path.join(save_dir, name, "checkpoint_best.pt")
+            result.update(evaluate(corpus, corpus.rows[name], checkpoint, args.threads, device))
             write_json(path, result)
             print(f"{name}: valid {result['valid_ppl']:.1f}, test {result['test_ppl']:.1f}", flush=True)
         return
@@ -649,7 +606,9 @@ def main():
             if aside:
                 print(f"{name}: its old checkpoints (what that JSON was scored from) moved to {aside}", flush=True)
         print(f"{name}: {'scoring what it trained' if args.cut else 'training'} ...", flush=True)
-        r = run_row(corpus, name, save_dir, args.threads, results_dir, args.epochs or corpus.epochs, cut=args.cut)
+        r = run_row(
+            corpus, name, save_dir, args.threads, results_dir, args.epochs or corpus.epochs, device, cut=args.cut
+        )
         print(f"{name}: valid {r['valid_ppl']:.1f}, test {r['test_ppl']:.1f}, {r['train_minutes']:.0f} min", flush=True)
 
 

@@ -29,11 +29,11 @@ def build(corpus, row):
     from fairseq import options, tasks
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
-    from benchmarks.table import criterion_args, task_args
+    from benchmarks.row_commands import CPU, criterion_args, task_args
 
     parser = options.get_training_parser()
     args = options.parse_args_and_arch(
-        parser, [corpus.data, *task_args(corpus, row, True), *row.args, *criterion_args(row), "--cpu"]
+        parser, [corpus.data, *task_args(corpus, row, True, CPU), *row.args, *criterion_args(row)]
     )
     cfg = convert_namespace_to_omegaconf(args)  # as fairseq-train does: a named arch's defaults filled in
     task = tasks.setup_task(cfg.task)

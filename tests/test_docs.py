@@ -419,7 +419,7 @@ def test_grid_edge_probes_one_step_beyond_and_scores_test_only_for_a_winner(monk
     monkeypatch.setattr(
         edge,
         "grid_point",
-        lambda corpus, checkpoint, lr, decay, threads: (
+        lambda corpus, checkpoint, lr, decay, threads, device: (
             {
                 "dynamic": {"lr": lr, "decay": decay, "ppl": valid[lr, decay][0], "segment": 20},
                 "both": {
@@ -439,7 +439,7 @@ def test_grid_edge_probes_one_step_beyond_and_scores_test_only_for_a_winner(monk
     monkeypatch.setattr(
         edge,
         "eval_lm_ppl",
-        lambda corpus, row, checkpoint, split, flags, threads: scored.append((split, flags)) or 70.0,
+        lambda corpus, row, checkpoint, split, flags, threads, device: scored.append((split, flags)) or 70.0,
     )
     found = edge.probe(WIKITEXT2, "lstm-stream", row, "checkpoint_best.pt", 1)
     up, down = found["beyond"]
@@ -490,6 +490,7 @@ def test_test_time_flags_of_each_choice(monkeypatch):
     """table.py scores test with each choice's eval-lm flags: the cache's, dynamic evaluation's (a stream
     row steps every segment, a sentence row every sentence) and both (dynamic's, then the cache's)."""
     table = benchmarks_module("table")
+    from benchmarks.row_commands import CPU
     from benchmarks.rows import WIKITEXT2
 
     cache = {"window": 500, "theta": 0.3, "lambda": 0.1}
@@ -504,9 +505,9 @@ def test_test_time_flags_of_each_choice(monkeypatch):
     monkeypatch.setattr(
         table,
         "eval_lm_ppl",
-        lambda corpus, row, checkpoint, split, flags, threads: scored.append((split, flags)) or 70.0,
+        lambda corpus, row, checkpoint, split, flags, threads, device: scored.append((split, flags)) or 70.0,
     )
-    result = table.evaluate_test_time(WIKITEXT2, WIKITEXT2.rows["lstm-stream"], "checkpoint_best.pt", [], 1)
+    result = table.evaluate_test_time(WIKITEXT2, WIKITEXT2.rows["lstm-stream"], "checkpoint_best.pt", [], 1, CPU)
     cache_flags = ["--neural-cache-window", "500", "--neural-cache-theta", "0.3", "--neural-cache-lambda", "0.1"]
     assert scored[:2] == [("valid", cache_flags), ("test", cache_flags)] and [s for s, _ in scored[2:]] == ["test"] * 2
     assert result["test_ppl_cache_dynamic"] == 70.0 and result["valid_ppl_cache_dynamic"] == 75.0
@@ -528,7 +529,7 @@ def test_test_time_flags_of_each_choice(monkeypatch):
             "0.2",
         ],
     ]
-    table.evaluate_test_time(WIKITEXT2, WIKITEXT2.rows["lstm"], "checkpoint_best.pt", [], 1)  # a sentence row
+    table.evaluate_test_time(WIKITEXT2, WIKITEXT2.rows["lstm"], "checkpoint_best.pt", [], 1, CPU)  # a sentence row
     assert scored[7][1] == [
         "--dynamic-eval-lr",
         "0.3",
@@ -546,12 +547,13 @@ def test_test_time_flags_of_each_choice(monkeypatch):
 def test_a_second_seeds_row_trains_its_twin_with_another_seed(monkeypatch, tmp_path):
     """ptb-paper's seed rows: the twin's arguments, fairseq-train's --seed (its last) 2 and 3."""
     table = benchmarks_module("table")
+    from benchmarks.row_commands import CPU
     from benchmarks.rows import PTB_PAPER
 
     trained = []
     monkeypatch.setattr(table, "fairseq", lambda tool, *args, **kwargs: trained.append(list(args)))
     for name in ("single", "single-seed2", "single-seed3"):
-        table.train_row(PTB_PAPER, PTB_PAPER.rows[name], str(tmp_path), 1, str(tmp_path / "log"), 20)
+        table.train_row(PTB_PAPER, PTB_PAPER.rows[name], str(tmp_path), 1, str(tmp_path / "log"), 20, CPU)
     seeds = [args[len(args) - args[::-1].index("--seed")] for args in trained]  # the value after the last --seed
     assert seeds == ["1", "2", "3"]
     assert PTB_PAPER.rows["single-seed3"].args == PTB_PAPER.rows["single"].args
@@ -613,6 +615,7 @@ def test_the_cache_rows_copy_lists_come_from_their_json(monkeypatch):
     blank cells, with corpus words that markdown would eat (``<unk>``, ``|``) escaped."""
     table = benchmarks_module("table")
     char_tables = benchmarks_module("report").char_tables
+    from benchmarks.row_commands import CPU
     from benchmarks.rows import WIKITEXT2_CHARS
 
     def validate(tool, *args, threads=None):  # a model with a cache logs its use
@@ -639,12 +642,12 @@ def test_the_cache_rows_copy_lists_come_from_their_json(monkeypatch):
             or {"mean_posterior": 0.12, "bpc": 1.5, "rare_in_train": 5, "tables": tables, "words": 10}
         ),
     )
-    result = table.evaluate(WIKITEXT2_CHARS, WIKITEXT2_CHARS.rows["hclm-cache"], "cache/checkpoint_best.pt", 1)
+    result = table.evaluate(WIKITEXT2_CHARS, WIKITEXT2_CHARS.rows["hclm-cache"], "cache/checkpoint_best.pt", 1, CPU)
     module, args = asked[0]
     assert module == "cache_posterior" and args[args.index("--rare-in-train") + 1] == "5"
     assert args[args.index("--gen-subset") + 1] == "test" and result["test_cache_posterior"]["tables"] == tables
     assert "test_cache_posterior" not in table.evaluate(
-        WIKITEXT2_CHARS, WIKITEXT2_CHARS.rows["hclm"], "hclm/checkpoint_best.pt", 1
+        WIKITEXT2_CHARS, WIKITEXT2_CHARS.rows["hclm"], "hclm/checkpoint_best.pt", 1, CPU
     )
     text = char_tables.copy_lists("WikiText-2", result["test_cache_posterior"])
     rows = text.split("|---" * 12 + "|\n")[1].splitlines()
@@ -659,12 +662,12 @@ def test_the_cache_rows_copy_lists_come_from_their_json(monkeypatch):
 def test_table_takes_the_streams_from_the_corpus():
     """table.py trains a corpus's stream and character rows on its own number of streams (the
     paper's 25 on PTB, 10 on WikiText-2, 20 for the word streams) and scores every one as one stream."""
-    table = benchmarks_module("table")
+    from benchmarks.row_commands import CPU, task_args
     from benchmarks.rows import PTB, PTB_CHARS, WIKITEXT2_CHARS
 
     def batch(corpus, row, training):
-        return table.task_args(corpus, corpus.rows[row], training)[
-            table.task_args(corpus, corpus.rows[row], training).index("--batch-size") + 1
+        return task_args(corpus, corpus.rows[row], training, CPU)[
+            task_args(corpus, corpus.rows[row], training, CPU).index("--batch-size") + 1
         ]
 
     assert [batch(PTB_CHARS, "hclm", True), batch(WIKITEXT2_CHARS, "hclm", True), batch(PTB, "lstm-stream", True)] == [
@@ -717,6 +720,7 @@ def test_a_killed_grid_resumes_after_its_finished_points(monkeypatch, tmp_path):
     import subprocess
 
     table = benchmarks_module("table")
+    from benchmarks.row_commands import CPU
     from benchmarks.rows import WIKITEXT2
 
     corpus = dataclasses.replace(WIKITEXT2, cache_windows="100,500", dynamic_lrs="0.3,1", dynamic_decays="0.01")
@@ -749,7 +753,7 @@ def test_a_killed_grid_resumes_after_its_finished_points(monkeypatch, tmp_path):
 
     monkeypatch.setattr(table.subprocess, "run", fake_grid)
     chosen, reused = table.combine_grid(
-        [table.grid_point(corpus, str(checkpoint), *point, 1) for point in table.grid_points(corpus)]
+        [table.grid_point(corpus, str(checkpoint), *point, 1, CPU) for point in table.grid_points(corpus)]
     )
     assert ran == [1.0] and reused == 1
     assert chosen["dynamic"]["lr"] == 1.0 and chosen["both"]["ppl"] == 55.0 and chosen["window"] == 500
