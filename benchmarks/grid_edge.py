@@ -18,8 +18,8 @@ import time
 from benchmarks.fairseq_runs import commit
 from benchmarks.result_files import write_json
 from benchmarks.row_commands import CPU
+from benchmarks.row_scoring import eval_lm_ppl, grid_point, test_time_flags
 from benchmarks.rows import CORPORA
-from benchmarks.table import eval_lm_ppl, grid_point, test_time_flags
 
 LADDER = sorted(round(m * 10.0**k, 8) for k in range(-5, 4) for m in (1, 3))  # 1e-5, 3e-5, ..., 1000, 3000
 KINDS = (

@@ -487,9 +487,9 @@ def test_grid_edge_refuses_an_unknown_row():
 
 
 def test_test_time_flags_of_each_choice(monkeypatch):
-    """table.py scores test with each choice's eval-lm flags: the cache's, dynamic evaluation's (a stream
+    """row_scoring.py scores test with each choice's eval-lm flags: the cache's, dynamic evaluation's (a stream
     row steps every segment, a sentence row every sentence) and both (dynamic's, then the cache's)."""
-    table = benchmarks_module("table")
+    scoring = benchmarks_module("row_scoring")
     from benchmarks.row_commands import CPU
     from benchmarks.rows import WIKITEXT2
 
@@ -500,14 +500,14 @@ def test_test_time_flags_of_each_choice(monkeypatch):
         "dynamic": {"lr": 1.0, "decay": 0.01, "segment": 20, "ppl": 85.0},
         "both": {"lr": 0.3, "decay": 0.03, "segment": 20, "ppl": 75.0, "window": 2000, "theta": 1.0, "lambda": 0.2},
     }
-    monkeypatch.setattr(table, "combine_grid", lambda points: (chosen, 0))
+    monkeypatch.setattr(scoring, "combine_grid", lambda points: (chosen, 0))
     scored = []
     monkeypatch.setattr(
-        table,
+        scoring,
         "eval_lm_ppl",
         lambda corpus, row, checkpoint, split, flags, threads, device: scored.append((split, flags)) or 70.0,
     )
-    result = table.evaluate_test_time(WIKITEXT2, WIKITEXT2.rows["lstm-stream"], "checkpoint_best.pt", [], 1, CPU)
+    result = scoring.evaluate_test_time(WIKITEXT2, WIKITEXT2.rows["lstm-stream"], "checkpoint_best.pt", [], 1, CPU)
     cache_flags = ["--neural-cache-window", "500", "--neural-cache-theta", "0.3", "--neural-cache-lambda", "0.1"]
     assert scored[:2] == [("valid", cache_flags), ("test", cache_flags)] and [s for s, _ in scored[2:]] == ["test"] * 2
     assert result["test_ppl_cache_dynamic"] == 70.0 and result["valid_ppl_cache_dynamic"] == 75.0
@@ -529,7 +529,7 @@ def test_test_time_flags_of_each_choice(monkeypatch):
             "0.2",
         ],
     ]
-    table.evaluate_test_time(WIKITEXT2, WIKITEXT2.rows["lstm"], "checkpoint_best.pt", [], 1, CPU)  # a sentence row
+    scoring.evaluate_test_time(WIKITEXT2, WIKITEXT2.rows["lstm"], "checkpoint_best.pt", [], 1, CPU)  # a sentence row
     assert scored[7][1] == [
         "--dynamic-eval-lr",
         "0.3",
@@ -610,10 +610,10 @@ def test_character_statement_follows_the_figures():
 
 
 def test_the_cache_rows_copy_lists_come_from_their_json(monkeypatch):
-    """table.py asks alm-cache-posterior for the cache row's lists (Table 7 and Table 8's rare-in-train
+    """row_scoring.py asks alm-cache-posterior for the cache row's lists (Table 7 and Table 8's rare-in-train
     filter) and keeps them in the row's JSON; the docs show them side by side, a shorter list ending in
     blank cells, with corpus words that markdown would eat (``<unk>``, ``|``) escaped."""
-    table = benchmarks_module("table")
+    scoring = benchmarks_module("row_scoring")
     char_tables = benchmarks_module("report").char_tables
     from benchmarks.row_commands import CPU
     from benchmarks.rows import WIKITEXT2_CHARS
@@ -623,7 +623,7 @@ def test_the_cache_rows_copy_lists_come_from_their_json(monkeypatch):
         cache = {f"{split}_cache_use": "0.1"} if "cache" in args[args.index("--path") + 1] else {}
         return f"| {split} | " + json.dumps({f"{split}_bpc": "1.5", f"{split}_ppl": "250.0", **cache})
 
-    monkeypatch.setattr(table, "fairseq", validate)
+    monkeypatch.setattr(scoring, "fairseq", validate)
     asked = []
     tables = [
         {
@@ -635,18 +635,18 @@ def test_the_cache_rows_copy_lists_come_from_their_json(monkeypatch):
         {"title": "rare", "types": 40, "copied": [["Nerva", 0.97, 3]], "spelled": [["440", 0.005, 2]]},
     ]
     monkeypatch.setattr(
-        table,
+        scoring,
         "plugin_tool",
         lambda module, *args, json_out, threads: (
             asked.append((module, args))
             or {"mean_posterior": 0.12, "bpc": 1.5, "rare_in_train": 5, "tables": tables, "words": 10}
         ),
     )
-    result = table.evaluate(WIKITEXT2_CHARS, WIKITEXT2_CHARS.rows["hclm-cache"], "cache/checkpoint_best.pt", 1, CPU)
+    result = scoring.evaluate(WIKITEXT2_CHARS, WIKITEXT2_CHARS.rows["hclm-cache"], "cache/checkpoint_best.pt", 1, CPU)
     module, args = asked[0]
     assert module == "cache_posterior" and args[args.index("--rare-in-train") + 1] == "5"
     assert args[args.index("--gen-subset") + 1] == "test" and result["test_cache_posterior"]["tables"] == tables
-    assert "test_cache_posterior" not in table.evaluate(
+    assert "test_cache_posterior" not in scoring.evaluate(
         WIKITEXT2_CHARS, WIKITEXT2_CHARS.rows["hclm"], "hclm/checkpoint_best.pt", 1, CPU
     )
     text = char_tables.copy_lists("WikiText-2", result["test_cache_posterior"])
@@ -689,11 +689,11 @@ def begin_end(marker):
 
 
 def test_a_killed_row_resumes_after_its_finished_grid(tmp_path):
-    """benchmarks/table.py reuses a row's finished alm-cache-grid choice only if it read the current
+    """benchmarks/row_scoring.py reuses a row's finished alm-cache-grid choice only if it read the current
     checkpoint (written after it) with the windows and dynamic points asked for now."""
     import json
 
-    finished_grid = benchmarks_module("table").finished_grid
+    finished_grid = benchmarks_module("row_scoring").finished_grid
     checkpoint, grid = tmp_path / "checkpoint_best.pt", tmp_path / "cache_grid.json"
     checkpoint.write_bytes(b"weights")
     record = {
@@ -713,13 +713,13 @@ def test_a_killed_row_resumes_after_its_finished_grid(tmp_path):
 
 
 def test_a_killed_grid_resumes_after_its_finished_points(monkeypatch, tmp_path):
-    """table.py runs alm-cache-grid once per dynamic point: a row killed in its grid reruns only the
+    """row_scoring.py runs alm-cache-grid once per dynamic point: a row killed in its grid reruns only the
     points without a finished JSON, and the choices combine as one grid's (the best point wins)."""
     import dataclasses
     import json
     import subprocess
 
-    table = benchmarks_module("table")
+    scoring = benchmarks_module("row_scoring")
     from benchmarks.row_commands import CPU
     from benchmarks.rows import WIKITEXT2
 
@@ -751,9 +751,9 @@ def test_a_killed_grid_resumes_after_its_finished_points(monkeypatch, tmp_path):
             json.dump(record(lr, 60.0), f)
         return subprocess.CompletedProcess(command, 0, "", "")
 
-    monkeypatch.setattr(table.subprocess, "run", fake_grid)
-    chosen, reused = table.combine_grid(
-        [table.grid_point(corpus, str(checkpoint), *point, 1, CPU) for point in table.grid_points(corpus)]
+    monkeypatch.setattr(scoring.subprocess, "run", fake_grid)
+    chosen, reused = scoring.combine_grid(
+        [scoring.grid_point(corpus, str(checkpoint), *point, 1, CPU) for point in scoring.grid_points(corpus)]
     )
     assert ran == [1.0] and reused == 1
     assert chosen["dynamic"]["lr"] == 1.0 and chosen["both"]["ppl"] == 55.0 and chosen["window"] == 500

@@ -1,0 +1,287 @@
+"""Score a trained table row (``table`` trains it and calls ``evaluate``): fairseq-eval-lm's and
+fairseq-validate's figures on valid and test, then the test-time options, the neural cache and dynamic
+evaluation, chosen on valid by ``alm-cache-grid`` (one run a dynamic point, so that a row stopped in its
+grid resumes after the points already finished) and scored on test with each choice.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+from benchmarks import ROOT
+from benchmarks.fairseq_runs import commit, fairseq, records
+from benchmarks.row_commands import criterion_args, task_args
+
+
+def in_parallel(device, *calls):
+    """Run the no-argument ``calls`` ``device.jobs`` at a time (each starts its own process) and return
+    their results in order; a call that exits (a failed command) ends the run with its message."""
+    with ThreadPoolExecutor(max_workers=device.jobs) as pool:
+        return [future.result() for future in [pool.submit(call) for call in calls]]
+
+
+def perplexity(output):
+    return float(re.search(r"Perplexity: ([\d.]+)", output).group(1))
+
+
+def evaluate(corpus, row, checkpoint, threads, device):
+    """valid/test ``ppl`` (fairseq-eval-lm) and ``paper_ppl``, attention entropy, pointer gate
+    (fairseq-validate with our criterion); then the test-time options (our rows). Two phases of
+    independent commands, ``device.jobs`` at a time: the static figures beside the grid on valid, then
+    test with the grid's choices."""
+    result = {"eval_commit": commit()}
+    if row.reading == "characters":  # bits per character, each split read as one stream
+        for split, validated in zip(
+            ("valid", "test"),
+            in_parallel(
+                device,
+                *[
+                    lambda split=split: validate(corpus, row, checkpoint, split, criterion_args(row), threads, device)
+                    for split in ("valid", "test")
+                ],
+            ),
+        ):
+            result.update(
+                {
+                    f"{split}_{stat}": float(validated[f"{split}_{stat}"])
+                    for stat in ("bpc", "ppl", "cache_use")
+                    if f"{split}_{stat}" in validated
+                }
+            )
+        if "test_cache_use" in result:
+            result["test_cache_posterior"] = cache_posterior(corpus, checkpoint, threads, device)
+        return result
+    ours = row.reading != "fairseq"  # adaptive_loss logs no paper_ppl, and our tools read our tasks only
+    points = grid_points(corpus) if ours and corpus.test_time else []
+    figures = in_parallel(
+        device,
+        *[
+            lambda split=split: eval_lm_ppl(corpus, row, checkpoint, split, [], threads, device)
+            for split in ("valid", "test")
+        ],
+        *[
+            lambda split=split: validate(
+                corpus, row, checkpoint, split, ["--criterion", "attention_cross_entropy"], threads, device
+            )
+            for split in (("valid", "test") if ours else ())
+        ],
+        *[lambda point=point: grid_point(corpus, checkpoint, *point, threads, device) for point in points],
+    )
+    result["valid_ppl"], result["test_ppl"] = figures[:2]
+    for split, validated in zip(("valid", "test"), figures[2:4] if ours else ()):
+        result[f"{split}_paper_ppl"] = float(validated[f"{split}_paper_ppl"])
+        result[f"{split}_validate_ppl"] = float(validated[f"{split}_ppl"])
+        for stat in ("attn_entropy", "pointer_gate"):  # the models that log them
+            if f"{split}_{stat}" in validated:
+                result[f"{split}_{stat}"] = float(validated[f"{split}_{stat}"])
+    if points:
+        result.update(evaluate_test_time(corpus, row, checkpoint, figures[4:], threads, device))
+    return result
+
+
+def validate(corpus, row, checkpoint, split, criterion, threads, device):
+    """fairseq-validate's record of ``split``."""
+    return records(
+        fairseq(
+            "validate",
+            corpus.data,
+            *task_args(corpus, row, False, device),
+            "--path",
+            checkpoint,
+            "--valid-subset",
+            split,
+            *criterion,
+            "--log-format",
+            "json",
+            threads=threads,
+        ),
+        split,
+    )[-1]
+
+
+def cache_posterior(corpus, checkpoint, threads, device):
+    """The word types the cache model copies most and spells most on test, over every repeated
+    type and over those seen fewer than 5 times in train (the paper's Tables 7-8)."""
+    path = os.path.join(os.path.dirname(checkpoint), "cache_posterior_test.json")
+    record = plugin_tool(
+        "cache_posterior",
+        "--path",
+        checkpoint,
+        "--data",
+        corpus.data,
+        *device.flags,
+        "--gen-subset",
+        "test",
+        "--top",
+        "15",
+        "--rare-in-train",
+        "5",
+        "--json",
+        path,
+        json_out=path,
+        threads=threads,
+    )
+    return {key: record[key] for key in ("mean_posterior", "bpc", "rare_in_train", "tables")}
+
+
+def finished_grid(grid_json, checkpoint, windows, lrs, decays):
+    """The choice of an earlier ``alm-cache-grid`` run of this row (it writes its JSON only once it
+    has finished), if it read this checkpoint (written after it) with these windows and dynamic
+    points. Only this driver writes the file, always with alm-cache-grid's default thetas and lambdas."""
+    if not os.path.exists(grid_json) or os.path.getmtime(grid_json) < os.path.getmtime(checkpoint):
+        return None
+    with open(grid_json) as f:
+        record = json.load(f)
+    points = {(float(p["lr"]), float(p["decay"])) for p in record.get("dynamic_grid", [])}
+    if (
+        record.get("split") != "valid"
+        or {int(g["window"]) for g in record["grid"]} != set(windows)
+        or points != {(lr, decay) for lr in lrs for decay in decays}
+    ):
+        return None
+    return record
+
+
+def grid_point(corpus, checkpoint, lr, decay, threads, device):
+    """alm-cache-grid on valid at one dynamic-evaluation point (the cache grid alone and with the
+    adapted model too): the record of a finished earlier run of it, else a fresh run's. Returns
+    the record and True where it is that earlier run's."""
+    windows = [int(w) for w in corpus.cache_windows.split(",")]
+    path = os.path.join(os.path.dirname(checkpoint), f"cache_grid_lr{lr:g}_decay{decay:g}.json")
+    record = finished_grid(path, checkpoint, windows, [lr], [decay])
+    if record is not None:
+        return record, True
+    return plugin_tool(
+        "cache_grid",
+        "--path",
+        checkpoint,
+        "--data",
+        corpus.data,
+        *device.flags,
+        "--json",
+        path,
+        "--windows",
+        corpus.cache_windows,
+        "--dynamic-lrs",
+        f"{lr:g}",
+        "--dynamic-decays",
+        f"{decay:g}",
+        json_out=path,
+        threads=threads,
+    ), False
+
+
+def plugin_tool(module, *args, json_out, threads):
+    """Run ``alm_plugin.cli.<module> args`` (it writes ``json_out``) and return that JSON; exit
+    with the output's tail if it fails."""
+    env = {**os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
+    proc = subprocess.run(
+        [sys.executable, "-m", f"alm_plugin.cli.{module}", *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    if proc.returncode != 0:
+        sys.exit(f"alm_plugin.cli.{module} failed ({proc.returncode}):\n{(proc.stdout + proc.stderr)[-3000:]}")
+    with open(json_out) as f:
+        return json.load(f)
+
+
+def grid_points(corpus):
+    """Dynamic evaluation's (lr, decay) points on valid, one alm-cache-grid run each, so that a row
+    killed in its grid resumes after the points already finished."""
+
+    def numbers(text):
+        return [float(v) for v in text.split(",")]
+
+    return [(lr, decay) for lr in numbers(corpus.dynamic_lrs) for decay in numbers(corpus.dynamic_decays)]
+
+
+def combine_grid(points):
+    """The grid points' choices combined as one grid's (``points``: ``grid_point``'s returns).
+    Returns the combined record and how many points an earlier run's record gave."""
+    records, reused = [record for record, _ in points], sum(earlier for _, earlier in points)
+    # the cache alone is the same static pass in each run; dynamic evaluation and both: the best point
+    combined = {**records[0], "dynamic_grid": [p for r in records for p in r.get("dynamic_grid", [])]}
+    for kind in ("dynamic", "both"):
+        found = [r[kind] for r in records if kind in r]
+        if found:
+            combined[kind] = min(found, key=lambda choice: choice["ppl"])
+    return combined, reused
+
+
+def test_time_flags(row, choice, cache=True, dynamic=True):
+    """fairseq-eval-lm's flags for a choice of alm-cache-grid (its cache and/or dynamic evaluation)."""
+    flags = []
+    if dynamic:
+        flags += [
+            "--dynamic-eval-lr",
+            str(choice["lr"]),
+            "--dynamic-eval-decay",
+            str(choice["decay"]),
+            *(["--dynamic-eval-segment", str(choice["segment"])] if row.reading == "stream" else []),
+        ]
+    if cache:
+        flags += [
+            "--neural-cache-window",
+            str(choice["window"]),
+            "--neural-cache-theta",
+            str(choice["theta"]),
+            "--neural-cache-lambda",
+            str(choice["lambda"]),
+        ]
+    return flags
+
+
+def eval_lm_ppl(corpus, row, checkpoint, split, flags, threads, device):
+    return perplexity(
+        fairseq(
+            "eval_lm",
+            corpus.data,
+            *task_args(corpus, row, False, device),
+            "--path",
+            checkpoint,
+            "--gen-subset",
+            split,
+            *flags,
+            threads=threads,
+        )
+    )
+
+
+def evaluate_test_time(corpus, row, checkpoint, points, threads, device):
+    """The grid on valid (``points``, alm-cache-grid's runs: the neural cache, dynamic evaluation
+    (SGD; a stream in segments of 20 tokens, sentences one by one) and both together), then
+    fairseq-eval-lm on test with each chosen setting, ``device.jobs`` at a time. The valid figures with
+    dynamic evaluation are the grid's (it reads valid exactly as eval-lm does)."""
+    chosen, reused = combine_grid(points)
+    result = {
+        "cache": {
+            "window": chosen["window"],
+            "theta": chosen["theta"],
+            "lambda": chosen["lambda"],
+            "chosen_on": "valid",
+            "grid_valid_ppl": round(chosen["ppl_with_cache"], 2),
+            # then eval_minutes leaves those points' passes out
+            **({"grid_points_reused": reused} if reused else {}),
+        }
+    }
+    runs = [(f"{split}_ppl_cache", split, test_time_flags(row, chosen, dynamic=False)) for split in ("valid", "test")]
+    for kind, suffix, cache in (("dynamic", "dynamic", False), ("both", "cache_dynamic", True)):
+        if kind in chosen:
+            result[kind] = {**chosen[kind], "chosen_on": "valid"}
+            result[f"valid_ppl_{suffix}"] = round(chosen[kind]["ppl"], 2)
+            runs.append((f"test_ppl_{suffix}", "test", test_time_flags(row, chosen[kind], cache=cache)))
+    figures = in_parallel(
+        device,
+        *[
+            lambda split=split, flags=flags: eval_lm_ppl(corpus, row, checkpoint, split, flags, threads, device)
+            for _, split, flags in runs
+        ],
+    )
+    result.update({key: figure for (key, _, _), figure in zip(runs, figures)})
+    return result
