@@ -329,7 +329,7 @@ def main():
             if not stale:
                 print(f"{name}: done already ({path})", flush=True)
                 continue
-            print(f"{name}: {path} was trained before the dropout fix: retrained, the JSON replaced", flush=True)
+            print(f"{name}: {path} holds a row of the old dropout layout: retrained, the JSON replaced", flush=True)
             aside = set_aside(os.path.join(save_dir, name), path)
             if aside:
                 print(f"{name}: its old checkpoints (what that JSON was scored from) moved to {aside}", flush=True)
