@@ -32,7 +32,7 @@ SCORING_TASK = contextvars.ContextVar("alm_scoring_task", default=None)
 
 
 def trained_task(state):
-    """The name of the task a checkpoint was trained under (its cfg, or a legacy one's args)."""
+    """The name of the task saved in a checkpoint, the one its training used (its cfg, or a legacy one's args)."""
     task = (state.get("cfg") or {}).get("task")
     if task is not None:
         return task.get("_name")

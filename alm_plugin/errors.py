@@ -43,7 +43,7 @@ class UnsupportedError(UserError, NotImplementedError):
 
 
 def user_error_in(error):
-    """The first ``UserError`` in ``error`` and the exceptions it was raised from or during."""
+    """The first ``UserError`` in ``error`` and the exceptions it is raised from or during."""
     seen = set()
     while error is not None and id(error) not in seen:
         if isinstance(error, UserError):

@@ -19,7 +19,7 @@ LANGUAGE_MODEL_TASKS = (
 
 
 def saved_task_name(path: str) -> str:
-    """The ``--task`` a checkpoint was trained with (read only to explain a failed load)."""
+    """The ``--task`` saved in a checkpoint, the one its training used (read only to explain a failed load)."""
     from fairseq import checkpoint_utils
 
     state = checkpoint_utils.load_checkpoint_to_cpu(path)

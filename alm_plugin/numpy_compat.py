@@ -1,7 +1,7 @@
 """Give fairseq's data code what numpy 2 removed, so that fairseq's tasks run on numpy 1.x and 2.x.
 
-fairseq 0.12 (``fairseq-fixed`` 0.12.3.1 too) was written for numpy 1 and reads two things
-that numpy 2 no longer has:
+fairseq 0.12 (``fairseq-fixed`` 0.12.3.1 too) targets numpy 1 and reads two things that
+numpy 2 lacks:
 
 - ``np.compat.long``, a Python-2 alias that numpy 2.0 deleted with the whole ``numpy.compat``
   module: in ``TokenBlockDataset`` with ``--sample-break-mode eos`` (fairseq's
@@ -44,7 +44,7 @@ def get_buckets(sizes, num_buckets):
 
 
 def install():
-    """Mend what this numpy lacks (see the module's docstring); returns what it mended now."""
+    """Mend what this numpy lacks (see the module's docstring); returns what this call mended."""
     mended = []
     if not hasattr(numpy, "compat"):
         compat = types.ModuleType(

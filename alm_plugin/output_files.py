@@ -164,7 +164,7 @@ def save_figure(figure, path, **options) -> None:
 
 
 def check_writable(path, option: str) -> None:
-    """Before any model loads: an output that cannot be written is found now, not after the run."""
+    """Before any model loads: an output that cannot be written is found before the run, not after it."""
     if path is None:
         return
     path = os.fspath(path)
@@ -210,7 +210,7 @@ def check_outputs(
 ) -> None:
     """Every tool's outputs, before anything is read or written: each output (``{option: path}``,
     None for one not asked for) is no input (``{option: paths}``: the checkpoint, an input text;
-    it would be overwritten with what was read from it), no file of a data directory (a folder
+    writing it would overwrite what the tool reads from it), no file of a data directory (a folder
     holding a fairseq ``dict*.txt``, or one of ``data``, the tool's ``--data``: the data the model
     reads), no other output (the first written would be lost), and can be written. A path is
     judged by the file it names: a symbolic link (or a chain of them) by its target; a hard link by

@@ -8,10 +8,10 @@ of the same size with other words translates silently wrong. The check wraps the
 generator's constructor, so it covers every LM (ours and fairseq's) once the plugin is loaded.
 
 fairseq-generate loads the LM with the translation data directory's ``dict.txt``. Where that
-file is not the dictionary one of our LMs was trained with, the LM does not load (its
-checkpoint's dictionary fingerprint differs): ``check_lm_fingerprint``, called by the plugin's
-checkpoint loader for the ``--lm-path`` of the fairseq-generate run (``fused_lm_path``), names the
-directory's dictionary the LM was trained with, or says it was trained with none of them.
+file is not the training dictionary of one of our LMs, the LM does not load (its checkpoint's
+dictionary fingerprint differs): ``check_lm_fingerprint``, called by the plugin's checkpoint
+loader for the ``--lm-path`` of the fairseq-generate run (``fused_lm_path``), names the
+directory's dictionary that is the LM's training dictionary, or says none of them is.
 """
 
 import glob

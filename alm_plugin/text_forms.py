@@ -5,7 +5,7 @@
     bpe  "A man 's d@@ og ."               subword-nmt BPE over the tokens
 
 The example's data preparation and ``alm-rescore`` both use this class, so a language model
-sees hypotheses exactly as its training text was made.
+sees hypotheses in exactly the form of its training text.
 """
 
 from typing import Optional

@@ -89,7 +89,7 @@ def ranked(means, counts, top):
 
 def training_counts(task):
     """How often each dictionary word occurs in the training split (the dictionary's own counts
-    cover every split when it was built with ``--open-vocabulary``)."""
+    cover every split when it is built with ``--open-vocabulary``)."""
     if not hasattr(task, "load_words"):
         raise ScoringError(
             f"--rare-in-train counts the training split as a stream, which the checkpoint's task "

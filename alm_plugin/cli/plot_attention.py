@@ -2,11 +2,11 @@
 
     alm-plot-attention --path checkpoints/quickstart/checkpoint_best.pt \\
         --data data-bin/wikitext-2-sample --out attention.png \\
-        "The game was released in Japan ." "It was praised by critics ."
+        "The game is set in Japan ." "It met with positive sales ."
 
-One panel per sentence: the inputs (the memory slots, whose states were computed after
+One panel per sentence: the inputs (the memory slots, whose states are computed after
 reading each input word) on the x axis, the predicted next words on the y axis; a row is
-the attention distribution used to predict that word.
+the attention distribution behind the prediction of that word.
 """
 
 import argparse

@@ -27,7 +27,7 @@ the LM and Len weights, maximising sacrebleu BLEU; the chosen weights are printe
 Text forms (``--hyp-form``, ``--lm-form``; see ``alm_plugin/text_forms.py``): ``bpe``
 (tokenised + subword-nmt ``@@`` units, what fairseq-generate prints without
 ``--remove-bpe``), ``tok`` (sacremoses tokens) or ``raw``. Hypotheses are moved to the form
-the LM was trained on; BLEU and the 1-best output use raw text (``--output-form``).
+of the LM's training text; BLEU and the 1-best output use raw text (``--output-form``).
 """
 
 import argparse

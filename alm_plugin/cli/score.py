@@ -1,11 +1,11 @@
 """Score plain text with a trained language model: one line in, one line of figures out.
 
     alm-score --path checkpoints/quickstart/checkpoint_best.pt sentences.txt
-    echo "The game was released in Japan ." | alm-score --path lm.pt --data data-bin/wikitext-2-sample
+    echo "The game is set in Japan ." | alm-score --path lm.pt --data data-bin/wikitext-2-sample
     alm-score --path lm.pt --tokenize en --bpe-codes bpe.codes --format jsonl raw.txt
     alm-score --path lm1.pt:lm2.pt test.txt          # an ensemble
 
-Each input line is one sentence, tokenised the way the training data was: as it is
+Each input line is one sentence, tokenised as the training data is: as it is
 (``--tokenize none``, the default), with sacremoses (``--tokenize LANG``), and/or split into
 subword-nmt units (``--bpe-codes``). It is scored whole, from ``</s>`` to its ``</s>``, as
 ``fairseq-eval-lm --task sentence_language_modeling`` scores a binarised line, so the corpus

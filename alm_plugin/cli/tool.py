@@ -16,10 +16,11 @@ USER_ERRORS = (UserError, ValueError, FileNotFoundError)
 
 
 def keep_freed_memory_returnable() -> None:
-    """Fix glibc's mmap threshold at its 128 KiB default. glibc raises it after the first large
-    free, and from then on each batch's vocabulary-sized buffers come from the heap, where the
-    small per-token results our tools keep between them pin it, and the process grows every batch;
-    with the threshold fixed it stays flat. No-op off glibc."""
+    """Fix glibc's mmap threshold (``M_MMAP_THRESHOLD``) at its initial value, mallopt(3)'s
+    ``128*1024`` bytes. glibc raises it after the first large free, and from then on each batch's
+    vocabulary-sized buffers come from the heap, where the small per-token results our tools keep
+    between them pin it, and the process grows every batch; with the threshold fixed it stays flat.
+    No-op off glibc."""
     try:
         ctypes.CDLL("libc.so.6").mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD
     except (OSError, AttributeError):

@@ -13,7 +13,7 @@ With ``burn_in`` B (evaluation), every row but the first reads, before its first
 and without scoring it (its targets there are padding: every word is still scored exactly
 once), first the text's opening lines (``PREAMBLE`` words at least, to a line end), then its
 own text from the line start at or before B words back, as fairseq's ``--context-window`` reads
-context before a block. Why the cuts and the burn-in, with what was measured: docs/models.md,
+context before a block. Why the cuts and the burn-in, with the measurements: docs/models.md,
 "Document context: streams and the neural cache" and "What a stream reads before it scores".
 """
 

@@ -1,7 +1,7 @@
 """AMSRN: attention-based memory selection recurrent network (Liu, Chuang and Lee 2016,
 "Attention-based Memory Selection Recurrent Network for Language Modeling").
 
-The paper's formulas were lost in the text available to us; this follows the reconstruction
+The text of the paper available to us lacks its formulas; this follows the reconstruction
 documented in docs/models.md, section AMSRN (marked R):
 
     memory      H_t = [h_0, h_1, ..., h_t]          the current state included; h_0 is the

@@ -3,10 +3,10 @@
 Every model of the plugin puts ``CheckpointFitMixin`` before fairseq's model class and
 builds through ``cls.complete_config`` and ``cls.record_options``:
 
-* ``complete_config``: a config saved before an option existed gets the option's dataclass
-  default (fairseq merges only a model's own name with its dataclass, not a named
-  ``--arch``), or, for an option whose default has changed since, the value such old
-  checkpoints were trained with (its field's ``default_before_the_option``).
+* ``complete_config``: a config saved without an option gets the option's dataclass default
+  (fairseq merges only a model's own name with its dataclass, not a named ``--arch``), or, for
+  an option whose field declares ``default_before_the_option``, that value: the one older
+  checkpoints, saved without the option, hold (their parameters are trained at it).
 * ``record_options``: the options that define the function are kept with the model (JSON text)
   and saved in the checkpoint beside its parameters (``CHECKPOINT_ENTRY``, with the
   dictionary's fingerprint). Loading compares them with the model being built, so a
@@ -41,8 +41,8 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from ..errors import OptionError
 from ..option_checks import number
 
-# an option whose default changed declares, in its field's metadata under this key, the value
-# checkpoints saved before the option existed were trained with (e.g. --combination-bias)
+# the key under which an option's field metadata declares the value older checkpoints, saved without
+# the option, hold, where it differs from the option's default (e.g. --combination-bias)
 DEFAULT_BEFORE_THE_OPTION = "default_before_the_option"
 
 OPTIONS_BUFFER = "architecture_options"  # its state-dict name in a checkpoint (uint8 JSON in older ones)
@@ -75,8 +75,8 @@ def _meaning(name: str, value):
 
 
 def _before_the_option(model_class) -> dict:
-    """``{option: value}`` for the options whose default changed: the value checkpoints saved
-    before the option existed were trained with."""
+    """``{option: value}`` for the options that declare ``DEFAULT_BEFORE_THE_OPTION``: the value
+    older checkpoints, saved without the option, hold."""
     dataclass = getattr(model_class, "__dataclass", None)
     fields = dataclass.__dataclass_fields__ if dataclass is not None else {}
     return {
@@ -87,9 +87,10 @@ def _before_the_option(model_class) -> dict:
 
 
 def fill_options_older_than(state, overrides):
-    """A checkpoint's model config from before an option whose default changed gets the value it
-    was trained with, before fairseq fills the gap with today's default (its ``build_model``
-    merges a config named after the model with the model's dataclass, silently)."""
+    """A checkpoint's model config saved without an option that declares
+    ``DEFAULT_BEFORE_THE_OPTION`` gets the value the checkpoint holds, before fairseq fills the
+    gap with the option's default (its ``build_model`` merges a config named after the model
+    with the model's dataclass, silently)."""
     from fairseq.models import ARCH_MODEL_REGISTRY
 
     configs = [(state.get("cfg") or {}).get("model"), state.get("args")]
@@ -158,7 +159,7 @@ def _fairseq_option_names():
 def check_overrides(state, overrides):
     """For a checkpoint of one of our models: refuse an override (``--model-overrides``, a
     ``from_pretrained`` keyword) that names no option of the model nor any of fairseq's, which
-    fairseq drops without a word (a misspelt ``concat_activaton`` would leave the model as it was)."""
+    fairseq drops without a word (a misspelt ``concat_activaton`` would leave the model unchanged)."""
     if not overrides or not state.get("cfg"):
         return
     from fairseq.models import ARCH_MODEL_REGISTRY
@@ -228,7 +229,7 @@ class CheckpointFitMixin:
         return model
 
     def options_record(self) -> dict:
-        """The options this model was built with, as a checkpoint saves them."""
+        """The options this model is built with, as a checkpoint saves them."""
         return json.loads(self.recorded_options)
 
     def saved_options(self, state_dict):
@@ -255,7 +256,7 @@ class CheckpointFitMixin:
         if getattr(self, "recorded_options", None) is not None:
             if saved is not None:
                 wanted = self.options_record()
-                # an option newer than the checkpoint: it was trained at the option's old value
+                # an option newer than the checkpoint: the checkpoint holds the value the option declares for it
                 saved = {
                     **{name: value for name, value in _before_the_option(type(self)).items() if name not in saved},
                     **saved,

@@ -49,7 +49,7 @@ class PointerSentinelConfig(RecurrentLMConfig):
         default=0.1,
         metadata={
             "help": "store the sentinel vector s as s / scale, so SGD moves it at scale^2 the learning rate",
-            # checkpoints saved before the option existed were trained (and must be read) at 1
+            # older checkpoints, saved without the option, hold (and must be read at) 1
             DEFAULT_BEFORE_THE_OPTION: 1.0,
         },
     )
@@ -105,7 +105,7 @@ class PointerSentinelDecoder(HistoryAttentionLSTMDecoder):
             raise OptionError(
                 "the Pointer Sentinel-LSTM mixes its pointer into the whole batch at once: drop --softmax-batch"
             )
-        if weights.dtype != torch.float32:  # half-precision weights sum to 1 only to ~1e-3
+        if weights.dtype != torch.float32:  # half-precision weights sum to 1 only to within float16's eps
             weights = weights.float()
             weights = weights / weights.sum(-1, keepdim=True).clamp_min(torch.finfo(weights.dtype).tiny)
         return weights[..., :1], weights[..., 1:], extra["memory_tokens"]

@@ -2,7 +2,7 @@
 text it scores.
 
 The text is read in corpus order as one sequence of segments (``sentence_language_modeling``: one
-sample, a sentence, each from a fresh state as the model was trained; ``document_language_modeling``:
+sample, a sentence, each from a fresh state as in training; ``document_language_modeling``:
 ``--dynamic-eval-segment`` tokens of the one stream, the LSTM state carried across them, detached).
 Each segment is scored with the current weights, then one step on its mean NLL (its targets,
 ``</s>`` included), both terms at the weights that scored it:
@@ -19,7 +19,7 @@ mode, but for its LSTMs, which record in train mode with their dropout at 0 (the
 cuDNN's LSTM refuses a backward pass in eval mode, and without cuDNN a step on a GPU is slower
 (docs/tools.md). The neural cache, if on, mixes into the adapted model's distribution;
 the step's loss is the model's own NLL (the cache is not trained). What stops a runaway
-adaptation (``EXPLODED``, ``SHADOW``, ``DRIFT`` below) and what it was measured on: docs/models.md,
+adaptation (``EXPLODED``, ``SHADOW``, ``DRIFT`` below) and the measurements behind it: docs/models.md,
 "Dynamic evaluation: the model adapts to the text it scores".
 """
 

@@ -1,12 +1,12 @@
 """Keep freed memory in the process for loops that allocate the same large CPU tensors each step.
 
-glibc hands a freed block over its mmap threshold (128 KB, raised at most to 32 MB) back to the
-kernel, and trims the heap's free top beyond twice that: the next step's tensor then comes as
-fresh pages the kernel must zero, one page fault per 4 KB. Dynamic evaluation allocates the
-output layer's whole gradient every segment (26 MB for WikiText-2's tied 33k x 200), the cache
-grid its score blocks every chunk. Kept in the process, the blocks are reused without the faults,
-and the figures are the same (the cost: docs/troubleshooting.md, "Memory held after dynamic
-evaluation or ``alm-cache-grid``").
+glibc hands a freed block over its mmap threshold (``M_MMAP_THRESHOLD``, which glibc raises from
+its initial value at most to ``LARGEST_HEAP_BLOCK``: mallopt(3)) back to the kernel, and trims the
+heap's free top beyond twice that: the next step's tensor then comes as fresh pages the kernel
+must zero, one page fault per page. Dynamic evaluation allocates the output layer's whole gradient
+(vocabulary x embedding) every segment, the cache grid its score blocks every chunk. Kept in the
+process, the blocks are reused without the faults, and the figures are the same (the cost:
+docs/troubleshooting.md, "Memory held after dynamic evaluation or ``alm-cache-grid``").
 """
 
 import ctypes
@@ -19,8 +19,9 @@ OFF = "ALM_RELEASE_FREED_MEMORY"  # =1: leave glibc's defaults (a smaller reside
 
 
 def keep_freed_memory() -> bool:
-    """Serve blocks up to 32 MB from the heap and keep up to 1 GB of it free for reuse; returns
-    whether it applied (not where the C library is not glibc, or with $ALM_RELEASE_FREED_MEMORY=1)."""
+    """Serve blocks up to ``LARGEST_HEAP_BLOCK`` from the heap and keep up to ``KEPT_FREE`` of it free
+    for reuse; returns whether it applied (not where the C library is not glibc, or with
+    $ALM_RELEASE_FREED_MEMORY=1)."""
     if os.environ.get(OFF) == "1":
         return False
     try:

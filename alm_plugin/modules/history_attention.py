@@ -89,7 +89,7 @@ class CombinedScore(nn.Module):
         return scores
 
     def intermediate_size(self, keys: Tensor) -> int:
-        """Elements per query of the ``tanh`` intermediate, used to size query chunks."""
+        """Elements per query of the ``tanh`` intermediate, which sizes the query chunks."""
         return keys.size(0) * keys.size(1) * keys.size(2)
 
 

@@ -32,8 +32,8 @@ from .stream_carry import StreamCarry, next_chunk
 
 def combination_bias_field(default: bool):
     """``--combination-bias``, declared once for every model with a combination layer: off for
-    the language models, on for translation (``HistoryTranslationConfig``); a checkpoint saved
-    before the option existed had the bias (``default_before_the_option``, which
+    the language models, on for translation (``HistoryTranslationConfig``); an older checkpoint,
+    saved without the option, holds the bias (``default_before_the_option``, which
     ``CheckpointFitMixin`` reads). docs/models.md says what each default rests on."""
     return field(
         default=default,

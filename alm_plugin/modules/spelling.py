@@ -10,7 +10,7 @@ break). Character ids: 0 pad, 1 start-of-word (the decoder's first input, ``v_S`
 Counting for bits per character (Kawakami et al. 2017, ``bpc = -log2 p(corpus) / |c|``):
 ``|c|`` is the length of the text written one sentence per line with single spaces, i.e.
 every character of every word plus one for the space or line break after it. ``</s>``
-adds nothing, since the line break was already counted after the sentence's last word.
+adds nothing: it is the line break, already counted after the sentence's last word.
 """
 
 from typing import List, Optional, Tuple
