@@ -108,7 +108,7 @@ ON_THE_CPU = (
     "torch can use): drop --cuda-graphs, or train on a GPU"
 )
 SCALED_LOSS = (
-    "--cuda-graphs trains in float32 for now: --fp16 and --amp scale the loss by a figure that changes, "
+    "--cuda-graphs trains in float32: --fp16 and --amp scale the loss by a figure that changes, "
     "which the graph would freeze; drop --fp16 / --amp or --cuda-graphs"
 )
 
@@ -121,7 +121,7 @@ def check_options(cpu: bool, fp16: bool, amp: bool, world_size: int) -> None:
         raise OptionError(SCALED_LOSS)
     if world_size > 1:
         raise OptionError(
-            "--cuda-graphs trains on one GPU for now (a graph would hold DistributedDataParallel's "
+            "--cuda-graphs trains on one GPU (a graph would hold DistributedDataParallel's "
             "gradient exchange): drop --cuda-graphs or train on one GPU"
         )
 

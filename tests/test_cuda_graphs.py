@@ -216,7 +216,7 @@ def test_a_scaled_loss_is_refused(replaying):
         def backward(self, loss):
             (loss * 2.0).backward()
 
-    with pytest.raises(OptionError, match="--cuda-graphs trains in float32 for now"):
+    with pytest.raises(OptionError, match="--cuda-graphs trains in float32: --fp16 and --amp scale the loss"):
         cuda_graphs.GraphedTrainStep(trainer.model, trainer.criterion, ScalingOptimizer.__new__(ScalingOptimizer))
 
 
