@@ -460,7 +460,7 @@ def main(argv=None):
         )
         return
     sources = dict(p.split("=", 1) for p in args.plugins) or {"after": "alm_plugin"}
-    if args.json and os.path.isfile(args.json):  # its earlier labels are kept: read now, not after the run
+    if args.json and os.path.isfile(args.json):  # its earlier labels are kept: read before the run, not after it
         earlier_runs(parser, args.json)
 
     def save(figures):  # each label's figures replace that label's in the file (a cut run: those it measured)

@@ -21,7 +21,7 @@ from benchmarks.result_files import read_result, write_json
 from benchmarks.rows import CORPORA
 
 PROBE_LENGTH = 35  # tokens a probe sentence holds (the rows' training block)
-CHUNK = 32  # probe sentences a forward pass reads: float64 scores over a 33k-word vocabulary stay under 1 GB
+CHUNK = 32  # probe sentences a forward pass reads, so that its float64 scores over a large vocabulary stay small
 
 
 def build(corpus, row):
@@ -86,7 +86,7 @@ def count(corpus, row, probes=1, threads=None):
             else:
                 net_output = model(tokens[part], src_lengths=lengths[part])
                 # fairseq's adaptive softmax writes into its log-softmax's output: each saved tensor is kept as
-                # it was when saved, so the backward reads what the forward computed
+                # a copy taken when it is saved, so the backward reads what the forward computed
                 with torch.autograd.graph.saved_tensors_hooks(torch.clone, lambda saved: saved):
                     lprobs = model.get_normalized_probs(net_output, log_probs=True)
                 scores = lprobs.gather(-1, targets[part].unsqueeze(-1)).squeeze(-1)

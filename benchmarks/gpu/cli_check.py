@@ -75,7 +75,7 @@ class Job:
 
 
 def why_not_start(job, left, took):
-    """The reason not to start a pending job, or "": a dependency failed, its check's other side was not run, or
+    """The reason not to start a pending job, or "": a dependency failed, its check's other side is not run, or
     less is left than 3 s or than the least its kind took (a new kind: any kind): it would be cut."""
     failed = next((d for d in job.deps if d.state in ("cut", "skipped") or d.rc), None)
     need = min(took.get(job.kind) or map(min, took.values()), default=0)

@@ -23,7 +23,7 @@ STEPS = (
 
 
 def said(corpus, results, row, baseline, what):
-    """One step: ``"the concat layer alone (`single-zero-context` against `lstm`) is ahead on test (-3.8%, means
+    """One step: ``"the concat layer alone (`single-zero-context` against `lstm`) is ahead on test (-N.N%, means
     of 2 and 2 seeds)"``, or that it has not run."""
     comparison = next(c for c in declared(corpus.name) if (c.row, c.baseline) == (row, baseline))
     w = weigh(corpus, results, comparison)

@@ -153,7 +153,8 @@ class Weighed:
         return [f"`{name}`" for name, runs in names if len(runs) == 1]
 
     def within(self):
-        """``"level within 1.3% / 1.0%"`` (valid / test), where the two figures come from and whose seeds span them."""
+        """``"level within V.VV% / T.TT%"`` (valid / test), where the two figures come from and whose seeds
+        span them."""
         level = f"level within {self.threshold('valid'):.2f}% / {self.threshold('test'):.2f}%"
         valid, test = self.spreads["valid"], self.spreads["test"]
         if valid is None or test is None:
@@ -227,7 +228,8 @@ def versus(corpus, results, comparison, suffix=""):
 
 
 def shown(w, split):
-    """A change in percent to one decimal, or two where one would read as its threshold (-1.01% against 1.00%)."""
+    """A change in percent to one decimal, or two where one would read as its threshold (a change of -1.01
+    against a threshold of 1.00 shows both decimals)."""
     change, threshold = w.change(split), w.threshold(split)
     return f"{change:+.2f}%" if round(abs(change), 1) == round(threshold, 1) else f"{change:+.1f}%"
 
@@ -263,7 +265,7 @@ def more_or_fewer(change):
 
 
 def parameter_clause(w):
-    """``"`single-zero-context` holds as many and trains 1.6% fewer parameters than `lstm-matched`"``; "" until
+    """``"`single-zero-context` holds as many and trains N.N% fewer parameters than `lstm-matched`"``; "" until
     both rows are probed."""
     if (counts := parameter_counts(w)) is None:
         return ""

@@ -96,7 +96,7 @@ def grid_edge_note(results, rows, edge):
         + "; ".join(f"{rows[n]} ({' and '.join(texts)})" for n, texts in edged.items())
         + "."
     ]
-    # a probe answers to the picks it saw: one made before the row was evaluated again counts as not run
+    # a probe answers to the picks it saw: where the row's latest evaluation picks otherwise, it counts as not run
     probed = [n for n in edged if n in edge and edge[n]["picks"] == picks(results[n])]
 
     def setting(p):

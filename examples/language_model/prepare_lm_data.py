@@ -233,7 +233,7 @@ def main():
         )
 
     # everything is written beside the destinations and swapped in at the end, so a failure (or
-    # an interrupted run) leaves an existing dataset as it was
+    # an interrupted run) leaves an existing dataset untouched
     staged = []
     try:
         new_text, new_bin = stage(text_dir, staged), stage(bin_dir, staged)
