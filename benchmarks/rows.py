@@ -46,7 +46,7 @@ class Row:
         return arch.startswith(("alm_lstm", "attentive_lm", "amsrn", "pointer_sentinel_lm"))
 
     def before_the_dropout_fix(self, result):
-        """A result of our word decoder trained before every tensor was dropped once."""
+        """A result of our word decoder trained with the old dropout layout (its JSON states no ``DROPOUT_LAYOUT``)."""
         return self.has_our_decoder and result.get("dropout_layout") != DROPOUT_LAYOUT
 
 
@@ -343,7 +343,7 @@ WIKITEXT2 = Corpus(
 # every epoch after epoch 12 (below 1/256 by epoch 20). Dynamic evaluation's grid has one decay, 0.01,
 # so that a GPU session's scoring affords it (the 2 x 200 rows picked 0.01 or 0.03, more often 0.03).
 PAPER_RECIPE = sgd(12)
-PAPER_MATCHED_SIZE = "677"  # 2 x 677 holds the 2 x 650 layer row's parameter count (within 0.01%), as 2 x 205 does
+PAPER_MATCHED_SIZE = "677"  # 2 x 677 holds the 2 x 650 layer row's parameter count (the nearest width), as 2 x 205 does
 _paper = {
     "lstm": Row("LSTM (ours, `alm_lstm_ptb`)", ("--arch", "alm_lstm_ptb", *PAPER_RECIPE)),
     "single": Row(

@@ -42,7 +42,7 @@ def test_a_row_trained_before_the_fix_is_marked_and_left_out(report):
     lines = {line.split(" | ")[0].lstrip("| "): line for line in block.splitlines() if line.startswith("| ")}
     assert "`attentive_lm` single (Eq. 7 tanh, no b_c) ‡" in lines  # marked
     assert "`attentive_lm` combined (Eq. 10)" in lines and "fairseq `lstm_lm` (tied, cross-check)" in lines
-    assert "‡ trained before every tensor was dropped once" in block
+    assert "‡ trained with the old dropout layout" in block
     statement = block.split("**What it shows", 1)[1]
     assert "`combined` against" not in statement  # its baseline, single, is of the other layout: not compared
     assert "95.0" not in statement  # the stale row's figure: not compared, only named
@@ -55,7 +55,7 @@ def test_a_baseline_trained_before_the_fix_compares_its_own_layout(report):
     results["single-zero-context"] = row(96.0, fixed=False)
     statement = report.ptb_table.block(results).split("**What it shows", 1)[1]
     assert "`single` against `single-zero-context` (valid / test) 99.0 / 95.0 against 100.0 / 96.0" in statement
-    assert "stand on rows trained before the dropout fix" in statement
+    assert "stand on rows trained with the old dropout layout" in statement
     assert "until the baseline is retrained" in statement and "`combined` against" not in statement
 
 

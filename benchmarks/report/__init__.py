@@ -2,7 +2,7 @@
 (``rows.py``) and their JSON (``benchmarks/results/``), nothing else. Each block between a page's
 ``<!-- MARKER:begin -->`` and ``<!-- MARKER:end -->`` has a module of its own, named after its marker;
 they share ``statements`` (the wording of changes, standings and goals) and ``tables`` (the JSON, the
-common cells, the mark of a row trained before the dropout fix). Every results file is read and
+common cells, the mark of a row trained with the old dropout layout). Every results file is read and
 checked and the whole page filled in memory (each marker once, begin above end) before a picture or
 the page is written; each is then written once through ``alm_plugin.output_files``, or not at all.
 Run it from the repository root:

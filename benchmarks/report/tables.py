@@ -1,6 +1,6 @@
 """What the generated tables share: the scripts' JSON under ``benchmarks/results/`` (the rows' own is
 read by their corpus, ``rows.Corpus.load``), the cells every table writes the same way, the mark of a
-row trained before the dropout fix, and the pictures' canvas."""
+row trained with the old dropout layout, and the pictures' canvas."""
 
 import os
 import re
@@ -28,7 +28,7 @@ def machine(text):
 
 
 def command(module, argv):
-    """The command a speed script's JSON was written by, its ``--json`` named from the repository root:
+    """The command that writes a speed script's JSON, its ``--json`` named from the repository root:
     ``command("benchmarks.eval_speed", result["argv"])``."""
     shown = [
         arg[arg.index("benchmarks/results/") :] if arg.startswith("/") and "benchmarks/results/" in arg else arg
@@ -90,7 +90,7 @@ def cost(r):
 
 
 def tokens(r):
-    """Training tokens/s, a dash where no epoch was logged (0: unknown)."""
+    """Training tokens/s, a dash where the log holds no epoch (0: unknown)."""
     return f"{r['train_tokens_per_s']:,}" if r["train_tokens_per_s"] else "–"
 
 
@@ -180,8 +180,8 @@ def table_command(corpus_name, names):
     return f"`python -m benchmarks.table --corpus {corpus_name} --rows {','.join(names)} --threads 1`"
 
 
-# Our word decoders once dropped h_t twice (alm_lstm, the pointer) and fed the attention dropped
-# states: a row trained before the fix is marked, and a statement compares rows of one layout only.
+# The old dropout layout of our word decoders drops h_t twice (alm_lstm, the pointer) and feeds the
+# attention dropped states: a row trained with it is marked, and a statement compares rows of one layout only.
 BEFORE_THE_FIX = "‡"
 
 
@@ -190,7 +190,7 @@ def stale(corpus, name, r):
 
 
 def label(corpus, name, r):
-    """A row's description, marked where its JSON was trained before the dropout fix."""
+    """A row's description, marked where its JSON comes from the old dropout layout."""
     return corpus.rows[name].description + (f" {BEFORE_THE_FIX}" if stale(corpus, name, r) else "")
 
 
@@ -199,28 +199,31 @@ def before_the_fix_note(corpus, results):
     if not any(stale(corpus, n, r) for n, r in results.items() if n in corpus.rows):
         return []
     return [
-        f"{BEFORE_THE_FIX} trained before every tensor was dropped once (the LSTM and the pointer dropped h_t "
-        'twice, the attention read dropped states: docs/models.md, "Dropout"); `python -m benchmarks.table` '
+        f"{BEFORE_THE_FIX} trained with the old dropout layout (the LSTM and the pointer drop h_t twice, the "
+        'attention reads dropped states: docs/models.md, "Dropout"); `python -m benchmarks.table` '
         "retrains such a row and replaces its JSON."
     ]
 
 
 def one_layout(corpus, results, base):
-    """``(kept, notes)``: the rows of ``base``'s dropout layout (the fixed one where it has not run) and
+    """``(kept, notes)``: the rows of ``base``'s dropout layout (each tensor once where it has not run) and
     fairseq's own, which any may be compared with; ``notes`` name the rows left out and the layout."""
     reference = base in results and stale(corpus, base, results[base])
     kept = {n: r for n, r in results.items() if not corpus.rows[n].has_our_decoder or stale(corpus, n, r) == reference}
     left = [corpus.rows[n].description for n in results if n not in kept]
     notes = (
-        [f"These figures stand on rows trained before the dropout fix ({BEFORE_THE_FIX}), compared among themselves."]
+        [
+            f"These figures stand on rows trained with the old dropout layout ({BEFORE_THE_FIX}), compared among "
+            "themselves."
+        ]
         if reference
         else []
     )
     if left:
         why = (
-            "until the baseline is retrained (they were trained after the dropout fix)"
+            "until the baseline is retrained (they are trained with each tensor dropped once)"
             if reference
-            else f"until retrained (trained before the dropout fix, {BEFORE_THE_FIX})"
+            else f"until retrained (trained with the old dropout layout, {BEFORE_THE_FIX})"
         )
         notes.append(f"Left out of the comparison {why}: " + "; ".join(left) + ".")
     return kept, notes

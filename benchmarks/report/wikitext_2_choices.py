@@ -47,7 +47,7 @@ def pointer_loss_note():
             "The pointer's extra loss term has not been compared yet "
             "(`python -m benchmarks.table --corpus ptb-pointer-loss`)."
         )
-    # compared within one dropout layout: the fixed one once two runs have it
+    # compared within one dropout layout: each tensor once where two runs have it
     old = {choice: PTB.rows["ps-lstm-stream"].before_the_dropout_fix(r) for choice, r in runs.items()}
     layout = sum(not o for o in old.values()) < 2
     compared = {choice: r for choice, r in runs.items() if old[choice] == layout}
@@ -71,11 +71,11 @@ def pointer_loss_note():
             f"{fmt(r.get('pointer_gate_per_epoch', []), '.3g')} |"
         )
     if left := [f"`{loss}` at scale {scale}" for loss, scale in runs if (loss, scale) not in compared]:
-        when = "before" if layout else "after"
+        within = "the old one" if layout else "each tensor once"
         lines += [
             "",
-            f"{BEFORE_THE_FIX} trained before the dropout fix (`python -m benchmarks.table --corpus "
-            f"ptb-pointer-loss` retrains them); compared within one layout, {when} the fix, left out: "
+            f"{BEFORE_THE_FIX} trained with the old dropout layout (`python -m benchmarks.table --corpus "
+            f"ptb-pointer-loss` retrains them); compared within one layout ({within}), left out: "
             f"{', '.join(left)}.",
         ]
     valid = {choice: r["valid_ppl_per_epoch"][epochs - 1] for choice, r in compared.items()}
@@ -101,7 +101,11 @@ def pointer_loss_note():
     rows = f"the PTB and WikiText-2 rows train with `--pointer-loss {used[0]} --sentinel-scale {used[1]}`"
     if used not in valid:  # the rows' own choice is not among the runs weighed: no pick to set against it
         return "\n".join(
-            [*lines, "", f"Not weighed within one layout yet (until the runs before the fix are retrained); {rows}."]
+            [
+                *lines,
+                "",
+                f"Not weighed within one layout yet (until the runs of the old dropout layout are retrained); {rows}.",
+            ]
         )
     loss, scale = best = min(valid, key=valid.get)
     gap = f" ({pct(valid[best], valid[('off', '1')]):+.1f}% against off at scale 1)" if ("off", "1") in valid else ""
