@@ -94,7 +94,7 @@ def train_row(corpus, row, save, threads, log, epochs, device):
 
 
 def set_aside(save, stale_json):
-    """A stale row's checkpoints, if that JSON was scored from them (not newer than it), moved to
+    """A stale row's checkpoints, if that JSON is scored from them (not newer than it), moved to
     ``<save>.before-the-dropout-fix[-N]`` so that it trains afresh (a retraining killed part-way resumes).
     Returns where they went, or None."""
     last = os.path.join(save, "checkpoint_last.pt")
@@ -332,7 +332,7 @@ def main():
             print(f"{name}: {path} holds a row of the old dropout layout: retrained, the JSON replaced", flush=True)
             aside = set_aside(os.path.join(save_dir, name), path)
             if aside:
-                print(f"{name}: its old checkpoints (what that JSON was scored from) moved to {aside}", flush=True)
+                print(f"{name}: its old checkpoints (what that JSON is scored from) moved to {aside}", flush=True)
         print(f"{name}: {'scoring what it trained' if args.cut else 'training'} ...", flush=True)
         r = run_row(
             corpus, name, save_dir, args.threads, results_dir, args.epochs or corpus.epochs, device, cut=args.cut
