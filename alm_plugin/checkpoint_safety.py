@@ -69,7 +69,7 @@ def forget_saved_test_time_options(state, overrides):
                 if name in task and name not in overrides:
                     task[name] = None
     args = state.get("args")
-    if args is not None and not getattr(args, "neural_cache_window", 0):
+    if args is not None and not vars(args).get("neural_cache_window"):  # a saved Namespace, read as data
         for name in TEST_TIME_OPTIONS:
             if hasattr(args, name) and name not in overrides:
                 setattr(args, name, None)

@@ -30,9 +30,11 @@ it: left as they are (their cost: docs/benchmarks.md, "The host's share of an up
 
 import torch
 from fairseq import tasks, utils
+from fairseq.dataclass.configs import CommonConfig
 from fairseq.optim.fp16_optimizer import FP16Optimizer
 
 from .errors import OptionError
+from .option_reading import read_options
 
 
 def _root(cfg):
@@ -50,10 +52,10 @@ def refuse_bf16(cfg) -> None:
     """Refuse ``--bf16`` / ``--memory-efficient-bf16`` in the config ``cfg`` belongs to."""
     root = _root(cfg)
     common = root.get("common", None) if hasattr(root, "get") else None
-    options = common if common is not None else root
-    if not (getattr(options, "bf16", False) or getattr(options, "memory_efficient_bf16", False)):
+    given = read_options(CommonConfig, common if common is not None else root, "bf16", "memory_efficient_bf16")
+    if not (given.bf16 or given.memory_efficient_bf16):
         return
-    flag = "--memory-efficient-bf16" if getattr(options, "memory_efficient_bf16", False) else "--bf16"
+    flag = "--memory-efficient-bf16" if given.memory_efficient_bf16 else "--bf16"
     raise OptionError(
         f"{flag}: fairseq 0.12 reads it as --tpu, which needs torch_xla (fairseq-train dies, "
         "fairseq-eval-lm and fairseq-validate ignore it and compute in float32): drop it, or for "
@@ -92,8 +94,9 @@ _fairseq_build_fp16_optimizer = getattr(
 def build_fp16_optimizer(cls, cfg, params, **kwargs):
     """fairseq's ``FP16Optimizer.build_optimizer``, after refusing the CPU."""
     params = list(params)
-    common = getattr(cfg, "common", cfg)
-    if not getattr(common, "fp16_no_flatten_grads", False):  # the flat copy is the one made on the GPU
+    common = getattr(cfg, "common", cfg)  # a legacy Namespace holds the common options itself
+    flat = not read_options(CommonConfig, common, "fp16_no_flatten_grads").fp16_no_flatten_grads
+    if flat:  # the flat copy is the one made on the GPU
         refuse_fp16_on_the_cpu(params)
     return _fairseq_build_fp16_optimizer(cls, cfg, params, **kwargs)
 

@@ -20,10 +20,12 @@ from argparse import Namespace
 
 import fairseq_cli.generate
 from fairseq.data import Dictionary
+from fairseq.dataclass.configs import GenerationConfig
 from fairseq.sequence_generator import SequenceGenerator
 
 from .errors import OptionError
 from .modules.dictionary_fingerprint import dictionary_fingerprint
+from .option_reading import read_options
 
 TARGET_SIDE_ADVICE = (
     "Train the language model on target-side text binarised with the target dictionary (fairseq-preprocess "
@@ -109,8 +111,8 @@ _generate_main = fairseq_cli.generate.main
 
 def _generate_noting_the_lm(cfg):
     global fused_lm_path
-    lm_path = getattr(cfg, "lm_path", None) if isinstance(cfg, Namespace) else cfg.generation.lm_path
-    fused_lm_path = lm_path
+    generation = read_options(GenerationConfig, cfg, "lm_path") if isinstance(cfg, Namespace) else cfg.generation
+    fused_lm_path = generation.lm_path
     try:
         return _generate_main(cfg)
     finally:

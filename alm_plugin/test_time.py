@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields
 from typing import Optional, Tuple
 
 import torch
+from fairseq.dataclass.configs import EvalLMConfig
 
 from .errors import OptionError
 from .modules.dynamic_evaluation import (
@@ -29,6 +30,7 @@ from .modules.dynamic_evaluation import (
 from .modules.dynamic_evaluation import check_options as dynamic_settings
 from .modules.neural_cache import CACHE_MODELS, LAMBDA, THETA, NeuralCache, cached_log_probs
 from .modules.neural_cache import check_options as cache_settings
+from .option_reading import read_options
 
 
 @dataclass
@@ -85,23 +87,21 @@ class EvaluationOptions:
 
     @classmethod
     def read(cls, args) -> "EvaluationOptions":
-        """From parsed arguments (a task's config or alm-score's command line; an option they lack is off)."""
-
-        def given(name, default=None):
-            return getattr(args, name, default)
-
-        cache = cache_settings(
-            given("neural_cache_window", 0), given("neural_cache_theta"), given("neural_cache_lambda")
-        )
+        """From parsed arguments (a task's config or alm-score's command line): an option they lack takes
+        ``TestTimeOptions``' default, which leaves it off; ``--stream-burn-in``, the document task's alone,
+        is 0 where they lack it (no burn-in)."""
+        given = read_options(TestTimeOptions, args, *(option.name for option in fields(TestTimeOptions)))
+        cache = cache_settings(given.neural_cache_window, given.neural_cache_theta, given.neural_cache_lambda)
         dynamic = dynamic_settings(
-            given("dynamic_eval_lr", 0.0) or 0.0,
-            given("dynamic_eval_decay"),
-            given("dynamic_eval_rule"),
-            given("dynamic_eval_eps"),
-            given("dynamic_eval_segment"),
-            given("dynamic_eval_stats_batches"),
+            given.dynamic_eval_lr or 0.0,
+            given.dynamic_eval_decay,
+            given.dynamic_eval_rule,
+            given.dynamic_eval_eps,
+            given.dynamic_eval_segment,
+            given.dynamic_eval_stats_batches,
         )
-        return cls(cache, dynamic, given("dynamic_eval_segment") is not None, given("stream_burn_in", 0))
+        burn_in = getattr(args, "stream_burn_in", 0)  # the document task's option (tasks/ declares it); absent: none
+        return cls(cache, dynamic, given.dynamic_eval_segment is not None, burn_in)
 
     def attach(self, model, training_batches=None, data: Optional[str] = None):
         """Give ``model`` these options' neural cache and dynamic evaluator, and no other (``None`` where an
@@ -186,8 +186,9 @@ def refuse_softmax_batch(model, cfg) -> None:
     batch's output (flattened across its rows) once the batch holds N or more: dynamic evaluation
     would take a step per slice (another figure, without a word), the neural cache and the pointer's
     mixture would read slices as rows. Refused up front, whatever the batches."""
-    softmax_batch = getattr(getattr(cfg, "eval_lm", None), "softmax_batch", None)
-    if softmax_batch is None or softmax_batch >= sys.maxsize:  # not given (fairseq's default: sys.maxsize)
+    eval_lm = getattr(cfg, "eval_lm", None)  # the eval-lm group: fairseq-eval-lm's config holds it, others do not
+    softmax_batch = read_options(EvalLMConfig, eval_lm, "softmax_batch").softmax_batch
+    if softmax_batch is None or softmax_batch >= sys.maxsize:  # not given (EvalLMConfig's default: sys.maxsize)
         return
     readers = [
         name

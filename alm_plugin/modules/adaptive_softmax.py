@@ -38,6 +38,7 @@ from ..errors import OptionError
 from .adaptive_softmax_options import (
     UNTIED_DROPOUT,
     UNTIED_FACTOR,
+    AdaptiveSoftmaxOptions,
     check_clusters,
     check_options,
     check_sorted_by_frequency,
@@ -59,7 +60,7 @@ class AdaptiveSoftmax(nn.Module):
         dropout: Optional[float] = None,
     ):
         super().__init__()
-        check_clusters(list(cutoff), getattr(dictionary, "nspecial", 4), input_dim, untied, factor)
+        check_clusters(list(cutoff), dictionary.nspecial, input_dim, untied, factor)
         check_sorted_by_frequency(dictionary)
         self.vocab_size = len(dictionary)
         self.cutoff = list(cutoff)
@@ -145,14 +146,8 @@ class AdaptiveSoftmax(nn.Module):
 
 def build_adaptive_softmax(cfg, dictionary, input_dim: int) -> Optional[AdaptiveSoftmax]:
     """The output layer ``cfg`` asks for: ``None`` for the full softmax."""
-    cutoff = check_options(cfg, len(dictionary))
+    options = AdaptiveSoftmaxOptions.read(cfg)
+    cutoff = check_options(options, len(dictionary))
     if cutoff is None:
         return None
-    return AdaptiveSoftmax(
-        dictionary,
-        input_dim,
-        cutoff,
-        bool(getattr(cfg, "adaptive_softmax_untied", False)),
-        getattr(cfg, "adaptive_softmax_factor", None),
-        getattr(cfg, "adaptive_softmax_dropout", None),
-    )
+    return AdaptiveSoftmax(dictionary, input_dim, cutoff, options.untied, options.factor, options.dropout)

@@ -1,15 +1,19 @@
 """The adaptive softmax's options (``--adaptive-softmax-*``) and every refusal around it: cutoffs that
 cannot form clusters, a dictionary not sorted by frequency, a criterion that cannot train it, a
-sampling temperature that would not divide its logits. The layer itself: ``adaptive_softmax.py``."""
+sampling temperature that would not divide its logits. ``AdaptiveSoftmaxConfig`` declares the
+options, ``AdaptiveSoftmaxOptions.read`` reads them from any model's config. The layer itself:
+``adaptive_softmax.py``."""
 
 import math
 from dataclasses import dataclass, field
 from typing import List, Optional
 
 from fairseq.dataclass import FairseqDataclass
+from fairseq.dataclass.configs import GenerationConfig
 
 from ..errors import OptionError
 from ..option_checks import needs, number
+from ..option_reading import read_options
 
 UNTIED_FACTOR, UNTIED_DROPOUT = 4.0, 0.0
 
@@ -39,6 +43,35 @@ class AdaptiveSoftmaxConfig(FairseqDataclass):
     )
 
 
+@dataclass(frozen=True)
+class AdaptiveSoftmaxOptions:
+    """The ``--adaptive-softmax-*`` options of one model config, as given (the cutoffs unparsed)."""
+
+    cutoff: Optional[str]
+    untied: bool
+    factor: Optional[float]
+    dropout: Optional[float]
+
+    @classmethod
+    def read(cls, cfg) -> "AdaptiveSoftmaxOptions":
+        """From any model's config: an option it lacks (fairseq's own models declare none but the
+        cutoff) takes ``AdaptiveSoftmaxConfig``'s default."""
+        given = read_options(
+            AdaptiveSoftmaxConfig,
+            cfg,
+            "adaptive_softmax_cutoff",
+            "adaptive_softmax_untied",
+            "adaptive_softmax_factor",
+            "adaptive_softmax_dropout",
+        )
+        return cls(
+            given.adaptive_softmax_cutoff,
+            bool(given.adaptive_softmax_untied),
+            given.adaptive_softmax_factor,
+            given.adaptive_softmax_dropout,
+        )
+
+
 def parse_cutoff(text, given_blank_ok: bool = False) -> Optional[List[int]]:
     """``"2000,10000"`` (or a list) -> ``[2000, 10000]``; ``None`` -> ``None``. A list with no
     word id in it (``","``, ``""``, ``" "``) is refused: it would silently train the full softmax
@@ -62,13 +95,11 @@ def parse_cutoff(text, given_blank_ok: bool = False) -> Optional[List[int]]:
     return [int(v) for v in values] or None
 
 
-def check_options(cfg, vocab_size: int) -> Optional[List[int]]:
-    """The cutoffs of ``cfg`` checked against the dictionary size, and the options that need
+def check_options(options: AdaptiveSoftmaxOptions, vocab_size: int) -> Optional[List[int]]:
+    """The cutoffs of ``options`` checked against the dictionary size, and the options that need
     them or untied tails; returns the cutoffs (``None``: the full softmax)."""
-    cutoff = parse_cutoff(getattr(cfg, "adaptive_softmax_cutoff", None))
-    untied = bool(getattr(cfg, "adaptive_softmax_untied", False))
-    factor = getattr(cfg, "adaptive_softmax_factor", None)
-    dropout = getattr(cfg, "adaptive_softmax_dropout", None)
+    cutoff = parse_cutoff(options.cutoff)
+    untied, factor, dropout = options.untied, options.factor, options.dropout
     for flag, given in (
         ("--adaptive-softmax-untied", untied),
         ("--adaptive-softmax-factor", factor is not None),
@@ -158,7 +189,7 @@ def check_sorted_by_frequency(dictionary) -> None:
     """The head must hold the most frequent words: refuse a dictionary whose counts rise after
     the special symbols (fairseq's zero-count ``madeupword`` padding at the end excepted)."""
     counts, symbols = dictionary.count, dictionary.symbols
-    start = getattr(dictionary, "nspecial", 4)
+    start = dictionary.nspecial
     previous = None
     for index in range(start, len(counts)):
         if counts[index] == 0 and symbols[index].startswith("madeupword"):
@@ -191,6 +222,7 @@ def check_criterion(criterion_cfg, adaptive: bool, translation: bool = False) ->
     use a label-smoothing criterion, whose smoothing term needs the whole distribution."""
     from fairseq.criterions import CRITERION_REGISTRY
 
+    # the criterion's name: a dataclass config holds it as ``_name``, a legacy Namespace as ``criterion``
     name = getattr(criterion_cfg, "_name", None) or getattr(criterion_cfg, "criterion", None)
     if not adaptive or getattr(CRITERION_REGISTRY.get(name), "reads_target_log_probs", False):
         return
@@ -229,7 +261,7 @@ def check_temperature(models, args) -> None:
     full softmax, but the features for the adaptive softmax (fairseq's own included) and the
     pointer's vocabulary logits before its mixture, so any other temperature than 1 would sample
     from a distribution nobody asked for."""
-    temperature = getattr(args, "temperature", 1.0)
+    temperature = read_options(GenerationConfig, args, "temperature").temperature
     if temperature == 1.0:
         return
     for model in models:

@@ -22,6 +22,7 @@ from fairseq.models import FairseqIncrementalDecoder
 from torch import Tensor
 
 from .. import cuda_graphs  # cuda_graphs.capturing(): whether a CUDA graph records this pass
+from ..option_reading import read_options
 from .adaptive_softmax import build_adaptive_softmax
 from .adaptive_softmax_options import AdaptiveSoftmaxConfig
 from .dictionary_fingerprint import DictionaryFingerprint
@@ -109,7 +110,9 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
         self.source_dim = source_dim
         self.attention = None
         self.zero_context = False  # attention left out, the combination layer fed c_t = 0
-        self.attend_dropped_states = getattr(cfg, "attend_dropped_states", False)  # no such option without attention
+        # RecurrentLMConfig (no attention) lacks the option: HistoryAttentionConfig's default
+        attention_options = read_options(HistoryAttentionConfig, cfg, "attend_dropped_states")
+        self.attend_dropped_states = attention_options.attend_dropped_states
         self.memory_starts_with_h0 = False  # AMSRN: the first slot is the initial state h_0
         if source_dim:
             self.source_attention = SourceAttention(cfg.hidden_size, source_dim)
