@@ -46,6 +46,7 @@ from ..data import SentenceBlockDataset
 from ..data.host_counts import CountedCollate
 from ..data.splits import check_dictionary, load_split
 from ..errors import MissingDataError, OptionError
+from ..option_reading import read_options
 from ..test_time import TestTimeOptions, refuse
 from .word_lm_options import WordLMOptionsMixin, loaded_for_training
 
@@ -88,9 +89,19 @@ class SentenceLanguageModelingConfig(LanguageModelingConfig, TestTimeOptions):
     distributed_world_size: int = II("distributed_training.distributed_world_size")
 
 
+def sentence_task_options(args, *names: str):
+    """The options ``names`` of ``args`` at the defaults ``SentenceLanguageModelingConfig`` declares:
+    fairseq hands the task a config that holds every one, but a ``Namespace`` built by hand or another
+    task's arguments (``warn_if_memory_spans_sentences``) may lack one."""
+    return read_options(SentenceLanguageModelingConfig, args, *names)
+
+
 @register_task("sentence_language_modeling", dataclass=SentenceLanguageModelingConfig)
 class SentenceLanguageModelingTask(WordLMOptionsMixin, LanguageModelingTask):
     """fairseq ``language_modeling`` with one (piece of a) sentence per sample."""
+
+    model_position_limit = 0  # the built model's --max-target-positions (0: none, or no model built yet)
+    graphed_step = None  # with --cuda-graphs, the GraphedTrainStep the first graphed update makes
 
     @classmethod
     def setup_task(cls, args, **kwargs):
@@ -117,7 +128,8 @@ class SentenceLanguageModelingTask(WordLMOptionsMixin, LanguageModelingTask):
 
     def __init__(self, args, *rest, **kwargs):
         super().__init__(args, *rest, **kwargs)
-        self.replays_graphs = bool(getattr(args, "cuda_graphs", False))  # --cuda-graphs, read here alone
+        # --cuda-graphs, read here alone
+        self.replays_graphs = bool(sentence_task_options(args, "cuda_graphs").cuda_graphs)
         if self.replays_graphs:
             cuda_graphs.check_options(args.cpu, args.fp16, args.amp, args.distributed_world_size)
 
@@ -141,7 +153,7 @@ class SentenceLanguageModelingTask(WordLMOptionsMixin, LanguageModelingTask):
         """fairseq's step, or with ``--cuda-graphs`` its forward, loss and backward replayed as a graph."""
         if not self.replays_graphs or ignore_grad:
             return super().train_step(sample, model, criterion, optimizer, update_num, ignore_grad)
-        if getattr(self, "graphed_step", None) is None:
+        if self.graphed_step is None:
             self.graphed_step = cuda_graphs.GraphedTrainStep(model, criterion, optimizer)
         if not self.graphed_step.takes(sample):
             return super().train_step(sample, model, criterion, optimizer, update_num, ignore_grad)
@@ -176,6 +188,7 @@ class SentenceLanguageModelingTask(WordLMOptionsMixin, LanguageModelingTask):
         return super().eval_lm_dataloader(dataset, *args, context_window=0, num_shards=num_shards, **kwargs)
 
     def load_dataset(self, split: str, epoch=1, combine=False, **kwargs):
+        options = sentence_task_options(self.args, "eval_tokens_per_sample", "corpus_order")
         dataset = load_split(self.args.data, split, self.dictionary, epoch, self.args.dataset_impl, combine)
         dataset = maybe_shorten_dataset(
             dataset,
@@ -187,8 +200,8 @@ class SentenceLanguageModelingTask(WordLMOptionsMixin, LanguageModelingTask):
         )
         if self.args.sample_break_mode == "eos":
             training = loaded_for_training(kwargs)  # not a split named train* that eval-lm scores
-            limit = self.args.tokens_per_sample if training else getattr(self.args, "eval_tokens_per_sample", 0)
-            model_limit = getattr(self, "model_position_limit", 0)
+            limit = self.args.tokens_per_sample if training else options.eval_tokens_per_sample
+            model_limit = self.model_position_limit
             if not training and model_limit and (limit == 0 or limit > model_limit):
                 limit = model_limit  # the model cannot read longer samples; the warning below says so
             blocks = SentenceBlockDataset(
@@ -232,7 +245,7 @@ class SentenceLanguageModelingTask(WordLMOptionsMixin, LanguageModelingTask):
             targets=self.targets,
             add_bos_token=self.args.add_bos_token,
         )
-        if getattr(self.args, "corpus_order", False) and loaded_for_training(kwargs):
+        if options.corpus_order and loaded_for_training(kwargs):
             dataset = CorpusOrder(dataset)  # batches never shuffled: see get_batch_iterator
         self.datasets[split] = dataset
 
@@ -273,14 +286,15 @@ def check_sample_lengths(args):
     """``--tokens-per-sample`` below 1 would silently stop cutting long training sentences (with
     ``--sample-break-mode eos``) or divide by zero (the other modes); a negative
     ``--eval-tokens-per-sample`` would silently mean 0 (whole sentences)."""
-    tokens = getattr(args, "tokens_per_sample", None)
+    options = sentence_task_options(args, "tokens_per_sample", "eval_tokens_per_sample")
+    tokens = options.tokens_per_sample
     if tokens is not None and tokens < 1:
         raise OptionError(
             f"--tokens-per-sample {tokens}: a training sample holds at least 1 token (the "
             "paper: 35; longer sentences are cut into pieces of this many). fairseq-eval-lm "
             "subtracts --context-window from it: give a --tokens-per-sample above the window"
         )
-    eval_tokens = getattr(args, "eval_tokens_per_sample", 0) or 0
+    eval_tokens = options.eval_tokens_per_sample or 0
     if eval_tokens < 0:
         raise OptionError(
             f"--eval-tokens-per-sample {eval_tokens}: give 0 (whole sentences, the default) "
@@ -315,13 +329,14 @@ def warn_if_memory_spans_sentences(task, memory_window: int, arch: str) -> None:
     """fairseq-eval-lm builds its task from the command line (default: language_modeling,
     1024-token blocks across sentences), not from the checkpoint. A model trained one
     sentence per sample then silently attends across sentences; say so, and how to fix it."""
-    args = getattr(task, "args", None)
-    break_mode = getattr(args, "sample_break_mode", "eos")
+    args = getattr(task, "args", None)  # a legacy task's options; fairseq's dataclass tasks keep theirs in task.cfg
+    # options that declare no --sample-break-mode (translation's, the stream tasks') read as eos: no warning
+    break_mode = sentence_task_options(args, "sample_break_mode").sample_break_mode
     if isinstance(task, SentenceLanguageModelingTask) or break_mode == "eos" or memory_window > 0:
         return
+    tokens = getattr(args, "tokens_per_sample", "?")  # the other task's value, shown as it gives it
     logger.warning(
-        f"{arch}: task '{task.__class__.__name__}' gives samples of up to "
-        f"{getattr(args, 'tokens_per_sample', '?')} tokens across sentence boundaries "
+        f"{arch}: task '{task.__class__.__name__}' gives samples of up to {tokens} tokens across sentence boundaries "
         f"(--sample-break-mode {break_mode}) and --memory-window is 0, so the attention spans "
         "the whole sample. For the paper's per-sentence setting add "
         "--task sentence_language_modeling (fairseq-eval-lm does not take the task from the "
