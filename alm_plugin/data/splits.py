@@ -16,6 +16,9 @@ What is checked, before fairseq opens anything:
   the dictionary's size (a split binarised with another, larger dictionary), and no ``<s>`` or
   ``<pad>`` id among them (fairseq-preprocess never writes them; scored, they would skew the figure).
 - An empty ``.bin`` and a missing split, each refused by name.
+
+``loaded_for_training`` tells a task's ``load_dataset`` whether fairseq's trainer loads the split to
+train on it, or a tool loads it to score it (a split named ``train*`` included).
 """
 
 import itertools
@@ -233,3 +236,14 @@ def load_split(data: str, split: str, dictionary, epoch: int = 1, dataset_impl=N
             "(see examples/language_model/prepare_lm_data.py)"
         )
     return lines
+
+
+def loaded_for_training(load_dataset_kwargs) -> bool:
+    """Whether fairseq's trainer loads a split to train on it: it alone passes ``data_selector`` and
+    ``tpu`` to ``load_dataset`` (fairseq-eval-lm --gen-subset train or fairseq-validate --valid-subset
+    train load the same split to score it, and must read it as any split scored)."""
+    return (
+        bool(load_dataset_kwargs.get("as_training"))
+        or "tpu" in load_dataset_kwargs
+        or "data_selector" in load_dataset_kwargs
+    )

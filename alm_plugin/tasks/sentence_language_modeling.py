@@ -44,11 +44,11 @@ from omegaconf import II
 from .. import cuda_graphs
 from ..data import SentenceBlockDataset
 from ..data.host_counts import CountedCollate
-from ..data.splits import check_dictionary, load_split
+from ..data.splits import check_dictionary, load_split, loaded_for_training
 from ..errors import MissingDataError, OptionError
 from ..option_reading import read_options
 from ..test_time import TestTimeOptions, refuse
-from .word_lm_options import WordLMOptionsMixin, loaded_for_training
+from .word_lm_options import WordLMOptionsMixin
 
 logger = logging.getLogger(__name__)
 

@@ -25,11 +25,10 @@ from fairseq.tasks import FairseqTask
 from omegaconf import II
 
 from ..data.host_counts import count_on_host
-from ..data.splits import check_dictionary, load_split
+from ..data.splits import check_dictionary, load_split, loaded_for_training
 from ..data.word_streams import WordStreamDataset
 from ..errors import MissingDataError, OptionError
 from ..modules.stream_carry import stream_chunk
-from .word_lm_options import loaded_for_training
 
 logger = logging.getLogger(__name__)
 

@@ -6,17 +6,6 @@ from ..modules.adaptive_softmax_options import check_criterion, check_temperatur
 from ..test_time import EvaluationOptions, refuse
 
 
-def loaded_for_training(load_dataset_kwargs) -> bool:
-    """Whether fairseq's trainer loads a split to train on it: it alone passes ``data_selector`` and
-    ``tpu`` to ``load_dataset`` (fairseq-eval-lm --gen-subset train or fairseq-validate --valid-subset
-    train load the same split to score it, and must read it as any split scored)."""
-    return (
-        bool(load_dataset_kwargs.get("as_training"))
-        or "tpu" in load_dataset_kwargs
-        or "data_selector" in load_dataset_kwargs
-    )
-
-
 class WordLMOptionsMixin:
     """Put before the fairseq task class; the task reads its options from ``self.args`` and gives
     ``dynamic_eval_training_batches(n, segment)`` (rms dynamic evaluation's statistics)."""
