@@ -6,7 +6,9 @@
 the same flags, defaults and help. ``EvaluationOptions.read`` turns parsed arguments into checked
 settings (modules/neural_cache.py and modules/dynamic_evaluation.py say what each value refuses);
 ``refuse`` refuses a combination for every entry with the same line; ``attach`` gives a
-``TestTimeModel`` its cache and evaluator, the one way a model takes them."""
+``TestTimeModel`` its cache and evaluator, the one way a model takes them. ``TestTimeTask`` is the
+task side of the same path: a word-level task reads the options once, refuses them where the
+criterion scores (fairseq-train, fairseq-validate) and attaches them to the model it builds."""
 
 import sys
 import typing
@@ -277,3 +279,37 @@ class TestTimeModel:
             if real.any():  # a segment of padding alone (a stream's end) takes no step
                 self.dynamic_eval.step(-scores[real].mean(), trained_nll)
         return scores.detach()
+
+
+class TestTimeTask:
+    """Put before a word-level fairseq task class whose options (``self.args``) hold ``TestTimeOptions``
+    and which gives ``dynamic_eval_training_batches(n, segment)`` (rms dynamic evaluation's statistics):
+    the task reads its test-time options once, hands them to the model it builds
+    (``attach_evaluation_options``) and refuses them where the criterion scores."""
+
+    __test__ = False  # a mixin, not a pytest class
+
+    segments_are_sentences = True  # dynamic evaluation's segment: a sentence, or N tokens of a stream
+    _evaluation_options = None  # the EvaluationOptions ``evaluation_options`` reads on its first use
+
+    @property
+    def evaluation_options(self) -> EvaluationOptions:
+        """The task's test-time options, read once from its config (``self.args``)."""
+        if self._evaluation_options is None:
+            self._evaluation_options = EvaluationOptions.read(self.args)
+            refuse(self._evaluation_options, segments_are_sentences=self.segments_are_sentences)
+        return self._evaluation_options
+
+    def attach_evaluation_options(self, model):
+        return self.evaluation_options.attach(model, self.dynamic_eval_training_batches, self.args.data)
+
+    def build_criterion(self, cfg, *args, **kwargs):
+        """fairseq-train and fairseq-validate build a criterion (eval-lm, alm-score, the hub do not):
+        the test-time options, which the criterion's scoring would ignore, are refused here, before
+        a batch is read."""
+        refuse(self.evaluation_options, training=True)
+        return super().build_criterion(cfg, *args, **kwargs)
+
+    def train_step(self, *args, **kwargs):
+        refuse(self.evaluation_options, training=True)
+        return super().train_step(*args, **kwargs)

@@ -1,8 +1,8 @@
 """The adaptive softmax's options (``--adaptive-softmax-*``) and every refusal around it: cutoffs that
 cannot form clusters, a dictionary not sorted by frequency, a criterion that cannot train it, a
 sampling temperature that would not divide its logits. ``AdaptiveSoftmaxConfig`` declares the
-options, ``AdaptiveSoftmaxOptions.read`` reads them from any model's config. The layer itself:
-``adaptive_softmax.py``."""
+options, ``AdaptiveSoftmaxOptions.read`` reads them from any model's config, ``OutputLayerChecks``
+gives a task the criterion and temperature checks. The layer itself: ``adaptive_softmax.py``."""
 
 import math
 from dataclasses import dataclass, field
@@ -272,3 +272,24 @@ def check_temperature(models, args) -> None:
                 f"which for {model.__class__.__name__} (adaptive softmax or pointer) is not the "
                 "logits of its distribution: sample at --temperature 1"
             )
+
+
+class OutputLayerChecks:
+    """Put before a fairseq language-modelling task class: the task checks its criterion and its
+    sampling temperature against the output layer of the model it built (``check_criterion``,
+    ``check_temperature``)."""
+
+    trains_adaptive_softmax = False  # whether the model ``build_model`` gave has an adaptive softmax
+
+    def build_model(self, cfg, *args, **kwargs):
+        model = super().build_model(cfg, *args, **kwargs)
+        self.trains_adaptive_softmax = uses_adaptive_softmax(model)
+        return model
+
+    def build_generator(self, models, args, *rest, **kwargs):
+        check_temperature(models, args)
+        return super().build_generator(models, args, *rest, **kwargs)
+
+    def build_criterion(self, cfg, *args, **kwargs):
+        check_criterion(cfg, self.trains_adaptive_softmax)
+        return super().build_criterion(cfg, *args, **kwargs)

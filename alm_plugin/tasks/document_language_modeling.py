@@ -22,10 +22,10 @@ from fairseq.tasks.language_modeling import LanguageModelingTask
 
 from ..data.word_streams import WordStreamDataset
 from ..errors import OptionError
+from ..modules.adaptive_softmax_options import OutputLayerChecks
 from ..modules.neural_cache import CACHE_MODELS
-from ..test_time import TestTimeOptions
+from ..test_time import TestTimeOptions, TestTimeTask
 from .stream_task import WordStreamConfig, WordStreamTask
-from .word_lm_options import WordLMOptionsMixin
 
 BURN_IN = 100  # --stream-burn-in's default: docs/models.md says what it rests on
 
@@ -49,7 +49,7 @@ def check_burn_in(value) -> None:
 
 
 @register_task("document_language_modeling", dataclass=DocumentLanguageModelingConfig)
-class DocumentLanguageModelingTask(WordLMOptionsMixin, WordStreamTask):
+class DocumentLanguageModelingTask(TestTimeTask, OutputLayerChecks, WordStreamTask):
     """Word-level LMs on streams, their state and attention memory carried across chunks."""
 
     segments_are_sentences = False

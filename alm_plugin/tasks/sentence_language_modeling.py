@@ -46,9 +46,9 @@ from ..data import SentenceBlockDataset
 from ..data.host_counts import CountedCollate
 from ..data.splits import check_dictionary, load_split, loaded_for_training
 from ..errors import MissingDataError, OptionError
+from ..modules.adaptive_softmax_options import OutputLayerChecks
 from ..option_reading import read_options
-from ..test_time import TestTimeOptions, refuse
-from .word_lm_options import WordLMOptionsMixin
+from ..test_time import TestTimeOptions, TestTimeTask, refuse
 
 logger = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ def sentence_task_options(args, *names: str):
 
 
 @register_task("sentence_language_modeling", dataclass=SentenceLanguageModelingConfig)
-class SentenceLanguageModelingTask(WordLMOptionsMixin, LanguageModelingTask):
+class SentenceLanguageModelingTask(TestTimeTask, OutputLayerChecks, LanguageModelingTask):
     """fairseq ``language_modeling`` with one (piece of a) sentence per sample."""
 
     model_position_limit = 0  # the built model's --max-target-positions (0: none, or no model built yet)
