@@ -114,8 +114,7 @@ DICTIONARY_CASES = {
         "{data}/dict.txt:1: not UTF-8 (byte 0xe9)",
     ),
 }
-# read by the same checks as the cases above (splits.py), so each tried once a task in fairseq-eval-lm
-# (the two task bases load dict.txt apart) and in the tool the case was found with
+# more cases the same checks refuse (splits.py)
 FEW_CASES = {
     "a <pad> id in valid.bin": (  # before: scored (264.58 for 263.99)
         lambda d: write_at(d / "valid.bin", 0, struct.pack("<H", 1)),
@@ -186,8 +185,41 @@ TRAIN = [
 ]
 
 
-@pytest.mark.parametrize("case", [*SPLIT_CASES, *DICTIONARY_CASES, "a dictionary shorter than the split's ids"])
-@pytest.mark.parametrize("task", list(TASKS))
+ALL_CASES = [*SPLIT_CASES, *DICTIONARY_CASES, *FEW_CASES, "a dictionary shorter than the split's ids"]
+
+
+@pytest.mark.parametrize("case", ALL_CASES)
+def test_the_checks_refuse_each_broken_data_directory_naming_the_file_and_the_fix(tmp_path, case):
+    """What every task runs on a data directory (setup_task: ``check_dictionary``; load_dataset:
+    ``load_split`` with the task's dictionary) refuses each case with the line the tools print.
+    Which tool reads the directory changes only how that line reaches the user: the tests below run
+    each case through a tool, and every tool and task with a broken split and a broken dictionary."""
+    from fairseq.data import Dictionary
+
+    from alm_plugin.data.splits import check_dictionary, load_split
+    from alm_plugin.errors import CorruptDataError
+
+    data, message = broken(tmp_path, case)
+    with pytest.raises(CorruptDataError) as refusal:
+        check_dictionary(str(data / "dict.txt"))
+        load_split(str(data), "valid", Dictionary.load(str(data / "dict.txt")))
+    assert message in str(refusal.value) and REBUILD in str(refusal.value)
+
+
+# (task, case): a broken split and a broken dictionary a task, the cases taken in turn over the tools
+TRAIN_CASES = [
+    ("sentence_language_modeling", "truncated valid.bin"),
+    ("sentence_language_modeling", "a duplicated dictionary line"),
+    ("sentence_language_modeling", "a dictionary shorter than the split's ids"),
+    ("document_language_modeling", "valid.bin cut by one token"),
+    ("document_language_modeling", "a malformed dictionary line"),
+    ("document_language_modeling", "a dictionary shorter than the split's ids"),
+    ("open_vocabulary_language_modeling", "valid.bin longer than its index"),
+    ("open_vocabulary_language_modeling", "a count that is no number"),
+]
+
+
+@pytest.mark.parametrize("task, case", TRAIN_CASES)
 def test_fairseq_train_refuses_a_broken_data_directory_in_one_line(tmp_path, task, case):
     data, message = broken(tmp_path, case)
     extra = TRAIN if task != "open_vocabulary_language_modeling" else TRAIN[4:]
@@ -197,26 +229,30 @@ def test_fairseq_train_refuses_a_broken_data_directory_in_one_line(tmp_path, tas
     assert code == 1 and one_line(output, "fairseq-train", message)
 
 
-# fairseq-validate goes through the same checks as fairseq-eval-lm: the cases the issue names
-VALIDATE_CASES = (
-    "truncated valid.bin",
-    "random valid.idx",
-    "truncated valid.idx",
-    "a size in the index beyond the data",
-    "a duplicated dictionary line",
-    "a malformed dictionary line",
-)
+# fairseq-validate goes through the same checks as fairseq-eval-lm; a dictionary that is a directory
+# on every task (the two task bases look for dict.txt apart)
+EVALUATION_CASES = [
+    ("eval_lm", "sentence_language_modeling", "random valid.idx"),
+    ("eval_lm", "sentence_language_modeling", "a <pad> id in valid.bin"),
+    ("eval_lm", "sentence_language_modeling", "a special symbol in the dictionary"),
+    ("eval_lm", "sentence_language_modeling", "a dictionary that is a directory"),
+    ("eval_lm", "document_language_modeling", "truncated valid.idx"),
+    ("eval_lm", "document_language_modeling", "a dictionary that is not UTF-8"),
+    ("eval_lm", "document_language_modeling", "a dictionary that is a directory"),
+    ("eval_lm", "open_vocabulary_language_modeling", "valid.idx of another split"),
+    ("eval_lm", "open_vocabulary_language_modeling", "a legacy TNTIDX header over a modern index"),
+    ("eval_lm", "open_vocabulary_language_modeling", "a duplicated dictionary line"),
+    ("eval_lm", "open_vocabulary_language_modeling", "a dictionary that is a directory"),
+    ("validate", "sentence_language_modeling", "a size in the index beyond the data"),
+    ("validate", "sentence_language_modeling", "a malformed dictionary line"),
+    ("validate", "document_language_modeling", "a negative size in the index"),
+    ("validate", "document_language_modeling", "a count that is no number"),
+    ("validate", "open_vocabulary_language_modeling", "valid.bin missing"),
+    ("validate", "open_vocabulary_language_modeling", "a special symbol in the dictionary"),
+]
 
 
-@pytest.mark.parametrize(
-    "tool, task, case",
-    [
-        (tool, task, case)
-        for tool in ("eval_lm", "validate")
-        for task in TASKS
-        for case in ([*SPLIT_CASES, *DICTIONARY_CASES] if tool == "eval_lm" else VALIDATE_CASES)
-    ],
-)
+@pytest.mark.parametrize("tool, task, case", EVALUATION_CASES)
 def test_evaluation_refuses_a_broken_data_directory_in_one_line(request, tmp_path, tool, task, case):
     checkpoint, _ = request.getfixturevalue(MODELS[task])
     data, message = broken(tmp_path, case)
@@ -247,14 +283,23 @@ TOOLS = {  # prog -> (module, the model, its arguments before --data; True: it r
 }
 
 
-@pytest.mark.parametrize(
-    "tool, case",
-    [  # a tool that reads no split: the dictionary's cases
-        (tool, case)
-        for tool, (_, _, _, reads_splits) in TOOLS.items()
-        for case in ([*SPLIT_CASES, *DICTIONARY_CASES] if reads_splits else DICTIONARY_CASES)
-    ],
-)
+# (tool, case): a tool that reads the split, a broken split and a broken dictionary; one that reads none, a
+# broken dictionary
+TOOL_CASES = [
+    ("alm-cache-grid", "a <pad> id in valid.bin"),
+    ("alm-cache-grid", "a legacy TNTIDX header over a modern index"),
+    ("alm-cache-grid", "a dictionary that is a directory"),
+    ("alm-cache-grid (streams)", "truncated valid.bin"),
+    ("alm-cache-grid (streams)", "a dictionary that is not UTF-8"),
+    ("alm-cache-posterior", "a size in the index beyond the data"),
+    ("alm-cache-posterior", "a duplicated dictionary line"),
+    ("alm-score", "a malformed dictionary line"),
+    ("alm-plot-attention", "a count that is no number"),
+    ("alm-rescore", "a special symbol in the dictionary"),
+]
+
+
+@pytest.mark.parametrize("tool, case", TOOL_CASES)
 def test_every_alm_tool_refuses_a_broken_data_directory_in_one_line(request, tmp_path, tool, case):
     module, model, arguments, _ = TOOLS[tool]
     checkpoint, _ = request.getfixturevalue(model)
@@ -299,34 +344,3 @@ def test_a_sound_data_directory_passes_the_checks_unchanged():
         header = before[f"{split}.idx"]  # fairseq's mmap index: 9-byte magic, version <Q, dtype <B, count <Q
         assert len(load_split(SAMPLE_DATA, split, dictionary)) == struct.unpack("<Q", header[18:26])[0]
     assert contents() == before
-
-
-@pytest.mark.parametrize("task", list(TASKS))
-@pytest.mark.parametrize("case", list(FEW_CASES))
-def test_fairseq_eval_lm_refuses_these_in_one_line_on_every_task(request, tmp_path, task, case):
-    checkpoint, _ = request.getfixturevalue(MODELS[task])
-    data, message = broken(tmp_path, case)
-    code, output = run(
-        "eval_lm",
-        data,
-        *COMMON,
-        "--task",
-        task,
-        "--path",
-        checkpoint,
-        "--batch-size",
-        "4",
-        "--gen-subset",
-        "valid",
-        check=False,
-    )
-    assert code == 1 and one_line(output, "fairseq-eval-lm", message)
-
-
-@pytest.mark.parametrize("case", list(FEW_CASES))
-def test_alm_cache_grid_refuses_these_in_one_line(tiny_attentive, tmp_path, case):
-    checkpoint, _ = tiny_attentive
-    data, message = broken(tmp_path, case)
-    module, _, arguments, _ = TOOLS["alm-cache-grid"]
-    code, _, stderr = run_module(module, "--path", checkpoint, *arguments, "--data", data)
-    assert code == 1 and one_line(stderr, "alm-cache-grid", message)
