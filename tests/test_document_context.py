@@ -10,7 +10,7 @@ import shlex
 import pytest
 import torch
 from cli import TRAIN_COMMON, eval_lm_result, json_records, run, run_module
-from conftest import SAMPLE_DATA, random_tokens
+from conftest import SAMPLE_DATA, random_tokens, short_split
 from fairseq import checkpoint_utils
 from test_history_models import make_decoder
 
@@ -144,13 +144,21 @@ def test_a_model_without_features_is_refused_by_the_cache():
 CACHE = ["--neural-cache-window", "60", "--neural-cache-theta", "0.4", "--neural-cache-lambda", "0.25"]
 
 
-def load(checkpoint):
-    models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)])
+def load(checkpoint, data=None):
+    """The checkpoint's model (in eval mode) and task, reading ``data`` if given, else the data it was trained on."""
+    overrides = {"data": str(data)} if data else None
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)], arg_overrides=overrides)
     return models[0].eval(), task
 
 
 def mean_nll_base2(log_p):
     return float(-log_p.mean() / math.log(2))
+
+
+@pytest.fixture(scope="module")
+def short_valid(tmp_path_factory):
+    """The sample's dictionary and its valid split's first 80 lines (1,974 words)."""
+    return short_split(tmp_path_factory.mktemp("short_valid"), 80)
 
 
 @pytest.fixture(scope="module")
@@ -182,7 +190,9 @@ def sentence_model(tmp_path_factory):
     return root / "checkpoint_last.pt"
 
 
-def test_cache_grid_reads_sentences_as_eval_lm_does_whatever_training_validated_with(sentence_model, tmp_path):
+def test_cache_grid_reads_sentences_as_eval_lm_does_whatever_training_validated_with(
+    sentence_model, short_valid, tmp_path
+):
     """A checkpoint trained with --eval-tokens-per-sample N keeps N in its task config; the grid,
     like fairseq-eval-lm, scores whole sentences unless told otherwise (else its choice and its
     valid figures would be on another reading than eval-lm's, silently)."""
@@ -196,7 +206,7 @@ def test_cache_grid_reads_sentences_as_eval_lm_does_whatever_training_validated_
             "--path",
             cut,
             "--data",
-            SAMPLE_DATA,
+            short_valid,
             "--windows",
             "60",
             "--thetas",
@@ -212,7 +222,7 @@ def test_cache_grid_reads_sentences_as_eval_lm_does_whatever_training_validated_
         grid = json.loads((tmp_path / "g.json").read_text())
         _, output = run(
             "eval_lm",
-            SAMPLE_DATA,
+            short_valid,
             "--user-dir",
             "alm_plugin",
             "--task",
@@ -225,12 +235,12 @@ def test_cache_grid_reads_sentences_as_eval_lm_does_whatever_training_validated_
             *eval_option,
         )
         assert eval_lm_result(output)[1] == pytest.approx(grid["ppl_without_cache"], rel=1e-4), grid_option
-    assert "scored in pieces" in output  # the sample has sentences longer than 4: the two readings differ
+    assert "scored in pieces" in output  # the split has sentences longer than 4: the two readings differ
 
 
-def test_eval_lm_with_the_cache_equals_the_hand_computation_at_batch_1_and_8(sentence_model, tmp_path):
+def test_eval_lm_with_the_cache_equals_the_hand_computation_at_batch_1_and_8(sentence_model, short_valid, tmp_path):
     """A sentence model scores each valid sentence from a fresh state; the cache spans them, in corpus order."""
-    model, task = load(sentence_model)
+    model, task = load(sentence_model, short_valid)
     task.load_dataset("valid")
     dataset = task.dataset("valid")
     logits, features, targets = [], [], []
@@ -246,7 +256,7 @@ def test_eval_lm_with_the_cache_equals_the_hand_computation_at_batch_1_and_8(sen
     for batch in ("1", "8"):
         _, output = run(
             "eval_lm",
-            SAMPLE_DATA,
+            short_valid,
             "--user-dir",
             "alm_plugin",
             "--task",
@@ -275,7 +285,7 @@ def test_eval_lm_with_the_cache_equals_the_hand_computation_at_batch_1_and_8(sen
     assert -total / len(targets) / math.log(2) == pytest.approx(expected, abs=2e-4)
 
 
-def test_cache_grid_prints_the_eval_lm_command_that_reproduces_its_choice(sentence_model, tmp_path):
+def test_cache_grid_prints_the_eval_lm_command_that_reproduces_its_choice(sentence_model, short_valid, tmp_path):
     """sentence_language_modeling keeps its data path in task.args (its task.cfg is None): the
     suggested command names that path, not a placeholder, and gives the grid's perplexity."""
     code, stdout, stderr = run_module(
@@ -283,7 +293,7 @@ def test_cache_grid_prints_the_eval_lm_command_that_reproduces_its_choice(senten
         "--path",
         sentence_model,
         "--data",
-        SAMPLE_DATA,
+        short_valid,
         "--windows",
         "60",
         "--thetas",
@@ -296,7 +306,7 @@ def test_cache_grid_prints_the_eval_lm_command_that_reproduces_its_choice(senten
     )
     assert code == 0, stderr
     command = re.search(r"^use: fairseq-eval-lm (.*)$", stdout, re.M).group(1).split()
-    assert command[0] == SAMPLE_DATA and command[command.index("--task") + 1] == "sentence_language_modeling"
+    assert command[0] == str(short_valid) and command[command.index("--task") + 1] == "sentence_language_modeling"
     chosen = json.loads((tmp_path / "grid.json").read_text())
     _, output = run("eval_lm", *command, "--gen-subset", "valid", "--cpu")
     assert eval_lm_result(output)[1] == pytest.approx(chosen["ppl_with_cache"], rel=1e-3)
@@ -479,18 +489,18 @@ def test_a_pointer_checkpoint_from_before_the_sentinel_scale_is_read_at_scale_1(
         )
 
 
-def test_cache_posterior_command_shows_the_pointer_gate(stream_models):
+def test_cache_posterior_command_shows_the_pointer_gate(stream_models, short_valid):
     root, _ = stream_models
     checkpoint = root / "pointer_sentinel_lm" / "checkpoint_last.pt"
     code, stdout, stderr = run_module(
-        "alm_plugin.cli.cache_posterior", "--path", checkpoint, "--gen-subset", "valid", "--data", SAMPLE_DATA
+        "alm_plugin.cli.cache_posterior", "--path", checkpoint, "--gen-subset", "valid", "--data", short_valid
     )
     assert code == 0, stderr
     summary = stdout.splitlines()[0]
     _, ppl = eval_lm_result(
         run(
             "eval_lm",
-            SAMPLE_DATA,
+            short_valid,
             "--user-dir",
             "alm_plugin",
             "--task",
@@ -515,7 +525,9 @@ def test_cache_posterior_command_shows_the_pointer_gate(stream_models):
     assert stdout.splitlines()[3].split() == ["copied", "by", "the", "pointer", "from", "the", "softmax"]
 
 
-def test_cache_grid_on_a_stream_model_with_dynamic_evaluation_reproduces_its_best_with_eval_lm(stream_models, tmp_path):
+def test_cache_grid_on_a_stream_model_with_dynamic_evaluation_reproduces_its_best_with_eval_lm(
+    stream_models, short_valid, tmp_path
+):
     """The route the WikiText-2 table's stream rows take: the split read as one stream in segments,
     adapting, its per-token results kept in a block that grows (a list of them pinned the heap and
     was OOM-killed past 21 GB); the figure is eval-lm's for the command it prints."""
@@ -525,7 +537,7 @@ def test_cache_grid_on_a_stream_model_with_dynamic_evaluation_reproduces_its_bes
         "--path",
         root / "attentive_lm" / "checkpoint_last.pt",
         "--data",
-        SAMPLE_DATA,
+        short_valid,
         "--windows",
         "60",
         "--thetas",

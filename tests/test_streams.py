@@ -8,7 +8,7 @@ import os
 import pytest
 import torch
 from cli import TRAIN_COMMON, eval_lm_result, json_records, run, run_module
-from conftest import SAMPLE_DATA, random_tokens
+from conftest import SAMPLE_DATA, random_tokens, short_split
 from fairseq.data import Dictionary
 from test_document_context import CACHE, hand_cache, load, mean_nll_base2, pointer_decoder
 from test_history_models import make_decoder
@@ -100,11 +100,17 @@ def test_training_says_what_its_validation_measures(stream_models):
         )
 
 
+@pytest.fixture(scope="module")
+def short_valid(tmp_path_factory):
+    """The sample's dictionary and its valid split's first 80 lines (1,974 words): 57 chunks of 35."""
+    return short_split(tmp_path_factory.mktemp("short_valid"), 80)
+
+
 @pytest.mark.parametrize("arch", ["alm_lstm", "attentive_lm", "pointer_sentinel_lm"])
-def test_stream_eval_lm_equals_one_pass_over_the_split_with_and_without_the_cache(stream_models, arch):
+def test_stream_eval_lm_equals_one_pass_over_the_split_with_and_without_the_cache(stream_models, short_valid, arch):
     root, _ = stream_models
     checkpoint = root / arch / "checkpoint_last.pt"
-    model, task = load(checkpoint)
+    model, task = load(checkpoint, short_valid)
     words = task.load_words("valid")
     stream = torch.cat([words.new_tensor([task.dictionary.eos()]), words])
     with torch.no_grad():  # one forward pass over the whole split: no chunks, nothing carried
@@ -114,7 +120,7 @@ def test_stream_eval_lm_equals_one_pass_over_the_split_with_and_without_the_cach
     plain = mean_nll_base2(torch.log_softmax(out[0].double(), -1).gather(1, targets.unsqueeze(1)))
     cached = mean_nll_base2(hand_cache(out[0], extra["features"][0], targets, 60, 0.4, 0.25))
     common = [
-        SAMPLE_DATA,
+        short_valid,
         "--user-dir",
         "alm_plugin",
         "--task",
@@ -208,16 +214,17 @@ def test_a_burnt_in_stream_reads_the_openings_and_its_own_past_before_it_scores(
             assert row[:begin].eq(d.pad()).all() and (begin == len(row) or row[begin] != d.pad())
 
 
-def test_eval_lm_on_burnt_in_streams_equals_the_hand_computation_and_the_one_stream_figure(stream_models):
+def test_eval_lm_on_burnt_in_streams_equals_the_hand_computation_and_the_one_stream_figure(stream_models, short_valid):
     """fairseq-eval-lm --batch-size 4 scores each stream's words after its burn-in and nothing else:
     the hand computation reads each row whole (the opening, its own past, then its words) in one
-    pass and sums log p over the scored words; fairseq-train's validation (10 streams) and eval-lm
-    at 4 streams give the one-stream figure (streams started fresh read 0.3-26% off it)."""
+    pass and sums log p over the scored words; eval-lm at 4 streams gives the one-stream figure
+    (streams started fresh read 0.3-26% off it), and so does fairseq-train's validation (10 streams
+    of the whole valid split)."""
     from alm_plugin.data.word_streams import WordStreamDataset
 
     root, outputs = stream_models
     checkpoint = root / "attentive_lm" / "checkpoint_last.pt"
-    model, task = load(checkpoint)
+    model, task = load(checkpoint, short_valid)
     d = task.dictionary
     data = WordStreamDataset(task.load_words("valid"), 4, 35, d.pad(), d.eos(), burn_in=100)
     source = torch.cat([data[i]["source"] for i in range(len(data))], 1)
@@ -231,7 +238,6 @@ def test_eval_lm_on_burnt_in_streams_equals_the_hand_computation_and_the_one_str
             log_p.append(out.gather(1, targets[:length].unsqueeze(1)).squeeze(1)[scored[:length]])
     hand = mean_nll_base2(torch.cat(log_p).double())
     common = [
-        SAMPLE_DATA,
         "--user-dir",
         "alm_plugin",
         "--task",
@@ -246,14 +252,18 @@ def test_eval_lm_on_burnt_in_streams_equals_the_hand_computation_and_the_one_str
         "--stream-burn-in",
         "100",
     ]
-    four = eval_lm_result(run("eval_lm", *common, "--batch-size", "4")[1])[0]
+    four = eval_lm_result(run("eval_lm", short_valid, *common, "--batch-size", "4")[1])[0]
     assert four == pytest.approx(hand, abs=2e-4)
-    one = eval_lm_result(run("eval_lm", *common, "--batch-size", "1")[1])[0]
+    one = eval_lm_result(run("eval_lm", short_valid, *common, "--batch-size", "1")[1])[0]
+    assert four == pytest.approx(one, rel=5e-4)
+    whole = eval_lm_result(run("eval_lm", SAMPLE_DATA, *common, "--batch-size", "1")[1])[0]
     validated = float(json_records(outputs["attentive_lm"], "valid")[-1]["valid_nll_loss"])  # 10 streams, update 40
-    assert four == pytest.approx(one, rel=5e-4) and validated == pytest.approx(one, rel=5e-4)
+    assert validated == pytest.approx(whole, rel=5e-4)
     # with the neural cache each stream's past is at least its window: its cache holds what one stream's would
     cached = [
-        eval_lm_result(run("eval_lm", *common, "--batch-size", streams, *CACHE, "--stream-burn-in", "30")[1])[0]
+        eval_lm_result(
+            run("eval_lm", short_valid, *common, "--batch-size", streams, *CACHE, "--stream-burn-in", "30")[1]
+        )[0]
         for streams in ("1", "4")
     ]
     assert cached[1] == pytest.approx(cached[0], rel=5e-4) and cached[0] < one
