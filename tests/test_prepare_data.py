@@ -1,6 +1,7 @@
 """examples/language_model/prepare_lm_data.py: sentence splitting, sacremoses, binarising."""
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -23,33 +24,13 @@ def test_paragraphs_split_after_sentence_final_tokens():
     ]
 
 
-def test_raw_text_is_tokenised_and_binarised(tmp_path):
-    raw = tmp_path / "raw"
-    raw.mkdir()
-    for split in ("train", "valid", "test"):
-        (raw / f"{split}.txt").write_text("Hello, world! It's a test.\n\nSecond line (with brackets).\n")
-    subprocess.run(
-        [
-            sys.executable,
-            SCRIPT,
-            "--raw-dir",
-            raw,
-            "--tokenize",
-            "en",
-            "--name",
-            "tiny",
-            "--destdir",
-            tmp_path / "bin",
-            "--text-dir",
-            tmp_path / "text",
-        ],
-        check=True,
-        capture_output=True,
-        cwd=tmp_path,
-    )
-    dictionary = Dictionary.load(str(tmp_path / "bin" / "tiny" / "dict.txt"))
+def test_raw_text_is_tokenised_and_binarised(made):
+    """--tokenize en: sacremoses splits the punctuation off; a blank line is dropped."""
+    root, code, output = made
+    assert code == 0, output
+    dictionary = Dictionary.load(str(root / "bin" / "d" / "dict.txt"))
     assert "," in dictionary.symbols and "(" in dictionary.symbols  # sacremoses split punctuation
-    sentences = data_utils.load_indexed_dataset(str(tmp_path / "bin" / "tiny" / "train"), dictionary)
+    sentences = data_utils.load_indexed_dataset(str(root / "bin" / "d" / "train"), dictionary)
     assert len(sentences) == 2  # the blank line is dropped
     assert (
         dictionary.string(sentences[0]) == "Hello , world ! It &apos;s a test ."
@@ -146,9 +127,31 @@ def leftovers(tmp_path):
     ]
 
 
+# raw text to tokenise, its lines ended by CR alone (train: a blank line too) or CR LF (valid)
+MADE_TEXTS = {
+    "train": "Hello, world! It's a test.\r\rThe cat and the dog sat (on the mat).\r",
+    "valid": "The cat sat .\r\nA dog ran .\r\n\r\nThe dog sat .\r\n",
+}
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """(folder, exit code, output): the script run once with --tokenize en on MADE_TEXTS (test: GOOD)
+    into folder/bin/d and folder/text/d; the tests that need an existing dataset copy it."""
+    root = tmp_path_factory.mktemp("made")
+    code, output = prepare(root, MADE_TEXTS, "--tokenize", "en")
+    return root, code, output
+
+
+def existing_dataset(made, tmp_path):
+    """The dataset ``made`` wrote, copied to tmp_path/bin/d and tmp_path/text/d."""
+    for folder in ("bin", "text"):
+        shutil.copytree(made[0] / folder, tmp_path / folder)
+
+
 @pytest.mark.parametrize("extra", [[], ["--open-vocabulary"]])
-def test_prepare_refuses_an_existing_dataset_and_leaves_it_whole(tmp_path, extra):
-    assert prepare(tmp_path, {}, *extra)[0] == 0
+def test_prepare_refuses_an_existing_dataset_and_leaves_it_whole(made, tmp_path, extra):
+    existing_dataset(made, tmp_path)
     before = snapshot(tmp_path / "bin", tmp_path / "text")
     assert any(name.endswith("train.bin") for name in before) and any(name.endswith("train.txt") for name in before)
     code, output = prepare(tmp_path, {"train": "Other words entirely .\n"}, *extra)
@@ -167,8 +170,8 @@ def test_prepare_refuses_existing_sentence_files_too(tmp_path):
     assert not (tmp_path / "bin" / "d").exists()
 
 
-def test_prepare_force_replaces_the_dataset(tmp_path):
-    assert prepare(tmp_path, {})[0] == 0
+def test_prepare_force_replaces_the_dataset(made, tmp_path):
+    existing_dataset(made, tmp_path)
     code, output = prepare(tmp_path, {"train": "Zebras graze .\n"}, "--force")
     assert code == 0, output
     dictionary = Dictionary.load(str(tmp_path / "bin" / "d" / "dict.txt"))
@@ -178,9 +181,9 @@ def test_prepare_force_replaces_the_dataset(tmp_path):
     assert leftovers(tmp_path) == []
 
 
-def test_prepare_force_keeps_the_old_dataset_when_preprocessing_fails(tmp_path):
+def test_prepare_force_keeps_the_old_dataset_when_preprocessing_fails(made, tmp_path):
     """fairseq-preprocess writes part of the new dataset and fails: the old one is untouched."""
-    assert prepare(tmp_path, {}, "--open-vocabulary")[0] == 0
+    existing_dataset(made, tmp_path)
     before = snapshot(tmp_path / "bin", tmp_path / "text")
     stub = tmp_path / "stub"
     stub.mkdir()
@@ -198,8 +201,8 @@ def test_prepare_force_keeps_the_old_dataset_when_preprocessing_fails(tmp_path):
     assert leftovers(tmp_path) == []
 
 
-def test_prepare_force_keeps_the_old_dataset_when_the_text_is_refused(tmp_path):
-    assert prepare(tmp_path, {})[0] == 0
+def test_prepare_force_keeps_the_old_dataset_when_the_text_is_refused(made, tmp_path):
+    existing_dataset(made, tmp_path)
     before = snapshot(tmp_path / "bin", tmp_path / "text")
     code, output = prepare(tmp_path, {"valid": ""}, "--force")
     assert code != 0 and "valid.txt has no sentences" in last_line(output)
@@ -210,18 +213,15 @@ def test_prepare_force_keeps_the_old_dataset_when_the_text_is_refused(tmp_path):
 # ---------------------------------------------------------- lines as fairseq-preprocess reads them
 
 
-def test_prepare_ends_lines_at_cr_as_fairseq_preprocess_does(tmp_path):
-    """A CR-only (old Mac) file: two sentences reported and stored, no CR inside a word."""
-    code, output = prepare(
-        tmp_path,
-        {"train": "The cat sat .\rA dog ran .\r", "valid": "The cat sat .\r\nA dog ran .\r\n\r\nThe dog sat .\r\n"},
-    )
+def test_prepare_ends_lines_at_cr_as_fairseq_preprocess_does(made):
+    """A CR-only (old Mac) file: its sentences reported and stored, no CR inside a word."""
+    root, code, output = made
     assert code == 0, output
     assert "train: 2 sentences" in output and "valid: 3 sentences" in output
-    dictionary = Dictionary.load(str(tmp_path / "bin" / "d" / "dict.txt"))
+    dictionary = Dictionary.load(str(root / "bin" / "d" / "dict.txt"))
     assert not any("\r" in symbol for symbol in dictionary.symbols)
     for split, n in (("train", 2), ("valid", 3)):
-        stored = data_utils.load_indexed_dataset(str(tmp_path / "bin" / "d" / split), dictionary)
+        stored = data_utils.load_indexed_dataset(str(root / "bin" / "d" / split), dictionary)
         assert len(stored) == n, split
     assert dictionary.string(stored[2]) == "The dog sat ."
 
