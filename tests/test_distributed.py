@@ -194,15 +194,21 @@ def free_port():
 
 
 def test_two_gloo_processes_match_one_process_on_the_whole_batch():
+    d = dictionary()
+    # DDP averages the ranks' gradients of their shard sums: the whole batch's sum over 2. Computed first,
+    # so that the ranks, forked from this process, start with its torch and models warmed up
+    expected = {
+        variant[0]: step_gradients(build(variant, d), criterion, [make_batch(d, s) for s in range(2)], 0.5)
+        for variants, criterion, make_batch in suites(d)
+        for variant in variants
+    }
     manager = mp.Manager()
     results = manager.dict()
-    mp.spawn(worker, args=(2, free_port(), results), nprocs=2, join=True)
-    d = dictionary()
-    for variants, criterion, make_batch in suites(d):
-        for variant in variants:
-            # DDP averages the ranks' gradients of their shard sums: the whole batch's sum over 2
-            expected = step_gradients(build(variant, d), criterion, [make_batch(d, s) for s in range(2)], 0.5)
-            got = results[variant[0]]
-            assert len(got) == len(expected)
-            for g, e in zip(got, expected):
-                torch.testing.assert_close(torch.from_numpy(g), e, atol=1e-5, rtol=1e-4, msg=variant[0])
+    # forked from this process (which has imported torch, fairseq and the plugin), not spawned: a spawned
+    # process imports them all again
+    mp.start_processes(worker, args=(2, free_port(), results), nprocs=2, join=True, start_method="fork")
+    for name, grads in expected.items():
+        got = results[name]
+        assert len(got) == len(grads)
+        for g, e in zip(got, grads):
+            torch.testing.assert_close(torch.from_numpy(g), e, atol=1e-5, rtol=1e-4, msg=name)
