@@ -10,7 +10,7 @@ import shutil
 import pytest
 import torch
 from cli import ADAM24, ADAM24_MODEL, TRAIN_COMMON, eval_lm_result, refused, run, run_module
-from conftest import SAMPLE_DATA
+from conftest import SAMPLE_DATA, short_split
 from fairseq import checkpoint_utils
 from fairseq.data import Dictionary, data_utils
 
@@ -408,8 +408,10 @@ def stream_model(tmp_path_factory, small_data):
     return save / "checkpoint_last.pt"
 
 
-def test_a_stream_is_read_in_segments_whatever_the_batching(small_data, stream_model):
-    data, _ = small_data
+def test_a_stream_is_read_in_segments_whatever_the_batching(tmp_path, stream_model):
+    """The same adapted figure at any batch size and block length (the valid split's first 30 sentences,
+    read as one stream in segments of 10 tokens), and better than the static model's."""
+    data = short_split(tmp_path / "data", 30)
     common = [
         data,
         "--path",
@@ -506,16 +508,18 @@ def test_rms_without_a_training_split_and_training_with_the_options_are_refused(
 
 
 FAULTS_OF_REUSED_BLOCKS = """
-import resource, sys, torch
+import os, resource, torch
 from alm_plugin.modules.dynamic_evaluation import DynamicEvalSettings, DynamicEvaluator
-DynamicEvaluator(torch.nn.Linear(2, 2), DynamicEvalSettings(0.1, 0.0, "sgd", 2e-5, 20, 1))  # as eval-lm builds it
 def faults():  # a step's 26 MB gradients (two at a time, as a tied output layer's), allocated and freed again and again
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     for _ in range(20):
         (torch.ones(26 << 18) + torch.ones(26 << 18)).sum()
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
-faults()
-print(faults())
+for release in ("1", "0"):  # ALM_RELEASE_FREED_MEMORY=1 leaves glibc's default; then the evaluator's setting
+    os.environ["ALM_RELEASE_FREED_MEMORY"] = release
+    DynamicEvaluator(torch.nn.Linear(2, 2), DynamicEvalSettings(0.1, 0.0, "sgd", 2e-5, 20, 1))  # as eval-lm builds it
+    faults()
+    print(release, faults())
 """
 
 
@@ -523,23 +527,22 @@ print(faults())
 def test_dynamic_evaluation_reuses_freed_memory_instead_of_faulting_in_fresh_pages():
     """Three 26 MB blocks a step, 20 steps: glibc hands them back to the kernel (~400,000 page
     faults at its default threshold); with the evaluator's heap setting the blocks are reused (~0). On
-    WikiText-2 those faults were half of a dynamic pass's CPU time."""
+    WikiText-2 those faults were half of a dynamic pass's CPU time. One process measures both: first
+    with $ALM_RELEASE_FREED_MEMORY=1 (the evaluator leaves glibc's default), then without."""
     import subprocess
     import sys
 
-    def faults(**env):
-        out = subprocess.run(
-            [sys.executable, "-c", FAULTS_OF_REUSED_BLOCKS],
-            capture_output=True,
-            text=True,
-            env={**os.environ, "OMP_NUM_THREADS": "1", **env},
-            check=True,
-        ).stdout
-        return int(out.split()[-1])
-
     # glibc's own threshold moves with the process's history: fixed at its default (128 KB) for the control
-    assert faults(MALLOC_MMAP_THRESHOLD_="131072") < 5_000
-    assert faults(MALLOC_MMAP_THRESHOLD_="131072", ALM_RELEASE_FREED_MEMORY="1") > 50_000
+    out = subprocess.run(
+        [sys.executable, "-c", FAULTS_OF_REUSED_BLOCKS],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1", "MALLOC_MMAP_THRESHOLD_": "131072"},
+        check=True,
+    ).stdout
+    faults = dict(line.split() for line in out.splitlines()[-2:])
+    assert int(faults["1"]) > 50_000, out
+    assert int(faults["0"]) < 5_000, out
 
 
 # ---------------------------------------------------------------- texts shorter than the check's 20 segments
