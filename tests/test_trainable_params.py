@@ -8,36 +8,12 @@ import importlib
 import pytest
 
 
-@pytest.fixture(scope="module")
-def counts():
-    trainable = importlib.import_module("benchmarks.trainable")
-    rows = importlib.import_module("benchmarks.rows")
-    dry = rows.PTB_PAPER_DRY
-    return {name: trainable.count(dry, dry.rows[name]) for name in ("single", "single-zero-context")}
-
-
-def test_the_zeroed_context_half_of_the_concat_layer_never_trains(counts):
-    """W_c is E x 2H; with the context zeroed its H columns that read the context receive no gradient: the row
-    trains exactly E x H fewer parameters than it holds, and the row that reads the context trains them all,
-    however small the attention's gradients at initialisation (near uniform there)."""
-    embed = hidden = 32
-    zeroed = counts["single-zero-context"]
-    assert zeroed["params"] - zeroed["trainable_params"] == embed * hidden
-    assert counts["single"]["trainable_params"] == counts["single"]["params"]
-
-
-def test_a_weight_on_a_zeroed_input_is_counted_out_and_nothing_beside_it(monkeypatch):
-    """A parameter whose every path to the loss is multiplied by zero is not counted; every other element of the
-    model is."""
+def with_a_dead_weight(build):
+    """``build`` with a parameter added whose every path to the loss is multiplied by zero."""
     import torch
 
-    trainable = importlib.import_module("benchmarks.trainable")
-    rows = importlib.import_module("benchmarks.rows")
-    dry = rows.PTB_PAPER_DRY
-    real_build = trainable.build
-
-    def with_a_dead_weight(corpus, row):
-        task, model = real_build(corpus, row)
+    def built(corpus, row):
+        task, model = build(corpus, row)
         model.dead = torch.nn.Parameter(torch.ones(3))
         normalized = model.get_normalized_probs
 
@@ -48,8 +24,39 @@ def test_a_weight_on_a_zeroed_input_is_counted_out_and_nothing_beside_it(monkeyp
         model.get_normalized_probs = shifted
         return task, model
 
-    monkeypatch.setattr(trainable, "build", with_a_dead_weight)
-    counted = trainable.count(dry, dry.rows["lstm"], probes=1)
+    return built
+
+
+@pytest.fixture(scope="module")
+def counts():
+    """The counts of the dry run's ``single-zero-context`` row and of its ``single`` row with a dead weight
+    (``with_a_dead_weight``) added."""
+    trainable = importlib.import_module("benchmarks.trainable")
+    rows = importlib.import_module("benchmarks.rows")
+    dry = rows.PTB_PAPER_DRY
+    zeroed = trainable.count(dry, dry.rows["single-zero-context"])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(trainable, "build", with_a_dead_weight(trainable.build))
+        dead = trainable.count(dry, dry.rows["single"], probes=1)
+    return {"single-zero-context": zeroed, "single with a dead weight": dead}
+
+
+def test_the_zeroed_context_half_of_the_concat_layer_never_trains(counts):
+    """W_c is E x 2H; with the context zeroed its H columns that read the context receive no gradient: the row
+    trains exactly E x H fewer parameters than it holds, and the row that reads the context trains them all
+    (but the dead weight added to it), however small the attention's gradients at initialisation (near uniform
+    there)."""
+    embed = hidden = 32
+    zeroed = counts["single-zero-context"]
+    assert zeroed["params"] - zeroed["trainable_params"] == embed * hidden
+    single = counts["single with a dead weight"]
+    assert single["trainable_params"] == single["params"] - 3
+
+
+def test_a_weight_on_a_zeroed_input_is_counted_out_and_nothing_beside_it(counts):
+    """A parameter whose every path to the loss is multiplied by zero is not counted; every other element of the
+    model is."""
+    counted = counts["single with a dead weight"]
     assert counted["trainable_params"] == counted["params"] - 3
 
 
