@@ -205,8 +205,10 @@ def test_two_gloo_processes_match_one_process_on_the_whole_batch():
     manager = mp.Manager()
     results = manager.dict()
     # forked from this process (which has imported torch, fairseq and the plugin), not spawned: a spawned
-    # process imports them all again
-    mp.start_processes(worker, args=(2, free_port(), results), nprocs=2, join=True, start_method="fork")
+    # process imports them all again; spawned where torch runs several threads, whose OpenMP pool a
+    # forked child inherits without its threads and waits on for ever
+    method = "fork" if torch.get_num_threads() == 1 else "spawn"
+    mp.start_processes(worker, args=(2, free_port(), results), nprocs=2, join=True, start_method=method)
     for name, grads in expected.items():
         got = results[name]
         assert len(got) == len(grads)
