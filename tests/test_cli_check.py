@@ -106,15 +106,13 @@ def test_processes_at_once_come_from_the_cores(cores, threads, jobs):
     assert cli_check.default_jobs(cores, threads) == jobs
 
 
-def test_jobs_below_one_are_refused_in_one_line():
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.gpu.cli_check", "--dry-run", "--jobs", "0"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-    )
-    assert proc.returncode == 2 and "--jobs and --gpu-jobs: at least 1" in proc.stderr
+def test_jobs_below_one_are_refused_in_one_line(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["cli_check.py", "--dry-run", "--jobs", "0"])
+    with pytest.raises(SystemExit) as exit:
+        cli_check.main()
+    err = capsys.readouterr().err
+    assert exit.value.code == 2 and "--jobs and --gpu-jobs: at least 1" in err
+    assert err.strip().splitlines()[-1].startswith("cli_check.py: error: --jobs and --gpu-jobs: at least 1"), err
 
 
 def plan_args(**given):

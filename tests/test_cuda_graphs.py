@@ -12,11 +12,11 @@ tests`` checks the same equality there, and ``run.sh timing`` times both.
 """
 
 import contextlib
-import subprocess
-import sys
 
+import cli
 import pytest
 import torch
+from cli import last_line, refused
 from conftest import SAMPLE_DATA, fairseq_trainer
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
@@ -100,8 +100,8 @@ def backend(device, monkeypatch):
 
 
 def train(case, updates, device, *extra):
-    """``(trainer, the figures of each update, the weights after)``: fairseq's trainer on the sample's
-    first batches, ``updates`` a list of how many batches each update reads."""
+    """``(trainer, the figures of each update, the weights after, the batches)``: fairseq's trainer on the
+    sample's first batches, ``updates`` a list of how many batches each update reads."""
     torch.manual_seed(0)
     trainer, batches = fairseq_trainer([*case_args(case, SAMPLE_DATA, device=device), "--dropout", "0.3", *extra])
     if isinstance(cuda_graphs.BACKEND, ReplayingBackend):
@@ -115,6 +115,7 @@ def train(case, updates, device, *extra):
         trainer,
         logs,
         {name: (start_weights[name], p.detach().cpu().clone()) for name, p in trainer.model.named_parameters()},
+        batches,
     )
 
 
@@ -125,9 +126,8 @@ def test_the_graphed_update_trains_as_the_eager_update(backend, device, case, mo
         # on a GPU the eager pass runs as a graph's: the LSTM one layer at a time (cuDNN's dropout is another draw)
         if device == "cuda":
             patch.setattr(cuda_graphs, "capturing", lambda: True)
-        _, eager_logs, eager_weights = train(case, updates, device)
-    trainer, graphed_logs, graphed_weights = train(case, updates, device, "--cuda-graphs")
-    batches = fairseq_trainer(case_args(case, SAMPLE_DATA))[1]
+        _, eager_logs, eager_weights, _ = train(case, updates, device)
+    trainer, graphed_logs, graphed_weights, batches = train(case, updates, device, "--cuda-graphs")
     firsts = [sum(updates[:i]) for i in range(len(updates))]  # the batches that replay a graph
     shapes = {tuple(batches[i]["target"].shape) for i in firsts}
     step = trainer.task.graphed_step
@@ -221,21 +221,19 @@ def test_a_scaled_loss_is_refused(replaying):
 
 
 def test_cuda_graphs_on_the_cpu_are_refused_in_one_line(tmp_path):
-    command = [
-        sys.executable,
-        "-m",
-        "fairseq_cli.train",
+    code, output = cli.run(
+        "train",
         *case_args("sentence single", SAMPLE_DATA),
         "--cuda-graphs",
         "--max-update",
         "1",
         "--save-dir",
-        str(tmp_path / "save"),
-    ]
-    run = subprocess.run(command, capture_output=True, text=True)
-    lines = run.stderr.strip().splitlines()
-    assert run.returncode == 1 and lines[-1].startswith(
-        "train.py: error: --cuda-graphs replays the update as a CUDA graph, and this run trains on the CPU"
+        tmp_path / "save",
+        check=False,
+    )
+    assert code == 1 and refused(output, "fairseq-train", "--cuda-graphs replays the update as a CUDA graph")
+    assert last_line(output).startswith(
+        "fairseq-train: error: --cuda-graphs replays the update as a CUDA graph, and this run trains on the CPU"
     )
     assert not list((tmp_path / "save").glob("*.pt"))
 

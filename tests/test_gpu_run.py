@@ -70,7 +70,12 @@ def test_paper_with_no_rows_named_takes_the_queues_next_rows(tmp_path):
     made = tmp_path / "work" / "paper" / "results" / "ptb-paper-dry"
     made.mkdir(parents=True)
     (made / f"{queue[0]}.json").write_text("{}")
-    env = {"ALM_GPU_RESULTS": str(tmp_path / "results"), "ALM_GPU_WORK": str(tmp_path / "work"), "GPU_RUN_BUDGET": "1"}
+    env = {
+        "ALM_GPU_RESULTS": str(tmp_path / "results"),
+        "ALM_GPU_WORK": str(tmp_path / "work"),
+        "GPU_RUN_BUDGET": "1",
+        "PYTHON": "true",  # the queue is run.sh's own; no step runs in a budget of 1 s
+    }
     proc = run_sh("--dry-run", "paper", env={**env, "PAPER_ROWS_PER_COMMAND": "3"}, timeout=90)
     assert f"the queue's next 3 (PAPER_ROWS_PER_COMMAND): {' '.join(queue[1:4])}" in proc.stdout, proc.stdout
     (tmp_path / "work" / "paper" / f"{queue[1]}.restarts").write_text("2\n")  # stopped twice: left out, said
@@ -129,7 +134,7 @@ def test_dry_run_of_the_paper_step_resumes_across_commands(tmp_path):
     dynamic evaluation and both chosen on valid, the device."""
     env = {"ALM_GPU_RESULTS": str(tmp_path / "results"), "ALM_GPU_WORK": str(tmp_path / "work")}
     try:
-        first = run_sh("--dry-run", "paper", "lstm", env={**env, "GPU_RUN_BUDGET": "25"}, timeout=120)
+        first = run_sh("--dry-run", "paper", "lstm", env={**env, "GPU_RUN_BUDGET": "45"}, timeout=180)
         assert first.returncode == 3, first.stdout + first.stderr
         assert "paper: lstm started" in first.stdout
         assert re.search(
@@ -137,13 +142,13 @@ def test_dry_run_of_the_paper_step_resumes_across_commands(tmp_path):
         ), first.stdout
         progress = json.loads((tmp_path / "results" / "paper_progress.json").read_text())
         assert progress["lstm"]["state"] in ("training", "scoring") and progress["lstm"]["epochs"] == 2
-        second = run_sh("--dry-run", "paper", "lstm", env={**env, "GPU_RUN_BUDGET": "400"}, timeout=460)
+        second = run_sh("--dry-run", "paper", "lstm", env={**env, "GPU_RUN_BUDGET": "540"}, timeout=600)
         assert second.returncode == 0, second.stdout + second.stderr
         assert "paper: lstm still running (started by an earlier command)" in second.stdout
         # a device call copies the working tree afresh before each command, removing the results a
         # command left there: the row finished is still found (its JSON lives under the work folder)
         shutil.rmtree(tmp_path / "results")
-        third = run_sh("--dry-run", "paper", "lstm", env={**env, "GPU_RUN_BUDGET": "60"}, timeout=120)
+        third = run_sh("--dry-run", "paper", "lstm", env={**env, "GPU_RUN_BUDGET": "60"}, timeout=180)
         assert third.returncode == 0 and "paper: lstm done already" in third.stdout, third.stdout + third.stderr
     finally:  # a failed run leaves no row training behind
         pid_file = tmp_path / "work" / "paper" / "lstm.pid"
@@ -177,7 +182,7 @@ def test_a_paper_row_that_stopped_without_its_json_is_started_again(tmp_path):
     (tmp_path / "work" / "paper").mkdir(parents=True)
     (tmp_path / "work" / "paper" / "lstm.pid").write_text("999999999\n")  # no such process
     try:
-        proc = run_sh("--dry-run", "paper", "lstm", env=env, timeout=90)
+        proc = run_sh("--dry-run", "paper", "lstm", env=env, timeout=180)
         assert proc.returncode == 3, proc.stdout + proc.stderr
         assert "paper: lstm had stopped without its JSON" in proc.stdout and "started again" in proc.stdout
         assert re.search(r"still running: lstm", proc.stdout), proc.stdout
@@ -185,19 +190,23 @@ def test_a_paper_row_that_stopped_without_its_json_is_started_again(tmp_path):
         pid = (tmp_path / "work" / "paper" / "lstm.pid").read_text().strip()
         subprocess.run(["kill", "--", f"-{pid}"], capture_output=True)
     # one that keeps dying is started again twice, then reported (a fault that a restart will not mend)
-    (tmp_path / "work" / "paper" / "lstm.restarts").write_text("2\n")
-    proc = run_sh("--dry-run", "paper", "lstm", env=env, timeout=90)
+    (tmp_path / "work" / "paper" / "lstm.restarts").write_text("2\n")  # run.sh's own decision: no Python runs
+    proc = run_sh("--dry-run", "paper", "lstm", env={**env, "PYTHON": "true"}, timeout=90)
     assert proc.returncode == 1 and "paper: lstm stopped without its JSON again" in proc.stdout, proc.stdout
 
 
 def test_dry_run_of_the_timing_step_times_each_lever_and_keeps_the_figures(tmp_path):
-    """run.sh timing, on the CPU (--dry-run: 2 x 16 single on the shipped sample, 10 updates a run):
+    """run.sh timing, on the CPU (--dry-run: 2 x 16 single on the shipped sample, 8 updates a run):
     fairseq-train's update timed with the host levers off (the plugins run.sh's TIMING_PLUGINS names, from
     .gpu-plugins/ or this repository's history) and on (this tree), and with --num-workers 0 / 2;
     every run logs the same figures and ends with the same weights, and only the plugin before the
     sync fix reads device values of its own."""
-    env = {"ALM_GPU_RESULTS": str(tmp_path / "results"), "ALM_GPU_WORK": str(tmp_path / "work")}
-    proc = run_sh("--dry-run", "timing", env=env, timeout=400)
+    env = {
+        "ALM_GPU_RESULTS": str(tmp_path / "results"),
+        "ALM_GPU_WORK": str(tmp_path / "work"),
+        "BUDGET_TIMING": "600",  # five fairseq processes: room for a loaded machine
+    }
+    proc = run_sh("--dry-run", "timing", env=env, timeout=700)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     runs = json.loads((tmp_path / "results" / "update_timing.json").read_text())["runs"]
     assert set(runs) == {"before", "no-syncs", "after", "after-workers-0", "after-workers-2"}
