@@ -32,7 +32,7 @@ TINY = [
 # ---------------------------------------------------------------- sample lengths
 
 
-@pytest.mark.parametrize("mode, tokens", [("eos", "0"), ("eos", "-3"), ("none", "0"), ("complete", "-1")])
+@pytest.mark.parametrize("mode, tokens", [("eos", "-3"), ("none", "0")])  # one check, whatever the mode
 def test_the_sentence_task_refuses_samples_of_no_tokens(tmp_path, mode, tokens):
     """Samples of no tokens are refused: eos keeps cutting long training sentences, none never divides by zero."""
     code, output = run(
@@ -58,7 +58,7 @@ def test_the_sentence_task_refuses_samples_of_no_tokens(tmp_path, mode, tokens):
     assert not list(tmp_path.iterdir())
 
 
-@pytest.mark.parametrize("tokens", ["0", "-3"])
+@pytest.mark.parametrize("tokens", ["0"])
 def test_open_vocabulary_chunks_of_no_words(tmp_path, tokens):
     code, output = run(
         "train",
@@ -170,9 +170,7 @@ def test_character_model_sizes_and_python_configs_are_checked(tmp_path):
 # ---------------------------------------------------------------- adaptive-softmax clusters
 
 
-@pytest.mark.parametrize(
-    "cutoff", ["--adaptive-softmax-cutoff=,", "--adaptive-softmax-cutoff=", "--adaptive-softmax-cutoff= , "]
-)
+@pytest.mark.parametrize("cutoff", ["--adaptive-softmax-cutoff=", "--adaptive-softmax-cutoff= , "])
 def test_an_empty_cutoff_list_is_refused_not_trained_as_the_full_softmax(tmp_path, cutoff):
     code, output = run(
         "train",
@@ -492,12 +490,11 @@ TASKS = {
 }
 
 
-@pytest.mark.parametrize("task", list(TASKS))
 @pytest.mark.parametrize(
-    "where, says",
-    [
-        ("dict.txt", "is a file, not a folder"),
-        ("valid.bin/checkpoints", "runs through {data}/valid.bin, a file, not a folder"),
+    "task, where, says",
+    [  # one check in front of fairseq's, whatever the task: each task and each kind of path once
+        ("sentence_language_modeling", "dict.txt", "is a file, not a folder"),
+        ("document_language_modeling", "valid.bin/checkpoints", "runs through {data}/valid.bin, a file, not a folder"),
     ],
 )
 def test_a_save_dir_naming_a_file_is_refused_in_one_line(tiny_attentive, tmp_path, task, where, says):
@@ -517,7 +514,7 @@ def test_a_save_dir_naming_a_file_is_refused_in_one_line(tiny_attentive, tmp_pat
     assert {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in data.iterdir()} == before
 
 
-@pytest.mark.parametrize("value", ["-5", "-1"])
+@pytest.mark.parametrize("value", ["-1"])
 def test_a_negative_stream_burn_in_is_refused_when_nothing_is_validated(tiny_pointer, tmp_path, value):
     _, data = tiny_pointer
     code, output = run(

@@ -59,7 +59,7 @@ def blocks_model(tmp_path_factory):
         "--tokens-per-sample",
         "20",
         "--max-update",
-        "15",
+        "4",
         "--save-dir",
         save,
     )
