@@ -178,7 +178,12 @@ def test_dry_run_of_the_paper_step_resumes_across_commands(tmp_path):
 def test_a_paper_row_that_stopped_without_its_json_is_started_again(tmp_path):
     """A row whose process ended without its JSON (a fault, a kill) is started again by the next
     command, resuming its checkpoint (twice at most), not reported as stopped for every command after."""
-    env = {"ALM_GPU_RESULTS": str(tmp_path / "results"), "ALM_GPU_WORK": str(tmp_path / "work"), "GPU_RUN_BUDGET": "30"}
+    env = {
+        "ALM_GPU_RESULTS": str(tmp_path / "results"),
+        "ALM_GPU_WORK": str(tmp_path / "work"),
+        "GPU_RUN_BUDGET": "90",
+        "BUDGET_PAPER": "12",  # the step ends at once: the row, started again, still trains
+    }
     (tmp_path / "work" / "paper").mkdir(parents=True)
     (tmp_path / "work" / "paper" / "lstm.pid").write_text("999999999\n")  # no such process
     try:
