@@ -3,12 +3,13 @@ texts examples/language_model/prepare_lm_data.py cannot binarise (an empty split
 UTF-8, a literal </s>, an unknown tokeniser language; a byte-order mark is dropped), and an empty
 split handed to fairseq-eval-lm, fairseq-validate and alm-cache-grid."""
 
+import importlib.util
 import os
 import subprocess
 import sys
 
 import pytest
-from cli import last_line, refused, run, run_module
+from cli import _in_process, last_line, refused, run, run_module
 from conftest import ROOT, short_split
 from fairseq.data import Dictionary
 
@@ -19,31 +20,24 @@ GOOD = "The cat sat on the mat .\nA dog ran far away .\n"
 # ---------------------------------------------------------------- examples/language_model/prepare_lm_data.py
 
 
-def prepare(tmp_path, texts, *extra):
+def prepare(tmp_path, texts, *extra, process=False):
+    """Run the script on ``texts`` (a split's text or bytes, GOOD otherwise): in this process, as its
+    ``main()`` under the script's argv, or with ``process`` in a fresh one; (returncode, output)."""
     raw = tmp_path / "raw"
     raw.mkdir(exist_ok=True)
     for split in ("train", "valid", "test"):
         data = texts.get(split, GOOD)
         (raw / f"{split}.txt").write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
-    proc = subprocess.run(
-        [
-            sys.executable,
-            PREPARE,
-            "--raw-dir",
-            raw,
-            "--name",
-            "bad",
-            "--destdir",
-            tmp_path / "bin",
-            "--text-dir",
-            tmp_path / "text",
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
-    return proc.returncode, proc.stdout + proc.stderr
+    args = ["--raw-dir", raw, "--name", "bad", "--destdir", tmp_path / "bin", "--text-dir", tmp_path / "text", *extra]
+    args = [str(a) for a in args]
+    if process:
+        proc = subprocess.run([sys.executable, PREPARE, *args], capture_output=True, text=True, cwd=tmp_path)
+        return proc.returncode, proc.stdout + proc.stderr
+    spec = importlib.util.spec_from_file_location("prepare_lm_data", PREPARE)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    code, stdout, stderr = _in_process(script.main, [PREPARE, *args])
+    return code, stdout + stderr
 
 
 @pytest.mark.parametrize("text", ["", "   \n\n \t\n"])
@@ -70,7 +64,7 @@ def test_prepare_refuses_an_unknown_tokenizer_language(tmp_path):
 
 
 def test_prepare_drops_a_byte_order_mark(tmp_path):
-    code, output = prepare(tmp_path, {"train": "\ufeff" + GOOD})
+    code, output = prepare(tmp_path, {"train": "\ufeff" + GOOD}, process=True)
     assert code == 0, output
     symbols = Dictionary.load(str(tmp_path / "bin" / "bad" / "dict.txt")).symbols
     assert "The" in symbols and not any("\ufeff" in s for s in symbols)
