@@ -17,7 +17,7 @@ import stat
 
 import pytest
 from cli import last_line, refused, run_module
-from conftest import SAMPLE_DATA
+from conftest import SAMPLE_DATA, short_split
 
 NBEST = (
     "H-0\t-1.5\tthe cat sat\nP-0\t-0.5 -0.5 -0.25 -0.25\nH-0\t-2.0\ta cat\nP-0\t-1.0 -0.5 -0.5\n"
@@ -35,12 +35,33 @@ OUTPUTS = [
 ]
 
 
-def command(module, option, checkpoint, output, folder):
-    """The tool's arguments writing ``output`` with ``option`` from ``checkpoint``."""
+@pytest.fixture(scope="module")
+def short_data(tmp_path_factory):
+    """A data directory of the sample's dictionary and its valid split's first 20 lines: what the
+    cache tools read here (the whole split would only take longer to write the same files)."""
+    return short_split(tmp_path_factory.mktemp("short") / "data", 20)
+
+
+def command(module, option, checkpoint, output, folder, data=None):
+    """The tool's arguments writing ``output`` with ``option`` from ``checkpoint`` (the cache tools
+    reading ``data``'s valid split where given, else the data directory saved in the checkpoint)."""
+    read = ["--data", data] if data else []
     if module.endswith("cache_grid"):
-        return ["--path", checkpoint, "--windows", "10", "--thetas", "0.3", "--lambdas", "0.1", option, output]
+        return ["--path", checkpoint, *read, "--windows", "10", "--thetas", "0.3", "--lambdas", "0.1", option, output]
     if module.endswith("cache_posterior"):
-        return ["--path", checkpoint, "--gen-subset", "valid", "--top", "2", "--plot-words", "10", option, output]
+        return [
+            "--path",
+            checkpoint,
+            *read,
+            "--gen-subset",
+            "valid",
+            "--top",
+            "2",
+            "--plot-words",
+            "10",
+            option,
+            output,
+        ]
     if module.endswith("plot_attention"):
         return ["--path", checkpoint, option, output, "the cat sat"]
     nbest = folder / "in.nbest"
@@ -84,10 +105,30 @@ LINKS = {  # link kind -> (the file it names, given the folders above and anothe
 }
 
 
-@pytest.mark.parametrize("link", list(LINKS))
-@pytest.mark.parametrize("name, module, prog, option, model, kind", OUTPUTS, ids=[o[0] for o in OUTPUTS])
+REFUSED_LINKS = [link for link in LINKS if "checkpoint" in link]  # refused before the run
+WRITTEN_LINKS = [link for link in LINKS if link not in REFUSED_LINKS]  # replaced by the tool's run
+# Every output option is written through one link of the kinds a run replaces, each kind through
+# several tools (they all write through output_files.output_file: write_json, save_figure and the
+# n-best writer), and alm-rescore's --output-1best, the cheapest run, through every kind; every
+# output option meets every link onto a checkpoint (a refusal before the run, no model read).
+WRITTEN_THROUGH = {
+    "cache-grid-json": [WRITTEN_LINKS[0]],
+    "cache-posterior-json": [WRITTEN_LINKS[1]],
+    "cache-posterior-plot": [WRITTEN_LINKS[2]],
+    "plot-attention-out": [WRITTEN_LINKS[0]],
+    "rescore-1best": WRITTEN_LINKS,
+    "rescore-nbest": [WRITTEN_LINKS[2]],
+}
+CASES = [
+    pytest.param(link, *output, id=f"{output[0]}-{link}")
+    for output in OUTPUTS
+    for link in [*WRITTEN_THROUGH[output[0]], *REFUSED_LINKS]
+]
+
+
+@pytest.mark.parametrize("link, name, module, prog, option, model, kind", CASES)
 def test_an_output_that_is_a_link_is_replaced_never_written_through(
-    request, tmp_path, name, module, prog, option, model, kind, link
+    request, tmp_path, short_data, name, module, prog, option, model, kind, link
 ):
     checkpoint, _ = request.getfixturevalue(model)
     other, corpus = other_files(tmp_path)
@@ -100,7 +141,7 @@ def test_an_output_that_is_a_link_is_replaced_never_written_through(
     out = tmp_path / "out" / ("out.png" if kind == "png" else "out.json" if kind == "json" else "out.txt")
     out.parent.mkdir()
     os.link(target, out) if how == "hard" else out.symlink_to(target)
-    code, stdout, stderr = run_module(module, *command(module, option, checkpoint, out, tmp_path))
+    code, stdout, stderr = run_module(module, *command(module, option, checkpoint, out, tmp_path, short_data))
     if target == another_model:  # a checkpoint is no output, whatever its name: refused before the run
         assert code == 1 and refused(stderr, prog, f"{option} {out}") and "is a checkpoint" in stderr, stderr
         assert {folder: fingerprints(folder) for folder in before} == before
@@ -301,13 +342,15 @@ def test_cache_posterior_json_on_its_checkpoint_or_its_plot_is_refused(tmp_path,
 # ---------------------------------------------------------------- the file written is the one printed
 
 
-def test_plot_without_an_extension_prints_the_file_it_wrote(tiny_pointer, tmp_path):
+def test_plot_without_an_extension_prints_the_file_it_wrote(tiny_pointer, tmp_path, short_data):
     """`--plot noext` writes noext.png (matplotlib adds it) and prints that name."""
     checkpoint, data = tiny_pointer
     code, stdout, stderr = run_module(
         "alm_plugin.cli.cache_posterior",
         "--path",
         checkpoint,
+        "--data",
+        short_data,
         "--gen-subset",
         "valid",
         "--plot",
@@ -336,7 +379,7 @@ def test_alm_rescore_refuses_a_hard_link_into_the_checkpoints_data_directory(tin
     assert fingerprints(data) == before
 
 
-def test_a_fifo_output_gets_the_record_and_stays_a_fifo(tiny_attentive, tmp_path):
+def test_a_fifo_output_gets_the_record_and_stays_a_fifo(tiny_attentive, tmp_path, short_data):
     """A FIFO given as --json gets the record and stays a FIFO (not replaced by a regular file)."""
     import threading
 
@@ -347,7 +390,7 @@ def test_a_fifo_output_gets_the_record_and_stays_a_fifo(tiny_attentive, tmp_path
     reader = threading.Thread(target=lambda: got.append(open(fifo, encoding="utf-8").read()), daemon=True)
     reader.start()
     code, _, stderr = run_module(
-        "alm_plugin.cli.cache_grid", *command("cache_grid", "--json", checkpoint, fifo, tmp_path)
+        "alm_plugin.cli.cache_grid", *command("cache_grid", "--json", checkpoint, fifo, tmp_path, short_data)
     )
     reader.join(30)
     assert code == 0, stderr
