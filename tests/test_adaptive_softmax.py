@@ -4,11 +4,12 @@ against a hand computation, the tied default, and the refusals."""
 
 import math
 import os
+import shutil
 
 import pytest
 import torch
 from cli import ADAM24, TRAIN_COMMON, eval_lm_result, json_records, refused, run
-from conftest import SAMPLE_DATA
+from conftest import SAMPLE_DATA, short_split
 from fairseq.data import Dictionary, data_utils
 from test_end_to_end import hand_computed_nll
 
@@ -195,8 +196,12 @@ CUTOFFS = ["--adaptive-softmax-cutoff", "500,2000"]  # the sample's 6,208 ids: h
 
 
 @pytest.fixture(scope="module")
-def sample_test_split():
-    return list(data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "test"), None))
+def short_test_data(tmp_path_factory):
+    """The shipped sample with its test split cut to the first 60 lines (the whole training split)."""
+    root = short_split(tmp_path_factory.mktemp("adaptive") / "data", 60, name="test", source="test")
+    for suffix in ("bin", "idx"):
+        shutil.copy(os.path.join(SAMPLE_DATA, f"train.{suffix}"), root)
+    return root
 
 
 @pytest.mark.parametrize(
@@ -209,10 +214,10 @@ def sample_test_split():
         ("alm_lstm", ["--adaptive-softmax-untied"]),
     ],
 )
-def test_train_then_eval_lm_equals_the_hand_computation(tmp_path, sample_test_split, arch, extra):
+def test_train_then_eval_lm_equals_the_hand_computation(tmp_path, short_test_data, arch, extra):
     _, output = run(
         "train",
-        SAMPLE_DATA,
+        short_test_data,
         *TRAIN_COMMON,
         "--arch",
         arch,
@@ -220,18 +225,19 @@ def test_train_then_eval_lm_equals_the_hand_computation(tmp_path, sample_test_sp
         *CUTOFFS,
         *extra,
         "--max-update",
-        "30",
+        "15",
         "--save-dir",
         tmp_path,
     )
     losses = [float(r["loss"]) for r in json_records(output, "train_inner")]
     assert losses[-1] < losses[0] - 0.5, losses  # it learns on real text
     checkpoint = tmp_path / "checkpoint_last.pt"
-    nll, count = hand_computed_nll(checkpoint, sample_test_split, limit=10**6)
+    test_split = list(data_utils.load_indexed_dataset(os.path.join(short_test_data, "test"), None))
+    nll, count = hand_computed_nll(checkpoint, test_split, limit=10**6)
     batching = ["--batch-size", "16"] + (["--softmax-batch", "100"] if arch == "alm_lstm" and not extra else [])
     _, output = run(
         "eval_lm",
-        SAMPLE_DATA,
+        short_test_data,
         "--path",
         checkpoint,
         "--user-dir",
@@ -247,7 +253,7 @@ def test_train_then_eval_lm_equals_the_hand_computation(tmp_path, sample_test_sp
     if arch == "alm_lstm" and not extra:  # another cutoff than the checkpoint's is refused by name
         code, output = run(
             "eval_lm",
-            SAMPLE_DATA,
+            short_test_data,
             "--path",
             checkpoint,
             "--user-dir",
