@@ -8,13 +8,14 @@ import threading
 
 import pytest
 from cli import TRAIN_COMMON, eval_lm_result, run, run_module
-from conftest import SAMPLE_DATA
+from conftest import SAMPLE_DATA, short_split
 from fairseq.data import Dictionary, data_utils
 
 
 @pytest.fixture(scope="module")
 def model_and_text(tmp_path_factory):
-    """A small attentive LM (30 updates) and the sample's test split as text."""
+    """A small attentive LM (10 updates), the first 60 lines of the sample's test split as text, and
+    a data directory (``root / "data"``) whose test split holds those lines."""
     root = tmp_path_factory.mktemp("score")
     run(
         "train",
@@ -35,14 +36,14 @@ def model_and_text(tmp_path_factory):
         "--batch-size",
         "32",
         "--max-update",
-        "30",
+        "10",
         "--save-dir",
         root,
         "--no-epoch-checkpoints",
         "--disable-validation",
     )
     d = Dictionary.load(os.path.join(SAMPLE_DATA, "dict.txt"))
-    lines = data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "test"), d)
+    lines = data_utils.load_indexed_dataset(str(short_split(root / "data", 60, name="test", source="test") / "test"), d)
     text = root / "test.txt"
     text.write_text("".join(d.string(lines[i]) + "\n" for i in range(len(lines))), encoding="utf-8")
     return root / "checkpoint_last.pt", text
@@ -64,7 +65,7 @@ def test_corpus_perplexity_equals_fairseq_eval_lm(model_and_text):
     _, eval_ppl = eval_lm_result(
         run(
             "eval_lm",
-            SAMPLE_DATA,
+            checkpoint.parent / "data",
             "--path",
             checkpoint,
             "--user-dir",
@@ -74,11 +75,15 @@ def test_corpus_perplexity_equals_fairseq_eval_lm(model_and_text):
             "--cpu",
         )[1]
     )
-    assert summary.startswith("alm-score: 400 sentences, 11017 tokens") and summary.endswith(f"ppl {eval_ppl:.2f}")
+    split = data_utils.load_indexed_dataset(str(checkpoint.parent / "data" / "test"), None)
+    tokens = sum(len(split[i]) for i in range(len(split)))  # each line's </s> included
+    assert len(split) == 60 and tokens > 1000
+    summary_start = f"alm-score: 60 sentences, {tokens} tokens"
+    assert summary.startswith(summary_start) and summary.endswith(f"ppl {eval_ppl:.2f}"), summary
     table = [line.split("\t") for line in stdout.splitlines()]
-    assert table[0] == ["line", "logprob", "tokens", "unk", "ppl"] and len(table) == 401
+    assert table[0] == ["line", "logprob", "tokens", "unk", "ppl"] and len(table) == 61
     total = sum(float(r[1]) for r in table[1:])
-    assert math.exp(-total / 11017) == pytest.approx(eval_ppl, rel=1e-4)
+    assert math.exp(-total / tokens) == pytest.approx(eval_ppl, rel=1e-4)
 
 
 def test_scores_do_not_depend_on_batch_size_or_line_order(model_and_text):
