@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 from cli import last_line, refused, run_module
-from conftest import ROOT, SAMPLE_DATA
+from conftest import ROOT, SAMPLE_DATA, short_split
 
 GRID = ["--windows", "50", "--thetas", "0.3", "--lambdas", "0.2", "--cpu"]
 
@@ -194,13 +194,17 @@ def test_cache_posterior_refuses_a_bad_plot_or_count_before_the_run(tiny_pointer
 
 
 def test_cache_posterior_reads_the_old_split_option_as_gen_subset_with_a_note(tiny_pointer, tmp_path):
-    """--split, its name before alm-cache-grid's --gen-subset was taken: the same figures, and one note."""
+    """--split, its name before alm-cache-grid's --gen-subset was taken: the same figures, and one note
+    (on the valid split's first 20 lines)."""
     checkpoint, _ = tiny_pointer
+    data = short_split(tmp_path / "data", 20)
     runs = {
         option: run_module(
             "alm_plugin.cli.cache_posterior",
             "--path",
             checkpoint,
+            "--data",
+            data,
             option,
             "valid",
             "--json",
