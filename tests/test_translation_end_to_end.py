@@ -6,8 +6,8 @@ import math
 import os
 import random
 import re
+import runpy
 import shutil
-import subprocess
 import sys
 
 import pytest
@@ -240,9 +240,6 @@ def test_rescore_command_tunes_reranks_and_writes(corpus, nmt, lm, tmp_path):
     )
     nbest = _write(tmp_path / "test.nbest", output)
     command = [
-        sys.executable,
-        "-m",
-        "alm_plugin.cli.rescore",
         "--nbest",
         nbest,
         "--lm",
@@ -266,13 +263,11 @@ def test_rescore_command_tunes_reranks_and_writes(corpus, nmt, lm, tmp_path):
         "--output-nbest",
         tmp_path / "out.nbest",
     ]
-    proc = subprocess.run(list(map(str, command)), cwd=ROOT, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "LM scores are log2-probabilities" in proc.stdout
-    assert re.search(r"weights: TM=1,LM=[\d.]+,Len=-?[\d.]+", proc.stdout), proc.stdout
-    before, after = map(
-        float, re.search(r"test.nbest: BLEU ([\d.]+) \(system 1-best\) -> ([\d.]+)", proc.stdout).groups()
-    )
+    code, stdout, stderr = run_module("alm_plugin.cli.rescore", *command)
+    assert code == 0, stderr[-2000:]
+    assert "LM scores are log2-probabilities" in stdout
+    assert re.search(r"weights: TM=1,LM=[\d.]+,Len=-?[\d.]+", stdout), stdout
+    before, after = map(float, re.search(r"test.nbest: BLEU ([\d.]+) \(system 1-best\) -> ([\d.]+)", stdout).groups())
     assert after >= before  # tuned on this very set: never worse than the system's choice
     assert len((tmp_path / "1best.en").read_text().splitlines()) == 30
     rows = (tmp_path / "out.nbest").read_text().splitlines()
@@ -282,8 +277,8 @@ def test_rescore_command_tunes_reranks_and_writes(corpus, nmt, lm, tmp_path):
 
     # the references of another set do not line up: reported, nothing written
     command[command.index("--ref") + 1] = corpus / "text" / "valid.en"
-    proc = subprocess.run(list(map(str, command)), cwd=ROOT, capture_output=True, text=True)
-    assert proc.returncode != 0 and "do not line up: 10 reference lines have no hypotheses" in proc.stderr
+    code, _, stderr = run_module("alm_plugin.cli.rescore", *command)
+    assert code != 0 and "do not line up: 10 reference lines have no hypotheses" in stderr
 
 
 def test_shallow_fusion_with_lm_path_and_its_dictionary_check(corpus, nmt, lm, tmp_path):
@@ -390,32 +385,28 @@ def test_alm_score_names_a_translation_checkpoint_and_a_translation_data_directo
 
 
 @needs_shared_data("multi30k", "train.de")
-def test_multi30k_preparation_round_trips_the_bpe_text(tmp_path):
+def test_multi30k_preparation_round_trips_the_bpe_text(tmp_path, monkeypatch):
     from alm_plugin.text_forms import TextForms
 
     script = os.path.join(ROOT, "examples", "translation", "prepare_multi30k.py")
-    proc = subprocess.run(
-        [
-            sys.executable,
-            script,
-            "--train-pairs",
-            "300",
-            "--eval-pairs",
-            "20",
-            "--bpe-merges",
-            "300",
-            "--destdir",
-            tmp_path / "nmt",
-            "--lm-destdir",
-            tmp_path / "lm",
-            "--text-dir",
-            tmp_path / "text",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    arguments = [
+        script,
+        "--train-pairs",
+        "300",
+        "--eval-pairs",
+        "20",
+        "--bpe-merges",
+        "300",
+        "--destdir",
+        tmp_path / "nmt",
+        "--lm-destdir",
+        tmp_path / "lm",
+        "--text-dir",
+        tmp_path / "text",
+    ]
+    # run as `python prepare_multi30k.py ...` runs it, in this process (its fairseq-preprocess runs are processes)
+    monkeypatch.setattr(sys, "argv", [str(a) for a in arguments])
+    runpy.run_path(script, run_name="__main__")
     assert (tmp_path / "nmt" / "dict.txt").read_text() == (tmp_path / "nmt" / "dict.en.txt").read_text()
     assert (tmp_path / "lm" / "dict.txt").read_text() == (tmp_path / "nmt" / "dict.en.txt").read_text()
     forms = TextForms("en", str(tmp_path / "nmt" / "bpe.codes"))
