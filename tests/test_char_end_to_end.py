@@ -43,7 +43,7 @@ TRAIN = [
     "--optimizer",
     "adam",
     "--lr",
-    "0.005",
+    "0.01",
     "--clip-norm",
     "10",
     "--batch-size",
@@ -51,7 +51,7 @@ TRAIN = [
     "--tokens-per-sample",
     "20",
     "--log-interval",
-    "20",
+    "10",
     "--seed",
     "1",
 ]
@@ -96,7 +96,7 @@ def corpus(tmp_path_factory):
 def trained(corpus, tmp_path_factory):
     data, _ = corpus
     save_dir = tmp_path_factory.mktemp("char_ckpt")
-    _, output = run("train", data, *COMMON, *TRAIN, "--max-update", "200", "--save-dir", save_dir)
+    _, output = run("train", data, *COMMON, *TRAIN, "--max-update", "100", "--save-dir", save_dir)
     return save_dir, output
 
 
@@ -115,9 +115,9 @@ def test_resume_continues_mid_epoch(trained, corpus, tmp_path):
 
     save_dir, _ = trained
     shutil.copytree(save_dir, tmp_path / "r")
-    _, output = run("train", corpus[0], *COMMON, *TRAIN, "--max-update", "210", "--save-dir", tmp_path / "r")
-    assert re.search(r"Loaded checkpoint .*checkpoint_last\.pt \(epoch \d+ @ 200 updates\)", output)
-    assert json_records(output, "train")[-1]["train_num_updates"] == "210"
+    _, output = run("train", corpus[0], *COMMON, *TRAIN, "--max-update", "105", "--save-dir", tmp_path / "r")
+    assert re.search(r"Loaded checkpoint .*checkpoint_last\.pt \(epoch \d+ @ 100 updates\)", output)
+    assert json_records(output, "train")[-1]["train_num_updates"] == "105"
 
 
 def hand_scored_test(checkpoint, data):
@@ -135,10 +135,16 @@ def hand_scored_test(checkpoint, data):
     return d, words, log_probs.flatten().double()
 
 
-def test_eval_lm_and_validate_equal_hand_computation_and_count_every_character(trained, corpus):
+@pytest.fixture(scope="module")
+def hand_scored(trained, corpus):
+    """``hand_scored_test`` of checkpoint_best.pt, computed once for the tests that check against it."""
+    return hand_scored_test(trained[0] / "checkpoint_best.pt", corpus[0])
+
+
+def test_eval_lm_and_validate_equal_hand_computation_and_count_every_character(trained, corpus, hand_scored):
     save_dir, _ = trained
     data, text = corpus
-    d, words, log_probs = hand_scored_test(save_dir / "checkpoint_best.pt", data)
+    d, words, log_probs = hand_scored
     new = [d.index(w) for w in NEW_WORDS]
     # no word became <unk>: the only <unk>s are the sample's own literal ones
     literal = (text / "test.txt").read_text(encoding="utf-8").split().count("<unk>")
@@ -187,11 +193,11 @@ def alm_score(*args, stdin=None):
     return [json.loads(line) for line in stdout.splitlines()], stderr.strip().splitlines()[-1]
 
 
-def test_alm_score_reads_the_text_as_eval_lm_does_and_counts_bits_per_character(trained, corpus):
+def test_alm_score_reads_the_text_as_eval_lm_does_and_counts_bits_per_character(trained, corpus, hand_scored):
     save_dir, _ = trained
     data, text = corpus
     checkpoint = save_dir / "checkpoint_best.pt"
-    d, words, log_probs = hand_scored_test(checkpoint, data)
+    d, words, log_probs = hand_scored
     rows, summary = alm_score("--path", checkpoint, "--format", "jsonl", text / "test.txt")
     characters = len((text / "test.txt").read_text(encoding="utf-8"))
     assert sum(r["chars"] for r in rows) == characters and sum(r["tokens"] for r in rows) == words.numel()
