@@ -1,9 +1,6 @@
 """A command a tool prints for the user to run (alm-cache-grid's `use:` line) runs as printed from
 any directory: the data, the checkpoint and the plugin (--user-dir) by absolute path, quoted for
-the shell.
-
-Before: the line carried `--user-dir alm_plugin` (and the paths as given), so run from another
-directory it failed: `FileNotFoundError: <cwd>/alm_plugin`."""
+the shell (a relative `--user-dir alm_plugin` run elsewhere fails: `FileNotFoundError: <cwd>/alm_plugin`)."""
 
 import json
 import os
@@ -13,6 +10,7 @@ import shutil
 import subprocess
 import sys
 
+import cli
 import pytest
 from cli import eval_lm_result, run_module
 from conftest import ROOT
@@ -52,7 +50,27 @@ def test_the_printed_eval_lm_command_runs_as_printed_from_another_directory(requ
     assert command[command.index("--path") + 1] == str(checkpoint)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    program = shutil.which("fairseq-eval-lm")
+    code, output = run_from(elsewhere, [*command, "--cpu"])
+    assert code == 0, output[-3000:]
+    chosen = json.loads(out.read_text())
+    assert eval_lm_result(output)[1] == pytest.approx(chosen["ppl_with_cache"], rel=2e-3)
+    assert os.listdir(elsewhere) == []  # nothing written where it ran
+
+
+def run_from(directory, command):
+    """(returncode, stdout + stderr) of ``command`` (fairseq-eval-lm and its arguments) run from
+    ``directory``: its cli_main in this process, with that working directory (a fresh process
+    with ALM_TESTS_SUBPROCESS=1: the console script, as a shell runs it)."""
+    if cli.IN_PROCESS:
+        from fairseq_cli.eval_lm import cli_main
+
+        def main_there():
+            os.chdir(directory)  # the run's own directory; the caller's is restored after it
+            return cli_main()
+
+        code, stdout, stderr = cli._in_process(main_there, command, log_to_stdout=True)
+        return code, stdout + stderr
+    program = shutil.which(command[0])
     launch = (
         [program]
         if program
@@ -62,11 +80,8 @@ def test_the_printed_eval_lm_command_runs_as_printed_from_another_directory(requ
             "import sys; from fairseq_cli.eval_lm import cli_main; sys.argv[0] = 'fairseq-eval-lm'; cli_main()",
         ]
     )
-    proc = subprocess.run([*launch, *command[1:], "--cpu"], cwd=elsewhere, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    chosen = json.loads(out.read_text())
-    assert eval_lm_result(proc.stdout + proc.stderr)[1] == pytest.approx(chosen["ppl_with_cache"], rel=2e-3)
-    assert os.listdir(elsewhere) == []  # nothing written where it ran
+    proc = subprocess.run([*launch, *command[1:]], cwd=directory, capture_output=True, text=True, timeout=300)
+    return proc.returncode, proc.stdout + proc.stderr
 
 
 def test_the_command_quotes_a_path_the_shell_would_split(tmp_path, monkeypatch):
