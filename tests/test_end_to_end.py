@@ -195,7 +195,7 @@ def test_eval_lm_cutting_sentences_is_exact_and_warned(trained):
         "sentence_language_modeling",
         "--cpu",
         "--batch-size",
-        "7",
+        "64",
         "--eval-tokens-per-sample",
         "5",
     )
