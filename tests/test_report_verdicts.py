@@ -5,9 +5,9 @@ them said to be so, with the gap epoch by epoch.
 
 Fast: the rows' JSON are made here (no fairseq run; the root is conftest.py's)."""
 
+import copy
 import dataclasses
 import importlib
-import pickle
 
 import pytest
 
@@ -176,8 +176,8 @@ def test_every_goal_is_the_bound_its_block_states(monkeypatch):
     def load(self, results_dir=None):  # each corpus's files read and checked once; every call a fresh copy
         key = (self.name, results_dir)
         if key not in stored:
-            stored[key] = pickle.dumps(read(self, results_dir))
-        return pickle.loads(stored[key])
+            stored[key] = read(self, results_dir)
+        return copy.deepcopy(stored[key])
 
     monkeypatch.setattr(rows.Corpus, "load", load)
     declared = comparisons.GOALS
