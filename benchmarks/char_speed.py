@@ -12,7 +12,7 @@ import shutil
 import statistics
 
 from benchmarks import ROOT
-from benchmarks.fairseq_runs import characters_per_word, fairseq, training_words_per_second
+from benchmarks.fairseq_runs import characters_per_word, fairseq, fairseq_lstm_lm, training_words_per_second
 from benchmarks.timing import SAMPLE, device_name, measure, parse, speed_parser, write_figures
 
 OPEN_VOCABULARY = (["--task", "open_vocabulary_language_modeling"], "open_vocabulary_cross_entropy")
@@ -31,26 +31,7 @@ def model_args(size, embed):
         "hclm": (*OPEN_VOCABULARY, ["--arch", "hclm"] + common),
         "char_cache_lm (K=100)": (*OPEN_VOCABULARY, ["--arch", "char_cache_lm", "--cache-size", "100"] + common),
         "char_lstm_lm": (*OPEN_VOCABULARY, ["--arch", "char_lstm_lm"] + common),
-        "lstm_lm (word level)": (
-            *WORD_STREAMS,
-            [
-                "--arch",
-                "lstm_lm",
-                "--decoder-embed-dim",
-                size,
-                "--decoder-hidden-size",
-                size,
-                "--decoder-out-embed-dim",
-                size,
-                "--decoder-layers",
-                "1",
-                "--share-decoder-input-output-embed",
-                "--decoder-dropout-in",
-                "0.5",
-                "--decoder-dropout-out",
-                "0.5",
-            ],
-        ),
+        "lstm_lm (word level)": (*WORD_STREAMS, list(fairseq_lstm_lm(size, 1, 0.5, tied=True))),
     }
 
 

@@ -88,6 +88,17 @@ def plugin_task(data, *args, parser="train"):
     return parsed, tasks.setup_task(parsed)
 
 
+def fairseq_lstm_lm(size, layers, dropout, tied=False):
+    """fairseq's own ``lstm_lm`` at our width, depth and dropout (its own flag names), tied or not."""
+    size, layers, dropout = str(size), str(layers), str(dropout)
+    return (
+        *("--arch", "lstm_lm", "--decoder-embed-dim", size, "--decoder-hidden-size", size),
+        *("--decoder-out-embed-dim", size, "--decoder-layers", layers),
+        *(("--share-decoder-input-output-embed",) if tied else ()),
+        *("--decoder-dropout-in", dropout, "--decoder-dropout-out", dropout),
+    )
+
+
 def prepare(corpus, name, sentences=0, open_vocabulary=False, train_only=False):
     """``data-bin/<name>``: ``corpus`` of ../shared/data binarised by prepare_lm_data.py (once),
     ``sentences`` training sentences of it (0: all; ``train_only``: valid, test and the dictionary whole)."""

@@ -20,6 +20,7 @@ import os
 from dataclasses import dataclass, field
 
 from benchmarks import ROOT
+from benchmarks.fairseq_runs import fairseq_lstm_lm
 from benchmarks.result_files import read_result
 
 SIZE, DROPOUT = "200", "0.2"
@@ -117,22 +118,7 @@ OURS = ("--embed-dim", SIZE, "--hidden-size", SIZE, "--num-layers", "2", "--drop
 # held; under --zero-context W_c's context half never trains, so it trains more (benchmarks/trainable.py)
 MATCHED_SIZE = "205"
 MATCHED = ("--embed-dim", MATCHED_SIZE, "--hidden-size", MATCHED_SIZE, "--num-layers", "2", "--dropout", DROPOUT)
-FAIRSEQ_LSTM = (
-    "--arch",
-    "lstm_lm",
-    "--decoder-embed-dim",
-    SIZE,
-    "--decoder-hidden-size",
-    SIZE,
-    "--decoder-out-embed-dim",
-    SIZE,
-    "--decoder-layers",
-    "2",
-    "--decoder-dropout-in",
-    DROPOUT,
-    "--decoder-dropout-out",
-    DROPOUT,
-)
+FAIRSEQ_LSTM = fairseq_lstm_lm(SIZE, 2, DROPOUT)
 
 
 def model_rows(extra, recipe):
@@ -499,21 +485,7 @@ PTB_SLICE = Corpus(
         "fairseq-lstm_lm": Row(
             "(a) LSTM (fairseq `lstm_lm`)",
             (
-                "--arch",
-                "lstm_lm",
-                "--decoder-embed-dim",
-                "256",
-                "--decoder-hidden-size",
-                "256",
-                "--decoder-out-embed-dim",
-                "256",
-                "--decoder-layers",
-                "2",
-                "--share-decoder-input-output-embed",
-                "--decoder-dropout-in",
-                "0.3",
-                "--decoder-dropout-out",
-                "0.3",
+                *fairseq_lstm_lm(256, 2, 0.3, tied=True),
                 *ADAM,
             ),
         ),

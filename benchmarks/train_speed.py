@@ -17,7 +17,7 @@ import sys
 
 import torch
 
-from benchmarks.fairseq_runs import training_words_per_second
+from benchmarks.fairseq_runs import fairseq_lstm_lm, training_words_per_second
 from benchmarks.timing import (
     SAMPLE,
     device_name,
@@ -43,23 +43,7 @@ STEP_MODELS = {
 def fairseq_models(size, layers, dropout):
     ours = ["--embed-dim", size, "--hidden-size", size, "--num-layers", layers, "--dropout", dropout]
     return {
-        "lstm_lm (fairseq)": [
-            "--arch",
-            "lstm_lm",
-            "--decoder-embed-dim",
-            size,
-            "--decoder-hidden-size",
-            size,
-            "--decoder-out-embed-dim",
-            size,
-            "--decoder-layers",
-            layers,
-            "--share-decoder-input-output-embed",
-            "--decoder-dropout-in",
-            dropout,
-            "--decoder-dropout-out",
-            dropout,
-        ],
+        "lstm_lm (fairseq)": list(fairseq_lstm_lm(size, layers, dropout, tied=True)),
         "alm_lstm (ours)": ["--arch", "alm_lstm", *ours],
         "attentive_lm single": ["--arch", "attentive_lm", *ours, "--attention-score", "single"],
         "attentive_lm combined": ["--arch", "attentive_lm", *ours, "--attention-score", "combined"],
