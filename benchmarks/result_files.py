@@ -9,10 +9,13 @@ returns is a ``CheckedRow``, whose ``[key]`` raises ``ResultError`` where the ke
 A key read with ``.get`` or tested with ``in`` stays optional: the keys whose presence is checked are
 exactly those a block reads."""
 
+import importlib
+import importlib.util
 import json
 import math
 import os
 import sys
+import types
 
 
 class ResultError(Exception):
@@ -139,6 +142,25 @@ def read_result(path):
     return checked(record, path)
 
 
+def plugin_files():
+    """``alm_plugin.errors.UserError`` and ``alm_plugin.output_files``. Importing ``alm_plugin`` registers the
+    plugin with fairseq (torch, fairseq: ~6 CPU-s a process); a script that only reads and writes JSON
+    (``table.py --progress``, ``gpu/paper_record.py``) and has not imported it loads these two modules alone,
+    as a package of their own (``_alm_plugin_files``): the same code, the plugin left unimported."""
+    if "alm_plugin" in sys.modules:
+        from alm_plugin import errors, output_files
+    else:
+        package = sys.modules.get("_alm_plugin_files")
+        if package is None:
+            folder = os.path.dirname(importlib.util.find_spec("alm_plugin").origin)
+            package = types.ModuleType("_alm_plugin_files")
+            package.__path__ = [folder]
+            sys.modules["_alm_plugin_files"] = package
+        errors = importlib.import_module("_alm_plugin_files.errors")
+        output_files = importlib.import_module("_alm_plugin_files.output_files")
+    return errors.UserError, output_files
+
+
 def check_json(parser, path, data=(), option="--json", inputs=None):
     """Before the run: a script's ``--json`` checked as every tool's output is
     (``alm_plugin.output_files.check_outputs``: a name, not a folder, none of ``inputs`` (``{what:
@@ -147,11 +169,11 @@ def check_json(parser, path, data=(), option="--json", inputs=None):
     it is); refused in one line, exit status 2."""
     if path is None:
         return
-    from alm_plugin.errors import UserError
-    from alm_plugin.output_files import check_outputs
-
+    UserError, output_files = plugin_files()
     try:
-        check_outputs({option: path}, inputs or {}, data=[folder for folder in data if folder], results=True)
+        output_files.check_outputs(
+            {option: path}, inputs or {}, data=[folder for folder in data if folder], results=True
+        )
     except UserError as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
 
@@ -163,11 +185,9 @@ def write_json(path, value, announce=True):
     ``announce``: say ``wrote PATH``."""
     if path is None:
         return
-    from alm_plugin.errors import UserError
-    from alm_plugin.output_files import write_json as write
-
+    UserError, output_files = plugin_files()
     try:
-        write(path, value)
+        output_files.write_json(path, value)
     except UserError as error:
         sys.exit(f"{os.path.basename(sys.argv[0]) or 'benchmarks'}: error: {error}")
     if announce:
