@@ -134,7 +134,8 @@ def test_dry_run_of_the_paper_step_resumes_across_commands(tmp_path):
     dynamic evaluation and both chosen on valid, the device."""
     env = {"ALM_GPU_RESULTS": str(tmp_path / "results"), "ALM_GPU_WORK": str(tmp_path / "work")}
     try:
-        first = run_sh("--dry-run", "paper", "lstm", env={**env, "GPU_RUN_BUDGET": "45"}, timeout=180)
+        # a budget that ends the step once the row trains (its train.log begun), before it is scored
+        first = run_sh("--dry-run", "paper", "lstm", env={**env, "GPU_RUN_BUDGET": "50"}, timeout=180)
         assert first.returncode == 3, first.stdout + first.stderr
         assert "paper: lstm started" in first.stdout
         assert re.search(
