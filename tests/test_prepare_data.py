@@ -6,12 +6,41 @@ import subprocess
 import sys
 
 import pytest
+from cli import _in_process, run
 from conftest import ROOT, needs_shared_data
 from fairseq.data import Dictionary, data_utils
 
+import examples.language_model.prepare_lm_data as prepare_lm_data
 from examples.language_model.prepare_lm_data import split_sentences
 
 SCRIPT = os.path.join(ROOT, "examples", "language_model", "prepare_lm_data.py")
+
+
+class _PreprocessInProcess:
+    """The ``subprocess`` a script sees: ``fairseq-preprocess`` runs as ``cli.run`` runs it (in
+    this process, its output printed where the script's goes, its exit code returned); any other
+    command runs as a process."""
+
+    def __getattr__(self, name):
+        return getattr(subprocess, name)
+
+    @staticmethod
+    def run(command, *args, **kwargs):
+        if command[0] != "fairseq-preprocess":
+            return subprocess.run(command, *args, **kwargs)
+        code, output = run("preprocess", *command[1:], check=False)
+        print(output, end="")
+        if kwargs.get("check") and code != 0:
+            raise subprocess.CalledProcessError(code, command)
+        return subprocess.CompletedProcess(command, code)
+
+
+def run_script(*args, module=prepare_lm_data):
+    """``python SCRIPT args`` run in this process (``module.main`` with that argv, its
+    fairseq-preprocess in this process too); returns (exit code, stdout, stderr)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(module, "subprocess", _PreprocessInProcess())
+        return _in_process(module.main, [module.__file__, *map(str, args)])
 
 
 def test_paragraphs_split_after_sentence_final_tokens():
@@ -40,28 +69,23 @@ def test_raw_text_is_tokenised_and_binarised(made):
 
 @needs_shared_data("wikitext-2", "valid.tokens")
 def test_shipped_sample_is_what_the_script_makes(tmp_path):
-    """The committed data-bin/wikitext-2-sample is reproducible from ../shared/data."""
-    subprocess.run(
-        [
-            sys.executable,
-            SCRIPT,
-            "--corpus",
-            "wikitext-2",
-            "--sample-sentences",
-            "4000",
-            "--threshold",
-            "2",
-            "--name",
-            "wikitext-2-sample",
-            "--destdir",
-            tmp_path,
-            "--text-dir",
-            tmp_path / "text",
-        ],
-        check=True,
-        capture_output=True,
-        cwd=tmp_path,
+    """The committed data-bin/wikitext-2-sample is reproducible from ../shared/data (the script
+    run in this process, its fairseq-preprocess too)."""
+    code, _, stderr = run_script(
+        "--corpus",
+        "wikitext-2",
+        "--sample-sentences",
+        "4000",
+        "--threshold",
+        "2",
+        "--name",
+        "wikitext-2-sample",
+        "--destdir",
+        tmp_path,
+        "--text-dir",
+        tmp_path / "text",
     )
+    assert code == 0, stderr
     for name in ("dict.txt", "valid.bin", "test.idx"):
         made = (tmp_path / "wikitext-2-sample" / name).read_bytes()
         shipped = open(os.path.join(ROOT, "data-bin", "wikitext-2-sample", name), "rb").read()
@@ -75,31 +99,19 @@ GOOD = "The cat sat on the mat .\nA dog ran far away .\n"
 
 def prepare(tmp_path, texts, *extra, env=None):
     """Run the script on raw/{train,valid,test}.txt (``texts``: split -> str or bytes; others GOOD)
-    into tmp_path/bin/d and tmp_path/text/d; returns (exit code, output)."""
+    into tmp_path/bin/d and tmp_path/text/d; returns (exit code, output). With ``env``, a
+    process of its own with that environment (its fairseq-preprocess found on env's PATH);
+    without, in this process."""
     raw = tmp_path / "raw"
     raw.mkdir(exist_ok=True)
     for split in ("train", "valid", "test"):
         data = texts.get(split, GOOD)
         (raw / f"{split}.txt").write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
-    proc = subprocess.run(
-        [
-            sys.executable,
-            SCRIPT,
-            "--raw-dir",
-            raw,
-            "--name",
-            "d",
-            "--destdir",
-            tmp_path / "bin",
-            "--text-dir",
-            tmp_path / "text",
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=env,
-    )
+    command = ["--raw-dir", raw, "--name", "d", "--destdir", tmp_path / "bin", "--text-dir", tmp_path / "text", *extra]
+    if env is None:  # in this process (fairseq-preprocess too), one preprocessing worker
+        code, stdout, stderr = run_script(*command, "--workers", "1")
+        return code, stdout + stderr
+    proc = subprocess.run([sys.executable, SCRIPT, *command], capture_output=True, text=True, cwd=tmp_path, env=env)
     return proc.returncode, proc.stdout + proc.stderr
 
 
@@ -241,26 +253,22 @@ def test_sample_train_only_keeps_the_dev_splits_and_the_whole_dictionary(tmp_pat
     (raw / "train.txt").write_text("a b\nc d\ne f\ng h\n")
     for split in ("valid", "test"):
         (raw / f"{split}.txt").write_text("a c\ne g\nb d\n")
-    subprocess.run(
-        [
-            sys.executable,
-            SCRIPT,
-            "--raw-dir",
-            raw,
-            "--sample-sentences",
-            "2",
-            "--sample-train-only",
-            "--name",
-            "slice",
-            "--destdir",
-            tmp_path / "bin",
-            "--text-dir",
-            tmp_path / "text",
-        ],
-        check=True,
-        capture_output=True,
-        cwd=tmp_path,
+    code, _, stderr = run_script(
+        "--raw-dir",
+        raw,
+        "--sample-sentences",
+        "2",
+        "--sample-train-only",
+        "--name",
+        "slice",
+        "--destdir",
+        tmp_path / "bin",
+        "--text-dir",
+        tmp_path / "text",
+        "--workers",
+        "1",
     )
+    assert code == 0, stderr
     dictionary = Dictionary.load(str(tmp_path / "bin" / "slice" / "dict.txt"))
     assert {"g", "h"} <= set(dictionary.symbols)  # from training sentences past the slice
     counts = {
@@ -268,13 +276,8 @@ def test_sample_train_only_keeps_the_dev_splits_and_the_whole_dictionary(tmp_pat
         for split in ("train", "valid", "test")
     }
     assert counts == {"train": 2, "valid": 3, "test": 3}
-    refused = subprocess.run(
-        [sys.executable, SCRIPT, "--raw-dir", raw, "--sample-train-only", "--name", "x", "--destdir", tmp_path / "bin"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
-    assert refused.returncode == 2 and "give --sample-sentences N" in refused.stderr
+    code, _, stderr = run_script("--raw-dir", raw, "--sample-train-only", "--name", "x", "--destdir", tmp_path / "bin")
+    assert code == 2 and "give --sample-sentences N" in stderr
 
 
 @pytest.mark.parametrize("count", ["-5", "0"])
