@@ -6,15 +6,14 @@ import collections
 import json
 import math
 import re
-import subprocess
-import sys
 
 import pytest
 import torch
 from cli import eval_lm_result, json_records, run, run_module
-from conftest import ROOT, SAMPLE_DATA
+from conftest import SAMPLE_DATA
 from fairseq import checkpoint_utils
 from fairseq.data import Dictionary, data_utils
+from test_prepare_data import run_script
 
 NEW_WORDS = ["Zyzzyva", "Quetzalcoatlus"]  # in no split but test
 COMMON = [
@@ -71,24 +70,10 @@ def corpus(tmp_path_factory):
         if split == "test":
             text[3] = f"{NEW_WORDS[0]} {text[3]} {NEW_WORDS[1]} {NEW_WORDS[0]}"
         (raw / f"{split}.txt").write_text("\n".join(text) + "\n", encoding="utf-8")
-    subprocess.run(
-        [
-            sys.executable,
-            "examples/language_model/prepare_lm_data.py",
-            "--raw-dir",
-            raw,
-            "--open-vocabulary",
-            "--name",
-            "ov",
-            "--destdir",
-            root,
-            "--text-dir",
-            root / "text",
-        ],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-    )
+    code, _, stderr = run_script(
+        "--raw-dir", raw, "--open-vocabulary", "--name", "ov", "--destdir", root, "--text-dir", root / "text"
+    )  # prepare_lm_data.py, in this process
+    assert code == 0, stderr
     return root / "ov", root / "text" / "ov"
 
 
