@@ -16,6 +16,9 @@ from examples.language_model.prepare_lm_data import split_sentences
 SCRIPT = os.path.join(ROOT, "examples", "language_model", "prepare_lm_data.py")
 
 
+_PROCESS = subprocess.run  # a process, whatever a test puts in subprocess.run
+
+
 class _PreprocessInProcess:
     """The ``subprocess`` a script sees: ``fairseq-preprocess`` runs as ``cli.run`` runs it (in
     this process, its output printed where the script's goes, its exit code returned); any other
@@ -27,7 +30,7 @@ class _PreprocessInProcess:
     @staticmethod
     def run(command, *args, **kwargs):
         if command[0] != "fairseq-preprocess":
-            return subprocess.run(command, *args, **kwargs)
+            return _PROCESS(command, *args, **kwargs)
         code, output = run("preprocess", *command[1:], check=False)
         print(output, end="")
         if kwargs.get("check") and code != 0:

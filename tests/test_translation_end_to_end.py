@@ -8,12 +8,14 @@ import random
 import re
 import runpy
 import shutil
+import subprocess
 import sys
 
 import pytest
 import torch
 from cli import json_records, run, run_module
 from conftest import ROOT, needs_shared_data
+from test_prepare_data import _PreprocessInProcess
 
 from alm_plugin.nbest import group_by_sentence, read_nbest
 from alm_plugin.scoring import LanguageModelScorer
@@ -404,8 +406,9 @@ def test_multi30k_preparation_round_trips_the_bpe_text(tmp_path, monkeypatch):
         "--text-dir",
         tmp_path / "text",
     ]
-    # run as `python prepare_multi30k.py ...` runs it, in this process (its fairseq-preprocess runs are processes)
+    # run as `python prepare_multi30k.py ...` runs it, in this process (its fairseq-preprocess runs too)
     monkeypatch.setattr(sys, "argv", [str(a) for a in arguments])
+    monkeypatch.setattr(subprocess, "run", _PreprocessInProcess.run)
     runpy.run_path(script, run_name="__main__")
     assert (tmp_path / "nmt" / "dict.txt").read_text() == (tmp_path / "nmt" / "dict.en.txt").read_text()
     assert (tmp_path / "lm" / "dict.txt").read_text() == (tmp_path / "nmt" / "dict.en.txt").read_text()
