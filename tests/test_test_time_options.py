@@ -9,7 +9,7 @@ import sys
 
 import pytest
 from cli import TRAIN_COMMON, eval_lm_result, refused, run, run_module
-from conftest import ROOT, SAMPLE_DATA
+from conftest import ROOT, SAMPLE_DATA, short_split
 
 TINY = [
     "--arch",
@@ -66,11 +66,19 @@ def blocks_model(tmp_path_factory):
     return save / "checkpoint_last.pt"
 
 
-def test_the_grids_command_reproduces_its_figure_on_its_split(blocks_model, tmp_path):
+@pytest.fixture(scope="module")
+def short_valid(tmp_path_factory):
+    """The sample's dictionary and its valid split's first 80 lines."""
+    return short_split(tmp_path_factory.mktemp("short_valid"), 80)
+
+
+def test_the_grids_command_reproduces_its_figure_on_its_split(blocks_model, short_valid, tmp_path):
     code, out, err = run_module(
         "alm_plugin.cli.cache_grid",
         "--path",
         blocks_model,
+        "--data",
+        short_valid,
         "--windows",
         "50",
         "--thetas",
@@ -85,14 +93,15 @@ def test_the_grids_command_reproduces_its_figure_on_its_split(blocks_model, tmp_
     best = float(re.search(r"best: ([\d.]+)", out).group(1))
     command = shlex.split(re.search(r"^use: (.*)$", out, re.M).group(1))
     assert command[0] == "fairseq-eval-lm" and "--gen-subset" in command and "--sample-break-mode" in command
+    assert command[1] == str(short_valid)
     _, output = run("eval_lm", *command[1:], "--cpu")
     assert eval_lm_result(output)[1] == pytest.approx(best, rel=2e-3)  # before: 345.02 against 338.93
 
 
-def test_eval_lm_never_drops_a_token_at_the_extremes_the_options_accept(blocks_model):
+def test_eval_lm_never_drops_a_token_at_the_extremes_the_options_accept(blocks_model, short_valid):
     _, output = run(
         "eval_lm",
-        SAMPLE_DATA,
+        short_valid,
         "--path",
         blocks_model,
         *EVAL,
@@ -228,16 +237,13 @@ def test_importing_the_plugin_prints_no_chatter():
 GRID_POINT = ["--windows", "50", "--thetas", "0.3", "--lambdas", "0.2", "--cpu"]
 
 
-def test_lr_0_in_the_grid_is_the_static_point(adaptive_sentence):
+def test_lr_0_in_the_grid_is_the_static_point(adaptive_sentence, short_valid):
     """--dynamic-lrs 0,0.3 takes 0 as the static point, not as dynamic evaluation switched off with a decay given."""
-    code, out, err = run_module(
-        "alm_plugin.cli.cache_grid", "--path", adaptive_sentence, *GRID_POINT, "--dynamic-lrs", "0,0.3"
-    )
+    grid = ["alm_plugin.cli.cache_grid", "--path", adaptive_sentence, "--data", short_valid, *GRID_POINT]
+    code, out, err = run_module(*grid, "--dynamic-lrs", "0,0.3")
     assert code == 0, err
     assert "dynamic evaluation lr 0.3 decay 0 (sgd)" in out and "lr 0 decay" not in out
-    code, alone, err = run_module(
-        "alm_plugin.cli.cache_grid", "--path", adaptive_sentence, *GRID_POINT, "--dynamic-lrs", "0.3"
-    )
+    code, alone, err = run_module(*grid, "--dynamic-lrs", "0.3")
     assert code == 0 and alone == out  # the static point is measured either way
 
 
