@@ -278,30 +278,9 @@ def test_a_split_named_train_is_scored_as_any_split_is(stream_models, tmp_path):
     with dynamic evaluation reads it as one stream of --dynamic-eval-segment words, as it reads
     valid, whatever --tokens-per-sample (a reading that ignored the segment gave 224.14 / 218.65 /
     204.26 at --tokens-per-sample 35 / 20 / 7)."""
-    from fairseq.data import data_utils
-
     root, _ = stream_models
-    d = Dictionary.load(os.path.join(SAMPLE_DATA, "dict.txt"))
-    lines = data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "valid"), d)
-    text = tmp_path / "text.txt"  # valid's first 20 lines, binarised under both names
-    text.write_text("".join(d.string(lines[i][:-1]) + "\n" for i in range(20)))
-    data = tmp_path / "db"
-    code, output = run(
-        "preprocess",
-        "--only-source",
-        "--srcdict",
-        os.path.join(SAMPLE_DATA, "dict.txt"),
-        "--trainpref",
-        text,
-        "--validpref",
-        text,
-        "--destdir",
-        data,
-        "--workers",
-        "1",
-        check=False,
-    )
-    assert code == 0, output
+    data = short_split(tmp_path / "db", 20, name="train")  # valid's first 20 lines under both names
+    short_split(data, 20)
     common = [
         data,
         "--user-dir",
@@ -349,40 +328,24 @@ def test_stream_reading_refusals(stream_models, tmp_path):
         check=False,
     )
     assert code != 0 and "--stream-burn-in -1: the words a stream reads before it scores must be 0 or more" in output
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    (tmp_path / "empty.txt").write_text("")
-    shutil.copy(os.path.join(SAMPLE_DATA, "dict.txt"), empty)
-    code, output = run(
-        "preprocess",
-        "--only-source",
-        "--srcdict",
-        empty / "dict.txt",
-        "--validpref",
-        tmp_path / "empty.txt",
-        "--destdir",
-        empty,
-        "--workers",
-        "1",
-        check=False,
-    )
-    assert code == 0, output
+    empty = short_split(tmp_path / "empty", 0)  # valid.bin empty, as fairseq-preprocess writes an empty text
     code, output = run("eval_lm", empty, *common, "--gen-subset", "valid", "--batch-size", "2", check=False)
     assert code != 0 and "the 'valid' split in" in output and "holds no line (valid.bin is empty)" in output
     assert "Traceback" not in output
     text = tmp_path / "text.txt"
     text.write_text("the game was released in japan .\n" * 3)
+    short = short_split(tmp_path / "short", 20)  # the sample's training split, valid's first 20 lines
+    for name in ("train.bin", "train.idx"):
+        shutil.copy(os.path.join(SAMPLE_DATA, name), short)
     rms = ["--dynamic-eval-lr", "0.01", "--dynamic-eval-rule", "rms", "--dynamic-eval-stats-batches", "2"]
-    code, out, err = run_module(
-        "alm_plugin.cli.score", "--path", checkpoint, "--data", SAMPLE_DATA, "--cpu", *rms, text
-    )
+    code, out, err = run_module("alm_plugin.cli.score", "--path", checkpoint, "--data", short, "--cpu", *rms, text)
     assert code == 0 and "ppl" in out, out + err
     code, out, err = run_module(
         "alm_plugin.cli.cache_grid",
         "--path",
         checkpoint,
         "--data",
-        SAMPLE_DATA,
+        short,
         "--cpu",
         "--windows",
         "10",
