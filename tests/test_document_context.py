@@ -525,9 +525,7 @@ def test_cache_posterior_command_shows_the_pointer_gate(stream_models, short_val
     assert stdout.splitlines()[3].split() == ["copied", "by", "the", "pointer", "from", "the", "softmax"]
 
 
-def test_cache_grid_on_a_stream_model_with_dynamic_evaluation_reproduces_its_best_with_eval_lm(
-    stream_models, short_valid, tmp_path
-):
+def test_cache_grid_on_a_stream_model_with_dynamic_evaluation_reproduces_its_best_with_eval_lm(stream_models, tmp_path):
     """The route the WikiText-2 table's stream rows take: the split read as one stream in segments,
     adapting, its per-token results kept in a block that grows (a list of them pinned the heap and
     was OOM-killed past 21 GB); the figure is eval-lm's for the command it prints."""
@@ -537,7 +535,7 @@ def test_cache_grid_on_a_stream_model_with_dynamic_evaluation_reproduces_its_bes
         "--path",
         root / "attentive_lm" / "checkpoint_last.pt",
         "--data",
-        short_valid,
+        short_split(tmp_path / "data", 40),  # valid's first 40 lines
         "--windows",
         "60",
         "--thetas",
