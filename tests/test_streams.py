@@ -107,11 +107,17 @@ def short_valid(tmp_path_factory):
     return short_split(tmp_path_factory.mktemp("short_valid"), 80)
 
 
+@pytest.fixture(scope="module")
+def shorter_valid(tmp_path_factory):
+    """The sample's dictionary and its valid split's first 40 lines (966 words): 28 chunks of 35."""
+    return short_split(tmp_path_factory.mktemp("shorter_valid"), 40)
+
+
 @pytest.mark.parametrize("arch", ["alm_lstm", "attentive_lm", "pointer_sentinel_lm"])
-def test_stream_eval_lm_equals_one_pass_over_the_split_with_and_without_the_cache(stream_models, short_valid, arch):
+def test_stream_eval_lm_equals_one_pass_over_the_split_with_and_without_the_cache(stream_models, shorter_valid, arch):
     root, _ = stream_models
     checkpoint = root / arch / "checkpoint_last.pt"
-    model, task = load(checkpoint, short_valid)
+    model, task = load(checkpoint, shorter_valid)
     words = task.load_words("valid")
     stream = torch.cat([words.new_tensor([task.dictionary.eos()]), words])
     with torch.no_grad():  # one forward pass over the whole split: no chunks, nothing carried
@@ -121,7 +127,7 @@ def test_stream_eval_lm_equals_one_pass_over_the_split_with_and_without_the_cach
     plain = mean_nll_base2(torch.log_softmax(out[0].double(), -1).gather(1, targets.unsqueeze(1)))
     cached = mean_nll_base2(hand_cache(out[0], extra["features"][0], targets, 60, 0.4, 0.25))
     common = [
-        short_valid,
+        shorter_valid,
         "--user-dir",
         "alm_plugin",
         "--task",
