@@ -144,7 +144,7 @@ def read_result(path):
 
 def plugin_files():
     """``alm_plugin.errors.UserError`` and ``alm_plugin.output_files``. Importing ``alm_plugin`` registers the
-    plugin with fairseq (torch, fairseq: ~6 CPU-s a process); a script that only reads and writes JSON
+    plugin with fairseq (it imports torch and fairseq); a script that only reads and writes JSON
     (``table.py --progress``, ``gpu/paper_record.py``) and has not imported it loads these two modules alone,
     as a package of their own (``_alm_plugin_files``): the same code, the plugin left unimported."""
     if "alm_plugin" in sys.modules:

@@ -202,7 +202,7 @@ def test_a_paper_row_that_stopped_without_its_json_is_started_again(tmp_path):
 
 
 def test_dry_run_of_the_timing_step_times_each_lever_and_keeps_the_figures(tmp_path):
-    """run.sh timing, on the CPU (--dry-run: 2 x 16 single on the shipped sample, 8 updates a run):
+    """run.sh timing, on the CPU (--dry-run: 2 x 8 single on the shipped sample, 8 updates a run):
     fairseq-train's update timed with the host levers off (the plugins run.sh's TIMING_PLUGINS names, from
     .gpu-plugins/ or this repository's history) and on (this tree), and with --num-workers 0 / 2;
     every run logs the same figures and ends with the same weights, and only the plugin before the

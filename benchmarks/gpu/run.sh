@@ -404,7 +404,7 @@ step_timing() {
              --cases "sentence lstm,sentence single,sentence combined")
   (( DRY )) && {
     data=data-bin/wikitext-2-sample
-    dev=(--device cpu --size 16 --updates 8 --repeats 0 --cases "sentence single")
+    dev=(--device cpu --size 8 --updates 8 --repeats 0 --cases "sentence single")
   }
   for label in before no-syncs; do  # carried (.gpu-plugins), else from this repository's history
     if [[ -d .gpu-plugins/$label/alm_plugin ]]; then plugins+=("$label=.gpu-plugins/$label/alm_plugin")
