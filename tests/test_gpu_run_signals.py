@@ -77,6 +77,15 @@ def stand_in(tmp_path):
             os.kill(proc.pid, signal.SIGKILL)
 
 
+def _signals_as_a_shell_gets_them():
+    """SIGINT and SIGTERM delivered and at their default action in run.sh, as a terminal starts it: a
+    non-interactive bash cannot trap a signal ignored on entry, and a pytest worker may hold SIGINT
+    ignored or blocked, and its children inherit both."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def start(env, started, *args):
     proc = subprocess.Popen(
         ["bash", RUN, *args],
@@ -86,6 +95,7 @@ def start(env, started, *args):
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=_signals_as_a_shell_gets_them,
     )  # a group of its own, as under a terminal
     started.append(proc)
     return proc
