@@ -52,21 +52,25 @@ def test_a_budget_that_is_no_whole_seconds_is_refused_by_its_name(tmp_path, vari
     assert not os.path.exists(tmp_path / "results") and not os.path.exists(tmp_path / "work")
 
 
-def test_run_sh_knows_every_paper_row_of_the_table():
-    """run.sh checks the paper step's rows before it installs anything (no Python there yet): its list is rows.py's."""
-    from benchmarks.rows import PTB_PAPER
+def test_run_sh_takes_its_paper_rows_and_their_order_from_rows_py(tmp_path):
+    """The queue's order is declared once, in rows.py's PAPER_QUEUE (every paper row, once): run.sh holds no
+    row list of its own, and refuses a row not in it, naming the queue's rows as rows.py gives them."""
+    from benchmarks.rows import PAPER_QUEUE, PTB_PAPER
 
-    known = re.search(r"^PAPER_ROWS_KNOWN=\((.*?)\)$", open(RUN).read(), re.M | re.S).group(1).split()
-    assert known == list(PTB_PAPER.rows)
+    assert sorted(PAPER_QUEUE) == sorted(PTB_PAPER.rows) and len(set(PAPER_QUEUE)) == len(PAPER_QUEUE)
+    script = open(RUN).read()  # a copy of the list would name the seeded and stream rows ("lstm" also names a case)
+    assert not [name for name in PTB_PAPER.rows if "-" in name and name in script]
+    proc = run_sh("--dry-run", "paper", "lstm-seed9", env={"ALM_GPU_WORK": str(tmp_path / "work")})
+    assert proc.returncode == 2 and f"(paper's rows: {' '.join(PAPER_QUEUE)})" in proc.stderr, proc.stderr
 
 
 def test_paper_with_no_rows_named_takes_the_queues_next_rows(tmp_path):
-    """The queue: rows.py's paper rows in order, less those whose JSON is committed or was made by an earlier
+    """The queue: rows.py's PAPER_QUEUE in order, less those whose JSON is committed or was made by an earlier
     command on this machine, PAPER_ROWS_PER_COMMAND of them; said before the step runs."""
-    from benchmarks.rows import PTB_PAPER
+    from benchmarks.rows import PAPER_QUEUE
 
     committed = {path[:-5] for path in os.listdir(os.path.join(ROOT, "benchmarks", "results", "ptb-paper"))}
-    queue = [name for name in PTB_PAPER.rows if name not in committed]
+    queue = [name for name in PAPER_QUEUE if name not in committed]
     made = tmp_path / "work" / "paper" / "results" / "ptb-paper-dry"
     made.mkdir(parents=True)
     (made / f"{queue[0]}.json").write_text("{}")
@@ -236,10 +240,10 @@ def test_the_paper_steps_record_holds_the_rows_epoch_seconds_and_the_gpus_busy_s
 
 def test_a_planted_restarts_file_is_read_as_a_count_never_run(tmp_path):
     """run.sh reads a row's .restarts as digits: `PPID[$(cmd)]` there runs nothing."""
-    from benchmarks.rows import PTB_PAPER
+    from benchmarks.rows import PAPER_QUEUE
 
     committed = {path[:-5] for path in os.listdir(os.path.join(ROOT, "benchmarks", "results", "ptb-paper"))}
-    row = next(name for name in PTB_PAPER.rows if name not in committed)
+    row = next(name for name in PAPER_QUEUE if name not in committed)
     work = tmp_path / "work"
     (work / "paper").mkdir(parents=True)
     marker = tmp_path / "code-ran"

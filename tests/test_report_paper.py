@@ -71,8 +71,11 @@ def test_without_json_the_block_gives_the_commands_and_no_figure(report, tmp_pat
     assert numbers == [[]] * 15
     assert (
         "Filled by `bash benchmarks/gpu/run.sh paper` on a lent GPU: with no rows named it trains the queue's next "
-        "2 rows without their JSON, in benchmarks/rows.py's order (about 10 commands for these;"
+        "2 rows without their JSON, in this order (`PAPER_QUEUE` in benchmarks/rows.py; about 10 commands for these;"
     ) in text
+    from benchmarks.rows import PAPER_QUEUE  # the rows not run, named in the queue's order
+
+    assert "Not run yet at 2 x 650, so no figures: " + "; ".join(f"`{n}`" for n in PAPER_QUEUE) + "." in text
     assert "(0 of 15 rows, generated from the JSON)" in text and "nothing to compare at the paper's scale yet" in text
     # no standing claimed at 2 x 650 without its rows (the 2 x 200 comparisons read the committed rows)
     assert "full PTB, 2 x 650:" not in text.split("**What it shows")[1]

@@ -7,8 +7,8 @@
 #    PTB) and .gpu-plugins/ (the older plugins the timing step measures), ~11 MB in all.
 # 2. On the GPU machine, the device tool's `run` with carry [".whl", ".gpu-data", ".gpu-plugins"], timeout_s 600:
 #      bash benchmarks/gpu/run.sh install tests cli speed
-#    paper [ROW...] is a command of its own (rows: PAPER_ROWS_KNOWN below, benchmarks/rows.py's; none
-#    named: the queue's next PAPER_ROWS_PER_COMMAND rows without their JSON, in PAPER_ROWS_KNOWN's order);
+#    paper [ROW...] is a command of its own (rows: benchmarks/rows.py's PAPER_QUEUE; none named: the
+#    queue's next PAPER_ROWS_PER_COMMAND rows without their JSON, in that order);
 #    it exits 3 while rows still train: run the same command again at once, GPU_RUN_BUDGET set to the
 #    device time left; --cut on the session's last command scores a row's epochs so far.
 # 3. Here, without a GPU: bash benchmarks/gpu/run.sh --dry-run STEP... (tiny budgets, all on the CPU).
@@ -21,12 +21,17 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-python3}
 STEPS_KNOWN=(install tests cli speed char fairseq-speed timing paper)
-PAPER_ROWS_KNOWN=(
-  lstm single combined single-zero-context lstm-matched
-  lstm-seed2 single-zero-context-seed2 single-seed2 combined-seed2 lstm-matched-seed2
-  lstm-seed3 single-zero-context-seed3 single-seed3 combined-seed3 lstm-matched-seed3
-  lstm-stream single-zero-context-stream single-stream ps-lstm-stream
-)
+# the paper step's rows in its queue's order, read from benchmarks/rows.py (PAPER_QUEUE) with the plain
+# Python here, before anything installs (rows.py imports no package); read only where paper is named
+PAPER_ROWS_KNOWN=()
+for arg in "$@"; do
+  [[ $arg == paper ]] || continue
+  mapfile -t PAPER_ROWS_KNOWN < <(python3 -m benchmarks.rows --paper-queue 2>/dev/null)
+  (( ${#PAPER_ROWS_KNOWN[@]} )) || {
+    echo "run.sh: paper: its rows could not be read (python3 -m benchmarks.rows --paper-queue printed none):" \
+         "run it from the repository with a python3 on PATH" >&2; exit 2; }
+  break
+done
 # rows side by side in one command: two fit 600 s on an H200 (fde92ca, 469 s); the step's record
 # (paper_step.json) gives each command's epoch seconds, from which a larger figure is chosen
 PAPER_ROWS_PER_COMMAND=${PAPER_ROWS_PER_COMMAND:-2}

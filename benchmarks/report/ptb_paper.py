@@ -3,7 +3,7 @@
 rows: does attention beat the same-code LSTM there, and what do the cache and dynamic evaluation add."""
 
 from benchmarks.grid_edge import edge_sides
-from benchmarks.rows import PTB, PTB_PAPER, SIZE
+from benchmarks.rows import PAPER_QUEUE, PTB, PTB_PAPER, SIZE
 
 from .statements import compared, head, mean, models, pct, seed_count, seed_runs, span
 from .tables import (
@@ -76,16 +76,17 @@ def table(paper, small):
 
 def pending(paper):
     """The 2 x 650 rows without their JSON and the command that fills them, the queue's next rows each time."""
-    missing = [n for n in PTB_PAPER.rows if n not in paper]
+    missing = [n for n in PAPER_QUEUE if n not in paper]
     if not missing:
         return []
     commands = -(-len(missing) // ROWS_A_COMMAND)
     return [
         f"Not run yet at {PAPER_SIZE}, so no figures: {'; '.join(f'`{n}`' for n in missing)}. Filled by "
         f"`bash benchmarks/gpu/run.sh paper` on a lent GPU: with no rows named it trains the queue's next "
-        f"{ROWS_A_COMMAND} rows without their JSON, in benchmarks/rows.py's order (about {commands} commands for "
-        "these; run it again while it says they still train; `bash benchmarks/gpu/run.sh --help`), and the JSON it "
-        f"returns is committed to `benchmarks/results/{PTB_PAPER.name}/`."
+        f"{ROWS_A_COMMAND} rows without their JSON, in this order (`PAPER_QUEUE` in benchmarks/rows.py; about "
+        f"{commands} commands for these; run it again while it says they still train; "
+        "`bash benchmarks/gpu/run.sh --help`), and the JSON it returns is committed to "
+        f"`benchmarks/results/{PTB_PAPER.name}/`."
     ]
 
 
