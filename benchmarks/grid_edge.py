@@ -34,26 +34,27 @@ def step(value, up):
     return (beyond[0] if up else beyond[-1]) if beyond else None
 
 
-def edge_sides(corpus, pick):
-    """Where ``pick`` sits at the grid's strongest adaptation: "lr" (its largest), "decay" (its smallest)."""
-    lrs, decays = ([float(v) for v in text.split(",")] for text in (corpus.dynamic_lrs, corpus.dynamic_decays))
-    return [
-        side
-        for side, hit in (
-            ("lr", math.isclose(pick["lr"], max(lrs))),
-            ("decay", math.isclose(pick["decay"], min(decays))),
-        )
-        if hit
-    ]
+def edge_sides(grid, pick, both_ends=False):
+    """Where ``pick`` sits at an end of ``grid`` (``(lrs, decays)``): "lr" (its largest), "decay" (its smallest),
+    the strongest adaptation; with ``both_ends`` also "lr-low" (its smallest lr) and "decay-high" (its largest
+    decay), the weakest, where the grid has more than one value."""
+    lrs, decays = grid
+    ends = [("lr", math.isclose(pick["lr"], max(lrs))), ("decay", math.isclose(pick["decay"], min(decays)))]
+    if both_ends:
+        ends += [
+            ("lr-low", len(lrs) > 1 and math.isclose(pick["lr"], min(lrs))),
+            ("decay-high", len(decays) > 1 and math.isclose(pick["decay"], max(decays))),
+        ]
+    return [side for side, hit in ends if hit]
 
 
-def beyond(corpus, pick):
-    """The points one step past the grid where ``pick`` sits at its edge (decay 0 has none below)."""
+def beyond(grid, pick):
+    """The points one step past ``grid`` where ``pick`` sits at its strongest adaptation (decay 0 has none below)."""
     further = {
         "lr": (step(pick["lr"], up=True), pick["decay"]),
         "decay": (pick["lr"], step(pick["decay"], up=False) if pick["decay"] > 0 else None),
     }
-    return [further[side] for side in edge_sides(corpus, pick) if None not in further[side]]
+    return [further[side] for side in edge_sides(grid, pick) if None not in further[side]]
 
 
 def picks(result):
@@ -67,7 +68,8 @@ def picks(result):
 
 def points_to_probe(corpus, result):
     """The union of the steps beyond each pick, in order."""
-    return list(dict.fromkeys(p for pick in picks(result).values() for p in beyond(corpus, pick)))
+    grid = corpus.dynamic_grid(result)
+    return list(dict.fromkeys(p for pick in picks(result).values() for p in beyond(grid, pick)))
 
 
 def probe(corpus, name, result, checkpoint, threads):

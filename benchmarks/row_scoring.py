@@ -1,7 +1,9 @@
 """Score a trained table row (``table`` trains it and calls ``evaluate``): fairseq-eval-lm's and
 fairseq-validate's figures on valid and test, then the test-time options, the neural cache and dynamic
-evaluation, chosen on valid by ``alm-cache-grid`` (one run a dynamic point, so that a row stopped in its
-grid resumes after the points already finished) and scored on test with each choice.
+evaluation, chosen on valid by ``alm-cache-grid`` (the grid's learning rates split over as many runs as
+run beside the static commands, so that a row stopped in its grid resumes after the runs already finished)
+and scored on test with each choice. No pass is read twice: the valid figures with the cache come from the
+grid's pass, as those with dynamic evaluation do, and one fairseq-validate reads valid and test.
 """
 
 import json
@@ -55,51 +57,56 @@ def evaluate(corpus, row, checkpoint, threads, device):
             result["test_cache_posterior"] = cache_posterior(corpus, checkpoint, threads, device)
         return result
     ours = row.reading != "fairseq"  # adaptive_loss logs no paper_ppl, and our tools read our tasks only
-    points = grid_points(corpus) if ours and corpus.test_time else []
+    static = 3 if ours else 2  # eval-lm on valid and on test, fairseq-validate on both
+    runs = grid_runs(corpus, device.jobs - static) if ours and corpus.test_time else []
     figures = in_parallel(
         device,
         *[
             lambda split=split: eval_lm_ppl(corpus, row, checkpoint, split, [], threads, device)
             for split in ("valid", "test")
         ],
-        *[
-            lambda split=split: validate(
-                corpus, row, checkpoint, split, ["--criterion", "attention_cross_entropy"], threads, device
-            )
-            for split in (("valid", "test") if ours else ())
-        ],
-        *[lambda point=point: grid_point(corpus, checkpoint, *point, threads, device) for point in points],
+        *(
+            [
+                lambda: validate(
+                    corpus, row, checkpoint, "valid,test", ["--criterion", "attention_cross_entropy"], threads, device
+                )
+            ]
+            if ours
+            else []
+        ),
+        *[lambda lrs=lrs: grid_run(corpus, checkpoint, lrs, decays, threads, device) for lrs, decays in runs],
     )
     result["valid_ppl"], result["test_ppl"] = figures[:2]
-    for split, validated in zip(("valid", "test"), figures[2:4] if ours else ()):
+    for split in ("valid", "test") if ours else ():
+        validated = figures[2][split]
         result[f"{split}_paper_ppl"] = float(validated[f"{split}_paper_ppl"])
         result[f"{split}_validate_ppl"] = float(validated[f"{split}_ppl"])
         for stat in ("attn_entropy", "pointer_gate"):  # the models that log them
             if f"{split}_{stat}" in validated:
                 result[f"{split}_{stat}"] = float(validated[f"{split}_{stat}"])
-    if points:
-        result.update(evaluate_test_time(corpus, row, checkpoint, figures[4:], threads, device))
+    if runs:
+        result.update(evaluate_test_time(corpus, row, checkpoint, figures[static:], threads, device))
     return result
 
 
-def validate(corpus, row, checkpoint, split, criterion, threads, device):
-    """fairseq-validate's record of ``split``."""
-    return records(
-        fairseq(
-            "validate",
-            corpus.data,
-            *task_args(corpus, row, False, device),
-            "--path",
-            checkpoint,
-            "--valid-subset",
-            split,
-            *criterion,
-            "--log-format",
-            "json",
-            threads=threads,
-        ),
-        split,
-    )[-1]
+def validate(corpus, row, checkpoint, splits, criterion, threads, device):
+    """fairseq-validate's last record of each of ``splits`` (comma-separated, read in one process)."""
+    output = fairseq(
+        "validate",
+        corpus.data,
+        *task_args(corpus, row, False, device),
+        "--path",
+        checkpoint,
+        "--valid-subset",
+        splits,
+        *criterion,
+        "--log-format",
+        "json",
+        threads=threads,
+    )
+    if "," not in splits:
+        return records(output, splits)[-1]
+    return {split: records(output, split)[-1] for split in splits.split(",")}
 
 
 def cache_posterior(corpus, checkpoint, threads, device):
@@ -146,14 +153,20 @@ def finished_grid(grid_json, checkpoint, windows, lrs, decays):
 
 
 def grid_point(corpus, checkpoint, lr, decay, threads, device):
-    """alm-cache-grid on valid at one dynamic-evaluation point (the cache grid alone and with the
-    adapted model too): the record of a finished earlier run of it, else a fresh run's. Returns
-    the record and True where it is that earlier run's."""
+    """``grid_run`` at one dynamic-evaluation point."""
+    return grid_run(corpus, checkpoint, [lr], [decay], threads, device)
+
+
+def grid_run(corpus, checkpoint, lrs, decays, threads, device):
+    """alm-cache-grid on valid at the dynamic-evaluation points ``lrs`` x ``decays`` (the cache grid alone
+    and with each adapted model too): the record of a finished earlier run of it, else a fresh run's.
+    Returns the record and how many of the points that earlier run gave (0: a fresh run)."""
     windows = [int(w) for w in corpus.cache_windows.split(",")]
-    path = os.path.join(os.path.dirname(checkpoint), f"cache_grid_lr{lr:g}_decay{decay:g}.json")
-    record = finished_grid(path, checkpoint, windows, [lr], [decay])
+    name = f"cache_grid_lr{'-'.join(f'{v:g}' for v in lrs)}_decay{'-'.join(f'{v:g}' for v in decays)}.json"
+    path = os.path.join(os.path.dirname(checkpoint), name)
+    record = finished_grid(path, checkpoint, windows, lrs, decays)
     if record is not None:
-        return record, True
+        return record, len(lrs) * len(decays)
     return plugin_tool(
         "cache_grid",
         "--path",
@@ -166,12 +179,12 @@ def grid_point(corpus, checkpoint, lr, decay, threads, device):
         "--windows",
         corpus.cache_windows,
         "--dynamic-lrs",
-        f"{lr:g}",
+        ",".join(f"{v:g}" for v in lrs),
         "--dynamic-decays",
-        f"{decay:g}",
+        ",".join(f"{v:g}" for v in decays),
         json_out=path,
         threads=threads,
-    ), False
+    ), 0
 
 
 def plugin_tool(module, *args, json_out, threads):
@@ -191,19 +204,27 @@ def plugin_tool(module, *args, json_out, threads):
         return json.load(f)
 
 
+def numbers(text):
+    return [float(v) for v in text.split(",")]
+
+
 def grid_points(corpus):
-    """Dynamic evaluation's (lr, decay) points on valid, one alm-cache-grid run each, so that a row
-    killed in its grid resumes after the points already finished."""
-
-    def numbers(text):
-        return [float(v) for v in text.split(",")]
-
+    """Dynamic evaluation's (lr, decay) points on valid."""
     return [(lr, decay) for lr in numbers(corpus.dynamic_lrs) for decay in numbers(corpus.dynamic_decays)]
 
 
+def grid_runs(corpus, slots):
+    """The grid as ``(lrs, decays)`` runs of alm-cache-grid: its learning rates split into at most ``slots``
+    runs (at least one) of consecutive rates, each with every decay. Each run reads valid once without
+    adapting and once a point; more runs side by side end sooner where the device has room for them."""
+    lrs, decays = numbers(corpus.dynamic_lrs), numbers(corpus.dynamic_decays)
+    count = max(1, min(slots, len(lrs)))
+    return [(lrs[i * len(lrs) // count : (i + 1) * len(lrs) // count], decays) for i in range(count)]
+
+
 def combine_grid(points):
-    """The grid points' choices combined as one grid's (``points``: ``grid_point``'s returns).
-    Returns the combined record and how many points an earlier run's record gave."""
+    """The grid runs' choices combined as one grid's (``points``: ``grid_run``'s returns).
+    Returns the combined record and how many points earlier runs' records gave."""
     records, reused = [record for record, _ in points], sum(earlier for _, earlier in points)
     # the cache alone is the same static pass in each run; dynamic evaluation and both: the best point
     combined = {**records[0], "dynamic_grid": [p for r in records for p in r.get("dynamic_grid", [])]}
@@ -257,7 +278,7 @@ def evaluate_test_time(corpus, row, checkpoint, points, threads, device):
     """The grid on valid (``points``, alm-cache-grid's runs: the neural cache, dynamic evaluation
     (SGD; a stream in segments of 20 tokens, sentences one by one) and both together), then
     fairseq-eval-lm on test with each chosen setting, ``device.jobs`` at a time. The valid figures with
-    dynamic evaluation are the grid's (it reads valid exactly as eval-lm does)."""
+    the cache and with dynamic evaluation are the grid's (it reads valid exactly as eval-lm does)."""
     chosen, reused = combine_grid(points)
     result = {
         "cache": {
@@ -270,7 +291,10 @@ def evaluate_test_time(corpus, row, checkpoint, points, threads, device):
             **({"grid_points_reused": reused} if reused else {}),
         }
     }
-    runs = [(f"{split}_ppl_cache", split, test_time_flags(row, chosen, dynamic=False)) for split in ("valid", "test")]
+    # valid with the cache: the grid's own figure (its pass reads valid as eval-lm does), as with dynamic evaluation
+    result["valid_ppl_cache"] = round(chosen["ppl_with_cache"], 2)
+    result["dynamic_eval_grid"] = {"lr": numbers(corpus.dynamic_lrs), "decay": numbers(corpus.dynamic_decays)}
+    runs = [("test_ppl_cache", "test", test_time_flags(row, chosen, dynamic=False))]
     for kind, suffix, cache in (("dynamic", "dynamic", False), ("both", "cache_dynamic", True)):
         if kind in chosen:
             result[kind] = {**chosen[kind], "chosen_on": "valid"}

@@ -52,6 +52,11 @@ class Row:
         return self.has_our_decoder and result.get("dropout_layout") != DROPOUT_LAYOUT
 
 
+def grid_of(lrs, decays):
+    """``(lrs, decays)`` as tuples of floats from their comma-separated text."""
+    return tuple(float(v) for v in lrs.split(",")), tuple(float(v) for v in decays.split(","))
+
+
 @dataclass(frozen=True)
 class Corpus:
     name: str  # data-bin/<name>, benchmarks/results/<name>
@@ -71,6 +76,9 @@ class Corpus:
     max_update: int = None  # a slice: stop after this many updates (the rows' first epoch, cut)
     test_time: bool = True  # the neural cache and dynamic evaluation chosen on valid, scored on test
     streams: int = STREAMS  # parallel streams a training batch reads (stream and character rows)
+    # dynamic evaluation's grid (lrs, decays, as text) of a committed row whose JSON records none (table.py
+    # records it); None: the grid declared above
+    unrecorded_grid: tuple = None
     label: str = ""  # the corpus and size a statement names, "full PTB, 2 x 200"
     spread_from: str = None  # a corpus without seeds of its own: the corpus whose seed ranges stand in for them
 
@@ -81,6 +89,18 @@ class Corpus:
     @property
     def results(self):
         return os.path.join(ROOT, "benchmarks", "results", self.name)
+
+    @property
+    def declared_grid(self):
+        """``(lrs, decays)``: the dynamic-evaluation grid a row scored by ``table.py`` chooses from."""
+        return grid_of(self.dynamic_lrs, self.dynamic_decays)
+
+    def dynamic_grid(self, result):
+        """``(lrs, decays)``: the dynamic-evaluation grid ``result``'s picks come from, as its JSON records,
+        else the one the rows that record none are scored on (``unrecorded_grid``)."""
+        if "dynamic_eval_grid" in result:
+            return tuple(result["dynamic_eval_grid"]["lr"]), tuple(result["dynamic_eval_grid"]["decay"])
+        return grid_of(*self.unrecorded_grid) if self.unrecorded_grid else self.declared_grid
 
     def load(self, results_dir=None):
         """The rows' JSON that exist, in the table's order."""
@@ -327,8 +347,11 @@ WIKITEXT2 = Corpus(
 
 # The Attentive LM paper's Table 1 at its own size, on a GPU (benchmarks/gpu/run.sh paper): full
 # PTB, 2 x 650, tied, dropout 0.5 (the named architectures), the paper's recipe, 20 epochs, lr halved
-# every epoch after epoch 12 (below 1/256 by epoch 20). Dynamic evaluation's grid has one decay, 0.01,
-# so that a GPU session's scoring affords it (the 2 x 200 rows picked 0.01 or 0.03, more often 0.03).
+# every epoch after epoch 12 (below 1/256 by epoch 20). Dynamic evaluation's grid: the rows trained first
+# picked lr 1 alone and 0.3 with the cache, each an end of lr {0.3, 1}; the grid holds those points and
+# one step of the 1-3-10 ladder beyond each end, at one decay, 0.01: its four runs (a learning rate each,
+# reading valid once static and once adapting, as a run of the two-point grid does) go beside the three
+# static commands within the 8 scoring commands a GPU row runs at once; a second decay would double each run.
 PAPER_RECIPE = sgd(12)
 PAPER_MATCHED_SIZE = "677"  # 2 x 677 holds the 2 x 650 layer row's parameter count (the nearest width), as 2 x 205 does
 _paper = {
@@ -390,8 +413,9 @@ PTB_PAPER = Corpus(
         **_paper_streams,
     },
     paper=PTB.paper,
-    dynamic_lrs="0.3,1",
+    dynamic_lrs="0.1,0.3,1,3",
     dynamic_decays="0.01",
+    unrecorded_grid=("0.3,1", "0.01"),
 )
 
 # The order in which `run.sh paper` trains the rows that have no JSON (its queue), by what each answers:
@@ -427,8 +451,8 @@ def without(args, recipe):
     return (*args[:at], *args[at + len(recipe) :])
 
 
-# its dry run on a CPU (run.sh --dry-run paper): the same rows and route at 2 x 32 on the shipped
-# sample, 2 epochs, one grid point
+# its dry run on a CPU (run.sh --dry-run paper): the same rows, route and grid at 2 x 32 on the shipped
+# sample, 2 epochs
 TINY = ("--embed-dim", "32", "--hidden-size", "32", "--num-layers", "2", "--dropout", "0.5")
 PTB_PAPER_DRY = Corpus(
     "ptb-paper-dry",
@@ -446,8 +470,8 @@ PTB_PAPER_DRY = Corpus(
         for name, row in PTB_PAPER.rows.items()
     },
     cache_windows="100",
-    dynamic_lrs="1",
-    dynamic_decays="0.01",
+    dynamic_lrs=PTB_PAPER.dynamic_lrs,  # the same grid as the rows it stands in for
+    dynamic_decays=PTB_PAPER.dynamic_decays,
 )
 
 # Slices that chose settings (the static figures only). The adaptive softmax's cutoffs on WikiText-2:

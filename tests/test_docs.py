@@ -404,9 +404,9 @@ def test_grid_edge_probes_one_step_beyond_and_scores_test_only_for_a_winner(monk
     edge = benchmarks_module("grid_edge")
     from benchmarks.rows import WIKITEXT2  # lr 0.3, 1 x decay 0.01, 0.03
 
-    assert edge.beyond(WIKITEXT2, {"lr": 1.0, "decay": 0.01}) == [(3.0, 0.01), (1.0, 0.003)]
-    assert edge.beyond(WIKITEXT2, {"lr": 1.0, "decay": 0.03}) == [(3.0, 0.03)]
-    assert edge.beyond(WIKITEXT2, {"lr": 0.3, "decay": 0.03}) == []
+    assert edge.beyond(WIKITEXT2.declared_grid, {"lr": 1.0, "decay": 0.01}) == [(3.0, 0.01), (1.0, 0.003)]
+    assert edge.beyond(WIKITEXT2.declared_grid, {"lr": 1.0, "decay": 0.03}) == [(3.0, 0.03)]
+    assert edge.beyond(WIKITEXT2.declared_grid, {"lr": 0.3, "decay": 0.03}) == []
     assert edge.step(3000.0, up=True) is None and edge.step(0.001, up=False) == 0.0003
     row = {
         "dynamic": {"lr": 1.0, "decay": 0.03},
@@ -509,10 +509,13 @@ def test_test_time_flags_of_each_choice(monkeypatch):
     )
     result = scoring.evaluate_test_time(WIKITEXT2, WIKITEXT2.rows["lstm-stream"], "checkpoint_best.pt", [], 1, CPU)
     cache_flags = ["--neural-cache-window", "500", "--neural-cache-theta", "0.3", "--neural-cache-lambda", "0.1"]
-    assert scored[:2] == [("valid", cache_flags), ("test", cache_flags)] and [s for s, _ in scored[2:]] == ["test"] * 2
+    # valid is not read again: its figures with each option are the grid's
+    assert scored[0] == ("test", cache_flags) and [s for s, _ in scored] == ["test"] * 3
+    assert result["valid_ppl_cache"] == 80.0 and result["valid_ppl_dynamic"] == 85.0
     assert result["test_ppl_cache_dynamic"] == 70.0 and result["valid_ppl_cache_dynamic"] == 75.0
+    assert result["dynamic_eval_grid"] == {"lr": [0.3, 1.0], "decay": [0.01, 0.03]}  # the grid it chose from
     flags = [f for _, f in scored]
-    assert flags[2:] == [
+    assert flags[1:] == [
         ["--dynamic-eval-lr", "1.0", "--dynamic-eval-decay", "0.01", "--dynamic-eval-segment", "20"],
         [
             "--dynamic-eval-lr",
@@ -530,7 +533,7 @@ def test_test_time_flags_of_each_choice(monkeypatch):
         ],
     ]
     scoring.evaluate_test_time(WIKITEXT2, WIKITEXT2.rows["lstm"], "checkpoint_best.pt", [], 1, CPU)  # a sentence row
-    assert scored[7][1] == [
+    assert scored[5][1] == [
         "--dynamic-eval-lr",
         "0.3",
         "--dynamic-eval-decay",
@@ -758,6 +761,41 @@ def test_a_killed_grid_resumes_after_its_finished_points(monkeypatch, tmp_path):
     assert ran == [1.0] and reused == 1
     assert chosen["dynamic"]["lr"] == 1.0 and chosen["both"]["ppl"] == 55.0 and chosen["window"] == 500
     assert [p["lr"] for p in chosen["dynamic_grid"]] == [0.3, 1.0]
+
+
+def test_the_grid_runs_as_many_alm_cache_grid_runs_as_there_is_room_for(monkeypatch, tmp_path):
+    """row_scoring.py splits the grid's learning rates over the scoring commands left beside the static ones
+    (at least one run, each with every decay), and a run of several points is resumed as one."""
+    import dataclasses
+    import json
+    import subprocess
+
+    scoring = benchmarks_module("row_scoring")
+    from benchmarks.row_commands import CPU
+    from benchmarks.rows import PTB_PAPER, WIKITEXT2
+
+    assert scoring.grid_runs(PTB_PAPER, 5) == [([lr], [0.01]) for lr in (0.1, 0.3, 1.0, 3.0)]
+    assert scoring.grid_runs(PTB_PAPER, 2) == [([0.1, 0.3], [0.01]), ([1.0, 3.0], [0.01])]
+    assert scoring.grid_runs(PTB_PAPER, -1) == [([0.1, 0.3, 1.0, 3.0], [0.01])]  # the dry run's 2 jobs
+    assert scoring.grid_runs(WIKITEXT2, 3) == [([0.3], [0.01, 0.03]), ([1.0], [0.01, 0.03])]
+    corpus = dataclasses.replace(WIKITEXT2, cache_windows="100", dynamic_lrs="0.3,1", dynamic_decays="0.01")
+    checkpoint = tmp_path / "checkpoint_best.pt"
+    checkpoint.write_bytes(b"weights")
+    os.utime(checkpoint, (1, 1))
+    ran = []
+
+    def fake_grid(command, **kwargs):
+        ran.append(command[command.index("--dynamic-lrs") + 1])
+        points = [{"lr": float(lr), "decay": 0.01, "ppl": 60.0} for lr in ran[-1].split(",")]
+        with open(command[command.index("--json") + 1], "w") as f:
+            json.dump({"split": "valid", "grid": [{"window": 100}], "dynamic_grid": points}, f)
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setattr(scoring.subprocess, "run", fake_grid)
+    assert scoring.grid_run(corpus, str(checkpoint), [0.3, 1.0], [0.01], 1, CPU)[1] == 0
+    assert ran == ["0.3,1"] and (tmp_path / "cache_grid_lr0.3-1_decay0.01.json").exists()
+    assert scoring.grid_run(corpus, str(checkpoint), [0.3, 1.0], [0.01], 1, CPU)[1] == 2  # both points found
+    assert ran == ["0.3,1"]
 
 
 def test_tools_md_names_only_paths_that_exist_or_says_they_do_not_yet():

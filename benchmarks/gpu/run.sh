@@ -4,7 +4,8 @@
 #
 # 1. Here, once (needs the package index and ../shared/data/ptb): bash benchmarks/gpu/run.sh --prepare
 #    makes the git-ignored .whl/ (what the image lacks, fairseq-fixed slimmed), .gpu-data/ptb/ (raw
-#    PTB) and .gpu-plugins/ (the older plugins the timing step measures), ~11 MB in all.
+#    PTB) and .gpu-data/data-bin/ptb/ (binarised), and .gpu-plugins/ (the older plugins the timing step
+#    measures), ~14 MB in all.
 # 2. On the GPU machine, the device tool's `run` with carry [".whl", ".gpu-data", ".gpu-plugins"], timeout_s 600:
 #      bash benchmarks/gpu/run.sh install tests cli speed
 #    paper [ROW...] is a command of its own (rows: benchmarks/rows.py's PAPER_QUEUE; none named: the
@@ -237,6 +238,13 @@ prepare() {
     [[ -s $shared/ptb/train.txt ]] || { say "prepare: no $shared/ptb/train.txt (set SHARED_DATA)"; return 1; }
     mkdir -p .gpu-data/ptb && cp "$shared"/ptb/{train,valid,test}.txt .gpu-data/ptb/ || return 1
   fi
+  if [[ ! -s .gpu-data/data-bin/ptb/dict.txt ]]; then  # binarised here, so that no GPU command waits for it
+    local text; text=$(mktemp -d) || return 1
+    $PY examples/language_model/prepare_lm_data.py --corpus ptb --shared-data .gpu-data --destdir .gpu-data/data-bin \
+      --text-dir "$text" --force > "$text/prepare.log" 2>&1 \
+      || { say "prepare: PTB's binarisation failed: $(tail -1 "$text/prepare.log")"; rm -rf "$text"; return 1; }
+    rm -rf "$text"
+  fi
   if ! compgen -G ".whl/fairseq[-_]fixed-*" > /dev/null; then
     bash scripts/make_wheelhouse.sh --python-version 3.12 --dest .whl \
       --have "$(cat benchmarks/gpu/image_has.txt)" || return 1
@@ -256,10 +264,17 @@ prepare() {
       "bash benchmarks/gpu/run.sh install tests cli speed"
 }
 
-# ---- PTB for the speed steps: raw text carried in .gpu-data/ptb, binarised here ------------------
+# ---- PTB for the speed steps and paper: binarised by --prepare (.gpu-data/data-bin/ptb) and copied, else
+# the raw text carried in .gpu-data/ptb binarised here in the background ----------------------------------
 PREP_PID=""
 start_ptb() {
   [[ -s data-bin/ptb/dict.txt || -n $PREP_PID ]] && return 0
+  if [[ -s .gpu-data/data-bin/ptb/dict.txt ]]; then
+    rm -rf data-bin/ptb.copy && mkdir -p data-bin && cp -r .gpu-data/data-bin/ptb data-bin/ptb.copy \
+      && rm -rf data-bin/ptb && mv data-bin/ptb.copy data-bin/ptb && say "PTB: binarised by --prepare, copied" \
+      && return 0
+    say "PTB: the copy of .gpu-data/data-bin/ptb failed: binarising the raw text"
+  fi
   local raw=""
   if [[ -s .gpu-data/ptb/train.txt ]]; then raw=.gpu-data
   elif [[ -s ../shared/data/ptb/train.txt ]]; then raw=../shared/data; fi

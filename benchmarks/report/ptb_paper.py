@@ -2,10 +2,9 @@
 ``bash benchmarks/gpu/run.sh paper``) beside its figures (they stand beside our ``paper_ppl``) and our 2 x 200
 rows: does attention beat the same-code LSTM there, and what do the cache and dynamic evaluation add."""
 
-from benchmarks.grid_edge import edge_sides
 from benchmarks.rows import PAPER_QUEUE, PTB, PTB_PAPER, SIZE
 
-from .statements import compared, head, mean, models, pct, seed_count, seed_runs, span
+from .statements import compared, grid_note, head, mean, models, pct, seed_count, seed_runs, span
 from .tables import (
     OPTIONS,
     PARAMS,
@@ -176,33 +175,12 @@ def test_time(paper):
         + f". The lowest with both: `{lowest}` ({seed_count(done[lowest])}), "
         f"{mean(done[lowest], 'test_ppl_cache_dynamic'):.1f}.",
         *compared(PTB_PAPER, paper, "_cache_dynamic", rows=SENTENCE),
-        *edge_note(paper),
+        *grid_note(PTB_PAPER, paper),
     ]
 
 
 def has_all(r):
     return all(f"{split}_ppl{s}" in r for split in ("valid", "test") for _, s in OPTIONS)
-
-
-def edge_note(paper):
-    """Dynamic evaluation's picks on valid at the grid's strongest adaptation (its largest lr, its smallest
-    decay): the best setting may lie beyond, so the figures are a floor of what it gives."""
-    at_edge = {}
-    for name, r in paper.items():
-        for kind in ("dynamic", "both"):
-            for side in edge_sides(PTB_PAPER, r[kind]) if kind in r else ():
-                at_edge.setdefault(side, []).append(f"`{name}`" + (" with the cache" if kind == "both" else ""))
-    if not at_edge:
-        return []
-    grid = f"SGD lr {PTB_PAPER.dynamic_lrs.replace(',', ', ')} x decay {PTB_PAPER.dynamic_decays.replace(',', ', ')}"
-    one_decay = "," not in PTB_PAPER.dynamic_decays
-    sides = {"lr": "its largest lr", "decay": "its only decay" if one_decay else "its smallest decay"}
-    return [
-        f"Dynamic evaluation's picks on valid at the edge of its grid ({grid}): "
-        + "; ".join(f"at {sides[side]}: {', '.join(names)}" for side, names in at_edge.items())
-        + ". A setting beyond the grid may do better, so these figures are a floor of what dynamic evaluation "
-        "gives at this size (the grid is kept so that every seed is scored alike)."
-    ]
 
 
 def statement(paper, small):

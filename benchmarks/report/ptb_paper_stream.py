@@ -5,7 +5,7 @@ anchors, each declared step stated, and the goal with the cache and dynamic eval
 from benchmarks.comparisons import goal
 from benchmarks.rows import PTB_MEDIUM_ANCHORS, PTB_PAPER
 
-from .statements import compared, head
+from .statements import compared, grid_note, head
 from .tables import (
     OPTIONS,
     PARAMS,
@@ -62,6 +62,7 @@ def statement(results, sentence):
             f"The goal, test <= {bound:g} with the cache and dynamic evaluation ({PTB_PAPER.label}, streams): "
             f"{verdict}, {both[best]:.1f}{')' if both[best] > bound else ''}."
         )
+    lines += grid_note(PTB_PAPER, results)
     lines += cut_note(PTB_PAPER, results)
     if results:
         lines.append(f"Trained: {provenance(results)}.")

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 
 from benchmarks.comparisons import FLOOR, Comparison, declared
+from benchmarks.grid_edge import edge_sides
 from benchmarks.rows import CORPORA
 
 
@@ -382,3 +383,54 @@ def budget_note(w):
 
 def sentence(clause):
     return f"{clause[0].upper()}{clause[1:]}."
+
+
+def grid_text(grid):
+    lrs, decays = grid
+    return f"SGD lr {', '.join(f'{v:g}' for v in lrs)} x decay {', '.join(f'{v:g}' for v in decays)}"
+
+
+def grid_note(corpus, results):
+    """Which grid each row's dynamic evaluation chose from on valid (as its JSON records; a row that records
+    none, ``corpus.unrecorded_grid``), the grid the rows still to score choose from, and the picks at an end
+    of their own grid: the best setting may lie beyond, so such a figure is a floor of what it gives."""
+    if not corpus.test_time:
+        return []
+    declared = corpus.declared_grid
+    grids, at_edge = {}, {}
+    names = {"lr": "its largest lr", "decay": "its smallest decay", "lr-low": "its smallest lr"}
+    for name, r in results.items():
+        if "dynamic" not in r:
+            continue
+        grid = corpus.dynamic_grid(r)
+        grids.setdefault(grid, []).append(f"`{name}`")
+        for kind in ("dynamic", "both"):
+            sides = edge_sides(grid, r[kind], both_ends=True) if kind in r else []
+            if len(grid[1]) == 1:  # the only decay is both its ends: no side of the grid to name
+                sides = [side for side in sides if side != "decay"]
+            for side in sides:
+                at_edge.setdefault(side, []).append(f"`{name}`" + (" with the cache" if kind == "both" else ""))
+    text = "Dynamic evaluation's grid on valid: " + "".join(
+        f"{grid_text(grid)} for {', '.join(rows)}; " for grid, rows in grids.items()
+    )
+    text += f"{grid_text(declared)} for every row scored from here on (`dynamic_lrs` x `dynamic_decays` in rows.py)."
+    if len({*grids, declared}) > 1:
+        points = [{(lr, decay) for lr in g[0] for decay in g[1]} for g in {*grids, declared}]
+        nested = all(a <= b or b <= a for a in points for b in points)
+        text += " A row's figures with dynamic evaluation come from its own grid" + (
+            ": the wider holds every point of the narrower, so its pick on valid is at least as good; "
+            if nested
+            else "; "
+        )
+        text += "a comparison of rows scored on different grids differs in that too."
+    if any(len(g[1]) == 1 for g in {*grids, declared}):
+        text += " Where a grid has one decay, that decay is tried alone, not chosen."
+    lines = [text]
+    if at_edge:
+        lines.append(
+            "Picks at an end of their row's grid: "
+            + "; ".join(f"at {names[side]}: {', '.join(rows)}" for side, rows in at_edge.items())
+            + ". A setting beyond it may do better, so these figures are a floor of what dynamic evaluation "
+            "gives at this size."
+        )
+    return lines

@@ -79,7 +79,7 @@ def grid_edge_note(results, rows, edge):
     adaptation (its largest lr or smallest decay), the best setting may lie outside it: say so, and
     what ``grid_edge.py`` found one step beyond (``edge``: dynamic-edge.json) or that it has not looked."""
     sides = {
-        n: {s for pick in picks(results[n]).values() for s in edge_sides(WIKITEXT2, pick)}
+        n: {s for pick in picks(results[n]).values() for s in edge_sides(WIKITEXT2.dynamic_grid(results[n]), pick)}
         for n in rows
         if n in results and "dynamic" in results[n]
     }
