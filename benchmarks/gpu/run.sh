@@ -5,7 +5,7 @@
 # 1. Here, once (needs the package index and ../shared/data/ptb): bash benchmarks/gpu/run.sh --prepare
 #    makes the git-ignored .whl/ (what the image lacks, fairseq-fixed slimmed), .gpu-data/ptb/ (raw
 #    PTB) and .gpu-data/data-bin/ptb/ (binarised), and .gpu-plugins/ (the older plugins the timing step
-#    measures), ~14 MB in all.
+#    measures); it prints what they weigh against the carry limit.
 # 2. On the GPU machine, the device tool's `run` with carry [".whl", ".gpu-data", ".gpu-plugins"], timeout_s 600:
 #      bash benchmarks/gpu/run.sh install tests cli speed
 #    paper [ROW...] is a command of its own (rows: benchmarks/rows.py's PAPER_QUEUE; none named: the
