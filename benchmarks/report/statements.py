@@ -410,12 +410,21 @@ def grid_note(corpus, results):
                 sides = [side for side in sides if side != "decay"]
             for side in sides:
                 at_edge.setdefault(side, []).append(f"`{name}`" + (" with the cache" if kind == "both" else ""))
-    text = "Dynamic evaluation's grid on valid: " + "".join(
-        f"{grid_text(grid)} for {', '.join(rows)}; " for grid, rows in grids.items()
+    grids.setdefault(declared, [])
+
+    def users(grid, rows):
+        later = "every row scored from here on (`dynamic_lrs` x `dynamic_decays` in rows.py)"
+        if grid != declared:
+            return ", ".join(rows)
+        return f"{', '.join(rows)} and {later}" if rows else later
+
+    text = (
+        "Dynamic evaluation's grid on valid: "
+        + "; ".join(f"{grid_text(grid)} for {users(grid, rows)}" for grid, rows in grids.items())
+        + "."
     )
-    text += f"{grid_text(declared)} for every row scored from here on (`dynamic_lrs` x `dynamic_decays` in rows.py)."
-    if len({*grids, declared}) > 1:
-        points = [{(lr, decay) for lr in g[0] for decay in g[1]} for g in {*grids, declared}]
+    if len(grids) > 1:
+        points = [{(lr, decay) for lr in g[0] for decay in g[1]} for g in grids]
         nested = all(a <= b or b <= a for a in points for b in points)
         text += " A row's figures with dynamic evaluation come from its own grid" + (
             ": the wider holds every point of the narrower, so its pick on valid is at least as good; "
@@ -423,7 +432,7 @@ def grid_note(corpus, results):
             else "; "
         )
         text += "a comparison of rows scored on different grids differs in that too."
-    if any(len(g[1]) == 1 for g in {*grids, declared}):
+    if any(len(g[1]) == 1 for g in grids):
         text += " Where a grid has one decay, that decay is tried alone, not chosen."
     lines = [text]
     if at_edge:
