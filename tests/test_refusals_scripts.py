@@ -92,6 +92,8 @@ def test_the_gpu_benchmarks_on_a_machine_without_a_gpu_say_so_in_one_line(monkey
     script = module.rsplit(".", 1)[-1] + ".py"
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(sys, "argv", [script, *flags])
+    # run as a script is run: not as the module an earlier test of this worker imported (runpy warns of that)
+    monkeypatch.delitem(sys.modules, f"benchmarks.{module}", raising=False)
     with pytest.raises(SystemExit) as exit:
         runpy.run_module(f"benchmarks.{module}", run_name="__main__")
     err = capsys.readouterr().err
