@@ -1,9 +1,11 @@
 """Score a trained table row (``table`` trains it and calls ``evaluate``): fairseq-eval-lm's and
 fairseq-validate's figures on valid and test, then the test-time options, the neural cache and dynamic
 evaluation, chosen on valid by ``alm-cache-grid`` (the grid's learning rates split over as many runs as
-run beside the static commands, so that a row stopped in its grid resumes after the runs already finished)
-and scored on test with each choice. No pass is read twice: the valid figures with the cache come from the
-grid's pass, as those with dynamic evaluation do, and one fairseq-validate reads valid and test.
+run beside the static commands, so that a row stopped in its grid resumes after the runs already finished:
+a run a learning rate where the device runs enough commands at once, one run of the whole grid where it
+runs one or two) and scored on test with each choice. No pass is read twice: the valid figures with the
+cache come from the grid's pass, as those with dynamic evaluation do, and one fairseq-validate reads valid
+and test.
 """
 
 import json
@@ -74,7 +76,10 @@ def evaluate(corpus, row, checkpoint, threads, device):
             if ours
             else []
         ),
-        *[lambda lrs=lrs: grid_run(corpus, checkpoint, lrs, decays, threads, device) for lrs, decays in runs],
+        *[
+            lambda lrs=lrs, decays=decays: grid_run(corpus, checkpoint, lrs, decays, threads, device)
+            for lrs, decays in runs
+        ],
     )
     result["valid_ppl"], result["test_ppl"] = figures[:2]
     for split in ("valid", "test") if ours else ():

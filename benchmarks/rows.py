@@ -348,7 +348,7 @@ WIKITEXT2 = Corpus(
 # The Attentive LM paper's Table 1 at its own size, on a GPU (benchmarks/gpu/run.sh paper): full
 # PTB, 2 x 650, tied, dropout 0.5 (the named architectures), the paper's recipe, 20 epochs, lr halved
 # every epoch after epoch 12 (below 1/256 by epoch 20). Dynamic evaluation's grid: the rows trained first
-# picked lr 1 alone and 0.3 with the cache, each an end of lr {0.3, 1}; the grid holds those points and
+# picked lr 1 alone and 0.3 or 1 with the cache, each an end of lr {0.3, 1}; the grid holds those points and
 # one step of the 1-3-10 ladder beyond each end, at one decay, 0.01: its four runs (a learning rate each,
 # reading valid once static and once adapting, as a run of the two-point grid does) go beside the three
 # static commands within the 8 scoring commands a GPU row runs at once; a second decay would double each run.

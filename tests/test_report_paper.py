@@ -234,21 +234,31 @@ def test_a_rows_size_is_read_from_its_own_recipe(report, tmp_path):
 
 def test_each_row_is_said_to_choose_from_its_own_grid_and_its_edges_are_its_own(report, tmp_path):
     """A row whose JSON records no grid chose from the one rows.py declares for them; one that records the wider
-    grid is named with it, and a pick is at an edge of the row's own grid only (lr 1 is inside the wider)."""
+    grid is named with it, a pick is at an edge of the row's own grid only (lr 1 is inside the wider), and a
+    model whose seeds chose from different grids is named (its seeds' mean mixes them)."""
     wider = {"lr": [0.1, 0.3, 1.0, 3.0], "decay": [0.01]}
     text = paper_block(
         report,
         tmp_path / "grids",
         {
             "lstm": row(90.0, 86.0),  # lr 1 alone, 0.3 with the cache: both ends of lr 0.3, 1
-            "single": row(89.0, 85.0, dynamic_eval_grid=wider),
+            "single": row(89.0, 85.0),
+            "single-seed2": row(89.2, 85.2, dynamic_eval_grid=wider),
             "combined": row(89.5, 85.5, dynamic_eval_grid=wider, dynamic={"lr": 3.0, "decay": 0.01}),
         },
     )
     assert (
-        "Dynamic evaluation's grid on valid: SGD lr 0.3, 1 x decay 0.01 for `lstm`; SGD lr 0.1, 0.3, 1, 3 x decay "
-        "0.01 for `single`, `combined` and every row scored from here on"
+        "Dynamic evaluation's grid on valid: SGD lr 0.3, 1 x decay 0.01 for `lstm`, `single`; SGD lr 0.1, 0.3, 1, 3 "
+        "x decay 0.01 for `combined`, `single-seed2` and every row scored from here on"
     ) in text
-    assert "the wider holds every point of the narrower" in text
+    assert "the wider holds every point of the narrower" in text and "the seeds' mean of `single`." in text
     edges = re.search(r"Picks at an end of their row's grid: (.*?)\. A setting", text).group(1)
-    assert edges == "at its largest lr: `lstm`, `combined`; at its smallest lr: `lstm` with the cache"
+    assert edges == (
+        "at its largest lr: `lstm`, `single`, `combined`; at its smallest lr: `lstm` with the cache, `single` with "
+        "the cache"
+    )
+    # a grid of two decays: a pick at its largest decay is named as such
+    two = {"lr": [0.3, 1.0], "decay": [0.01, 0.03]}
+    picked = row(90.0, 86.0, dynamic_eval_grid=two, dynamic={"lr": 0.3, "decay": 0.03})
+    text = paper_block(report, tmp_path / "decays", {"lstm": picked})
+    assert "at its largest decay: `lstm`" in text and "at its smallest decay: `lstm` with the cache" in text

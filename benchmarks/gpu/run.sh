@@ -27,10 +27,15 @@ STEPS_KNOWN=(install tests cli speed char fairseq-speed timing paper)
 PAPER_ROWS_KNOWN=()
 for arg in "$@"; do
   [[ $arg == paper ]] || continue
-  mapfile -t PAPER_ROWS_KNOWN < <(python3 -m benchmarks.rows --paper-queue 2>/dev/null)
-  (( ${#PAPER_ROWS_KNOWN[@]} )) || {
-    echo "run.sh: paper: its rows could not be read (python3 -m benchmarks.rows --paper-queue printed none):" \
-         "run it from the repository with a python3 on PATH" >&2; exit 2; }
+  # a row name a line, nothing else; else the reason in one line (the command again, its last stderr line)
+  if ! queue=$(python3 -m benchmarks.rows --paper-queue 2>/dev/null) || [[ -z $queue ]] \
+     || grep -qvE '^[a-z0-9-]+$' <<< "$queue"; then
+    why=$(python3 -m benchmarks.rows --paper-queue 2>&1 > /dev/null | tail -n 1)
+    echo "run.sh: paper: its rows could not be read from benchmarks/rows.py (python3 -m benchmarks.rows" \
+         "--paper-queue${why:+: $why}): run it with a python3 on PATH from an intact checkout" >&2
+    exit 2
+  fi
+  mapfile -t PAPER_ROWS_KNOWN <<< "$queue"
   break
 done
 # rows side by side in one command: two fit 600 s on an H200 (fde92ca, 469 s); the step's record
@@ -55,7 +60,8 @@ for arg in "$@"; do
            echo "run.sh: paper: $arg named twice: name each row once" >&2; exit 2; fi
          PAPER_ROWS+=("$arg")
        else echo "run.sh: unknown step $arg: ${STEPS_KNOWN[*]}" \
-              "(paper's rows: ${PAPER_ROWS_KNOWN[*]})" >&2; exit 2; fi ;;
+              "$( (( ${#PAPER_ROWS_KNOWN[@]} )) && echo "(paper's rows: ${PAPER_ROWS_KNOWN[*]})" \
+                  || echo "(a paper row: name it after paper)")" >&2; exit 2; fi ;;
   esac
 done
 if (( CUT )) && [[ " ${WANT[*]:-} " != *" paper "* ]]; then
@@ -273,7 +279,7 @@ start_ptb() {
     rm -rf data-bin/ptb.copy && mkdir -p data-bin && cp -r .gpu-data/data-bin/ptb data-bin/ptb.copy \
       && rm -rf data-bin/ptb && mv data-bin/ptb.copy data-bin/ptb && say "PTB: binarised by --prepare, copied" \
       && return 0
-    say "PTB: the copy of .gpu-data/data-bin/ptb failed: binarising the raw text"
+    rm -rf data-bin/ptb.copy; say "PTB: the copy of .gpu-data/data-bin/ptb failed: binarising the raw text"
   fi
   local raw=""
   if [[ -s .gpu-data/ptb/train.txt ]]; then raw=.gpu-data

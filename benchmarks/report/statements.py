@@ -398,16 +398,24 @@ def grid_note(corpus, results):
         return []
     declared = corpus.declared_grid
     grids, at_edge = {}, {}
-    names = {"lr": "its largest lr", "decay": "its smallest decay", "lr-low": "its smallest lr"}
+    names = {
+        "lr": "its largest lr",
+        "decay": "its smallest decay",
+        "lr-low": "its smallest lr",
+        "decay-high": "its largest decay",
+    }
+    model_grids = {}  # a model (its seeds) -> the grids its seeds chose from
     for name, r in results.items():
         if "dynamic" not in r:
             continue
         grid = corpus.dynamic_grid(r)
         grids.setdefault(grid, []).append(f"`{name}`")
+        model_grids.setdefault(SEED.sub("", name), set()).add(grid)
         for kind in ("dynamic", "both"):
             sides = edge_sides(grid, r[kind], both_ends=True) if kind in r else []
-            if len(grid[1]) == 1:  # the only decay is both its ends: no side of the grid to name
-                sides = [side for side in sides if side != "decay"]
+            for axis, values in (("lr", grid[0]), ("decay", grid[1])):
+                if len(values) == 1:  # a value tried alone is both ends of its axis: no side of the grid to name
+                    sides = [side for side in sides if side != axis]
             for side in sides:
                 at_edge.setdefault(side, []).append(f"`{name}`" + (" with the cache" if kind == "both" else ""))
     grids.setdefault(declared, [])
@@ -431,7 +439,9 @@ def grid_note(corpus, results):
             if nested
             else "; "
         )
-        text += "a comparison of rows scored on different grids differs in that too."
+        text += "a comparison of rows scored on different grids differs in that too"
+        mixed = [f"`{model}`" for model, used in model_grids.items() if len(used) > 1]
+        text += f", and so does the seeds' mean of {', '.join(mixed)}." if mixed else "."
     if any(len(g[1]) == 1 for g in grids):
         text += " Where a grid has one decay, that decay is tried alone, not chosen."
     lines = [text]
