@@ -38,16 +38,15 @@ def evaluate(corpus, row, checkpoint, threads, device):
     test with the grid's choices."""
     result = {"eval_commit": commit()}
     if row.reading == "characters":  # bits per character, each split read as one stream
-        for split, validated in zip(
-            ("valid", "test"),
-            in_parallel(
-                device,
-                *[
-                    lambda split=split: validate(corpus, row, checkpoint, split, criterion_args(row), threads, device)
-                    for split in ("valid", "test")
-                ],
-            ),
-        ):
+        runs = in_parallel(
+            device,
+            *[
+                lambda split=split: validate(corpus, row, checkpoint, split, criterion_args(row), threads, device)
+                for split in ("valid", "test")
+            ],
+        )
+        for split, run in zip(("valid", "test"), runs):
+            validated = run[split]
             result.update(
                 {
                     f"{split}_{stat}": float(validated[f"{split}_{stat}"])
@@ -95,7 +94,7 @@ def evaluate(corpus, row, checkpoint, threads, device):
 
 
 def validate(corpus, row, checkpoint, splits, criterion, threads, device):
-    """fairseq-validate's last record of each of ``splits`` (comma-separated, read in one process)."""
+    """``{split: fairseq-validate's last record of it}`` for ``splits`` (comma-separated, read in one process)."""
     output = fairseq(
         "validate",
         corpus.data,
@@ -109,8 +108,6 @@ def validate(corpus, row, checkpoint, splits, criterion, threads, device):
         "json",
         threads=threads,
     )
-    if "," not in splits:
-        return records(output, splits)[-1]
     return {split: records(output, split)[-1] for split in splits.split(",")}
 
 

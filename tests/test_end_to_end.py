@@ -15,15 +15,12 @@ from conftest import SAMPLE_DATA
 from fairseq import checkpoint_utils
 from fairseq.data import data_utils
 
+# the models' size in these tests: small enough to train in seconds, large enough to learn the sample
+SIZE = ["--embed-dim", "32", "--hidden-size", "32", "--num-layers", "1"]
 TRAIN = [
     "--arch",
     "attentive_lm_small",
-    "--embed-dim",
-    "32",
-    "--hidden-size",
-    "32",
-    "--num-layers",
-    "1",
+    *SIZE,
     "--attention-score",
     "combined",
     "--criterion",
@@ -308,12 +305,7 @@ def test_amsrn_with_entropy_trains_evaluates_and_generates(tmp_path):
     args = [
         "--arch",
         "amsrn_small",
-        "--embed-dim",
-        "32",
-        "--hidden-size",
-        "32",
-        "--num-layers",
-        "1",
+        *SIZE,
         "--memory-selection",
         "independent",
         "--criterion",
