@@ -206,20 +206,11 @@ def plugin_tool(module, *args, json_out, threads):
         return json.load(f)
 
 
-def numbers(text):
-    return [float(v) for v in text.split(",")]
-
-
-def grid_points(corpus):
-    """Dynamic evaluation's (lr, decay) points on valid."""
-    return [(lr, decay) for lr in numbers(corpus.dynamic_lrs) for decay in numbers(corpus.dynamic_decays)]
-
-
 def grid_runs(corpus, slots):
     """The grid as ``(lrs, decays)`` runs of alm-cache-grid: its learning rates split into at most ``slots``
     runs (at least one) of consecutive rates, each with every decay. Each run reads valid once without
     adapting and once a point; more runs side by side end sooner where the device has room for them."""
-    lrs, decays = numbers(corpus.dynamic_lrs), numbers(corpus.dynamic_decays)
+    lrs, decays = map(list, corpus.declared_grid)
     count = max(1, min(slots, len(lrs)))
     return [(lrs[i * len(lrs) // count : (i + 1) * len(lrs) // count], decays) for i in range(count)]
 
@@ -295,7 +286,7 @@ def evaluate_test_time(corpus, row, checkpoint, points, threads, device):
     }
     # valid with the cache: the grid's own figure (its pass reads valid as eval-lm does), as with dynamic evaluation
     result["valid_ppl_cache"] = round(chosen["ppl_with_cache"], 2)
-    result["dynamic_eval_grid"] = {"lr": numbers(corpus.dynamic_lrs), "decay": numbers(corpus.dynamic_decays)}
+    result["dynamic_eval_grid"] = dict(zip(("lr", "decay"), map(list, corpus.declared_grid)))
     runs = [("test_ppl_cache", "test", test_time_flags(row, chosen, dynamic=False))]
     for kind, suffix, cache in (("dynamic", "dynamic", False), ("both", "cache_dynamic", True)):
         if kind in chosen:

@@ -432,7 +432,7 @@ def test_grid_edge_probes_one_step_beyond_and_scores_test_only_for_a_winner(monk
                     "lambda": 0.3,
                 },
             },
-            False,
+            0,
         ),
     )
     scored = []
@@ -716,8 +716,8 @@ def test_a_killed_row_resumes_after_its_finished_grid(tmp_path):
 
 
 def test_a_killed_grid_resumes_after_its_finished_points(monkeypatch, tmp_path):
-    """row_scoring.py runs alm-cache-grid once per dynamic point: a row killed in its grid reruns only the
-    points without a finished JSON, and the choices combine as one grid's (the best point wins)."""
+    """row_scoring.py runs alm-cache-grid once per learning rate where it has room: a row killed in its grid
+    reruns only the runs without a finished JSON, and the choices combine as one grid's (the best point wins)."""
     import dataclasses
     import json
     import subprocess
@@ -756,7 +756,7 @@ def test_a_killed_grid_resumes_after_its_finished_points(monkeypatch, tmp_path):
 
     monkeypatch.setattr(scoring.subprocess, "run", fake_grid)
     chosen, reused = scoring.combine_grid(
-        [scoring.grid_point(corpus, str(checkpoint), *point, 1, CPU) for point in scoring.grid_points(corpus)]
+        [scoring.grid_run(corpus, str(checkpoint), *run, 1, CPU) for run in scoring.grid_runs(corpus, 2)]
     )
     assert ran == [1.0] and reused == 1
     assert chosen["dynamic"]["lr"] == 1.0 and chosen["both"]["ppl"] == 55.0 and chosen["window"] == 500
