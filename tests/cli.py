@@ -62,7 +62,7 @@ def run(tool, *args, check=True):
     if IN_PROCESS:
         main = importlib.import_module(f"fairseq_cli.{tool}").cli_main
         _reset_fairseq_globals()
-        code, stdout, stderr = _in_process(main, [program, *args], log_to_stdout=True)
+        code, stdout, stderr = in_process(main, [program, *args], log_to_stdout=True)
     else:
         launch = f"import sys; from fairseq_cli.{tool} import cli_main; sys.argv[0] = '{program}'; cli_main()"
         code, stdout, stderr = _in_subprocess(["-c", launch, *args])
@@ -78,7 +78,7 @@ def run_module(module, *args, stdin=None):
     args = [str(a) for a in args]
     if IN_PROCESS:
         main = importlib.import_module(module).main
-        return _in_process(lambda: main(args), [module, *args], stdin=stdin)
+        return in_process(lambda: main(args), [module, *args], stdin=stdin)
     return _in_subprocess(["-m", module, *args], stdin=stdin)
 
 
@@ -116,7 +116,7 @@ FAIRSEQ_CLI_LOG = (logging.INFO, "%(asctime)s | %(levelname)s | %(name)s | %(mes
 FAIRSEQ_IMPORT_LOG = (logging.DEBUG, logging.BASIC_FORMAT)
 
 
-def _in_process(main, argv, stdin=None, log_to_stdout=False):
+def in_process(main, argv, stdin=None, log_to_stdout=False):
     """Call ``main()`` as a process would run it: from the repository root, with ``argv``, its own
     stdin, stdout and stderr, log records where a fresh process sends them, torch's default TF32
     settings (the tests' fixture turns them off), and an exit code. Whatever the run adds to any

@@ -17,7 +17,7 @@ import sys
 import threading
 
 import pytest
-from cli import _in_process, refused, run_module
+from cli import in_process, refused, run_module
 from conftest import ROOT, SAMPLE_DATA
 
 from alm_plugin.errors import ScoringError
@@ -235,7 +235,7 @@ def test_a_benchmark_json_on_its_data_is_refused_before_the_run(tmp_path):
     shutil.copytree(SAMPLE_DATA, data)
     before = sha(data / "valid.bin")
     script = os.path.join(ROOT, "benchmarks", "stream_speed.py")  # sys.argv[0] under python -m benchmarks.stream_speed
-    code, _, stderr = _in_process(stream_speed.main, [script, "--data", str(data), "--json", str(data / "valid.bin")])
+    code, _, stderr = in_process(stream_speed.main, [script, "--data", str(data), "--json", str(data / "valid.bin")])
     assert code == 2 and "Traceback" not in stderr, stderr
     assert re.fullmatch(
         rf"stream_speed\.py: error: --json {re.escape(str(data / 'valid.bin'))} is a file of the data directory .*"

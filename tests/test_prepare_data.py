@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from cli import _in_process, run
+from cli import in_process, run
 from conftest import ROOT, needs_shared_data
 from fairseq.data import Dictionary, data_utils
 
@@ -43,7 +43,7 @@ def run_script(*args, module=prepare_lm_data):
     fairseq-preprocess in this process too); returns (exit code, stdout, stderr)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(module, "subprocess", _PreprocessInProcess())
-        return _in_process(module.main, [module.__file__, *map(str, args)])
+        return in_process(module.main, [module.__file__, *map(str, args)])
 
 
 def test_paragraphs_split_after_sentence_final_tokens():

@@ -68,7 +68,7 @@ def run_from(directory, command):
             os.chdir(directory)  # the run's own directory; the caller's is restored after it
             return cli_main()
 
-        code, stdout, stderr = cli._in_process(main_there, command, log_to_stdout=True)
+        code, stdout, stderr = cli.in_process(main_there, command, log_to_stdout=True)
         return code, stdout + stderr
     program = shutil.which(command[0])
     launch = (

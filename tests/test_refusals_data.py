@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from cli import _in_process, last_line, refused, run, run_module
+from cli import in_process, last_line, refused, run, run_module
 from conftest import ROOT, short_split
 from fairseq.data import Dictionary
 
@@ -36,7 +36,7 @@ def prepare(tmp_path, texts, *extra, process=False):
     spec = importlib.util.spec_from_file_location("prepare_lm_data", PREPARE)
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
-    code, stdout, stderr = _in_process(script.main, [PREPARE, *args])
+    code, stdout, stderr = in_process(script.main, [PREPARE, *args])
     return code, stdout + stderr
 
 
