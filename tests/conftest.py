@@ -5,10 +5,13 @@ import atexit
 import os
 import shutil
 import tempfile
+from argparse import Namespace
 
 import pytest
 import torch
 from fairseq.data import Dictionary
+
+from alm_plugin.tasks.sentence_language_modeling import SentenceLanguageModelingTask
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -104,6 +107,36 @@ def needs_shared_data(*parts):
     return pytest.mark.skipif(
         not os.path.exists(path), reason=f"needs the real corpora in ../shared/data ({path} is absent)"
     )
+
+
+@pytest.fixture
+def sample_task():
+    """The sentence task over the shipped sample, set up as fairseq sets it up from its options."""
+    args = Namespace(
+        data=SAMPLE_DATA,
+        sample_break_mode="eos",
+        tokens_per_sample=10,
+        output_dictionary_size=-1,
+        self_target=False,
+        future_target=False,
+        past_target=False,
+        add_bos_token=False,
+        max_target_positions=None,
+        shorten_method="none",
+        shorten_data_split_list="",
+        pad_to_fixed_length=False,
+        pad_to_fixed_bsz=False,
+        seed=1,
+        batch_size=8,
+        batch_size_valid=8,
+        dataset_impl=None,
+        data_buffer_size=10,
+        tpu=False,
+        use_plasma_view=False,
+        plasma_path=None,
+        eval_tokens_per_sample=10,
+    )
+    return SentenceLanguageModelingTask.setup_task(args)
 
 
 # ---------------------------------------------------------------- tiny models shared by the session

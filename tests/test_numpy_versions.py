@@ -11,17 +11,15 @@ import os
 import re
 import subprocess
 import sys
-from argparse import Namespace
 
 import numpy
 import pytest
 import torch
-from conftest import ROOT, SAMPLE_DATA
+from conftest import ROOT
 from fairseq.data import LanguagePairDataset, TokenBlockDataset, bucket_pad_length_dataset, data_utils
 
 from alm_plugin import numpy_compat
 from alm_plugin.errors import OptionError
-from alm_plugin.tasks.sentence_language_modeling import SentenceLanguageModelingTask
 
 SENTENCES = [[4, 5, 2], [6, 2], [7, 8, 9, 10, 2], [11, 2]]
 REAL_PERCENTILE = numpy.percentile
@@ -30,35 +28,6 @@ FAIRSEQ_GET_BUCKETS = getattr(data_utils.get_buckets, "fairseq_original", data_u
 
 def percentile_of_numpy_2_4(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False):
     return REAL_PERCENTILE(a, q, axis=axis, out=out, overwrite_input=overwrite_input, method=method, keepdims=keepdims)
-
-
-@pytest.fixture
-def sentence_task():
-    args = Namespace(
-        data=SAMPLE_DATA,
-        sample_break_mode="eos",
-        tokens_per_sample=10,
-        output_dictionary_size=-1,
-        self_target=False,
-        future_target=False,
-        past_target=False,
-        add_bos_token=False,
-        max_target_positions=None,
-        shorten_method="none",
-        shorten_data_split_list="",
-        pad_to_fixed_length=False,
-        pad_to_fixed_bsz=False,
-        seed=1,
-        batch_size=8,
-        batch_size_valid=8,
-        dataset_impl=None,
-        data_buffer_size=10,
-        tpu=False,
-        use_plasma_view=False,
-        plasma_path=None,
-        eval_tokens_per_sample=0,
-    )
-    return SentenceLanguageModelingTask.setup_task(args)
 
 
 @pytest.fixture(params=["2.0", "2.4"])
@@ -126,15 +95,15 @@ def test_the_shim_leaves_a_numpy_that_has_them_alone():
     assert (numpy.compat, data_utils.get_buckets) == before
 
 
-def test_the_hubs_batches_of_several_sentences_are_measured(sentence_task):
+def test_the_hubs_batches_of_several_sentences_are_measured(sample_task):
     """The hub scores through build_dataset_for_inference, whose sizes are a list of one array:
     int(max(sizes)) took that array for a number (numpy 2: a TypeError for one sentence too)."""
     tokens = [torch.tensor([4, 5, 2]), torch.tensor([6, 7, 8, 9, 2]), torch.tensor([10, 2])]
-    dataset = sentence_task.build_dataset_for_inference(tokens, [len(t) for t in tokens])
-    batches = sentence_task.get_batch_iterator(dataset, max_tokens=100, max_sentences=8)
+    dataset = sample_task.build_dataset_for_inference(tokens, [len(t) for t in tokens])
+    batches = sample_task.get_batch_iterator(dataset, max_tokens=100, max_sentences=8)
     assert sorted(i for batch in batches.next_epoch_itr(shuffle=False) for i in batch["id"].tolist()) == [0, 1, 2]
     with pytest.raises(OptionError, match=r"longest sample of this split \(5 tokens"):
-        sentence_task.get_batch_iterator(dataset, max_tokens=4, max_sentences=8)
+        sample_task.get_batch_iterator(dataset, max_tokens=4, max_sentences=8)
 
 
 def test_with_user_dir_alm_plugin_fairseq_runs_on_numpy_2():

@@ -1,7 +1,6 @@
 """Sentence batching, and the criterion's figures against hand computations."""
 
 import math
-from argparse import Namespace
 
 import numpy as np
 import pytest
@@ -15,7 +14,6 @@ from fairseq.data import MonolingualDataset
 from alm_plugin.criterions.attention_cross_entropy import AttentionCrossEntropyCriterion
 from alm_plugin.data.sentence_blocks import SentenceBlockDataset, sentence_piece_slices
 from alm_plugin.models.attentive_lm import AttentiveLanguageModel, AttentiveLMConfig, AttentiveLMDecoder
-from alm_plugin.tasks.sentence_language_modeling import SentenceLanguageModelingTask
 
 
 def test_long_sentences_are_cut_into_pieces_and_nothing_is_dropped():
@@ -39,35 +37,6 @@ def test_pieces_start_from_the_previous_token(dictionary):
     targets = [s[1].tolist() for s in samples]
     assert targets == [[4, 5, 6, 7], [8, eos], [eos], [9, 10, 11, 12], [13, 14, 4, eos]]
     assert sources == [[eos, 4, 5, 6], [7, 8], [eos], [eos, 9, 10, 11], [12, 13, 14, 4]]
-
-
-@pytest.fixture
-def sample_task():
-    args = Namespace(
-        data=SAMPLE_DATA,
-        sample_break_mode="eos",
-        tokens_per_sample=10,
-        output_dictionary_size=-1,
-        self_target=False,
-        future_target=False,
-        past_target=False,
-        add_bos_token=False,
-        max_target_positions=None,
-        shorten_method="none",
-        shorten_data_split_list="",
-        pad_to_fixed_length=False,
-        pad_to_fixed_bsz=False,
-        seed=1,
-        batch_size=8,
-        batch_size_valid=8,
-        dataset_impl=None,
-        data_buffer_size=10,
-        tpu=False,
-        use_plasma_view=False,
-        plasma_path=None,
-        eval_tokens_per_sample=10,
-    )
-    return SentenceLanguageModelingTask.setup_task(args)
 
 
 def test_training_sentences_are_cut_but_valid_ones_scored_whole_by_default(sample_task):
