@@ -9,6 +9,7 @@ and test.
 """
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -63,7 +64,7 @@ def evaluate(corpus, row, checkpoint, threads, device):
     figures = in_parallel(
         device,
         *[
-            lambda split=split: eval_lm_ppl(corpus, row, checkpoint, split, [], threads, device)
+            lambda split=split: eval_lm_scores(corpus, row, checkpoint, split, threads, device)
             for split in ("valid", "test")
         ],
         *(
@@ -80,7 +81,9 @@ def evaluate(corpus, row, checkpoint, threads, device):
             for lrs, decays in runs
         ],
     )
-    result["valid_ppl"], result["test_ppl"] = figures[:2]
+    for split, (ppl, nll) in zip(("valid", "test"), figures[:2]):
+        result[f"{split}_ppl"] = ppl
+        result[f"{split}_sentence_nll"] = nll  # a paired bootstrap of two rows reads these
     for split in ("valid", "test") if ours else ():
         validated = figures[2][split]
         result[f"{split}_paper_ppl"] = float(validated[f"{split}_paper_ppl"])
@@ -249,6 +252,46 @@ def test_time_flags(row, choice, cache=True, dynamic=True):
             str(choice["lambda"]),
         ]
     return flags
+
+
+# fairseq-eval-lm --output-word-probs: a line a sample, "<id> word [ln p]\tword [ln p]..."
+WORD_PROBS = re.compile(r"fairseq_cli\.eval_lm(?: \| |:)(\d+) (.*)$", re.M)  # fairseq's log format or logging's
+WORD_SCORE = re.compile(r"(\S+) \[(\S+)\]")
+
+
+def sentence_nll(output):
+    """Each sentence's NLL (nats, its ``</s>`` counted) from eval-lm's word probabilities, in corpus order: the
+    samples read by id and cut after each ``</s>`` (a sentence sample holds one; a stream's chunk, several)."""
+    samples = sorted((int(i), WORD_SCORE.findall(words)) for i, words in WORD_PROBS.findall(output))
+    found, total = [], 0.0
+    for _, words in samples:
+        for word, score in words:
+            total -= float(score)
+            if word == "</s>":
+                found.append(round(total, 4))
+                total = 0.0
+    return found
+
+
+def eval_lm_scores(corpus, row, checkpoint, split, threads, device):
+    """``(ppl, [NLL a sentence])``: fairseq-eval-lm's perplexity and each sentence's NLL from the same pass,
+    checked to give that perplexity."""
+    output = fairseq(
+        "eval_lm",
+        corpus.data,
+        *task_args(corpus, row, False, device),
+        "--path",
+        checkpoint,
+        "--gen-subset",
+        split,
+        "--output-word-probs",
+        threads=threads,
+    )
+    ppl, nll = perplexity(output), sentence_nll(output)
+    count = int(re.search(r"Evaluated ([\d,]+) tokens", output).group(1).replace(",", ""))
+    if not nll or abs(math.exp(sum(nll) / count) / ppl - 1) > 1e-3:
+        sys.exit(f"{split}: the sentences' NLL from --output-word-probs do not give eval-lm's perplexity {ppl}")
+    return ppl, nll
 
 
 def eval_lm_ppl(corpus, row, checkpoint, split, flags, threads, device):

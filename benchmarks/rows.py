@@ -191,6 +191,25 @@ def seeded(rows, names, seeds):
     }
 
 
+def at_dropout(rows, names, dropouts):
+    """``<name>-dropout-<p>``: each of ``names`` again at dropout ``p`` (each model at its own best setting)."""
+
+    def swap(args, p):
+        at = args.index("--dropout") + 1
+        return (*args[:at], p, *args[at + 1 :])
+
+    return {
+        f"{name}-dropout-{p}": Row(
+            f"{rows[name].description}, dropout {p}", swap(rows[name].args, p), rows[name].reading
+        )
+        for p in dropouts
+        for name in names
+    }
+
+
+# the dropouts beside DROPOUT each model of the short answer's steps is also trained at (picked on valid)
+DROPOUTS = ("0.1", "0.3")
+
 # Full PTB: 42,068 / 3,370 / 3,761 sentences, 10 epochs, the full softmax
 PTB_RECIPE = sgd(4)
 _ptb = {
@@ -304,6 +323,8 @@ PTB = Corpus(
         **seeded(_ptb, ("lstm", "single-zero-context", "single", "lstm-matched"), (2,)),
         # third seeds of the steps the short answer stands on (the layer, the attention, the width)
         **seeded(_ptb, ("lstm", "single-zero-context", "single"), (3,)),
+        # the same three at the other dropouts: each model at its own best valid dropout
+        **at_dropout(_ptb, ("lstm", "single", "single-zero-context"), DROPOUTS),
     },
     paper={"single": "71.7 / 70.1 (2 x 650, patience 10)", "combined": "72.6 / 70.7 (2 x 650)"},
 )
