@@ -81,9 +81,9 @@ def evaluate(corpus, row, checkpoint, threads, device):
             for lrs, decays in runs
         ],
     )
-    for split, (ppl, nll) in zip(("valid", "test"), figures[:2]):
+    for split, (ppl, sentences) in zip(("valid", "test"), figures[:2]):
         result[f"{split}_ppl"] = ppl
-        result[f"{split}_sentence_nll"] = nll  # a paired bootstrap of two rows reads these
+        result.update(sentences)
     for split in ("valid", "test") if ours else ():
         validated = figures[2][split]
         result[f"{split}_paper_ppl"] = float(validated[f"{split}_paper_ppl"])
@@ -259,23 +259,25 @@ WORD_PROBS = re.compile(r"fairseq_cli\.eval_lm(?: \| |:)(\d+) (.*)$", re.M)  # f
 WORD_SCORE = re.compile(r"(\S+) \[(\S+)\]")
 
 
-def sentence_nll(output):
-    """Each sentence's NLL (nats, its ``</s>`` counted) from eval-lm's word probabilities, in corpus order: the
-    samples read by id and cut after each ``</s>`` (a sentence sample holds one; a stream's chunk, several)."""
+def sentence_scores(output):
+    """``(NLLs, lengths)``: each sentence's NLL (nats) and tokens (its ``</s>`` counted) from eval-lm's word
+    probabilities, in corpus order: the samples read by id and cut after each ``</s>`` (a sentence sample holds
+    one; a stream's chunk, several)."""
     samples = sorted((int(i), WORD_SCORE.findall(words)) for i, words in WORD_PROBS.findall(output))
-    found, total = [], 0.0
+    nll, lengths, total, count = [], [], 0.0, 0
     for _, words in samples:
         for word, score in words:
-            total -= float(score)
+            total, count = total - float(score), count + 1
             if word == "</s>":
-                found.append(round(total, 4))
-                total = 0.0
-    return found
+                nll.append(round(total, 4))
+                lengths.append(count)
+                total, count = 0.0, 0
+    return nll, lengths
 
 
 def eval_lm_scores(corpus, row, checkpoint, split, threads, device):
-    """``(ppl, [NLL a sentence])``: fairseq-eval-lm's perplexity and each sentence's NLL from the same pass,
-    checked to give that perplexity."""
+    """``(ppl, {split}_sentence_nll and _sentence_tokens)``: fairseq-eval-lm's perplexity and each sentence's NLL
+    and length from the same pass, checked to give that perplexity (a paired bootstrap of two rows reads them)."""
     output = fairseq(
         "eval_lm",
         corpus.data,
@@ -287,11 +289,11 @@ def eval_lm_scores(corpus, row, checkpoint, split, threads, device):
         "--output-word-probs",
         threads=threads,
     )
-    ppl, nll = perplexity(output), sentence_nll(output)
+    ppl, (nll, lengths) = perplexity(output), sentence_scores(output)
     count = int(re.search(r"Evaluated ([\d,]+) tokens", output).group(1).replace(",", ""))
-    if not nll or abs(math.exp(sum(nll) / count) / ppl - 1) > 1e-3:
+    if sum(lengths) != count or abs(math.exp(sum(nll) / count) / ppl - 1) > 1e-3:
         sys.exit(f"{split}: the sentences' NLL from --output-word-probs do not give eval-lm's perplexity {ppl}")
-    return ppl, nll
+    return ppl, {f"{split}_sentence_nll": nll, f"{split}_sentence_tokens": lengths}
 
 
 def eval_lm_ppl(corpus, row, checkpoint, split, flags, threads, device):
