@@ -10,6 +10,8 @@ measured on that split for that corpus and size (where it has no seeds: the corp
 
 from dataclasses import dataclass
 
+from benchmarks.rows import DROPOUT, DROPOUTS
+
 FLOOR = 1.0  # % either way that counts as level however close two seeds happened to fall
 
 
@@ -141,6 +143,30 @@ COMPARISONS = (
         "fairseq's `language_modeling` task: shuffled 35-token blocks, no state carried, in place of our streams",
         "its untied adaptive softmax in place of our tied one",
     ),
+)
+
+
+@dataclass(frozen=True)
+class Tuned:
+    """Steps taken again with each model at the setting its own valid ppl picks among its rows (same seed,
+    the setting alone differing): whether an answer survives each model's best setting (Melis et al. 2018)."""
+
+    corpus: str
+    setting: str  # what each model's rows differ in
+    choices: dict  # model -> {value: row}
+    steps: tuple  # (baseline model, model, the thing the step changes)
+
+
+def at_dropouts(model):
+    """``{dropout: row}`` of ``model`` (``rows.at_dropout``'s names; ``DROPOUT`` is the model's own row)."""
+    return {p: model if p == DROPOUT else f"{model}-dropout-{p}" for p in sorted((DROPOUT, *DROPOUTS))}
+
+
+BEST_DROPOUT = Tuned(
+    "ptb",
+    "dropout",
+    {model: at_dropouts(model) for model in ("lstm", "single-zero-context", "single")},
+    (("lstm", "single-zero-context", LAYER), ("single-zero-context", "single", ATTENTION)),
 )
 
 

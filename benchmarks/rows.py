@@ -81,6 +81,7 @@ class Corpus:
     unrecorded_grid: tuple = None
     label: str = ""  # the corpus and size a statement names, "full PTB, 2 x 200"
     spread_from: str = None  # a corpus without seeds of its own: the corpus whose seed ranges stand in for them
+    names_commits: bool = False  # its comparisons name the commits their rows trained at (rows from several)
 
     @property
     def data(self):
@@ -437,6 +438,7 @@ PTB_PAPER = Corpus(
     dynamic_lrs="0.1,0.3,1,3",
     dynamic_decays="0.01",
     unrecorded_grid=("0.3,1", "0.01"),
+    names_commits=True,
 )
 
 # The order in which `run.sh paper` trains the rows that have no JSON (its queue), by what each answers:

@@ -192,3 +192,77 @@ def test_every_goal_is_the_bound_its_block_states(monkeypatch):
         silent += [] if changed else [(goal.block, goal.subject)]
     spoken = "The goal, test <=" in before["ptb-paper-stream"]
     assert silent == ([] if spoken else [("ptb-paper-stream", "best stream row")])
+
+
+def test_a_gap_between_curves_still_falling_past_the_band_gets_no_verdict(statements):
+    """Planted: both rows 5% apart, one still losing 3% of its valid ppl in its last epoch (past the 1.28% band):
+    the difference is given, the verdict withheld; the same pair with flat curves is called apart."""
+    moving = {
+        **SEEDED,
+        "lstm": row(110.0, 106.0, [130.0, 118.0, 113.4, 110.0]),  # -3.0% in its last epoch
+        "single-zero-context": row(104.5, 100.7, [125.0, 112.0, 105.0, 104.5]),
+    }
+    text = said(statements, "ptb", moving, "lstm", "single-zero-context")
+    assert "(-5.0% / -5.0%): still converging: no verdict." in text and "ahead" not in text
+    flat = {**moving, "lstm": row(110.0, 106.0, [130.0, 118.0, 110.5, 110.0])}  # -0.45%
+    assert "(-5.0% / -5.0%): ahead on valid and test." in said(statements, "ptb", flat, "lstm", "single-zero-context")
+
+
+def test_a_stream_rows_band_says_it_comes_from_the_sentence_rows(statements):
+    """No stream row has seeds: the band the stream rows are weighed on is the sentence rows', and says so."""
+    results = {**SEEDED, "lstm": row(107.5, 103.7), "lstm-stream": row(98.7, 94.8)}
+    text = said(statements, "ptb", results, "lstm", "lstm-stream")
+    assert "measured on full PTB, 2 x 200, on the rows read as sentences: no row read as streams has seeds" in text
+    sentence = said(
+        statements, "ptb", {**results, "single-zero-context": row(105.0, 101.0)}, "lstm", "single-zero-context"
+    )
+    assert "read as" not in sentence
+
+
+def test_the_paired_bootstrap_interval_covers_a_planted_difference(statements):
+    """Each test sentence of the row 2% likelier per token than the baseline's, with noise: the 95% interval holds
+    -2% and excludes 0; rows that record no sentences give no interval."""
+    import math
+    import random
+
+    rng = random.Random(0)
+    tokens = [rng.randint(5, 40) for _ in range(2000)]
+    base = [n * 4.6 * rng.uniform(0.8, 1.2) for n in tokens]
+    ahead = [b + n * (math.log(0.98) + rng.gauss(0, 0.1)) for b, n in zip(base, tokens)]
+
+    def scored(valid, test, nll):
+        return {**row(valid, test), "test_sentence_nll": nll, "test_sentence_tokens": tokens}
+
+    results = {**SEEDED, "lstm": scored(107.0, 103.0, base), "single-zero-context": scored(105.0, 101.0, ahead)}
+    comparison = statements.Comparison("ptb", "lstm", "single-zero-context", ("the layer",))
+    low, high, count = statements.paired_interval(statements.weigh(statements.CORPORA["ptb"], results, comparison))
+    assert count == 2000 and low < -2.0 < high < 0
+    assert "A paired bootstrap over the 2,000 test sentences" in said(
+        statements, "ptb", results, "lstm", "single-zero-context"
+    )
+    del results["lstm"]["test_sentence_nll"]
+    assert "bootstrap" not in said(statements, "ptb", results, "lstm", "single-zero-context")
+
+
+def test_each_model_at_its_own_best_dropout_is_picked_on_valid_and_compared(statements):
+    """Planted: the LSTM best at 0.1, the layer and the attention best at 0.3; the steps are weighed between the
+    picks and each says whether the shared dropout's verdict holds."""
+    from benchmarks.comparisons import BEST_DROPOUT
+    from benchmarks.rows import PTB
+
+    valid = {
+        "lstm": (104.0, 107.0, 108.0),
+        "single-zero-context": (106.0, 105.0, 103.0),
+        "single": (106.0, 105.0, 102.9),
+    }
+    results = {**SEEDED}
+    for model, figures in valid.items():
+        for (dropout, name), v in zip(BEST_DROPOUT.choices[model].items(), figures):
+            results[name] = row(v, v - 4) if name not in results else results[name]
+    lines = statements.at_best_setting(PTB, results, BEST_DROPOUT)
+    assert lines[0].startswith("Each model at its own best valid dropout") and "`lstm` 0.1 (0.1: 104.0" in lines[0]
+    assert "`single-zero-context-dropout-0.3` against `lstm-dropout-0.1`" in lines[1]
+    assert "`single-dropout-0.3` against `single-zero-context-dropout-0.3`" in lines[2]
+    assert "at the shared dropout" in lines[3] and "at each model's best" in lines[3]
+    del results["single-dropout-0.1"]
+    assert "waits for 1 of 9 rows (`single-dropout-0.1`" in statements.at_best_setting(PTB, results, BEST_DROPOUT)[0]

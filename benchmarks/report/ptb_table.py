@@ -3,9 +3,11 @@ declared step from the LSTM to the attentive models stated from the JSON, and th
 
 import os
 
+from benchmarks.comparisons import BEST_DROPOUT
 from benchmarks.rows import PTB, ROOT, SIZE
 
 from .statements import (
+    at_best_setting,
     compared,
     curve,
     head,
@@ -109,10 +111,15 @@ def statement(results):
             or [f"The LSTM's test perplexity is {lstm['test_ppl']:.1f}; no row compared with it has finished yet."]
         ),
         *entropy_choice(results),
+        *at_best_setting(PTB, results, BEST_DROPOUT),
     ]
     if "fairseq-transformer_lm" in results:
         transformer = results["fairseq-transformer_lm"]["test_ppl"]
-        ours = {n: seed_runs(PTB, results, n) for n in models(PTB) if n in results and not n.startswith("fairseq")}
+        ours = {
+            n: seed_runs(PTB, results, n)
+            for n in models(PTB)
+            if n in results and not n.startswith("fairseq") and "-dropout-" not in n
+        }
         widest = spread(PTB, results, "test")
         threshold = level_within(widest)
         ahead = [

@@ -3,12 +3,14 @@ how many rows a statement stands on, a goal's verdict, the one wording of a decl
 rows' seed means, where the one stands against the other, credited to the declared difference only), the
 note on a pointer whose sentinel gate sits at 1."""
 
+import functools
 import re
+import subprocess
 from dataclasses import dataclass
 
 from benchmarks.comparisons import FLOOR, Comparison, declared
 from benchmarks.grid_edge import edge_sides
-from benchmarks.rows import CORPORA
+from benchmarks.rows import CORPORA, ROOT
 
 
 def pct(value, base):
@@ -115,6 +117,10 @@ def spread(corpus, results, split, suffix=""):
     return None
 
 
+NO_VERDICT = "still converging: no verdict"
+READINGS = {"sentence": "sentences", "stream": "streams", "fairseq": "fairseq's blocks", "characters": "characters"}
+
+
 @dataclass(frozen=True)
 class Weighed:
     """A declared comparison's two rows on the means of their seeds (``suffix``: with a test-time option),
@@ -140,8 +146,14 @@ class Weighed:
         """What counts as level on ``split``."""
         return level_within(self.spreads[split])
 
+    def converging(self):
+        """Whether either row's valid ppl (its seeds' mean) still fell by more than the level band in its last
+        epoch: the budget stopped a curve still moving, so the gap may yet close or open."""
+        band = self.threshold("valid")
+        return any((f := last_fall(curve(runs))) is not None and -f > band for runs in (self.row, self.base))
+
     def verdict(self, split):
-        return standing(self.change(split), self.threshold(split))
+        return NO_VERDICT if self.converging() else standing(self.change(split), self.threshold(split))
 
     def seeds(self):
         """``"means of 2 and 2 seeds"``, ``"one seed for `single`"``: what the figures stand on."""
@@ -152,6 +164,16 @@ class Weighed:
     def single(self):
         names = ((self.comparison.row, self.row), (self.comparison.baseline, self.base))
         return [f"`{name}`" for name, runs in names if len(runs) == 1]
+
+    def other_reading(self, spread):
+        """Where the seeds behind ``spread`` read the text otherwise than a compared row (sentences for a stream
+        row): ``", on the rows read as sentences: no row read as streams has seeds"``; "" where they read alike."""
+        readings = {self.corpus.rows[name].reading for name in (self.comparison.row, self.comparison.baseline)}
+        theirs = spread.corpus.rows[spread.row].reading
+        others = sorted(readings - {theirs})
+        if not others:
+            return ""
+        return f", on the rows read as {READINGS[theirs]}: no row read as {READINGS[others[0]]} has seeds"
 
     def within(self):
         """``"level within V.VV% / T.TT%"`` (valid / test), where the two figures come from and whose seeds
@@ -170,7 +192,7 @@ class Weighed:
             f"measured on {valid.corpus.label}"
             if valid.corpus is self.corpus
             else f"borrowed from {valid.corpus.label}, as none is measured on {self.corpus.label}"
-        )
+        ) + self.other_reading(valid)
         if min(valid.value, test.value) >= FLOOR:
             return f"{level}, the widest seed range {where} ({whose})"
         return (
@@ -213,7 +235,13 @@ def versus(corpus, results, comparison, suffix=""):
     if w.failed:
         return f"{what}, {corpus.label}: `{comparison.row}` against `{comparison.baseline}` not compared, as {dead(w)}."
     valid, test = (w.verdict(split) for split in ("valid", "test"))
-    on = f"{valid} on valid and test" if valid == test else f"{valid} on valid, {test} on test"
+    on = (
+        NO_VERDICT
+        if w.converging()
+        else f"{valid} on valid and test"
+        if valid == test
+        else f"{valid} on valid, {test} on test"
+    )
     figures = [" / ".join(f"{mean(runs, w.key(split)):.1f}" for split in ("valid", "test")) for runs in (w.row, w.base)]
     text = (
         f"{what}, {corpus.label}: `{comparison.row}` against `{comparison.baseline}`"
@@ -222,6 +250,8 @@ def versus(corpus, results, comparison, suffix=""):
         f"({shown(w, 'valid')} / {shown(w, 'test')}): {on}"
         + ("" if len(things) == 1 or "ahead" not in on and "behind" not in on else ", credited to no one of them alone")
         + f". {seed_note(w)}"
+        + interval_note(w)
+        + (commit_note(w) if corpus.names_commits else "")
         + budget_note(w)
         + (parameter_note(w) if comparison.parameters else "")
     )
@@ -285,9 +315,163 @@ def parameter_note(w):
     return f" Parameters: {held}: {clause}."
 
 
+# the files that define what a row trains (its arguments are in its JSON)
+TRAINING_CODE = (
+    "alm_plugin/models",
+    "alm_plugin/modules",
+    "alm_plugin/tasks",
+    "alm_plugin/criterions",
+    "alm_plugin/data",
+)
+
+
+@functools.lru_cache(maxsize=None)
+def code_change(a, b):
+    """``git diff --shortstat a b`` of ``TRAINING_CODE`` ("" where those files are the same at both commits), or
+    None where either commit is not in this checkout's history."""
+    proc = subprocess.run(
+        ["git", "diff", "--shortstat", f"{a}^{{commit}}", f"{b}^{{commit}}", "--", *TRAINING_CODE],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def commit_note(w):
+    """The commits the two rows (their seeds) trained at, and whether the code that defines what they train
+    differs between them: a difference credited to the declared change assumes it does not, or says so."""
+    trained = {}
+    for runs in (w.row, w.base):
+        for r in runs:
+            trained.setdefault(r.get("commit", "?"), []).append(f"`{r.get('row', '?')}`")
+    text = "Trained at " + "; ".join(f"{c} ({', '.join(names)})" for c, names in trained.items())
+    first, *others = trained
+    if not others:
+        return f" {text}."
+    changes = []
+    for other in others:
+        change = code_change(first, other)
+        changes.append(
+            f"not known at {other} (not in this checkout's history)"
+            if change is None
+            else f"the same at {other}"
+            if not change
+            else f"changed at {other} ({change})"
+        )
+    code = ", ".join(TRAINING_CODE)
+    return f" {text}: the code that defines what they train ({code}), against {first}, is {'; '.join(changes)}."
+
+
+BOOTSTRAP = 1000  # resamples of the split's sentences
+
+
+def sentence_scores(runs, split):
+    """``(NLL, tokens)`` a sentence of ``split`` (its seeds' mean NLL where seeds record them), or None where no
+    seed does (rows scored before they were recorded)."""
+    import numpy
+
+    found = [r for r in runs if f"{split}_sentence_nll" in r]
+    if not found:
+        return None
+    nll = numpy.mean([numpy.asarray(r[f"{split}_sentence_nll"], dtype=float) for r in found], axis=0)
+    return nll, numpy.asarray(found[0][f"{split}_sentence_tokens"], dtype=float)
+
+
+def paired_interval(w, split="test"):
+    """The paired bootstrap 95% interval of the row's perplexity against the baseline's on ``split``, in percent:
+    the same sentences drawn for both rows, ``BOOTSTRAP`` times (seeded). None until both rows record each
+    sentence's NLL on the same sentences. It says how large an effect the split's sentences leave room for;
+    the seed band says how far training alone moves a row."""
+    import numpy
+
+    row, base = sentence_scores(w.row, split), sentence_scores(w.base, split)
+    if row is None or base is None or len(row[0]) != len(base[0]) or (row[1] != base[1]).any():
+        return None
+    (nll, tokens), base_nll = row, base[0]
+    draws = numpy.random.default_rng(0).integers(0, len(nll), size=(BOOTSTRAP, len(nll)))
+    changes = 100 * numpy.expm1((nll - base_nll)[draws].sum(axis=1) / tokens[draws].sum(axis=1))
+    low, high = numpy.percentile(changes, [2.5, 97.5])
+    return float(low), float(high), len(nll)
+
+
+def interval_note(w):
+    """The paired bootstrap interval on test, where both rows record their sentences' NLL."""
+    if (found := paired_interval(w)) is None:
+        return ""
+    low, high, count = found
+    return (
+        f" A paired bootstrap over the {count:,} test sentences ({BOOTSTRAP:,} resamples) puts the test difference "
+        f"between {low:+.1f}% and {high:+.1f}% (95%): the sentences' share of the uncertainty, beside the seeds'."
+    )
+
+
 def seed_note(w):
     """How many seeds a comparison stands on and what counts as level."""
     return sentence(f"{w.seeds()}; {w.within()}")
+
+
+def picks(corpus, results, tuned):
+    """``{model: value}``: the setting of ``tuned`` whose row has the lowest valid ppl for each model (the rows of
+    one seed, the setting alone differing), and the rows still missing; no picks until every row has run."""
+    missing = [row for rows in tuned.choices.values() for row in rows.values() if row not in results]
+    if missing:
+        return {}, missing
+    return {
+        model: min(rows, key=lambda value: results[rows[value]]["valid_ppl"]) for model, rows in tuned.choices.items()
+    }, []
+
+
+def tuned_comparisons(tuned, chosen):
+    """``tuned``'s steps as comparisons of each model's picked row (``chosen``: ``picks``)."""
+    return [
+        Comparison(
+            tuned.corpus,
+            tuned.choices[base][chosen[base]],
+            tuned.choices[model][chosen[model]],
+            (f"{thing}, each model at its own best valid {tuned.setting}",),
+        )
+        for base, model, thing in tuned.steps
+    ]
+
+
+def at_best_setting(corpus, results, tuned):
+    """Each model at its own best valid setting: the picks, each step between the picks, and whether each
+    step's verdict at the shared setting survives them."""
+    chosen, missing = picks(corpus, results, tuned)
+    values = sorted({v for rows in tuned.choices.values() for v in rows})
+    if missing:
+        return [
+            f"Each model at its own best valid {tuned.setting} ({', '.join(values)}): waits for "
+            f"{len(missing)} of {sum(map(len, tuned.choices.values()))} rows ({', '.join(f'`{r}`' for r in missing)}; "
+            "`python -m benchmarks.table --corpus ptb --threads 1`)."
+        ]
+    tried = "; ".join(
+        f"`{model}` {chosen[model]} ("
+        + ", ".join(f"{v}: {results[row]['valid_ppl']:.1f}" for v, row in rows.items())
+        + ")"
+        for model, rows in tuned.choices.items()
+    )
+    lines = [
+        f"Each model at its own best valid {tuned.setting} (valid ppl of one seed at each of {', '.join(values)}, "
+        f"the {tuned.setting} alone differing): {tried}."
+    ]
+    shared = {}
+    for (base, model, thing), comparison in zip(tuned.steps, tuned_comparisons(tuned, chosen)):
+        lines.append(versus(corpus, results, comparison))
+        at_shared = weigh(corpus, results, Comparison(tuned.corpus, base, model, (thing,)))
+        at_best = weigh(corpus, results, comparison)
+        shared[thing] = (at_shared.verdict("test"), at_best.verdict("test"))
+    lines.append(
+        "Against the shared recipe, on test: "
+        + "; ".join(
+            f"{thing[0].lower()}{thing[1:]}: {before} at the shared {tuned.setting}, {after} at each model's best"
+            + (" (the answer holds)" if before == after else " (the answer changes)")
+            for thing, (before, after) in shared.items()
+        )
+        + "."
+    )
+    return lines
 
 
 def compared(corpus, results, suffix="", rows=None):
