@@ -67,6 +67,9 @@ def trained(tmp_path_factory):
     """{config: (exit code, output, save dir)}: every config trained by fairseq-hydra-train for 2 updates on
     the shipped sample (its valid split cut to 8 sentences), the model shrunk."""
     root = tmp_path_factory.mktemp("hydra")
+    # run from a folder of its own, as a user's project: hydra writes its log (hydra_train.log) where it runs, and
+    # the configs' user_dir names alm_plugin from there
+    os.symlink(os.path.join(ROOT, "alm_plugin"), root / "alm_plugin")
     data = short_split(root / "data", 8)
     for split in ("train", "test"):
         for ext in ("bin", "idx"):
@@ -91,7 +94,7 @@ def trained(tmp_path_factory):
     ]
     proc = subprocess.run(
         [sys.executable, "-c", TRAIN_EACH, json.dumps(runs)],
-        cwd=ROOT,
+        cwd=root,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -102,18 +105,19 @@ def trained(tmp_path_factory):
         head, _, output = part.partition("\n")
         name, _, code = head.partition(" exit code ")
         results[name] = (int(code), results[name][1], root / name) if code else (None, output, root / name)
-    return results, proc.stdout
+    return results, proc.stdout, root
 
 
 @pytest.mark.parametrize("name", CONFIGS)
 def test_config_trains_with_fairseq_hydra_train(name, trained):
-    results, everything = trained
+    results, everything, root = trained
     assert read_config(name)["common"]["user_dir"] == "alm_plugin"  # the plugin, imported by the config itself
     assert name in results, everything[-3000:]
     code, output, save_dir = results[name]
     assert code == 0, output[-3000:]
     assert "done training" in output and os.path.exists(save_dir / "checkpoint_last.pt")
-    assert not os.path.exists(os.path.join(ROOT, "outputs"))  # hydra stayed in the repository root
+    assert not os.path.exists(root / "outputs")  # hydra stayed in the folder it was started from
+    assert os.path.exists(root / "hydra_train.log") and not os.path.exists(os.path.join(ROOT, "hydra_train.log"))
 
 
 def test_the_attentive_config_is_the_papers_recipe():
