@@ -6,6 +6,9 @@ setup(
     description="Attentive LM, AMSRN and character LMs with a word cache as a fairseq plugin",
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
+    license="MIT",
+    license_files=["LICENSE", "CITATION.cff"],
+    classifiers=["License :: OSI Approved :: MIT License", "Programming Language :: Python :: 3"],
     packages=find_packages(include=["alm_plugin", "alm_plugin.*"]),
     python_requires=">=3.9",
     # fairseq is installed as `fairseq-fixed` (import name `fairseq`): the official 0.12.2

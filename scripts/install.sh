@@ -62,7 +62,20 @@ fi
 # each step's line, "install.sh: ...", is what examples/quickstart.sh shows while it waits
 step() { echo "install.sh: $*"; }
 if ! "$PY" -c "import torch" 2>/dev/null; then
-  step "torch 2.13.0"
+  # what pip would take, said before the download starts: PyPI's Linux torch is the CUDA build, which pulls
+  # CUDA's nvidia packages (gigabytes); a CPU wheel is taken only where this machine's index has one
+  cuda=$("${PIP[@]}" --dry-run --report - "torch==2.13.0" 2>/dev/null | "$PY" -c \
+    "import json, sys; print(sum(i['metadata']['name'].startswith('nvidia') for i in json.load(sys.stdin)['install']))" \
+    2>/dev/null) || cuda=
+  if [[ -z $cuda ]]; then
+    step "torch 2.13.0 (pip could not say beforehand which build it takes)"
+  elif (( cuda > 0 )); then
+    step "torch 2.13.0, the CUDA build with $cuda nvidia packages: several GB to download (about 5 GB" \
+      "installed); on a machine without a GPU, stop (Ctrl-C) and install the CPU build first" \
+      "(docs/tools.md#torch-the-cpu-build): an installed torch is kept"
+  else
+    step "torch 2.13.0, the CPU build (about 200 MB)"
+  fi
   "${PIP[@]}" "torch==2.13.0" || {
     echo "install.sh: no torch installed and none could be installed${WHEELHOUSE:+ from $WHEELHOUSE}:" \
          "install your torch build first (it is kept), or put its wheel in the wheelhouse" >&2; exit 1; }
@@ -75,9 +88,17 @@ if ! "$PY" -c "import fairseq.data.data_utils_fast, fairseq.data.token_block_uti
   # has a Python fallback) are not used here, and nvcc builds are slow and version-fragile
   # --no-cache-dir: built here against this numpy, not a wheel pip cached from a build against
   # another (one built against numpy 1.x fails to load under numpy 2)
-  step "fairseq-fixed, built from its source (a few minutes on 2 cores)"
-  env -u CUDA_HOME "${PIP[@]}" --no-build-isolation --no-deps --no-cache-dir --force-reinstall \
-    "fairseq-fixed==0.12.3.1"
+  step "fairseq-fixed 0.12.3.1 (its wheel where the index has one for this Python, else built from its source:" \
+    "a few minutes on 2 cores)"
+  piplog=$(mktemp)  # pip's verbose log, to say which it did
+  env -u CUDA_HOME "${PIP[@]}" --log "$piplog" --no-build-isolation --no-deps --no-cache-dir --force-reinstall \
+    "fairseq-fixed==0.12.3.1" || { rm -f "$piplog"; exit 1; }
+  if grep -q "Building wheel for fairseq-fixed" "$piplog"; then
+    step "fairseq-fixed: built from its source"
+  else
+    step "fairseq-fixed: its prebuilt wheel taken"
+  fi
+  rm -f "$piplog"
 fi
 # this package, editable, built by the setuptools installed here (offline too): pyproject.toml
 # names the build backend, so pip builds the editable wheel itself; without it, a pip that finds
