@@ -95,6 +95,27 @@ def refuse_a_file_as_save_dir(save_dir) -> None:
         )
 
 
+def refuse_linked_checkpoints(save_dir) -> None:
+    """A checkpoint name in ``--save-dir`` that is a symbolic link or a hard link: fairseq writes
+    ``checkpoint_best.pt`` and copies it onto the others through such a name, onto another run's file."""
+    if not os.path.isdir(save_dir):
+        return
+    for name in sorted(os.listdir(save_dir)):
+        path = os.path.join(save_dir, name)
+        if not name.startswith("checkpoint"):
+            continue
+        if os.path.islink(path):
+            what, kept = f"is a symbolic link (to {os.readlink(path)})", "the file it points at is kept"
+        elif os.path.isfile(path) and os.stat(path).st_nlink > 1:
+            what, kept = "is a hard link, its data shared with another file", "the other name keeps the data"
+        else:
+            continue
+        raise OptionError(
+            f"--save-dir {save_dir}: {name} {what}, and fairseq would write this run's checkpoint through it: "
+            f"remove it (rm {path}; {kept}) or give another --save-dir"
+        )
+
+
 def _install_save_dir_check() -> None:
     """Put the check in front of fairseq's ``checkpoint_utils.verify_checkpoint_directory`` (once):
     fairseq-train calls it through the module before it makes the folder."""
@@ -108,6 +129,7 @@ def _install_save_dir_check() -> None:
 
     def verify_checkpoint_directory(save_dir: str) -> None:
         refuse_a_file_as_save_dir(save_dir)
+        refuse_linked_checkpoints(save_dir)
         return verify(save_dir)
 
     verify_checkpoint_directory.checks_for_a_file = True

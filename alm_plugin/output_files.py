@@ -299,6 +299,10 @@ CHECKPOINT_CONTENT = "a checkpoint (a file torch saved): writing it would destro
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "benchmarks", "results")
 
 
+# torch.save's legacy format opens with this number, pickled as a 10-byte long (after a protocol 4 frame header)
+TORCH_MAGIC = (0x1950A86A20F9469CFC6C).to_bytes(10, "little")
+
+
 def read_elsewhere(path: str, results: bool = False) -> Optional[str]:
     """What ``path`` is, by its name, its target's name and its content, where a resume, a tool or the
     docs read it: a checkpoint (``checkpoint*.pt``, or a file torch saved: its zip's ``data.pkl``, its
@@ -317,7 +321,7 @@ def read_elsewhere(path: str, results: bool = False) -> Optional[str]:
             if head.startswith(b"PK\x03\x04"):
                 name = head[30 : 30 + int.from_bytes(head[26:28], "little")]
                 return CHECKPOINT_CONTENT if name.endswith(b"data.pkl") else None
-            if head.startswith(b"\x80\x02\x8a\n"):
+            if head[:1] == b"\x80" and b"\x8a\n" + TORCH_MAGIC in head[:32]:  # any pickle protocol's framing
                 return CHECKPOINT_CONTENT
             if head.lstrip()[:1] != b"{" or os.fstat(handle.fileno()).st_size > 1 << 24:
                 return None

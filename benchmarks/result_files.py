@@ -161,14 +161,38 @@ def plugin_files():
     return errors.UserError, output_files
 
 
-def check_json(parser, path, data=(), option="--json", inputs=None):
+RESULTS = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+
+
+def of_another_kind(path, own):
+    """Whether ``path`` (through links) is a file of benchmarks/results whose JSON is not of the writer's kind
+    (``own(record)`` false, or no JSON object at all): a committed result another script or the docs read."""
+    target = os.path.realpath(path)
+    if not (target.startswith(RESULTS + os.sep) and os.path.isfile(target)):
+        return False
+    try:
+        with open(target, encoding="utf-8") as f:
+            record = json.load(f)
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return True
+    return not (isinstance(record, dict) and own(record))
+
+
+def check_json(parser, path, data=(), option="--json", inputs=None, own=None):
     """Before the run: a script's ``--json`` checked as every tool's output is
     (``alm_plugin.output_files.check_outputs``: a name, not a folder, none of ``inputs`` (``{what:
     paths}``, the files the script reads) by identity, no checkpoint nor table row's results, no file
     of a data directory, ``data`` among them, a folder that takes a new file; a stream is written to as
-    it is); refused in one line, exit status 2."""
+    it is), and, with ``own`` (whether a record is of the script's kind), no file of benchmarks/results of
+    another kind; refused in one line, exit status 2."""
     if path is None:
         return
+    if own is not None and of_another_kind(path, own):
+        parser.exit(
+            2,
+            f"{parser.prog}: error: {option} {path} is a committed result of another kind, which the docs or "
+            "another script read: writing it would replace it; give another path\n",
+        )
     UserError, output_files = plugin_files()
     try:
         output_files.check_outputs(

@@ -240,6 +240,11 @@ def write_progress(corpus, names, save_dir, results_dir, epochs, path):
     write_json(path, found, announce=False)  # a reader (run.sh) never sees it half-written
 
 
+def is_progress(record):
+    """A record ``write_progress`` wrote: each row's state by name."""
+    return all(isinstance(v, dict) and "state" in v for v in record.values())
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", choices=list(CORPORA), default="ptb")
@@ -299,7 +304,9 @@ def main():
             os.path.join(save_dir, name, file) for name in names for file in ("train.log", "checkpoint_last.pt")
         ]  # what the rows' resume and the docs read
         inputs = {"a file the rows' resume or the docs read": read}
-        check_json(parser, args.progress, [corpus.data], option="--progress", inputs=inputs)  # before any row is read
+        check_json(
+            parser, args.progress, [corpus.data], option="--progress", inputs=inputs, own=is_progress
+        )  # before any row is read
         write_progress(corpus, names, save_dir, results_dir, args.epochs or corpus.epochs, args.progress)
         return
     os.makedirs(results_dir, exist_ok=True)  # the rows' JSON files go there

@@ -251,15 +251,17 @@ def test_every_declared_comparison_names_rows_its_corpus_has():
     assert len({(c.corpus, c.baseline, c.row) for c in COMPARISONS}) == len(COMPARISONS)
 
 
-def test_readmes_short_answer_is_what_the_json_gives():
-    """The README's short answer is benchmarks/report/short_answer.py's text (its line breaks aside): a result
-    committed without updating it, or a figure typed by hand, fails here."""
-    expected = benchmarks_module("report").short_answer.text()
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
-    assert expected in readme, (
-        "README.md's short answer differs from the JSON's: replace its paragraph with the one "
-        "`python -m benchmarks.report` prints last"
-    )
+def test_the_readme_and_tools_blocks_are_what_the_json_generates():
+    """README.md's generated blocks (the set-up cost, the quickstart's output, the short answer) and docs/tools.md's
+    (the installs) equal what benchmarks.report writes from the committed JSON: a figure typed by hand fails here."""
+    stale = []
+    for path, found in benchmarks_module("report").other_pages().items():
+        page = open(path, encoding="utf-8").read()
+        for marker, text in found.items():
+            begin, end = begin_end(marker)
+            if page.split(begin)[1].split(end)[0] != f"\n{text}\n":
+                stale.append(f"{os.path.relpath(path, ROOT)}: {marker}")
+    assert not stale, f"{stale} are stale: run python -m benchmarks.report --update-docs"
 
 
 def test_the_short_answer_follows_the_figures(monkeypatch):
@@ -283,13 +285,14 @@ def test_the_short_answer_follows_the_figures(monkeypatch):
     }
     monkeypatch.setattr(rows.Corpus, "load", lambda self, results_dir=None: figures[self.name])
     text = short_answer.text()
-    assert "the concat layer alone (`single-zero-context` against `lstm`) is ahead on test (-4.2%, one seed" in text
-    assert "the attention on top of it (`single` against `single-zero-context`) is level on test (-0.1%" in text
-    assert "On full PTB, 2 x 200: the concat layer alone (`single-zero-context` against `lstm`) has not run yet" in text
-    wikitext = (
-        "(`single` against `lstm`) is behind on test (+5.0%, one seed for `single` and `lstm`; level within 1.00%)"
-    )
+    assert "the concat layer alone (`single-zero-context` against `lstm`): ahead on test (-4.2%, one seed" in text
+    assert "the attention on top of it (`single` against `single-zero-context`): level on test (-0.1%" in text
+    assert "On PTB, 2 x 200: the concat layer alone (`single-zero-context` against `lstm`) has not run yet" in text
+    wikitext = "(`single` against `lstm`): behind on test (+5.0%, one seed for `single` and `lstm`; level within 1.00%"
     assert wikitext in text
+    table = short_answer.table()
+    assert "| PTB, 2 x 650 | the concat layer alone | `single-zero-context` against `lstm` | -4.2% | 1 + 2 |" in table
+    assert "| 1.00%, the floor (seeds span 0.40%) | ahead |" in table
 
 
 def test_benchmarks_import_no_cycle():

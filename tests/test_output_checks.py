@@ -436,3 +436,34 @@ def test_the_tables_progress_file_is_never_a_file_the_rows_read(tmp_path, monkey
         )
     assert json.loads((results / "lstm.json").read_text()) == {"row": "lstm", "epochs": 2}
     assert (save / "lstm" / "train.log").read_text() == "a log\n"
+
+
+@pytest.mark.parametrize(
+    "committed", ["benchmarks/results/cpu/eval_speed.json", "benchmarks/results/quickstart/test_time_options.json"]
+)
+def test_the_tables_progress_file_is_never_a_committed_result_of_another_kind(committed, monkeypatch, capsys):
+    """`benchmarks.table --progress` onto a committed result that is no progress record (a speed table, the
+    quickstart's record) is refused in one line, the file byte for byte as it was; a link to it likewise."""
+    from benchmarks import table
+
+    path = os.path.join(ROOT, committed)
+    before = open(path, "rb").read()
+    monkeypatch.setattr(sys, "argv", ["table.py", "--rows", "lstm", "--progress", path])
+    with pytest.raises(SystemExit) as exit:
+        table.main()
+    assert (
+        exit.value.code == 2 and f"--progress {path} is a committed result of another kind" in capsys.readouterr().err
+    )
+    assert open(path, "rb").read() == before
+
+
+def test_a_json_output_onto_a_legacy_torch_file_of_any_pickle_protocol_is_refused(tmp_path):
+    """A file torch saved in its legacy format, whatever the pickle protocol (2 to 5), is a checkpoint by its
+    content, whatever its name."""
+    import torch
+
+    for protocol in (2, 3, 4, 5):
+        path = tmp_path / f"weights-{protocol}.json"
+        torch.save({"w": torch.zeros(2)}, path, _use_new_zipfile_serialization=False, pickle_protocol=protocol)
+        with pytest.raises(ScoringError, match="a checkpoint"):
+            check_outputs({"--json": str(path)}, {})

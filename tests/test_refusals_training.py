@@ -4,6 +4,7 @@ precisions the CPU has not, a model and a task that do not fit, a --save-dir thr
 negative --stream-burn-in."""
 
 import hashlib
+import os
 
 import pytest
 from cli import ADAM24, TRAIN_COMMON, last_line, refused, run
@@ -512,6 +513,37 @@ def test_a_save_dir_naming_a_file_is_refused_in_one_line(tiny_attentive, tmp_pat
         f"--save-dir {save} {says.format(data=data)}: give the folder the checkpoints go to (made if missing)",
     )
     assert {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in data.iterdir()} == before
+
+
+@pytest.mark.parametrize(
+    "name, link, says",
+    [  # each kind of link once, under each kind of checkpoint name fairseq writes
+        ("checkpoint_last.pt", os.symlink, "is a symbolic link (to {target})"),
+        ("checkpoint_best.pt", os.link, "is a hard link, its data shared with another file"),
+    ],
+)
+def test_a_checkpoint_name_linked_to_another_runs_file_is_refused_before_training(
+    tiny_attentive, tmp_path, name, link, says
+):
+    """fairseq writes checkpoint_best.pt and copies it onto checkpoint_last.pt through whatever the names are: a
+    link planted in --save-dir would overwrite another run's checkpoint. Refused in one line; that file unchanged."""
+    checkpoint, sample = tiny_attentive
+    other = tmp_path / "other_run" / "checkpoint_last.pt"
+    other.parent.mkdir()
+    other.write_bytes(checkpoint.read_bytes())
+    before = hashlib.sha256(other.read_bytes()).hexdigest()
+    save = tmp_path / "run2"
+    save.mkdir()
+    link(other, save / name)
+    task = "sentence_language_modeling"
+    code, output = run("train", sample, *COMMON, "--task", task, *TASKS[task], "--save-dir", save, check=False)
+    assert code == 1 and refused(
+        output,
+        "fairseq-train",
+        f"--save-dir {save}: {name} {says.format(target=other)}, and fairseq would write this run's checkpoint "
+        f"through it: remove it (rm {save / name};",
+    )
+    assert hashlib.sha256(other.read_bytes()).hexdigest() == before and sorted(os.listdir(save)) == [name]
 
 
 @pytest.mark.parametrize("value", ["-1"])

@@ -23,11 +23,17 @@ ROOT = conftest.ROOT
 
 @pytest.fixture
 def report(monkeypatch, tmp_path):
-    """The package, writing a copy of docs/benchmarks.md and drawing no picture (each draw recorded)."""
+    """The package, writing copies of docs/benchmarks.md, README.md and docs/tools.md (the other two in a folder
+    of their own) and drawing no picture (each draw recorded)."""
     report = importlib.import_module("benchmarks.report")
     page = tmp_path / "benchmarks.md"
     shutil.copy(f"{ROOT}/docs/benchmarks.md", page)
     monkeypatch.setattr(report, "PAGE", str(page))
+    (tmp_path / "others").mkdir()
+    for name, source in (("README", "README.md"), ("TOOLS", "docs/tools.md")):
+        copy = tmp_path / "others" / os.path.basename(source)
+        shutil.copy(f"{ROOT}/{source}", copy)
+        monkeypatch.setattr(report, name, str(copy))
     report.drawn = []
     monkeypatch.setattr(report.ptb_table, "draw", lambda results, *a, **k: report.drawn.append("ptb_table"))
     monkeypatch.setattr(report.ptb_stream, "draw", lambda results, *a, **k: report.drawn.append("ptb_stream"))

@@ -7,8 +7,8 @@ checked and the whole page filled in memory (each marker once, begin above end) 
 the page is written; each is then written once through ``alm_plugin.output_files``, or not at all.
 Run it from the repository root:
 
-    python -m benchmarks.report                  # print every block, draw the pictures
-    python -m benchmarks.report --update-docs    # and write the blocks between their markers
+    python -m benchmarks.report                  # print every block (nothing written)
+    python -m benchmarks.report --update-docs    # write the blocks between their markers, draw the pictures
 """
 
 import argparse
@@ -34,6 +34,8 @@ from . import (
     ptb_slice,
     ptb_stream,
     ptb_table,
+    quickstart_output,
+    setup_cost,
     short_answer,
     step_profile,
     train_speed,
@@ -43,6 +45,7 @@ from . import (
 
 PAGE = os.path.join(ROOT, "docs", "benchmarks.md")
 README = os.path.join(ROOT, "README.md")
+TOOLS = os.path.join(ROOT, "docs", "tools.md")
 
 
 def blocks(ptb_results_dir=None, paper_results_dir=None, draw=True):
@@ -69,6 +72,19 @@ def blocks(ptb_results_dir=None, paper_results_dir=None, draw=True):
         "char-speed": char_speed.block(),
         "char-tables": char_tables.block(),
         "translation": translation.block(),
+        "short-answer": short_answer.text(),
+    }
+
+
+def other_pages():
+    """{page: {marker: text}}: the generated blocks of the pages besides docs/benchmarks.md."""
+    return {
+        README: {
+            "setup-cost": setup_cost.block(),
+            "quickstart-output": quickstart_output.block(),
+            "short-answer": short_answer.table(),
+        },
+        TOOLS: {"installs": setup_cost.installs()},
     }
 
 
@@ -165,7 +181,7 @@ def main(argv=None):
     parser.add_argument(
         "--update-docs",
         action="store_true",
-        help="write every block into docs/benchmarks.md between its markers, and README.md's short answer",
+        help="write every block into its page between its markers (docs/benchmarks.md, README.md, docs/tools.md)",
     )
     parser.add_argument("--ptb-results", help="read the PTB rows' JSON from here (default: benchmarks/results/ptb)")
     parser.add_argument(
@@ -178,20 +194,19 @@ def main(argv=None):
     # importing fairseq (through alm_plugin) sets the root logger to DEBUG (its wav2vec2_classification)
     logging.getLogger().setLevel(logging.WARNING)
 
-    try:  # every results file read and checked (result_files.py), the page filled in memory, then written
-        generated = blocks(args.ptb_results, args.paper_results, draw=False)
-        page = filled(read_page(PAGE), generated, os.path.relpath(PAGE)) if args.update_docs else None
-        readme = short_answer.in_readme(read_page(README)) if args.update_docs else None
-        if args.update_docs and readme is None:
-            raise PageError(f"{os.path.relpath(README)} has no paragraph opening '{short_answer.OPENING}'")
-        if results := PTB.load(args.ptb_results):
-            draw_pictures(results)
-        print("\n".join(f"<!-- {marker} -->\n{text}\n" for marker, text in generated.items()))
-        print(f"README.md's short answer:\n{short_answer.text()}")
+    try:  # every results file read and checked (result_files.py), the pages filled in memory, then written
+        generated = {PAGE: blocks(args.ptb_results, args.paper_results, draw=False), **other_pages()}
+        pages = {
+            path: filled(read_page(path), found, os.path.relpath(path)) for path, found in generated.items()
+        }  # every marker checked, whether or not the pages are written
+        for path, found in generated.items():
+            print("\n".join(f"<!-- {os.path.relpath(path)}: {m} -->\n{text}\n" for m, text in found.items()))
         for line in undeclared(args.ptb_results, args.paper_results):
             print(line, file=sys.stderr)
-        if page is not None:
-            write_text(PAGE, page)
-            write_text(README, readme)
+        if args.update_docs:  # nothing is written, the pictures neither, without it
+            if results := PTB.load(args.ptb_results):
+                draw_pictures(results)
+            for path, page in pages.items():
+                write_text(path, page)
     except (ResultError, PageError, UserError) as error:
         sys.exit(f"benchmarks.report: error: {error}")
