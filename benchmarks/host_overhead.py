@@ -326,8 +326,22 @@ def plugin_directory(source, keep):
                 f"{source}: a plugin folder must be named alm_plugin (its reads are counted as ours by that)"
             )
         return os.path.abspath(source)
+    # a revision, checked to be one before git reads it as an option ("--output=FILE" would write that file)
+    found = subprocess.run(
+        ["git", "rev-parse", "--verify", "--quiet", "--end-of-options", f"{source}^{{commit}}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    if source.startswith("-") or found.returncode != 0:
+        raise SystemExit(
+            f"{source}: neither a plugin folder nor a revision of this repository: give LABEL=DIR or LABEL=REVISION "
+            "(a commit, branch or tag git log shows)"
+        )
     into = keep.enter_context(tempfile.TemporaryDirectory())
-    archive = subprocess.run(["git", "archive", source, "alm_plugin"], cwd=ROOT, capture_output=True, check=True)
+    archive = subprocess.run(
+        ["git", "archive", found.stdout.strip(), "alm_plugin"], cwd=ROOT, capture_output=True, check=True
+    )
     subprocess.run(["tar", "-x", "-C", into], input=archive.stdout, check=True)
     return os.path.join(into, "alm_plugin")
 

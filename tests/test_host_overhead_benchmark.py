@@ -106,3 +106,22 @@ def test_a_json_it_would_extend_but_cannot_read_is_refused_before_the_run(monkey
         "it would extend: give a new file or one it wrote"
     )
     assert path.read_text() == content
+
+
+@pytest.mark.parametrize("source", ["--output=README.md", "-o/tmp/x", "no-such-revision"])
+def test_a_plugin_source_that_is_no_folder_nor_revision_is_refused_before_git_reads_it(source, tmp_path):
+    """A source is checked to be a revision (``git rev-parse --verify``) before ``git archive`` sees it: an option
+    there would write any file. Refused in one line; README.md byte for byte as it was."""
+    import contextlib
+    import os
+
+    from conftest import ROOT
+
+    from benchmarks.host_overhead import plugin_directory
+
+    readme = os.path.join(ROOT, "README.md")
+    before = open(readme, "rb").read()
+    with pytest.raises(SystemExit) as exit, contextlib.ExitStack() as keep:
+        plugin_directory(source, keep)
+    assert str(exit.value.code).startswith(f"{source}: neither a plugin folder nor a revision of this repository")
+    assert open(readme, "rb").read() == before
