@@ -46,13 +46,20 @@ def check_scoring_task(state, path):
 
     scoring = SCORING_TASK.get()
     if isinstance(scoring, SentenceLanguageModelingTask) and trained_task(state) == "document_language_modeling":
-        from .errors import CheckpointError
-
-        raise CheckpointError(
-            f"{path} was trained on document streams (--task document_language_modeling), and --task "
-            "sentence_language_modeling scores each sentence alone from a fresh state: score it under "
-            "--task document_language_modeling"
+        refuse_sentences_alone(
+            path, "--task sentence_language_modeling", "score it under --task document_language_modeling"
         )
+
+
+def refuse_sentences_alone(path, reader, fix):
+    """The one refusal of a stream-trained model scored a sentence at a time from a fresh state (``reader``: what
+    would read it so; ``fix``: what reads it as it learned)."""
+    from .errors import CheckpointError
+
+    raise CheckpointError(
+        f"{path} was trained on document streams (--task document_language_modeling), and {reader} scores each "
+        f"sentence alone from a fresh state: {fix}"
+    )
 
 
 def forget_saved_test_time_options(state, overrides):

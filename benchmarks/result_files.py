@@ -4,7 +4,8 @@
 ``read_result(path)`` refuses a folder, a file that is empty, not JSON or not a JSON object, any
 number that is not finite, and a figure that is not what its key names (``figure_kind``: a
 perplexity at least 1.05, so that none is printed as 1.0; bits per character above 0; BLEU from 0 to
-100; a speed above 0; a duration not negative; a count a whole number; a curve a list); each object it
+100; a speed above 0; a duration not negative; a count a whole number; a parameter count below 10^12; epochs a
+whole number up to 1,000, no best epoch past them; a ratio above 0; a curve a list); each object it
 returns is a ``CheckedRow``, whose ``[key]`` raises ``ResultError`` where the key is absent or null.
 A key read with ``.get`` or tested with ``in`` stays optional: the keys whose presence is checked are
 exactly those a block reads."""
@@ -49,13 +50,15 @@ BPC = "bits per character (a finite number above 0)"
 BLEU = "a BLEU score (a finite number from 0 to 100)"
 SPEED = "a speed (a finite number above 0)"
 DURATION = "a duration (a finite number, not negative)"
-SIZE = "a number of parameters (a whole number above 0)"
+SIZE = "a number of parameters (a whole number above 0, below 10^12)"
+EPOCHS = "a number of epochs (a whole number from 0 to 1,000)"
+RATIO = "a ratio (a finite number above 0)"
 COUNT = "a count (a whole number, not negative)"
 NUMBER = "a finite number"
 CURVE = "a curve (a list of figures, one an epoch)"
 DURATION_WORDS = {"minutes", "seconds", "hours", "ms"}
-NUMBER_WORDS = {"ratio", "entropy", "gate", "use", "lr", "theta", "lambda", "decay"}
-COUNT_WORDS = {"epoch", "epochs", "threads", "seed", "steps", "updates", "repeats", "sentences", "types", "syncs"}
+NUMBER_WORDS = {"entropy", "gate", "use", "lr", "theta", "lambda", "decay"}
+COUNT_WORDS = {"threads", "seed", "steps", "updates", "repeats", "sentences", "types", "syncs"}
 COUNT_WORDS |= {"window", "chunk", "block", "workers", "calls", "runs", "reused", "records", "streams"}
 LEAST_PERPLEXITY = 1.05
 
@@ -77,6 +80,10 @@ def figure_kind(key):
         return DURATION
     if "params" in words:
         return SIZE
+    if name in ("epoch", "epochs", "best_epoch", "cut_at_epoch", "epochs_done"):
+        return EPOCHS
+    if "ratio" in words:
+        return RATIO
     if NUMBER_WORDS.intersection(words):
         return NUMBER
     if COUNT_WORDS.intersection(words):
@@ -88,16 +95,18 @@ def is_figure(value, kind):
     """Whether ``value`` is a figure of ``kind`` (a JSON true is no number, nor is "100")."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return False
-    if kind in (SIZE, COUNT) and not isinstance(value, int):
-        return value == int(value) and (value > 0 if kind == SIZE else value >= 0)
+    if kind in (SIZE, COUNT, EPOCHS) and value != int(value):
+        return False
     return {
         PERPLEXITY: value >= LEAST_PERPLEXITY,
         BPC: value > 0,
         BLEU: 0 <= value <= 100,
         SPEED: value > 0,
         DURATION: value >= 0,
-        SIZE: value > 0,
+        SIZE: 0 < value < 10**12,
         COUNT: value >= 0,
+        EPOCHS: 0 <= value <= 1000,
+        RATIO: value > 0,
     }.get(kind, True)
 
 
@@ -107,10 +116,14 @@ def checked(value, path, where="", kind=None):
     if where.endswith("_per_epoch.") and not isinstance(value, list) and value is not None:
         raise ResultError(f"{path}: '{where[:-1]}' is {json.dumps(value)[:40]}, not {CURVE}: {ADVICE}")
     if isinstance(value, dict):
-        inherited = None if kind in (COUNT, SIZE) else kind  # a count names itself; "by_threads" holds figures
-        return CheckedRow(
+        inherited = None if kind in (COUNT, SIZE, EPOCHS) else kind  # a count names itself; "by_threads" holds figures
+        row = CheckedRow(
             {k: checked(v, path, f"{where}{k}.", figure_kind(k) or inherited) for k, v in value.items()}, path, where
         )
+        best, epochs = value.get("best_epoch"), value.get("epochs")
+        if isinstance(best, (int, float)) and isinstance(epochs, (int, float)) and best > epochs:
+            raise ResultError(f"{path}: '{where}best_epoch' is {best}, past its {epochs} epochs: {ADVICE}")
+        return row
     if isinstance(value, list):
         return [checked(v, path, f"{where[:-1]}[{i}].", kind) for i, v in enumerate(value)]
     if isinstance(value, float) and not math.isfinite(value):
@@ -137,6 +150,8 @@ def read_result(path):
         raise ResultError(
             f"{path} is not valid JSON ({error.msg} at line {error.lineno} column {error.colno}): {ADVICE}"
         ) from None
+    except RecursionError:
+        raise ResultError(f"{path} nests its JSON too deep to be a results file: {ADVICE}") from None
     if not isinstance(record, dict):
         raise ResultError(f"{path} holds a JSON {type(record).__name__}, not an object of figures: {ADVICE}")
     return checked(record, path)

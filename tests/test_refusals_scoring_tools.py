@@ -275,8 +275,26 @@ def test_the_hub_refuses_dynamic_eval_segment_which_it_cannot_honour(tiny_pointe
         PointerSentinelLanguageModel.from_pretrained(
             str(checkpoint.parent), checkpoint.name, dynamic_eval_segment=5, **common
         )
+
+
+def test_the_hub_refuses_what_alm_score_and_eval_lm_refuse(tiny_pointer, tmp_path):
+    """The same refusals as the command-line tools: a stream-trained model scored a sentence at a time from a fresh
+    state (fairseq-eval-lm --task sentence_language_modeling refuses it), and dynamic evaluation of an ensemble
+    (alm-score refuses it); loading for sampling still works."""
+    import shutil
+
+    from alm_plugin.errors import CheckpointError, OptionError
+    from alm_plugin.models.pointer_sentinel_lm import PointerSentinelLanguageModel
+
+    checkpoint, data = tiny_pointer
+    common = dict(data_name_or_path=str(data), user_dir="alm_plugin")
     lm = PointerSentinelLanguageModel.from_pretrained(str(checkpoint.parent), checkpoint.name, **common)
-    assert torch.isfinite(lm.score("The game was released in Japan .")["positional_scores"]).all()
+    with pytest.raises(CheckpointError, match=r"was trained on document streams .* and the hub's score\(\) scores"):
+        lm.score("The game was released in Japan .")
+    for name in ("a.pt", "b.pt"):
+        shutil.copy(checkpoint, tmp_path / name)
+    with pytest.raises(OptionError, match="^--dynamic-eval-lr adapts one model to the text: score an ensemble"):
+        PointerSentinelLanguageModel.from_pretrained(str(tmp_path), "a.pt:b.pt", dynamic_eval_lr=0.3, **common)
 
 
 def test_hub_refuses_an_empty_sentence(tiny_lm):

@@ -95,6 +95,15 @@ PAPER_CASES = {  # the single row's file -> what the line says after its name
         json.dumps({**GOOD, "valid_paper_ppl": False}),
         ": 'valid_paper_ppl' is false, not a perplexity",
     ),
+    # figures past what they can be (before: a 301-digit count, 1e20 epochs, epoch 99 of 10 published)
+    "params 1e300": (json.dumps({**GOOD, "params": 1e300}), ": 'params' is 1e+300, not a number of parameters"),
+    "epochs 1e20": (json.dumps({**GOOD, "epochs": 1e20}), ": 'epochs' is 1e+20, not a number of epochs"),
+    "epochs 2.5": (json.dumps({**GOOD, "epochs": 2.5}), ": 'epochs' is 2.5, not a number of epochs"),
+    "best_epoch past its epochs": (
+        json.dumps({**GOOD, "epochs": 10, "best_epoch": 99}),
+        ": 'best_epoch' is 99, past its 10 epochs",
+    ),
+    "nested 100,000 deep": ("[" * 100000 + "]" * 100000, " nests its JSON too deep to be a results file"),
 }
 
 

@@ -1,9 +1,13 @@
 """The hub interface (``from_pretrained``) of our language models, with defined behaviour
 where fairseq's generic one returns NaN or a misleading error."""
 
+import os
+
 from fairseq import hub_utils
 
+from ..checkpoint_safety import refuse_sentences_alone
 from ..errors import UnsupportedError
+from ..scoring import trained_on_streams
 from ..test_time import EvaluationOptions, refuse
 
 
@@ -14,6 +18,12 @@ class LanguageModelHubInterface(hub_utils.GeneratorHubInterface):
         its own, as each text of ``alm-score`` is: it starts from the trained weights (and an empty
         neural cache), a list's sentences adapt in order, one at a time, and the trained weights are
         back when the call returns."""
+        if trained_on_streams(self.task):
+            refuse_sentences_alone(
+                getattr(self, "checkpoint", "the model"),
+                "the hub's score()",
+                "score its text with alm-score (one stream) or fairseq-eval-lm --task document_language_modeling",
+            )
         single = isinstance(sentences, str)
         for sentence in [sentences] if single else sentences:
             if not sentence.strip():
@@ -58,4 +68,8 @@ def from_pretrained(interface, model_name_or_path, checkpoint_file="model.pt", d
         given = EvaluationOptions(segment_given=kwargs.get("dynamic_eval_segment") is not None)
         refuse(given, segments_are_sentences=True)
     loaded = hub_utils.from_pretrained(model_name_or_path, checkpoint_file, data_name_or_path, **kwargs)
-    return interface(loaded["args"], loaded["task"], loaded["models"])
+    if interface is LanguageModelHubInterface:  # as alm-score refuses them: dynamic evaluation of an ensemble
+        refuse(EvaluationOptions.read(loaded["args"].task), models=len(loaded["models"]))
+    hub = interface(loaded["args"], loaded["task"], loaded["models"])
+    hub.checkpoint = os.path.join(model_name_or_path, checkpoint_file)  # what a refusal names
+    return hub
