@@ -14,7 +14,9 @@ mkdir -p "$SAVE"
 
 fail() { echo "failed: see $1 (last lines below)" >&2; tail -n 20 "$1" >&2; exit 1; }
 # a log is written as a new file of its own: a link planted in its place is removed, never written through
-fresh() { rm -f -- "$1" || { echo "quickstart.sh: cannot replace $1: remove it, or set SAVE_DIR elsewhere" >&2; exit 1; }; }
+fresh() {
+  rm -f -- "$1" || { echo "quickstart.sh: cannot replace $1: remove it, or set SAVE_DIR elsewhere" >&2; exit 1; }
+}
 
 # what an install is made from: a finished install records it, and a later run with the same skips the install
 made_from=$( (command -v python3; cat scripts/install.sh scripts/requirements.txt setup.py) | sha256sum | cut -c1-16)
@@ -70,8 +72,8 @@ train() {  # fairseq-train in the background: a line per finished epoch, and fai
       said=$(date +%s)
     elif (( $(date +%s) - said >= 30 )); then  # within an epoch: fairseq's last record of it (every 10 updates)
       said=$(date +%s)
-      progress=$(grep "| train_inner | epoch" "$SAVE/train.log" | tail -n 1 \
-        | sed -E 's/.*epoch 0*([0-9]+): +([0-9]+) \/ ([0-9]+) loss=([0-9.]+),.*/epoch \1: \2 of \3 updates, loss \4 (base 2)/')
+      progress=$(grep "| train_inner | epoch" "$SAVE/train.log" | tail -n 1 | sed -E \
+        's/.*epoch 0*([0-9]+): +([0-9]+) \/ ([0-9]+) loss=([0-9.]+),.*/epoch \1: \2 of \3 updates, loss \4 (base 2)/')
       echo "  ${progress:-starting} ($(( said - start )) s so far)"
     fi
   done
@@ -109,7 +111,8 @@ fairseq-eval-lm data-bin/wikitext-2-sample --user-dir alm_plugin --task sentence
   || fail "$SAVE/eval.log"
 test_ppl=$(grep -oE "Perplexity: [0-9.]+" "$SAVE/eval.log" | grep -oE "[0-9.]+$")
 # what it printed, as data: the README's sample output is generated from a committed one
-python3 examples/quickstart_record.py "$SAVE" "$started" "$EPOCHS" "$test_ppl" "$seconds" || fail "$SAVE/quickstart.json"
+python3 examples/quickstart_record.py "$SAVE" "$started" "$EPOCHS" "$test_ppl" "$seconds" \
+  || { echo "quickstart.sh: could not write $SAVE/quickstart.json (above)" >&2; exit 1; }
 
 cat <<EOF
 

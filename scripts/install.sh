@@ -64,9 +64,9 @@ step() { echo "install.sh: $*"; }
 if ! "$PY" -c "import torch" 2>/dev/null; then
   # what pip would take, said before the download starts: PyPI's Linux torch is the CUDA build, which pulls
   # CUDA's nvidia packages (gigabytes); a CPU wheel is taken only where this machine's index has one
-  cuda=$("${PIP[@]}" --dry-run --report - "torch==2.13.0" 2>/dev/null | "$PY" -c \
-    "import json, sys; print(sum(i['metadata']['name'].startswith('nvidia') for i in json.load(sys.stdin)['install']))" \
-    2>/dev/null) || cuda=
+  count="import json, sys; r = json.load(sys.stdin)
+print(sum(i['metadata']['name'].startswith('nvidia') for i in r['install']))"
+  cuda=$("${PIP[@]}" --dry-run --report - "torch==2.13.0" 2>/dev/null | "$PY" -c "$count" 2>/dev/null) || cuda=
   if [[ -z $cuda ]]; then
     step "torch 2.13.0 (pip could not say beforehand which build it takes)"
   elif (( cuda > 0 )); then

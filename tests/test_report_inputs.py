@@ -136,7 +136,7 @@ PTB_CASES = {  # another block (ptb-table, ptb-stream, adaptive-softmax read --p
         ": 'train_minutes' is -5, not a duration",
     ),
     "params 0": ({**ptb_row(100.0, fixed=True), "params": 0}, ": 'params' is 0, not a number of parameters"),
-    "epochs 2.5": ({**ptb_row(100.0, fixed=True), "epochs": 2.5}, ": 'epochs' is 2.5, not a count (a whole number"),
+    "epochs 2.5": ({**ptb_row(100.0, fixed=True), "epochs": 2.5}, ": 'epochs' is 2.5, not a number of epochs"),
     "a negative speed": (
         {**ptb_row(100.0, fixed=True), "train_tokens_per_s": -5000},
         ": 'train_tokens_per_s' is -5000, not a speed (a finite number above 0)",
@@ -282,7 +282,8 @@ def test_the_page_is_written_once_through_a_temporary_file(report, monkeypatch):
     report.main(["--update-docs"])
     assert open(twin, encoding="utf-8").read() == before
     assert not os.path.samefile(twin, report.PAGE) and oct(os.stat(report.PAGE).st_mode & 0o777) == oct(0o640)
-    assert sorted(os.listdir(os.path.dirname(report.PAGE))) == ["benchmarks.md", "benchmarks.md.twin"]
+    written = sorted(os.listdir(os.path.dirname(report.PAGE)))
+    assert written == ["benchmarks.md", "benchmarks.md.twin", "others"]  # others: the fixture's README and tools
 
 
 def test_the_pictures_are_saved_through_the_writer(tmp_path):

@@ -40,7 +40,7 @@ def steps():
 
 
 def band(w):
-    """What counts as level on test: ``"1.00%, the floor (seeds span 0.46%)"``, ``"1.01% (seeds span 1.01%)"``."""
+    """What counts as level on test, and whether that is the floor or the seeds' widest range."""
     test = w.spreads["test"]
     measured = "no seeds" if test is None else f"seeds span {test.value:.2f}%"
     if test is not None and test.corpus is not w.corpus:

@@ -368,7 +368,7 @@ BOOTSTRAP = 1000  # resamples of the split's sentences
 
 def sentence_scores(runs, split):
     """``(NLL, tokens)`` a sentence of ``split`` (its seeds' mean NLL where seeds record them), or None where no
-    seed does (rows scored before they were recorded)."""
+    seed records them."""
     import numpy
 
     found = [r for r in runs if f"{split}_sentence_nll" in r]
@@ -379,7 +379,8 @@ def sentence_scores(runs, split):
 
 
 def paired_interval(w, split="test"):
-    """The paired bootstrap 95% interval of the row's perplexity against the baseline's on ``split``, in percent:
+    """The paired bootstrap interval (the middle 95 of every 100 draws) of the row's perplexity against the
+    baseline's on ``split``, in percent:
     the same sentences drawn for both rows, ``BOOTSTRAP`` times (seeded). None until both rows record each
     sentence's NLL on the same sentences. It says how large an effect the split's sentences leave room for;
     the seed band says how far training alone moves a row."""
