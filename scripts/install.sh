@@ -50,6 +50,8 @@ if [[ -n $WHEELHOUSE ]]; then
   # nothing from an index, sdists built with what is installed
   PIP+=(--no-index --find-links "$WHEELHOUSE" --no-build-isolation)
 fi
+"$PY" -c "import sys" 2>/dev/null || { echo "install.sh: PYTHON=$PY does not run Python: give a Python 3.11," \
+  "3.12 or 3.13 (e.g. PYTHON=python3, or activate a venv first)" >&2; exit 2; }
 # an installed numpy is held at its version (see above); otherwise pip takes the newest
 KEEP_NUMPY=()
 if NUMPY=$("$PY" -c "import numpy; print(numpy.__version__)" 2>/dev/null); then

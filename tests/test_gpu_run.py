@@ -41,7 +41,13 @@ def test_run_sh_refuses_what_it_does_not_know_before_doing_anything(tmp_path, ar
 
 @pytest.mark.parametrize(
     "variable, value",
-    [("GPU_RUN_BUDGET", "abc"), ("GPU_RUN_BUDGET", "0"), ("BUDGET_TESTS", "-5"), ("BUDGET_FAIRSEQ_SPEED", "1.5")],
+    [
+        ("GPU_RUN_BUDGET", "abc"),
+        ("GPU_RUN_BUDGET", "0"),
+        ("GPU_RUN_BUDGET", "18446744073709551617"),  # 2^64 + 1: bash's arithmetic would read 1
+        ("BUDGET_TESTS", "-5"),
+        ("BUDGET_FAIRSEQ_SPEED", "1.5"),
+    ],
 )
 def test_a_budget_that_is_no_whole_seconds_is_refused_by_its_name(tmp_path, variable, value):
     """A budget that is not a whole number of seconds is refused naming the variable it came from."""
@@ -73,7 +79,8 @@ def test_paper_with_no_rows_named_takes_the_queues_next_rows(tmp_path):
     queue = [name for name in PAPER_QUEUE if name not in committed]
     made = tmp_path / "work" / "paper" / "results" / "ptb-paper-dry"
     made.mkdir(parents=True)
-    (made / f"{queue[0]}.json").write_text("{}")
+    (made / f"{queue[0]}.json").write_text('{"test_ppl": 80.0}')
+    (made / f"{queue[1]}.json").write_text("")  # empty (a cut copy): no finished row, still in the queue
     env = {
         "ALM_GPU_RESULTS": str(tmp_path / "results"),
         "ALM_GPU_WORK": str(tmp_path / "work"),
@@ -87,7 +94,7 @@ def test_paper_with_no_rows_named_takes_the_queues_next_rows(tmp_path):
     assert f"paper: {queue[1]} stopped twice without its JSON" in proc.stdout
     assert f"the queue's next 3 (PAPER_ROWS_PER_COMMAND): {' '.join(queue[2:5])}" in proc.stdout, proc.stdout
     for name in queue:
-        (made / f"{name}.json").write_text("{}")
+        (made / f"{name}.json").write_text('{"test_ppl": 80.0}')
     done = run_sh("--dry-run", "paper", env=env)
     assert done.returncode == 0 and "every row of the queue has its JSON: nothing to train" in done.stdout
     assert "=== paper" not in done.stdout

@@ -99,3 +99,16 @@ def test_the_gpu_benchmarks_on_a_machine_without_a_gpu_say_so_in_one_line(monkey
     err = capsys.readouterr().err
     assert exit.value.code == 2 and len(err.strip().splitlines()) == 1, err
     assert last_line(err).startswith(f"{script}: error: {message}"), err
+
+
+@pytest.mark.parametrize("python", ["/bin/false", "no-such-python"])
+def test_install_refuses_a_python_that_does_not_run_in_one_line(python):
+    """PYTHON naming no working Python is said to be that, before anything is installed (not blamed on torch)."""
+    proc = subprocess.run(
+        ["bash", "scripts/install.sh"], cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHON": python}
+    )
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        f"install.sh: PYTHON={python} does not run Python: give a Python 3.11, 3.12 or 3.13 (e.g. PYTHON=python3, "
+        "or activate a venv first)"
+    ]

@@ -88,8 +88,9 @@ else
   [[ " ${WANT[*]:-} " == *" paper "* ]] && TOTAL=${GPU_RUN_BUDGET:-570} || TOTAL=${GPU_RUN_BUDGET:-560}
 fi
 # every budget whole seconds above 0, checked before anything runs (a bad one is the caller's argument)
-seconds() { [[ $2 =~ ^[0-9]+$ ]] && (( 10#$2 > 0 )) && return 0
-  echo "run.sh: $1=$2: give whole seconds above 0 (e.g. $3)" >&2; exit 2; }
+# at most 9 digits: bash's arithmetic wraps past 2^63 (a budget of 2^64 + 1 would read as 1 s)
+seconds() { [[ $2 =~ ^[0-9]{1,9}$ ]] && (( 10#$2 > 0 )) && return 0
+  echo "run.sh: $1=$2: give whole seconds above 0, under 10^9 (e.g. $3)" >&2; exit 2; }
 seconds GPU_RUN_BUDGET "$TOTAL" 560
 for s in "${STEPS_KNOWN[@]}"; do
   var=BUDGET_$(echo "$s" | tr 'a-z-' 'A-Z_')
@@ -143,13 +144,15 @@ if [[ -n $RESULTS ]]; then
     exit 2
   fi
 fi
+# a row's JSON counts as done only if it holds its figures (an empty or cut file is no finished row)
+finished() { [[ -s $1 ]] && grep -q '"test_ppl"' "$1"; }
 # paper with no rows named: the queue's first rows with no JSON (committed, or made by an earlier command
 # here), a row that stopped twice without one left out; none left: nothing for paper to do
 if [[ " ${WANT[*]:-} " == *" paper "* ]] && (( ! ${#PAPER_ROWS[@]} )); then
   made=$WORK/paper/results/ptb-paper$( (( DRY )) && echo -dry)
   for row in "${PAPER_ROWS_KNOWN[@]}"; do
     (( ${#PAPER_ROWS[@]} < PAPER_ROWS_PER_COMMAND )) || break
-    [[ -f benchmarks/results/ptb-paper/$row.json || ( -n $WORK && -f $made/$row.json ) ]] && continue
+    finished "benchmarks/results/ptb-paper/$row.json" || { [[ -n $WORK ]] && finished "$made/$row.json"; } && continue
     if [[ -n $WORK ]] && (( $(count_in "$WORK/paper/$row.restarts" 0) >= 2 )); then
       echo "run.sh: paper: $row stopped twice without its JSON (its log: $WORK/logs/paper_$row.log): left out"
       continue
