@@ -116,6 +116,11 @@ def _explain_unreadable_checkpoints():
                 f"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD is set: torch would unpickle {path}, running any code it "
                 "holds; unset it (the plugin lets fairseq checkpoints load as data)"
             )
+        if os.path.exists(path) and not os.path.isfile(path):  # a pipe would block the read for good
+            raise CheckpointError(
+                f"{path} is not a regular file (a pipe, a device or a folder): give the checkpoint file "
+                "fairseq-train wrote (its --save-dir's checkpoint_best.pt)"
+            )
         try:
             state = load(path, arg_overrides, *args, **kwargs)
         except FileNotFoundError:
@@ -150,6 +155,12 @@ def _explain_unreadable_checkpoints():
             if not str(error).startswith("Model file not found: "):
                 raise
             missing = str(error).split(": ", 1)[1]
+            parts = missing.split(os.pathsep)
+            if len(parts) > 1 and all(os.path.isfile(part) for part in parts):  # eval-lm reads --path whole
+                raise CheckpointError(
+                    f"--path {missing}: this command scores one checkpoint, not an ensemble: give one of them "
+                    "(alm-score --path A:B scores an ensemble)"
+                ) from None
             raise CheckpointError(
                 f"--path {missing}: no such file; give a checkpoint fairseq-train wrote (its --save-dir's "
                 "checkpoint_best.pt)"

@@ -21,6 +21,7 @@ def quickstart_state(tiny_attentive, epochs=8):
     state = torch.load(tiny_attentive[0], map_location="cpu", weights_only=True)
     state["cfg"]["model"]["_name"] = "attentive_lm_small"
     state["cfg"]["model"]["attention_score"] = "single"
+    state["cfg"]["model"].update(embed_dim=256, hidden_size=256, num_layers=2)  # what it claims (weights: 16)
     state["cfg"]["task"]["data"] = "data-bin/wikitext-2-sample"
     state["extra_state"]["train_iterator"]["epoch"] = epochs + 1  # the next epoch would be the (epochs + 1)th
     return state
@@ -55,8 +56,14 @@ def test_a_rerun_finds_the_install_and_the_model_done_and_trains_nothing(tiny_at
     ).stdout
     (save / "install.done").write_text(made_from)
     (save / "install.log").write_text("the first install's 61 lines\n")
-    # an install it did not find would fail at once (install.sh's Python is `false`), never reinstall here
+    # an install it did not find would fail at once (install.sh's Python is `false`), never reinstall here;
+    # fairseq-eval-lm stood in for (the checkpoint claims the quickstart's size over a tiny model's weights)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "fairseq-eval-lm").write_text("#!/bin/sh\necho 'Perplexity: 12.5'\n")
+    (bin_dir / "fairseq-eval-lm").chmod(0o755)
     env = {**os.environ, "SAVE_DIR": str(save), "EPOCHS": "8", "PYTHONPATH": ROOT, "PYTHON": "false"}
+    env["PATH"] = f"{bin_dir}:{env['PATH']}"
     env.pop("SKIP_INSTALL", None)
     done = subprocess.run(
         ["bash", "examples/quickstart.sh"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
@@ -69,7 +76,7 @@ def test_a_rerun_finds_the_install_and_the_model_done_and_trains_nothing(tiny_at
         done.stdout
     )
     assert "Training attentive_lm_small" not in done.stdout and not (save / "train.log").exists()
-    assert "Test perplexity (fairseq-eval-lm, every word and </s> counted): " in done.stdout
+    assert "Test perplexity (fairseq-eval-lm, every word and </s> counted): 12.5" in done.stdout
 
 
 @pytest.mark.parametrize(
@@ -81,6 +88,7 @@ def test_a_rerun_finds_the_install_and_the_model_done_and_trains_nothing(tiny_at
         (lambda s: s["cfg"]["task"].update(data="data-bin/other"), "was trained on data-bin/other"),
         (lambda s: s["alm_plugin"]["fingerprints"].update({"decoder.dictionary_fingerprint": 7}), "(its dictionary)"),
         (lambda s: s["extra_state"]["train_iterator"].update(epoch=12), "trained for 11 epochs, more than the 8"),
+        (lambda s: s["cfg"]["model"].update(hidden_size=16), "is a model of 2 x 16 (256-d embeddings), not the"),
     ],
 )
 def test_a_checkpoint_not_the_quickstarts_own_is_not_reused(
@@ -98,6 +106,23 @@ def test_a_checkpoint_not_the_quickstarts_own_is_not_reused(
     assert line.startswith(f"other {tmp_path / 'other' / 'checkpoint_last.pt'} ") and says in line, line
 
 
+def test_the_file_it_scores_is_checked_too_and_a_pipe_is_never_read(tiny_attentive, tmp_path, capsys, monkeypatch):
+    """checkpoint_best.pt, the file the quickstart scores, is checked as checkpoint_last.pt is: another model there
+    is not its own; a pipe in either place is said not to be a regular file (reading it would block)."""
+    state = quickstart_state(tiny_attentive)
+    save_as_quickstart(state, tmp_path / "mixed")
+    other = {**state, "cfg": {**state["cfg"], "model": {**state["cfg"]["model"], "_name": "amsrn_small"}}}
+    torch.save(other, tmp_path / "mixed" / "checkpoint_best.pt")
+    line = check(tmp_path / "mixed", 8, capsys, monkeypatch)
+    assert line.startswith(f"other {tmp_path / 'mixed' / 'checkpoint_best.pt'} is a amsrn_small"), line
+    for name in ("checkpoint_last.pt", "checkpoint_best.pt"):
+        save_as_quickstart(state, tmp_path / name)
+        os.unlink(tmp_path / name / name)
+        os.mkfifo(tmp_path / name / name)
+        line = check(tmp_path / name, 8, capsys, monkeypatch)
+        assert line == f"other {tmp_path / name / name} is not a regular file", line
+
+
 def test_the_quickstart_sets_a_foreign_checkpoint_aside_and_trains_from_the_start(tmp_path):
     """The script's side, with fairseq-train and fairseq-eval-lm stood in for: the reason said in one line,
     the checkpoints moved aside whole, the training run."""
@@ -105,6 +130,10 @@ def test_the_quickstart_sets_a_foreign_checkpoint_aside_and_trains_from_the_star
     save.mkdir()
     (save / "checkpoint_last.pt").write_bytes(b"not a checkpoint")
     (save / "checkpoint_best.pt").write_bytes(b"best")
+    precious = tmp_path / "README.md"  # a log's name planted as links onto another file: never written through
+    precious.write_text("the project's readme\n")
+    (save / "check.log").symlink_to(precious)
+    os.link(precious, save / "eval.log")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for tool, says in (("fairseq-train", "trained"), ("fairseq-eval-lm", "Perplexity: 12.5")):
@@ -124,3 +153,5 @@ def test_the_quickstart_sets_a_foreign_checkpoint_aside_and_trains_from_the_star
         f"(UnpicklingError): training from the start (it is kept in {save / aside[0]})."
     ) in done.stdout
     assert "Training attentive_lm_small" in done.stdout and "Test perplexity" in done.stdout
+    assert precious.read_text() == "the project's readme\n"
+    assert not (save / "check.log").is_symlink() and os.stat(save / "eval.log").st_nlink == 1
