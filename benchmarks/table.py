@@ -93,6 +93,32 @@ def train_row(corpus, row, save, threads, log, epochs, device):
     )
 
 
+# the row arguments a checkpoint's saved model options must hold as given (the arch's own defaults aside)
+SAVED = {"--arch": "_name", "--embed-dim": "embed_dim", "--hidden-size": "hidden_size", "--dropout": "dropout"}
+
+
+def refuse_another_model(name, row, path):
+    """A checkpoint in the row's folder that another model wrote (its architecture or size): a resume or a
+    --cut would give this row's JSON that model's figures. Refused in one line."""
+    _, _, model = checkpoint_state(path)
+    for flag, key in SAVED.items():
+        wanted = option(row, flag)
+        saved = model.get(key) if key != "_name" else model.get("_name") or model.get("arch")
+        if wanted is not None and saved is not None and str(saved) != wanted and not close(saved, wanted):
+            sys.exit(
+                f"{name}: {path} holds a model with {flag} {saved}, not this row's {wanted}: move that folder aside "
+                "(it is another run's) and train the row again"
+            )
+
+
+def close(saved, wanted):
+    """Whether two option values are the same number written two ways (0.2 and "0.2", 200 and "200")."""
+    try:
+        return float(saved) == float(wanted)
+    except (TypeError, ValueError):
+        return False
+
+
 def set_aside(save, stale_json):
     """A stale row's checkpoints, if that JSON is scored from them (not newer than it), moved to
     ``<save>.before-the-dropout-fix[-N]`` so that it trains afresh (a retraining killed part-way resumes).
@@ -115,14 +141,21 @@ def run_row(corpus, name, save_root, threads, results_dir, epochs, device, cut=F
     row = corpus.rows[name]
     save = os.path.join(save_root, name)
     log = os.path.join(save, "train.log")
+    for kept in ("checkpoint_last.pt", "checkpoint_best.pt"):  # resumed or scored: this row's model, or refused
+        if os.path.exists(os.path.join(save, kept)):
+            refuse_another_model(name, row, os.path.join(save, kept))
+    if cut and not os.path.exists(os.path.join(save, "checkpoint_best.pt")):
+        sys.exit(f"{name}: no finished epoch in {save} to score")
     counting = trainable.start(corpus, name)  # beside the training, in a process of its own
     if not cut:
         train = train_row(corpus, row, save, threads, log, epochs, device)
-    elif os.path.exists(os.path.join(save, "checkpoint_best.pt")):
-        with open(log) as f:
-            train = f.read()
     else:
-        sys.exit(f"{name}: no finished epoch in {save} to score")
+        train = open(log, encoding="utf-8", errors="replace").read() if os.path.isfile(log) else ""
+    if not re.search(r"num\. shared model params: ([\d,]+)", train):
+        sys.exit(
+            f"{name}: {log} is missing or holds no training record (the row's JSON is made from it): train the "
+            "row without --cut, which resumes its checkpoint_last.pt"
+        )
     # fairseq's checkpoints count the epochs and the training time over every run (its wall
     # meter in the log restarts with each process); the best epoch is the one checkpoint_best closed
     last, seconds, _ = checkpoint_state(os.path.join(save, "checkpoint_last.pt"))

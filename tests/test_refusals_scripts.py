@@ -112,3 +112,62 @@ def test_install_refuses_a_python_that_does_not_run_in_one_line(python):
         f"install.sh: PYTHON={python} does not run Python: give a Python 3.11, 3.12 or 3.13 (e.g. PYTHON=python3, "
         "or activate a venv first)"
     ]
+
+
+@pytest.fixture(scope="module")
+def dry_row(tmp_path_factory):
+    """``(save_dir, results_dir)``: the dry-run corpus's `lstm` row (2 x 32 on the sample) after one update."""
+    from benchmarks.rows import PTB_PAPER_DRY
+
+    root = tmp_path_factory.mktemp("dry_row")
+    row = PTB_PAPER_DRY.rows["lstm"]
+    args = [*row.args, "--max-update", "1", "--save-dir", root / "save" / "lstm", "--cpu", "--no-progress-bar"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "fairseq_cli.train", PTB_PAPER_DRY.data, "--user-dir", "alm_plugin"]
+        + ["--task", "sentence_language_modeling", "--batch-size", "8", *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return root / "save", root / "results"
+
+
+def cut(save, results, monkeypatch, capsys):
+    from benchmarks import table
+
+    argv = ["table.py", "--corpus", "ptb-paper-dry", "--rows", "lstm", "--cut", "--save-dir", save]
+    monkeypatch.setattr(sys, "argv", [*map(str, argv), "--results-dir", str(results)])
+    with pytest.raises(SystemExit) as exit:
+        table.main()
+    capsys.readouterr()
+    return str(exit.value.code)
+
+
+def test_a_cut_row_without_its_training_log_is_refused_in_one_line(dry_row, monkeypatch, capsys):
+    """``table.py --cut`` makes the row's JSON from its train.log: missing or empty, refused, no JSON written."""
+    save, results = dry_row
+    log = save / "lstm" / "train.log"
+    for state in ("missing", "empty"):
+        if state == "empty":
+            log.write_text("")
+        line = cut(save, results, monkeypatch, capsys)
+        assert line == (
+            f"lstm: {log} is missing or holds no training record (the row's JSON is made from it): train the row "
+            "without --cut, which resumes its checkpoint_last.pt"
+        )
+        assert not (results / "lstm.json").exists()
+
+
+def test_a_row_folder_holding_another_models_checkpoint_is_refused(dry_row, tiny_attentive, monkeypatch, capsys):
+    """A checkpoint another model wrote in the row's folder (an attentive LM where `lstm` is) would give the row's
+    JSON that model's figures: refused in one line, naming the file and the option that differs."""
+    import shutil
+
+    save, results = dry_row
+    other = save.parent / "other"
+    shutil.copytree(save, other)
+    shutil.copy(tiny_attentive[0], other / "lstm" / "checkpoint_best.pt")
+    line = cut(other, results, monkeypatch, capsys)
+    assert line.startswith(f"lstm: {other / 'lstm' / 'checkpoint_best.pt'} holds a model with --arch attentive_lm,")
+    assert not (results / "lstm.json").exists()
