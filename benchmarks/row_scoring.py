@@ -278,17 +278,7 @@ def sentence_scores(output):
 def eval_lm_scores(corpus, row, checkpoint, split, threads, device):
     """``(ppl, {split}_sentence_nll and _sentence_tokens)``: fairseq-eval-lm's perplexity and each sentence's NLL
     and length from the same pass, checked to give that perplexity (a paired bootstrap of two rows reads them)."""
-    output = fairseq(
-        "eval_lm",
-        corpus.data,
-        *task_args(corpus, row, False, device),
-        "--path",
-        checkpoint,
-        "--gen-subset",
-        split,
-        "--output-word-probs",
-        threads=threads,
-    )
+    output = eval_lm(corpus, row, checkpoint, split, ["--output-word-probs"], threads, device)
     ppl, (nll, lengths) = perplexity(output), sentence_scores(output)
     count = int(re.search(r"Evaluated ([\d,]+) tokens", output).group(1).replace(",", ""))
     if sum(lengths) != count or abs(math.exp(sum(nll) / count) / ppl - 1) > 1e-3:
@@ -296,20 +286,23 @@ def eval_lm_scores(corpus, row, checkpoint, split, threads, device):
     return ppl, {f"{split}_sentence_nll": nll, f"{split}_sentence_tokens": lengths}
 
 
-def eval_lm_ppl(corpus, row, checkpoint, split, flags, threads, device):
-    return perplexity(
-        fairseq(
-            "eval_lm",
-            corpus.data,
-            *task_args(corpus, row, False, device),
-            "--path",
-            checkpoint,
-            "--gen-subset",
-            split,
-            *flags,
-            threads=threads,
-        )
+def eval_lm(corpus, row, checkpoint, split, flags, threads, device):
+    """fairseq-eval-lm's output for the row's checkpoint on ``split`` with ``flags``."""
+    return fairseq(
+        "eval_lm",
+        corpus.data,
+        *task_args(corpus, row, False, device),
+        "--path",
+        checkpoint,
+        "--gen-subset",
+        split,
+        *flags,
+        threads=threads,
     )
+
+
+def eval_lm_ppl(corpus, row, checkpoint, split, flags, threads, device):
+    return perplexity(eval_lm(corpus, row, checkpoint, split, flags, threads, device))
 
 
 def evaluate_test_time(corpus, row, checkpoint, points, threads, device):
