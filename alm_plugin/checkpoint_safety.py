@@ -29,6 +29,8 @@ TEST_TIME_OPTIONS = ("neural_cache_theta", "neural_cache_lambda")
 
 # the task a fairseq command scores with, while its checkpoints load (load_model_ensemble_and_task's task)
 SCORING_TASK = contextvars.ContextVar("alm_scoring_task", default=None)
+# whether the loading builds its task from the checkpoint (the hub, alm-score: no task given)
+BUILDS_TASK = contextvars.ContextVar("alm_builds_task", default=False)
 
 
 def trained_task(state):
@@ -37,6 +39,33 @@ def trained_task(state):
     if task is not None:
         return task.get("_name")
     return getattr(state.get("args"), "task", None)
+
+
+def saved_model(state):
+    """The name of the model saved in a checkpoint (its cfg's ``_name``, a saved Namespace's or legacy ``arch``)."""
+    model = (state.get("cfg") or {}).get("model")
+    if isinstance(model, argparse.Namespace):
+        return getattr(model, "_name", None) or getattr(model, "arch", None)
+    if model is not None:
+        return model.get("_name")
+    return getattr(state.get("args"), "arch", None)
+
+
+def check_saved_names(state, path):
+    """A checkpoint whose model (or, where the task is built from it, task) fairseq does not know would fail
+    deep in fairseq with no file named ("Incompatible value 'None'", a KeyError): refused in one line."""
+    from fairseq.models import ARCH_MODEL_REGISTRY, MODEL_REGISTRY
+    from fairseq.tasks import TASK_REGISTRY
+
+    from .errors import CheckpointError
+
+    fix = "load the --user-dir that defines it, or give a checkpoint fairseq-train wrote"
+    model = saved_model(state)
+    if model not in ARCH_MODEL_REGISTRY and model not in MODEL_REGISTRY:
+        raise CheckpointError(f"{path}: its saved model {model!r} is not one fairseq knows here: {fix}")
+    task = trained_task(state)
+    if BUILDS_TASK.get() and task not in TASK_REGISTRY:
+        raise CheckpointError(f"{path}: its saved task {task!r} is not one fairseq knows here: {fix}")
 
 
 def check_scoring_task(state, path):
@@ -134,6 +163,7 @@ def _explain_unreadable_checkpoints():
         from .models.checkpoint_fit import check_overrides, fill_options_older_than, hand_to_the_model
         from .shallow_fusion import check_lm_fingerprint
 
+        check_saved_names(state, path)
         check_lm_fingerprint(path, state, arg_overrides)
         check_scoring_task(state, path)
         check_overrides(state, arg_overrides)
@@ -148,7 +178,8 @@ def _explain_unreadable_checkpoints():
     ensemble = checkpoint_utils.load_model_ensemble_and_task
 
     def load_model_ensemble_and_task(filenames, *args, **kwargs):
-        scoring = SCORING_TASK.set(kwargs.get("task", args[1] if len(args) > 1 else None))
+        task = kwargs.get("task", args[1] if len(args) > 1 else None)
+        scoring, builds = SCORING_TASK.set(task), BUILDS_TASK.set(task is None)
         try:
             return ensemble(filenames, *args, **kwargs)
         except OSError as error:  # fairseq's IOError("Model file not found: PATH"), a traceback
@@ -167,6 +198,7 @@ def _explain_unreadable_checkpoints():
             ) from None
         finally:
             SCORING_TASK.reset(scoring)
+            BUILDS_TASK.reset(builds)
 
     checkpoint_utils.load_model_ensemble_and_task = load_model_ensemble_and_task
 

@@ -179,6 +179,9 @@ def parse_float(text: str, path: str, number: int, what: str) -> float:
         raise NBestError(f"{path}:{number}: {what} must be a number, got {text!r}") from None
     if math.isnan(value):
         raise NBestError(f"{path}:{number}: {what} is NaN")
+    if value == math.inf:
+        # no log-probability is +inf; it would rank first under any positive weight (-inf ranks last)
+        raise NBestError(f"{path}:{number}: {what} is {text!r}: no score is +inf, regenerate the n-best list")
     return value
 
 

@@ -6,7 +6,8 @@ number that is not finite, and a figure that is not what its key names (``figure
 perplexity at least 1.05, so that none is printed as 1.0; bits per character above 0; BLEU from 0 to
 100; a speed above 0; a duration not negative; a count a whole number; a parameter count below 10^12; epochs a
 whole number up to 1,000, no best epoch past them; a ratio above 0; a curve a list); each object it
-returns is a ``CheckedRow``, whose ``[key]`` raises ``ResultError`` where the key is absent or null.
+returns is a ``CheckedRow``, whose ``[key]`` raises ``ResultError`` where the key is absent or null, and
+a string, object or list that a block takes for a number (or a string for an object) raises it too.
 A key read with ``.get`` or tested with ``in`` stays optional: the keys whose presence is checked are
 exactly those a block reads."""
 
@@ -26,7 +27,90 @@ class ResultError(Exception):
 ADVICE = "rerun the row (benchmarks/table.py) or its script, or restore the file; the docs were left unchanged"
 
 
-class CheckedRow(dict):
+class NotANumber:
+    """A string, object or list read from a results file: where the docs take it for a number (format it
+    as one, add, compare or round it), it raises ``ResultError`` naming its file and key."""
+
+    path = where = ""
+
+    def refuse(self, *_, what="a number"):
+        shown = json.dumps(self)
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        raise ResultError(f"{self.path}: '{self.where[:-1]}' is {shown}, not {what}: {ADVICE}")
+
+    def __format__(self, spec):
+        try:
+            return super().__format__(spec)
+        except (TypeError, ValueError):  # a number's format (",", ".2f", "%") on a string, object or list
+            self.refuse()
+
+    __float__ = __int__ = __round__ = __neg__ = __abs__ = refuse
+
+
+def number_guard(name):
+    """The operator ``name`` of a string, object or list, refused when the other side is a number."""
+
+    def operator(self, other):
+        if isinstance(other, (int, float)):
+            self.refuse()
+        own = getattr(super(NotANumber, self), name, None)
+        return NotImplemented if own is None else own(other)
+
+    return operator
+
+
+for name in ("add", "radd", "sub", "rsub", "truediv", "rtruediv", "lt", "le", "gt", "ge"):
+    setattr(NotANumber, f"__{name}__", number_guard(f"__{name}__"))
+
+
+class NotAnObject(NotANumber):
+    """A string or list read from a results file: where the docs read it as an object (by a key, its
+    ``.get`` or ``.items``), it raises ``ResultError`` naming its file and key."""
+
+    def not_an_object(self, *_):
+        self.refuse(what="an object or a list of figures")
+
+    def __getitem__(self, key):
+        return self.not_an_object() if isinstance(key, str) else super().__getitem__(key)
+
+    get = items = keys = values = not_an_object
+
+
+class Text(NotAnObject, str):
+    """A string of a results file (see ``NotANumber`` and ``NotAnObject``)."""
+
+    def __new__(cls, value, path, where):
+        text = super().__new__(cls, value)
+        text.path, text.where = path, where
+        return text
+
+    def __getnewargs__(self):  # copied and pickled whole
+        return str(self), self.path, self.where
+
+    __iter__ = NotAnObject.not_an_object  # where the docs go through an object's keys or a list's items
+
+    def __float__(self):
+        try:
+            return float(str(self))  # a number written as a string ("1" among a command's arguments)
+        except ValueError:
+            self.refuse()
+
+    def __int__(self):
+        try:
+            return int(str(self))
+        except ValueError:
+            self.refuse()
+
+
+class CheckedList(NotAnObject, list):
+    """A list of a results file (see ``NotANumber`` and ``NotAnObject``)."""
+
+    def __init__(self, items, path, where):
+        super().__init__(items)
+        self.path, self.where = path, where
+
+
+class CheckedRow(NotANumber, dict):
     """A JSON object whose ``[key]`` names its file and the key when the key is absent or null."""
 
     def __init__(self, items, path, where=""):
@@ -125,12 +209,12 @@ def checked(value, path, where="", kind=None):
             raise ResultError(f"{path}: '{where}best_epoch' is {best}, past its {epochs} epochs: {ADVICE}")
         return row
     if isinstance(value, list):
-        return [checked(v, path, f"{where[:-1]}[{i}].", kind) for i, v in enumerate(value)]
+        return CheckedList([checked(v, path, f"{where[:-1]}[{i}].", kind) for i, v in enumerate(value)], path, where)
     if isinstance(value, float) and not math.isfinite(value):
         raise ResultError(f"{path}: '{where[:-1]}' is {value}, not a finite number: {ADVICE}")
     if kind is not None and value is not None and not is_figure(value, kind):  # null: CheckedRow's to refuse
         raise ResultError(f"{path}: '{where[:-1]}' is {json.dumps(value)}, not {kind}: {ADVICE}")
-    return value
+    return Text(value, path, where) if isinstance(value, str) else value
 
 
 def read_result(path):

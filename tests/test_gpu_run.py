@@ -238,11 +238,10 @@ def test_the_paper_steps_record_holds_the_rows_epoch_seconds_and_the_gpus_busy_s
     from benchmarks.gpu import paper_record
 
     progress = {"lstm": {"state": "done", "epochs_done": 20, "seconds_per_epoch": 17.2}}
-    (tmp_path / "busy.txt").write_text("90\n100\n\n[N/A]\n")
-    record = paper_record.record(progress, ["lstm", "single"], str(tmp_path / "busy.txt"))
+    record = paper_record.record(progress, ["lstm", "single"], ["90", "100", "", "[N/A]"])
     assert record["rows_side_by_side"] == 2 and record["gpu_busy_percent"] == 95.0
     assert record["rows"]["lstm"]["seconds_per_epoch"] == 17.2 and record["rows"]["single"]["state"] is None
-    assert paper_record.record(progress, ["lstm"], str(tmp_path / "none.txt"))["gpu_busy_percent"] is None
+    assert paper_record.record(progress, ["lstm"], [])["gpu_busy_percent"] is None
 
 
 def test_a_planted_restarts_file_is_read_as_a_count_never_run(tmp_path):
@@ -335,6 +334,22 @@ def test_a_results_folder_or_row_that_would_lose_or_muddle_results_is_refused(tm
     proc = run_sh(*args, env={"ALM_GPU_RESULTS": folder, "ALM_GPU_WORK": str(tmp_path / "work")})
     refused_before_anything(proc, message.format(results=folder), tmp_path / "work", tmp_path / "res")
     assert sorted(os.listdir(committed)) == before
+
+
+@pytest.mark.parametrize("kind, says", [("folder", "Is a directory"), ("utf-16", "not UTF-8 text")])
+def test_the_paper_record_refuses_a_busy_file_it_cannot_read_in_one_line(tmp_path, capsys, kind, says):
+    """A folder or a UTF-16 file as --busy ends paper_record.py in one line; nothing is written."""
+    from benchmarks.gpu import paper_record
+
+    progress, busy = tmp_path / "paper_progress.json", tmp_path / "gpu_busy.txt"
+    progress.write_text('{"lstm": {"state": "done"}}')
+    busy.mkdir() if kind == "folder" else busy.write_text("90\n100\n", encoding="utf-16")
+    argv = ["--progress", str(progress), "--busy", str(busy), "--rows", "lstm", "--json", str(tmp_path / "step.json")]
+    with pytest.raises(SystemExit) as exit:
+        paper_record.main(argv)
+    line = capsys.readouterr().err.strip()
+    assert exit.value.code == 2 and f": error: --busy {busy} cannot be read ({says})" in line and "\n" not in line
+    assert not (tmp_path / "step.json").exists()
 
 
 @pytest.mark.parametrize(

@@ -90,6 +90,29 @@ def test_every_tool_loads_and_refuses_a_checkpoint_alike(tmp_path, tiny_lm, modu
         assert last_line(stderr).startswith(f"{prog}: error: {message}"), stderr
 
 
+@pytest.mark.parametrize("part, name", [("model", "nope_lm"), ("model", None), ("task", "nope_task"), ("task", None)])
+def test_a_checkpoint_naming_an_unknown_model_or_task_is_one_line_naming_the_file(tmp_path, tiny_lm, part, name):
+    """Where the task is built from the checkpoint (alm-score, the hub) an unknown saved task is refused like an
+    unknown model; fairseq-eval-lm builds its own task, so there only the model matters. The file is left as it was."""
+    from alm_plugin.errors import CheckpointError
+    from alm_plugin.models.lstm_lm import LSTMLanguageModel
+
+    state = torch.load(tiny_lm, weights_only=True)
+    state["cfg"][part]["_name"] = name
+    foreign = tmp_path / "foreign.pt"
+    torch.save(state, foreign)
+    before = foreign.read_bytes()
+    says = f"{foreign}: its saved {part} {name!r} is not one fairseq knows here: load the --user-dir that defines it"
+    code, stdout, stderr = run_module("alm_plugin.cli.score", "--path", foreign, "--cpu", stdin="the cat\n")
+    assert code == 1 and refused(stderr, "alm-score", says)
+    with pytest.raises(CheckpointError, match="is not one fairseq knows here"):
+        LSTMLanguageModel.from_pretrained(str(tmp_path), "foreign.pt", str(tiny_lm.parent.parent / "data"))
+    if part == "model":
+        code, output = run("eval_lm", tiny_lm.parent.parent / "data", "--path", foreign, *EVAL, check=False)
+        assert code != 0 and refused(output, "fairseq-eval-lm", says)
+    assert foreign.read_bytes() == before
+
+
 # ---------------------------------------------------------------- options that change the model's function
 
 

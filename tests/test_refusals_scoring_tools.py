@@ -124,6 +124,18 @@ def test_the_grids_dynamic_options_are_refused_under_their_own_names(adaptive_se
     assert "--dynamic-eval" not in err and not out
 
 
+def test_cache_grid_on_a_character_model_names_the_checkpoint_not_eval_lms_options(tiny_char, tmp_path):
+    """A model without a cache is refused in the grid's own words, with --dynamic-lrs too; nothing is written."""
+    checkpoint, _ = tiny_char
+    for extra in ([], ["--dynamic-lrs", "0.1"]):
+        out = tmp_path / "grid.json"
+        code, stdout, stderr = run_module(
+            "alm_plugin.cli.cache_grid", "--path", checkpoint, *GRID, "--json", out, *extra
+        )
+        assert code == 1 and refused(stderr, "alm-cache-grid", "CharLSTMLanguageModel, which has no neural cache")
+        assert "--neural-cache" not in stderr and not out.exists()
+
+
 def test_cache_grid_refuses_eval_tokens_per_sample_on_a_stream_model(tiny_pointer, tmp_path):
     """A stream model reads the split as one stream and cuts nothing: the option is refused, not ignored."""
     checkpoint, _ = tiny_pointer

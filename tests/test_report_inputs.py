@@ -152,6 +152,20 @@ PTB_CASES = {  # another block (ptb-table, ptb-stream, adaptive-softmax read --p
 }
 
 
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        ([], "'recipe.size' is 9999, but its args give none, and the row is 2 x 650"),
+        (["--hidden-size", "200"], "'recipe.size' is 9999, but its args give --hidden-size 200"),
+    ],
+)
+def test_a_recorded_size_its_own_arguments_do_not_give_is_refused(report, capsys, tmp_path, args, says):
+    """A size typed into a row's JSON is not published: the width comes from the row's own arguments."""
+    forged = paper_row(110.0, 105.0, args=args, recipe={"epochs": 20, "size": "9999"})
+    folder = write(tmp_path / "paper", {"lstm": forged, "single": paper_row(100.0, 96.0)})
+    assert refused_by_the_generator(report, capsys, ["--paper-results", str(folder)], f"{folder / 'lstm.json'}: {says}")
+
+
 @pytest.mark.parametrize("case", list(PTB_CASES))
 def test_a_broken_ptb_row_is_refused_by_file_and_key_and_no_picture_is_drawn(report, capsys, tmp_path, case):
     record, says = PTB_CASES[case]
@@ -175,6 +189,34 @@ def test_a_broken_ptb_row_is_refused_by_file_and_key_and_no_picture_is_drawn(rep
                 }
             ),
             ": no 'by_threads.1.eval.ratio', which the docs read",
+        ),
+        # a figure of no declared kind written as words, or as an object: refused where the docs take a number
+        (
+            "eval_speed.json",
+            lambda text, record: json.dumps(
+                {
+                    **record,
+                    "peak_mib": {**record["peak_mib"], "lstm_lm": {**record["peak_mib"]["lstm_lm"], "35": "a lot"}},
+                }
+            ),
+            ": 'peak_mib.lstm_lm.35' is \"a lot\", not a number",
+        ),
+        (
+            "eval_speed.json",
+            lambda text, record: json.dumps({**record, "peak_mib": {**record["peak_mib"], "lstm_lm": "a lot"}}),
+            ": 'peak_mib.lstm_lm' is \"a lot\", not an object or a list of figures",
+        ),
+        (
+            "step_profile.json",
+            lambda text, record: json.dumps(
+                {**record, "before_issue_46": {**record["before_issue_46"], "attentive_lm combined B32": [948]}}
+            ),
+            ": 'before_issue_46.attentive_lm combined B32' is [948], not a number",
+        ),
+        (
+            "step_profile.json",
+            lambda text, record: json.dumps({**record, "counts": "a lot"}),
+            ": 'counts' is \"a lot\", not an object or a list of figures",
         ),
     ],
 )

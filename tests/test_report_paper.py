@@ -225,7 +225,7 @@ def test_a_stream_row_trained_before_the_dropout_fix_is_named_not_compared(repor
 
 def test_a_rows_size_is_read_from_its_own_recipe(report, tmp_path):
     """A row's size label is read from its own recipe: 2 x 200 rows given as --paper-results read 2 x 200."""
-    small = row(110.0, 105.0, recipe={"epochs": 20, "size": "200"})
+    small = row(110.0, 105.0, args=["--hidden-size", "200"], recipe={"epochs": 20, "size": "200"})
     lines = table_lines(paper_block(report, tmp_path / "paper", {"lstm": small, "single": row(100.0, 96.0)}))
     ours = [line for line in lines if "| 105.0 " in line or "**105.0**" in line]
     assert ours and all("| 2 x 200, " in line and "2 x 650" not in line for line in ours), ours

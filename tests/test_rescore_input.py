@@ -89,6 +89,7 @@ def test_lines_end_at_cr_lf_or_cr_and_a_byte_order_mark_is_dropped(tmp_path, tex
         ("x ||| a cat ||| TM0= -1 ||| -4.5\n", r"moses.txt:1: the sentence id must be a number, got 'x'"),
         ("0 ||| a cat ||| TM0= -1 ||| high\n", r"moses.txt:1: the total score must be a number, got 'high'"),
         ("0 ||| a cat ||| TM0= abc ||| -1\n", r"moses.txt:1: a feature value .* got 'abc'"),
+        ("0 ||| a cat ||| TM0= -1 ||| inf\n", r"moses.txt:1: the total score is 'inf': no score is \+inf"),
     ],
 )
 def test_malformed_moses_lines_are_named(tmp_path, text, message):
@@ -102,6 +103,8 @@ def test_malformed_moses_lines_are_named(tmp_path, text, message):
         ("S-0\tx\nH-0\t-1.0\n", r"gen.txt:2: an H- line has 3 tab-separated fields .* got 2"),
         ("H-0\tbad\ta b\n", r"gen.txt:1: the hypothesis score must be a number, got 'bad'"),
         ("H-0\t-1\ta b\nP-0\t-0.5 nan?\n", r"gen.txt:2: a positional score must be a number"),
+        ("H-0\tinf\ta b\n", r"gen.txt:1: the hypothesis score is 'inf': no score is \+inf"),
+        ("H-0\t-1\ta b\nP-0\t-0.5 -0.5 +Infinity\n", r"gen.txt:2: a positional score is '\+Infinity'"),
         ("H-0\t-1\ta b\nP-1\t-0.5 -0.5\n", r"gen.txt:2: P-1 does not follow its H-1 line"),
         ("H-x\t-1\ta b\n", r"gen.txt:1: an H- line must be 'H-<id><TAB>...'"),
         ("H-0\t-1\ta b\nP-0\t-1 -1 -1\nH-0\t-2\tb\n", r"1 of 2 H- lines have no P- line"),

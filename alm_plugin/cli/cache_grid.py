@@ -26,11 +26,11 @@ from ..errors import OptionError, ScoringError
 from ..model_loading import load_models, task_data
 from ..modules.dynamic_evaluation import check_options as dynamic_options
 from ..modules.heap import keep_freed_memory
-from ..modules.neural_cache import check_values, target_cache_probs
+from ..modules.neural_cache import CACHE_MODELS, check_values, target_cache_probs
 from ..option_checks import needs, number
 from ..output_files import check_outputs, write_json
 from ..scoring import trained_on_streams
-from ..test_time import EvaluationOptions, refuse
+from ..test_time import EvaluationOptions, TestTimeModel, refuse
 from .tool import run_tool
 
 
@@ -231,6 +231,12 @@ def load_word_model(args):
     if cuts_sentences:
         # the checkpoint keeps its training's validation cut (e.g. 35): read as eval-lm would, not as that
         task.args.eval_tokens_per_sample = args.eval_tokens_per_sample
+    if not isinstance(model, TestTimeModel):
+        # refuse() would name eval-lm's --neural-cache-* options, which this tool does not have
+        raise ScoringError(
+            f"{args.path} is a {type(model).__name__}, which has no neural cache: alm-cache-grid tunes the cache "
+            f"of {CACHE_MODELS}; give one of their checkpoints"
+        )
     refuse(EvaluationOptions(cache=(int(args.windows[0]), args.thetas[0], args.lambdas[-1])), model)  # its first point
     if args.eval_tokens_per_sample and not cuts_sentences:
         how = (

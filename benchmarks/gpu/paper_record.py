@@ -13,23 +13,21 @@ import os
 from benchmarks.result_files import check_json, write_json
 
 
-def busy_share(path):
+def busy_share(lines):
     """The mean of ``nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits`` samples, or None."""
-    if not path or not os.path.exists(path):
-        return None
-    samples = [float(line) for line in open(path) if line.strip().replace(".", "", 1).isdigit()]
+    samples = [float(line) for line in lines if line.strip().replace(".", "", 1).isdigit()]
     return round(sum(samples) / len(samples), 1) if samples else None
 
 
-def record(progress, rows, busy):
-    """``progress``: table.py's ``--progress`` JSON for ``rows``; ``busy``: the samples' file."""
+def record(progress, rows, busy_lines):
+    """``progress``: table.py's ``--progress`` JSON for ``rows``; ``busy_lines``: the samples' lines."""
     return {
         "rows_side_by_side": len(rows),
         "rows": {
             name: {key: progress.get(name, {}).get(key) for key in ("state", "epochs_done", "seconds_per_epoch")}
             for name in rows
         },
-        "gpu_busy_percent": busy_share(busy),
+        "gpu_busy_percent": busy_share(busy_lines),
     }
 
 
@@ -42,7 +40,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     check_json(parser, args.json, inputs={"--progress": [args.progress], "--busy": [args.busy]})
     progress = read_progress(parser, args.progress)
-    write_json(args.json, record(progress, args.rows.split(","), args.busy))
+    write_json(args.json, record(progress, args.rows.split(","), read_busy(parser, args.busy)))
 
 
 def read_progress(parser, path):
@@ -61,6 +59,18 @@ def read_progress(parser, path):
     if not isinstance(progress, dict) or not all(isinstance(entry, dict) for entry in progress.values()):
         refuse("is not an object of one object a row")
     return progress
+
+
+def read_busy(parser, path):
+    """The samples file's lines; none when it is absent (a dry run), one line when it is not UTF-8 text."""
+    if not path or not os.path.lexists(path):
+        return []
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read().splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        why = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
+        parser.exit(2, f"{parser.prog}: error: --busy {path} cannot be read ({why}): give nvidia-smi's samples\n")
 
 
 if __name__ == "__main__":

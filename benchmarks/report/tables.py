@@ -6,7 +6,7 @@ import os
 import re
 import shlex
 
-from benchmarks.result_files import read_result
+from benchmarks.result_files import ADVICE, ResultError, read_result
 from benchmarks.rows import ROOT
 
 from .statements import mean, models, seed_range, seed_runs
@@ -141,11 +141,24 @@ def seed_table(corpus, results):
     ]
 
 
+WIDTH_OPTIONS = ("--hidden-size", "--decoder-hidden-size", "--decoder-embed-dim")  # table.py's recipe size
+
+
 def trained_size(r, size):
-    """The size a row trained at, as ``size`` writes it (``"2 x 650"``), read from its own recipe where it
-    gives one (a folder of other rows read in its place keeps their size)."""
-    own = str(r.get("recipe", {}).get("size", "")) if r is not None else ""
-    return f"{size.split(' x ')[0]} x {own}" if own.isdigit() and " x " in size else size
+    """The size a row trained at, as ``size`` writes it (``"2 x 650"``): the width its own arguments give (a
+    folder of 2 x 200 rows read in the paper's place keeps theirs), else the declared one; a recorded
+    ``recipe.size`` that is neither is refused, not published."""
+    if r is None or " x " not in size:
+        return size
+    layers, declared = size.split(" x ", 1)
+    args = [str(a) for a in r.get("args", [])]
+    given = [(a, args[i + 1]) for i, a in enumerate(args[:-1]) if a in WIDTH_OPTIONS]
+    width = given[0][1] if given else declared
+    recorded = str(r.get("recipe", {}).get("size", width))
+    if recorded != width:
+        where = "its args give {} {}".format(*given[0]) if given else f"its args give none, and the row is {size}"
+        raise ResultError(f"{getattr(r, 'path', 'a row')}: 'recipe.size' is {recorded}, but {where}: {ADVICE}")
+    return f"{layers} x {width}"
 
 
 def cut(r, planned_epochs):
