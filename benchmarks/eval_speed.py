@@ -21,7 +21,7 @@ import torch
 from benchmarks import ROOT
 from benchmarks.fairseq_runs import plugin_task
 from benchmarks.result_files import check_json
-from benchmarks.timing import SAMPLE, measure, tokens_per_second, write_figures
+from benchmarks.timing import SAMPLE, is_speed, measure, tokens_per_second, write_figures
 
 MODELS = ["lstm_lm", "attentive_lm single", "attentive_lm combined", "amsrn tied"]
 BLOCKS = (35, 512, 2048)  # tokens a block, for the peak memory
@@ -140,7 +140,7 @@ def main():
         return peak_memory_child(name, args.data, int(size), int(block))
     if args.repeats < 1:
         parser.error(f"--repeats {args.repeats}: at least 1 scoring pass of each model")
-    check_json(parser, args.json, [args.data])
+    check_json(parser, args.json, [args.data], own=is_speed)
 
     task = setup_task(args.data, args.block)
     print(

@@ -455,7 +455,7 @@ def main(argv=None):
     parser.add_argument("--one", help=argparse.SUPPRESS)  # a single run, in the process compare() starts
     parser.add_argument("--parts", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--graphs", action="store_true", help=argparse.SUPPRESS)
-    args = parse(parser, argv)
+    args = parse(parser, argv, own=lambda record: "runs" in record and "command" in record)
     if args.updates < 8:
         parser.error(f"--updates {args.updates}: at least 8 (the first 5 are not timed)")
     where = {"data": args.data, "device": args.device, "size": args.size, "workers": args.num_workers}

@@ -89,6 +89,9 @@ class Text(NotAnObject, str):
 
     __iter__ = NotAnObject.not_an_object  # where the docs go through an object's keys or a list's items
 
+    def __getitem__(self, key):  # a slice is a string's; a position or a key reads a list or an object
+        return super().__getitem__(key) if isinstance(key, slice) else self.not_an_object()
+
     def __float__(self):
         try:
             return float(str(self))  # a number written as a string ("1" among a command's arguments)

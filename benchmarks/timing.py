@@ -41,8 +41,14 @@ def speed_parser(doc, device="auto", **defaults):
     return parser
 
 
-def parse(parser, argv=None):
-    """``parser``'s arguments; ``--device cuda`` without a GPU refused in one line, not torch's CUDA traceback."""
+def is_speed(record):
+    """A record a speed script wrote: figures beside the command's arguments (``argv``)."""
+    return isinstance(record.get("argv"), list)
+
+
+def parse(parser, argv=None, own=is_speed):
+    """``parser``'s arguments; ``--device cuda`` without a GPU refused in one line, not torch's CUDA traceback;
+    a ``--json`` that is a committed result of another kind than ``own`` accepts, refused."""
     args = parser.parse_args(argv)
     if getattr(args, "device", None) == "cuda" and not torch.cuda.is_available():
         parser.exit(
@@ -55,7 +61,7 @@ def parse(parser, argv=None):
                 else ": torch sees no GPU here: run it on a GPU machine, or leave --device out (the CPU)\n"
             ),
         )
-    check_json(parser, args.json, [getattr(args, "data", None)])  # before the run, not after it
+    check_json(parser, args.json, [getattr(args, "data", None)], own=own)  # before the run, not after it
     return args
 
 

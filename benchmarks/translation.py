@@ -93,7 +93,7 @@ def main():
     if args.json is None:  # the default's folder is the project's: made here
         args.json = os.path.join(ROOT, "benchmarks", "results", "multi30k", f"{args.arch}.json")
         os.makedirs(os.path.dirname(args.json), exist_ok=True)
-    check_json(parser, args.json)
+    check_json(parser, args.json, own=lambda record: "test_bleu_beam5" in record)
     save = os.path.join(ROOT, "checkpoints", f"multi30k-{args.arch}")
     lm_save = os.path.join(ROOT, "checkpoints", f"multi30k-en-{args.lm_arch}")
     for folder in (save, lm_save):

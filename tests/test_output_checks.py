@@ -6,6 +6,7 @@ stream, and an error is one line with the old file whole. The benchmark scripts'
 benchmarks/table.py's progress file go through the same writer and the same check."""
 
 import hashlib
+import importlib
 import json
 import os
 import re
@@ -454,6 +455,32 @@ def test_the_tables_progress_file_is_never_a_committed_result_of_another_kind(co
     assert (
         exit.value.code == 2 and f"--progress {path} is a committed result of another kind" in capsys.readouterr().err
     )
+    assert open(path, "rb").read() == before
+
+
+@pytest.mark.parametrize(
+    "module, argv, committed",
+    [
+        ("benchmarks.output_layer_speed", [], "benchmarks/results/quickstart/run.json"),
+        ("benchmarks.host_overhead", [], "benchmarks/results/cpu/eval_speed.json"),
+        (
+            "benchmarks.gpu.paper_record",
+            ["--progress", "p.json", "--rows", "lstm"],
+            "benchmarks/results/cpu/setup_cost.json",
+        ),
+        ("benchmarks.eval_speed", [], "benchmarks/results/cpu/host_overhead.json"),
+    ],
+)
+def test_every_lab_writer_refuses_a_committed_result_of_another_kind(module, argv, committed, monkeypatch, capsys):
+    """A speed script, host_overhead and the paper step's record onto a committed result another script wrote:
+    one line before the run, the file byte for byte as it was."""
+    path = os.path.join(ROOT, committed)
+    before = open(path, "rb").read()
+    with pytest.raises(SystemExit) as exit:
+        monkeypatch.setattr(sys, "argv", [module, *argv, "--json", path])
+        importlib.import_module(module).main()
+    line = capsys.readouterr().err.strip()
+    assert exit.value.code == 2 and f"--json {path} is a committed result of another kind" in line, line
     assert open(path, "rb").read() == before
 
 

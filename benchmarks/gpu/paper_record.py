@@ -38,7 +38,12 @@ def main(argv=None):
     parser.add_argument("--rows", required=True, help="this command's rows, comma-separated")
     parser.add_argument("--json", required=True, help="where the record goes")
     args = parser.parse_args(argv)
-    check_json(parser, args.json, inputs={"--progress": [args.progress], "--busy": [args.busy]})
+    check_json(
+        parser,
+        args.json,
+        inputs={"--progress": [args.progress], "--busy": [args.busy]},
+        own=lambda record: "rows_side_by_side" in record,
+    )
     progress = read_progress(parser, args.progress)
     write_json(args.json, record(progress, args.rows.split(","), read_busy(parser, args.busy)))
 
