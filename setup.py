@@ -14,7 +14,7 @@ setup(
     # fairseq is installed as `fairseq-fixed` (import name `fairseq`): the official 0.12.2
     # does not import on Python 3.11. scripts/install.sh is the exact recipe (CPU wheel of torch,
     # fairseq-fixed built without build isolation, an installed numpy kept); .ci/run calls it.
-    # numpy 1.x or 2.x: alm_plugin/numpy_compat.py gives fairseq the np.compat numpy 2 removed.
+    # numpy 1.x or 2.x: alm_plugin/mends/numpy_compat.py gives fairseq the np.compat numpy 2 removed.
     install_requires=[
         "fairseq-fixed>=0.12.3",
         "torch>=2.0",

@@ -9,10 +9,11 @@ import logging
 # imported: chatter above every tool's output, about a package nothing here uses
 logging.getLogger("fairseq.tasks.text_to_speech").setLevel(logging.WARNING)
 
-from . import numpy_compat  # noqa: E402,F401  (first: fairseq's data code reads np.compat, gone in numpy 2)
+from .mends import numpy_compat  # noqa: E402,F401  (first: fairseq's data code reads np.compat, gone in numpy 2)
 
 # isort: split
-from . import checkpoint_safety, criterions, device_mends, errors, models, shallow_fusion, tasks  # noqa: E402,F401
+from . import criterions, errors, models, tasks  # noqa: E402,F401
+from .mends import checkpoint_safety, device, shallow_fusion  # noqa: E402,F401
 
 errors.install()  # our refusals end fairseq's CLIs in one line, without a traceback
-device_mends.install()  # --bf16 refused in one line; --cpu trains on a machine with a GPU
+device.install()  # --bf16 refused in one line; --cpu trains on a machine with a GPU

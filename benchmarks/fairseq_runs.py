@@ -132,7 +132,7 @@ def characters_per_word(data, split):
     import torch
     from fairseq.data import Dictionary, data_utils
 
-    from alm_plugin.modules.spelling import character_counts
+    from alm_plugin.data.spelling import character_counts
 
     d = Dictionary.load(os.path.join(data, "dict.txt"))
     lines = data_utils.load_indexed_dataset(os.path.join(data, split), d)

@@ -245,12 +245,13 @@ def read_result(path):
 
 
 def plugin_files():
-    """``alm_plugin.errors.UserError`` and ``alm_plugin.output_files``. Importing ``alm_plugin`` registers the
+    """``alm_plugin.errors.UserError`` and ``alm_plugin.cli.output_files``. Importing ``alm_plugin`` registers the
     plugin with fairseq (it imports torch and fairseq); a script that only reads and writes JSON
     (``table.py --progress``, ``gpu/paper_record.py``) and has not imported it loads these two modules alone,
     as a package of their own (``_alm_plugin_files``): the same code, the plugin left unimported."""
     if "alm_plugin" in sys.modules:
-        from alm_plugin import errors, output_files
+        from alm_plugin import errors
+        from alm_plugin.cli import output_files
     else:
         package = sys.modules.get("_alm_plugin_files")
         if package is None:
@@ -259,7 +260,7 @@ def plugin_files():
             package.__path__ = [folder]
             sys.modules["_alm_plugin_files"] = package
         errors = importlib.import_module("_alm_plugin_files.errors")
-        output_files = importlib.import_module("_alm_plugin_files.output_files")
+        output_files = importlib.import_module("_alm_plugin_files.cli.output_files")
     return errors.UserError, output_files
 
 
@@ -282,7 +283,7 @@ def of_another_kind(path, own):
 
 def check_json(parser, path, data=(), option="--json", inputs=None, own=None):
     """Before the run: a script's ``--json`` checked as every tool's output is
-    (``alm_plugin.output_files.check_outputs``: a name, not a folder, none of ``inputs`` (``{what:
+    (``alm_plugin.cli.output_files.check_outputs``: a name, not a folder, none of ``inputs`` (``{what:
     paths}``, the files the script reads) by identity, no checkpoint nor table row's results, no file
     of a data directory, ``data`` among them, a folder that takes a new file; a stream is written to as
     it is), and, with ``own`` (whether a record is of the script's kind), no file of benchmarks/results of
@@ -305,7 +306,7 @@ def check_json(parser, path, data=(), option="--json", inputs=None, own=None):
 
 
 def write_json(path, value, announce=True):
-    """``value`` to ``path`` (if any) through the project's one writer (``alm_plugin.output_files``):
+    """``value`` to ``path`` (if any) through the project's one writer (``alm_plugin.cli.output_files``):
     a temporary file of a unique name beside it, renamed onto it, the old file's mode kept; a run
     killed while writing keeps the old file. A failed write ends the process in one line;
     ``announce``: say ``wrote PATH``."""

@@ -35,7 +35,7 @@ def option(row, *flags):
 def checkpoint_state(path):
     """fairseq's bookkeeping in a checkpoint: the epoch it closed, the training time so far, and the model's
     settings (its architecture's defaults filled in)."""
-    from alm_plugin.checkpoint_safety import read_checkpoint
+    from alm_plugin.mends.checkpoint_safety import read_checkpoint
 
     try:
         saved = read_checkpoint(path)

@@ -46,7 +46,7 @@ def foreign(path):
     or None where it is; a file that is not a regular one (a pipe would block its read) is not."""
     if not os.path.isfile(path):
         return f"{path} is not a regular file"
-    from alm_plugin.checkpoint_safety import read_checkpoint
+    from alm_plugin.mends.checkpoint_safety import read_checkpoint
 
     try:
         state = read_checkpoint(path)
@@ -77,7 +77,7 @@ def verdict(save, epochs):
     why = foreign(last) or (foreign(best) if os.path.lexists(best) else None)
     if why:
         return f"other {why}"
-    from alm_plugin.checkpoint_safety import read_checkpoint
+    from alm_plugin.mends.checkpoint_safety import read_checkpoint
 
     try:
         iterator = read_checkpoint(last)["extra_state"]["train_iterator"]
@@ -103,8 +103,8 @@ def trained_on(state, data):
     """Whether the model's dictionary (its saved fingerprint) is ``data``'s dict.txt."""
     from fairseq.data import Dictionary
 
+    from alm_plugin.data.dictionary_fingerprint import dictionary_fingerprint
     from alm_plugin.models.checkpoint_fit import saved_fingerprints
-    from alm_plugin.modules.dictionary_fingerprint import dictionary_fingerprint
 
     return dictionary_fingerprint(Dictionary.load(os.path.join(data, "dict.txt"))) in saved_fingerprints(state)
 

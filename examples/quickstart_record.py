@@ -15,7 +15,7 @@ VALID = re.compile(r"epoch 0*(\d+) \| valid on 'valid' subset .*?\| ppl ([\d.]+)
 
 
 def main(save, started, epochs, test_ppl, seconds=""):
-    from alm_plugin.output_files import write_json
+    from alm_plugin.cli.output_files import write_json
 
     log = os.path.join(save, "train.log")
     valid = {}

@@ -20,7 +20,7 @@
 #   numpy 1.x and 2.x alike, where ones built against numpy 1.26 fail to load under 2.x; numpy<2
 #   has no wheel for Python >= 3.13 and caps scipy at 1.17; and the tests pass on numpy 2.4.6 as
 #   on 1.26.4. fairseq's data code still reads what numpy 2 removed (np.compat, percentile's
-#   interpolation=): alm_plugin/numpy_compat.py gives it back (--user-dir alm_plugin).
+#   interpolation=): alm_plugin/mends/numpy_compat.py gives it back (--user-dir alm_plugin).
 # - the rest: scripts/requirements.txt.
 set -euo pipefail
 PY=${PYTHON:-python3}

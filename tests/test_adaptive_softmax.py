@@ -316,7 +316,7 @@ def test_sampling_at_another_temperature_is_refused_where_fairseq_would_divide_t
     adaptive model, the pointer's vocabulary logits before the mixture."""
     from argparse import Namespace
 
-    from alm_plugin.modules.adaptive_softmax_options import check_temperature
+    from alm_plugin.options.adaptive_softmax import check_temperature
 
     full = build("alm_lstm", sorted_dictionary, adaptive_softmax_cutoff=None)
     check_temperature([full], Namespace(temperature=0.7))  # logits: dividing them is what temperature means

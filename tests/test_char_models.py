@@ -8,10 +8,10 @@ import torch
 import torch.nn as nn
 from fairseq.data import Dictionary
 
+from alm_plugin.data.spelling import END_OF_WORD, START_OF_WORD, character_counts
 from alm_plugin.data.word_streams import WordStreamDataset
 from alm_plugin.models.char_cache_lm import CharCacheLMConfig, HierarchicalCharDecoder
 from alm_plugin.models.char_lstm_lm import CharLSTMDecoder, CharLSTMLMConfig
-from alm_plugin.modules.spelling import END_OF_WORD, START_OF_WORD, character_counts
 from alm_plugin.modules.word_cache import EMPTY, ContinuousWordCache
 
 

@@ -119,7 +119,7 @@ def test_the_scan_reaches_every_folder():
     files = list(code_files())
     for folder in FOLDERS:
         assert any(path.startswith(folder + os.sep) for path in files), f"no .py file read under {folder}/"
-    assert os.path.join("alm_plugin", "cuda_graphs.py") in files
+    assert os.path.join("alm_plugin", "modules", "cuda_graphs.py") in files
 
 
 def test_comments_and_docstrings_tell_no_history_and_no_figure():

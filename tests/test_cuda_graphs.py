@@ -1,4 +1,4 @@
-"""``--cuda-graphs`` (alm_plugin/cuda_graphs.py): the graphed update is the eager update.
+"""``--cuda-graphs`` (alm_plugin/modules/cuda_graphs.py): the graphed update is the eager update.
 
 There is no GPU here, so ``ReplayingBackend`` plays CUDA's part: its capture runs the step once and
 keeps what it returned, its replay runs the step again and writes the results into those tensors,
@@ -21,8 +21,8 @@ from conftest import SAMPLE_DATA, fairseq_trainer
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from alm_plugin import cuda_graphs
 from alm_plugin.errors import OptionError
+from alm_plugin.modules import cuda_graphs
 from alm_plugin.modules.history_attention import CausalHistoryAttention
 from alm_plugin.modules.lstm_helpers import layer_by_layer
 from benchmarks.host_overhead import case_args

@@ -1,5 +1,5 @@
 """The device and precision options that fairseq 0.12 gets wrong, as the plugin handles them: it
-mends them or says why (alm_plugin/device_mends.py):
+mends them or says why (alm_plugin/mends/device.py):
 
 - ``--bf16``: fairseq reads it as ``--tpu``, so fairseq-train dies with ``AttributeError: 'NoneType'
   object has no attribute 'xla_device'`` (on a GPU as on a CPU), and fairseq-eval-lm and

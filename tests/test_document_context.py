@@ -15,10 +15,10 @@ from fairseq import checkpoint_utils
 from test_history_models import make_decoder
 
 from alm_plugin.errors import CheckpointError, OptionError
+from alm_plugin.evaluation.neural_cache import NeuralCache, target_cache_probs
+from alm_plugin.evaluation.options import EvaluationOptions
 from alm_plugin.models.attentive_lm import AttentiveLanguageModel
 from alm_plugin.models.pointer_sentinel_lm import PointerSentinelConfig, PointerSentinelDecoder
-from alm_plugin.modules.neural_cache import NeuralCache, target_cache_probs
-from alm_plugin.test_time import EvaluationOptions
 
 STREAM_COMMON = [*TRAIN_COMMON[:2], "--task", "document_language_modeling", *TRAIN_COMMON[4:]]
 

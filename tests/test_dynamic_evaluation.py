@@ -15,7 +15,7 @@ from fairseq import checkpoint_utils
 from fairseq.data import Dictionary, data_utils
 
 from alm_plugin.errors import OptionError
-from alm_plugin.modules.dynamic_evaluation import DynamicEvalSettings, DynamicEvaluator
+from alm_plugin.evaluation.dynamic_evaluation import DynamicEvalSettings, DynamicEvaluator
 
 TINY = [*ADAM24, "--max-update", "30"]
 EVAL = ["--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--cpu", "--gen-subset", "valid"]
@@ -264,7 +264,7 @@ def test_an_exploding_segment_nll_stops_the_pass_with_its_number():
 def test_a_pass_that_drifts_far_above_the_trained_weights_is_flagged_once(caplog):
     """After the shadowed segments (scored at the trained weights too), a slow rise of the adapted
     NLL ln 2 above theirs is flagged once, with the advice; a steady pass says nothing."""
-    from alm_plugin.modules.dynamic_evaluation import SHADOW
+    from alm_plugin.evaluation.dynamic_evaluation import SHADOW
 
     evaluator, loss = tiny_evaluator()
     for k in range(SHADOW + 70):
@@ -514,7 +514,7 @@ def test_rms_without_a_training_split_and_training_with_the_options_are_refused(
 
 FAULTS_OF_REUSED_BLOCKS = """
 import os, resource, torch
-from alm_plugin.modules.dynamic_evaluation import DynamicEvalSettings, DynamicEvaluator
+from alm_plugin.evaluation.dynamic_evaluation import DynamicEvalSettings, DynamicEvaluator
 def faults():  # a step's 26 MB gradients (two at a time, as a tied output layer's), allocated and freed again and again
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     for _ in range(8):

@@ -260,8 +260,8 @@ def test_hub_interface_scores_and_samples(trained):
 def test_attention_heatmap_command_draws_the_weights(trained, tmp_path):
     from PIL import Image
 
+    from alm_plugin.cli.model_loading import load_models
     from alm_plugin.cli.plot_attention import attention_rows, main
-    from alm_plugin.model_loading import load_models
 
     save_dir, _ = trained
     ((model, task),) = load_models([str(save_dir / "checkpoint_best.pt")], SAMPLE_DATA, use_cpu=True)

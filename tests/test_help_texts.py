@@ -95,7 +95,7 @@ def test_every_help_text_is_one_short_phrase_without_figures_or_history(texts):
 
 def test_the_collector_reaches_fields_and_tool_flags(texts):
     """Both kinds of declaration are read: a task config's field and a tool's own flag."""
-    assert "alm_plugin.test_time.TestTimeOptions.neural_cache_window" in texts
+    assert "alm_plugin.evaluation.options.TestTimeOptions.neural_cache_window" in texts
     assert "alm_plugin.cli.score --batch-tokens" in texts
     assert "benchmarks.table --rows" in texts
 

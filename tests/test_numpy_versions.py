@@ -2,7 +2,7 @@
 
 numpy 2.0 removed ``numpy.compat``, which fairseq 0.12 reads in TokenBlockDataset
 (``--sample-break-mode eos``) and in LanguagePairDataset's bucketing; numpy 2.4 removed
-``percentile(interpolation=)``, which that bucketing reads first. alm_plugin.numpy_compat gives
+``percentile(interpolation=)``, which that bucketing reads first. alm_plugin.mends.numpy_compat gives
 both back. numpy 2 is simulated on whatever numpy is installed: ``numpy.compat`` removed (the
 attribute, and ``import numpy.compat``) and, for 2.4, a ``numpy.percentile`` without the keyword.
 """
@@ -18,8 +18,8 @@ import torch
 from conftest import ROOT
 from fairseq.data import LanguagePairDataset, TokenBlockDataset, bucket_pad_length_dataset, data_utils
 
-from alm_plugin import numpy_compat
 from alm_plugin.errors import OptionError
+from alm_plugin.mends import numpy_compat
 
 SENTENCES = [[4, 5, 2], [6, 2], [7, 8, 9, 10, 2], [11, 2]]
 REAL_PERCENTILE = numpy.percentile

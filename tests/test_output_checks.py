@@ -1,4 +1,4 @@
-"""The one writer every file of the project goes through (alm_plugin/output_files.py) and its checks,
+"""The one writer every file of the project goes through (alm_plugin/cli/output_files.py) and its checks,
 fast: no model is trained. Before the run an output is refused in one line (an empty name, a folder's
 name, a folder that takes no file, a checkpoint beside the model read, a file of the data directory);
 while writing it keeps the mode of the file it replaces, writes a stream (a FIFO, /dev/fd/N) as a
@@ -21,8 +21,8 @@ import pytest
 from cli import in_process, refused, run_module
 from conftest import ROOT, SAMPLE_DATA
 
+from alm_plugin.cli.output_files import check_outputs, output_file, write_json, write_text
 from alm_plugin.errors import ScoringError
-from alm_plugin.output_files import check_outputs, output_file, write_json, write_text
 
 
 def sha(path):
@@ -320,19 +320,19 @@ NOT_THROUGH_THE_WRITER = {  # (file, the line) -> why it writes on its own
 
 def test_every_write_goes_through_the_writer_but_the_few_listed():
     """A new open(..., "w"), savefig, json.dump, write_text, rename or copy in the project's code fails here:
-    write through alm_plugin/output_files.py, or add it to NOT_THROUGH_THE_WRITER with the reason."""
+    write through alm_plugin/cli/output_files.py, or add it to NOT_THROUGH_THE_WRITER with the reason."""
     found = set()
     for top in ("alm_plugin", "benchmarks", "examples", "scripts"):
         for folder, _, names in os.walk(os.path.join(ROOT, top)):
             for name in names:
                 path = os.path.join(folder, name)
                 relative = os.path.relpath(path, ROOT)
-                if not name.endswith(".py") or relative == "alm_plugin/output_files.py":
+                if not name.endswith(".py") or relative == "alm_plugin/cli/output_files.py":
                     continue
                 for line in open(path, encoding="utf-8"):
                     if WRITES.search(line) and not line.lstrip().startswith("#"):
                         found.add((relative, line.strip()))
-    assert found - set(NOT_THROUGH_THE_WRITER) == set(), "writes outside alm_plugin/output_files.py"
+    assert found - set(NOT_THROUGH_THE_WRITER) == set(), "writes outside alm_plugin/cli/output_files.py"
     assert set(NOT_THROUGH_THE_WRITER) - found == set(), "listed writes that are gone: drop them from the list"
 
 

@@ -1,6 +1,6 @@
 """Every file the alm-* tools write (alm-cache-grid --json, alm-cache-posterior --json / --plot,
 alm-plot-attention --out, alm-rescore --output-1best / --output-nbest) goes to a temporary file of a
-unique name beside it and is renamed into place (alm_plugin/output_files.py): a link there, hard or
+unique name beside it and is renamed into place (alm_plugin/cli/output_files.py): a link there, hard or
 symbolic, to a file of another data directory or another corpus is replaced, never written through;
 what it pointed at keeps its bytes. A link to another model's checkpoint is refused before the run.
 
@@ -207,7 +207,7 @@ def test_a_symbolic_link_into_another_data_directory_is_refused(tiny_attentive, 
 
 
 def test_the_helper_writes_through_a_temporary_name_and_cleans_up_after_a_failure(tmp_path):
-    from alm_plugin.output_files import output_file, write_json
+    from alm_plugin.cli.output_files import output_file, write_json
 
     path = tmp_path / "record.json"
     path.write_text("old")

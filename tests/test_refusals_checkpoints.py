@@ -287,7 +287,7 @@ def test_the_hook_shortens_only_our_errors(capsys, monkeypatch):
 def test_an_unreadable_checkpoints_reason_ends_at_a_sentence(tmp_path):
     """torch's long refusal of a pickled object (with terminal colours) is given in whole sentences:
     before, it was cut at 160 characters, mid-word."""
-    from alm_plugin.checkpoint_safety import whole_sentences
+    from alm_plugin.mends.checkpoint_safety import whole_sentences
 
     pickled = tmp_path / "checkpoint_best.pt"
     torch.save({"model": decimal.Decimal(1)}, pickled)  # an object weights_only refuses

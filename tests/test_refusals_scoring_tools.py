@@ -88,7 +88,7 @@ def test_a_line_too_long_for_the_memory_is_named_with_the_way_out(tmp_path, tiny
     ), proc.stderr[-3000:]
     assert last_line(proc.stderr).endswith("split the line into sentences")
     # several sentences in the batch: the way out is a smaller batch
-    from alm_plugin.scoring import out_of_memory
+    from alm_plugin.cli.scoring import out_of_memory
 
     message = str(
         out_of_memory(
@@ -132,7 +132,7 @@ def test_cache_grid_on_a_character_model_names_the_checkpoint_not_eval_lms_optio
         code, stdout, stderr = run_module(
             "alm_plugin.cli.cache_grid", "--path", checkpoint, *GRID, "--json", out, *extra
         )
-        assert code == 1 and refused(stderr, "alm-cache-grid", "CharLSTMLanguageModel, which has no neural cache")
+        assert code == 1 and refused(stderr, "alm-cache-grid", "CharLSTMLanguageModel has no neural cache")
         assert "--neural-cache" not in stderr and not out.exists()
 
 

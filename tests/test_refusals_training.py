@@ -262,7 +262,7 @@ def test_adaptive_softmax_clusters_that_cannot_work_are_refused_before_training(
 
 
 def test_the_first_cutoff_above_the_special_symbols_and_wide_enough_tails_build(dictionary):
-    from alm_plugin.modules.adaptive_softmax_options import check_clusters
+    from alm_plugin.options.adaptive_softmax import check_clusters
 
     check_clusters([5, 8], 4, 32)  # the head: the special symbols and one word
     check_clusters([1000, 3000], 4, 32, untied=True, factor=5.65)  # 32 // 5.65^2 = 1

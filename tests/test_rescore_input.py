@@ -4,9 +4,9 @@ are never paired silently, the weights grid search finds the better weights."""
 import pytest
 from fairseq.data import Dictionary
 
+from alm_plugin.cli.nbest import Hypothesis, NBestError, group_by_sentence, read_nbest, read_references
 from alm_plugin.cli.rescore import add_lm_features, best, system_best, tune_weights
-from alm_plugin.nbest import Hypothesis, NBestError, group_by_sentence, read_nbest, read_references
-from alm_plugin.text_forms import TextForms
+from alm_plugin.cli.text_forms import TextForms
 
 FAIRSEQ_OUTPUT = """2026-11-22 10:00:00 | INFO | fairseq_cli.generate | loading model(s)
 S-1\tein hund .

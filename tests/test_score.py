@@ -150,8 +150,8 @@ def test_a_sentence_model_read_as_a_document_without_a_cache_scores_each_line_al
 
 
 def test_a_line_longer_than_the_model_context_is_refused(model_and_text):
+    from alm_plugin.cli.scoring import LanguageModelScorer
     from alm_plugin.errors import ScoringError
-    from alm_plugin.scoring import LanguageModelScorer
 
     checkpoint, _ = model_and_text
     scorer = LanguageModelScorer([str(checkpoint)], None, use_cpu=True)

@@ -1,4 +1,4 @@
-"""The plugin's cheaper per-update seeding and clip (``alm_plugin/device_mends.py``) give
+"""The plugin's cheaper per-update seeding and clip (``alm_plugin/mends/device.py``) give
 fairseq's numbers: the seeding before every update (the generators seeded directly, not
 through ``torch.manual_seed``'s queued seeders) and the clip (the gradients' norms in one
 ``torch._foreach_norm``, not one ``torch.norm`` each)."""
@@ -7,7 +7,7 @@ import pytest
 import torch
 from fairseq import utils
 
-from alm_plugin import device_mends
+from alm_plugin.mends import device as device_mends
 
 fairseq_set_torch_seed = device_mends.set_torch_seed.fairseq_original
 fairseq_clip_grad_norm_ = device_mends.clip_grad_norm_.fairseq_original

@@ -1,6 +1,6 @@
 """Text that is not UTF-8 plain text, refused in one line by alm-score (files and stdin) and
 alm-rescore (n-best lists and references), as examples/language_model/prepare_lm_data.py refuses
-it in a corpus (alm_plugin/plain_text.py).
+it in a corpus (alm_plugin/cli/plain_text.py).
 
 Before: UTF-16LE piped to alm-score without a byte-order mark was read as UTF-8 (a NUL is a valid
 character) and scored, rc 0 (2 sentences, 5 <unk>, ppl 25.40); `the\\x00game` was scored as one

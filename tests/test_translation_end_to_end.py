@@ -17,8 +17,8 @@ from cli import json_records, run, run_module
 from conftest import ROOT, needs_shared_data
 from test_prepare_data import _PreprocessInProcess
 
-from alm_plugin.nbest import group_by_sentence, read_nbest
-from alm_plugin.scoring import LanguageModelScorer
+from alm_plugin.cli.nbest import group_by_sentence, read_nbest
+from alm_plugin.cli.scoring import LanguageModelScorer
 
 LEXICON = {
     "der": "the",
@@ -388,7 +388,7 @@ def test_alm_score_names_a_translation_checkpoint_and_a_translation_data_directo
 
 @needs_shared_data("multi30k", "train.de")
 def test_multi30k_preparation_round_trips_the_bpe_text(tmp_path, monkeypatch):
-    from alm_plugin.text_forms import TextForms
+    from alm_plugin.cli.text_forms import TextForms
 
     script = os.path.join(ROOT, "examples", "translation", "prepare_multi30k.py")
     arguments = [

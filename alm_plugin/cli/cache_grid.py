@@ -22,15 +22,15 @@ import shlex
 
 import torch
 
+from ..data.task_reading import reads_streams
 from ..errors import OptionError, ScoringError
-from ..model_loading import load_models, task_data
-from ..modules.dynamic_evaluation import check_options as dynamic_options
-from ..modules.heap import keep_freed_memory
-from ..modules.neural_cache import CACHE_MODELS, check_values, target_cache_probs
-from ..option_checks import needs, number
-from ..output_files import check_outputs, write_json
-from ..scoring import trained_on_streams
-from ..test_time import EvaluationOptions, TestTimeModel, refuse
+from ..evaluation.dynamic_evaluation import check_options as dynamic_options
+from ..evaluation.heap import keep_freed_memory
+from ..evaluation.neural_cache import CACHE_MODELS, check_values, target_cache_probs
+from ..evaluation.options import EvaluationOptions, TestTimeModel, refuse
+from ..options.checks import needs, number
+from .model_loading import load_models, task_data
+from .output_files import check_outputs, write_json
 from .tool import run_tool
 
 
@@ -233,15 +233,16 @@ def load_word_model(args):
         task.args.eval_tokens_per_sample = args.eval_tokens_per_sample
     if not isinstance(model, TestTimeModel):
         # refuse() would name eval-lm's --neural-cache-* options, which this tool does not have
+        name = ("fairseq's " if type(model).__module__.startswith("fairseq.") else "") + type(model).__name__
         raise ScoringError(
-            f"{args.path} is a {type(model).__name__}, which has no neural cache: alm-cache-grid tunes the cache "
-            f"of {CACHE_MODELS}; give one of their checkpoints"
+            f"{args.path}: {name} has no neural cache; alm-cache-grid tunes the cache of "
+            f"{CACHE_MODELS}; give one of their checkpoints"
         )
     refuse(EvaluationOptions(cache=(int(args.windows[0]), args.thetas[0], args.lambdas[-1])), model)  # its first point
     if args.eval_tokens_per_sample and not cuts_sentences:
         how = (
             "reads the split as one stream, its state carried from chunk to chunk: there is no sentence to cut"
-            if trained_on_streams(task)
+            if reads_streams(task)
             else "has no such option"
         )
         raise ScoringError(
@@ -325,7 +326,7 @@ def run(args):
     settings = {point: dynamic_options(*point, args.dynamic_rule, segment=args.dynamic_segment) for point in points}
     keep_freed_memory()  # the cache's score blocks and the dynamic steps reallocate the same tensors
     model, task = load_word_model(args)
-    streams = trained_on_streams(task)
+    streams = reads_streams(task)
     if args.dynamic_segment is not None and not streams:
         raise ScoringError(
             f"--dynamic-segment: {args.path} is a sentence-level model, whose segment is one sentence "

@@ -28,8 +28,8 @@ import sys
 import torch
 
 from ..errors import ScoringError
-from ..model_loading import load_models, task_data
-from ..output_files import check_outputs, save_figure, write_json
+from .model_loading import load_models, task_data
+from .output_files import check_outputs, save_figure, write_json
 from .tool import picture_path, run_tool
 
 

@@ -14,8 +14,8 @@ import argparse
 import torch
 
 from ..errors import ScoringError
-from ..model_loading import load_models, task_data
-from ..output_files import check_outputs, save_figure
+from .model_loading import load_models, task_data
+from .output_files import check_outputs, save_figure
 from .tool import picture_path, run_tool
 
 

@@ -4,7 +4,7 @@
         [--tune-nbest valid.nbest --tune-ref valid.en] [--ref test.en] \\
         --output-1best test.rescored.en --output-nbest test.rescored.nbest
 
-Input (read by ``alm_plugin/nbest.py``): fairseq-generate output (``S-``/``H-``/``P-`` lines;
+Input (read by ``alm_plugin/cli/nbest.py``): fairseq-generate output (``S-``/``H-``/``P-`` lines;
 other lines are ignored) or a Moses n-best list (``id ||| hypothesis ||| features ||| score``),
 recognised by its first line.
 
@@ -24,7 +24,7 @@ and the reranked score ``w_TM * TM + w_LM * LM + w_Len * Len``. The weights are 
 (``--weights TM=1,LM=0.3,Len=0.5``) or tuned on a dev n-best list by a grid search over
 the LM and Len weights, maximising sacrebleu BLEU; the chosen weights are printed.
 
-Text forms (``--hyp-form``, ``--lm-form``; see ``alm_plugin/text_forms.py``): ``bpe``
+Text forms (``--hyp-form``, ``--lm-form``; see ``alm_plugin/cli/text_forms.py``): ``bpe``
 (tokenised + subword-nmt ``@@`` units, what fairseq-generate prints without
 ``--remove-bpe``), ``tok`` (sacremoses tokens) or ``raw``. Hypotheses are moved to the form
 of the LM's training text; BLEU and the 1-best output use raw text (``--output-form``).
@@ -35,8 +35,8 @@ import itertools
 import os
 from typing import Dict, List
 
-from ..model_loading import load_models, task_data
-from ..nbest import (
+from .model_loading import load_models, task_data
+from .nbest import (
     Hypothesis,
     NBestError,
     check_outputs,
@@ -46,8 +46,8 @@ from ..nbest import (
     write_moses,
     write_whole,
 )
-from ..scoring import LanguageModelScorer
-from ..text_forms import FORMS, TextForms
+from .scoring import LanguageModelScorer
+from .text_forms import FORMS, TextForms
 from .tool import run_tool
 
 FEATURES = ("TM", "LM", "Len")

@@ -40,11 +40,12 @@ import os
 import re
 import sys
 
+from ..data.task_reading import reads_streams
 from ..errors import ScoringError
-from ..model_loading import load_models
-from ..plain_text import check_plain_text
-from ..scoring import CharacterModelScorer, LanguageModelScorer, is_character_model, trained_on_streams
-from ..test_time import EvaluationOptions, add_arguments, refuse
+from ..evaluation.options import EvaluationOptions, add_arguments, refuse
+from .model_loading import load_models
+from .plain_text import check_plain_text
+from .scoring import CharacterModelScorer, LanguageModelScorer, is_character_model
 from .tool import run_tool
 
 # fairseq-preprocess reads text with Python's universal newlines: a line ends at \r\n, \r or \n
@@ -151,7 +152,7 @@ def run(args):
         raise ScoringError("stdout is closed, and the scores are written there: send it to a file (> scores.tsv)")
     forms = None
     if args.tokenize != "none" or args.bpe_codes:
-        from ..text_forms import TextForms
+        from .text_forms import TextForms
 
         if args.bpe_codes and not os.path.isfile(args.bpe_codes):
             raise ScoringError(f"the BPE codes file {args.bpe_codes} does not exist")
@@ -198,7 +199,7 @@ def run(args):
                 file=sys.stderr,
             )
     else:
-        streams = any(trained_on_streams(task) for _, task in loaded)
+        streams = any(reads_streams(task) for _, task in loaded)
         if streams and args.context == "line":
             raise ScoringError(
                 f"{args.path} was trained on document_language_modeling, which reads text as one "

@@ -71,7 +71,7 @@ def picture_path(path, option):
     written in PNG under its own name."""
     if path is None:
         return None
-    from ..output_files import is_stream
+    from .output_files import is_stream
 
     if path and is_stream(path):  # /dev/stdout, a FIFO: written as it is, in PNG
         return path

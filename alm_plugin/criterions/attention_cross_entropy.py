@@ -33,8 +33,8 @@ from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from omegaconf import II
 
-from .. import cuda_graphs  # cuda_graphs.capturing(): whether a CUDA graph records this pass
 from ..errors import OptionError
+from ..modules import cuda_graphs  # cuda_graphs.capturing(): whether a CUDA graph records this pass
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ class AttentionCrossEntropyCriterion(FairseqCriterion):
     def loss_terms(self, model, sample):
         """The loss and the logged figures that are tensors (the NLL, the paper's NLL, the
         attention's entropy, the pointer's term and gate), computed on the device alone: what a
-        CUDA graph of the update holds (``cuda_graphs.py``); ``logged`` adds the counts."""
+        CUDA graph of the update holds (``modules/cuda_graphs.py``); ``logged`` adds the counts."""
         net_output = model(**sample["net_input"])
         target = model.get_targets(sample, net_output)
         nll = -target_log_probs(model, net_output, target).masked_fill(target.eq(self.padding_idx), 0.0)  # (B, T)

@@ -5,7 +5,7 @@ cache mixture marginalised inside ``p`` (Kawakami et al. 2017, "Training objecti
 averaged per word for the optimiser. Logged: ``loss`` and ``nll_loss`` (bits per word, as
 fairseq logs), ``ppl`` (word perplexity), ``bpc = -log2 p(corpus) / |c|`` with ``|c|`` the
 sample's ``nchars`` (every character plus one space or line break per word; see
-``modules/spelling.py``), and, for the cache model, ``cache_use``: the mean cache posterior
+``data/spelling.py``), and, for the cache model, ``cache_use``: the mean cache posterior
 ``p(z_t | w)`` over the words.
 """
 

@@ -21,9 +21,9 @@ import torch.nn.functional as F
 from fairseq.dataclass import ChoiceEnum
 from fairseq.models import register_model, register_model_architecture
 
+from ..data.spelling import START_OF_WORD
 from ..modules.lstm_helpers import packed_lstm
 from ..modules.open_vocabulary_decoder import CharacterModelConfig, OpenVocabularyDecoder
-from ..modules.spelling import START_OF_WORD
 from ..modules.word_cache import ContinuousWordCache
 from .arch_defaults import set_arch_defaults
 from .open_vocabulary_lm import OpenVocabularyLanguageModel

@@ -9,9 +9,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 from fairseq.models import register_model, register_model_architecture
 
+from ..data.spelling import END_OF_WORD, PAD
 from ..modules.lstm_helpers import packed_lstm
 from ..modules.open_vocabulary_decoder import CharacterModelConfig, OpenVocabularyDecoder
-from ..modules.spelling import END_OF_WORD, PAD
 from .arch_defaults import set_arch_defaults
 from .open_vocabulary_lm import OpenVocabularyLanguageModel
 

@@ -39,7 +39,7 @@ from fairseq.dataclass.utils import merge_with_parent
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from ..errors import OptionError
-from ..option_checks import number
+from ..options.checks import number
 
 # the key under which an option's field metadata declares the value older checkpoints, saved without
 # the option, hold, where it differs from the option's default (e.g. --combination-bias)
@@ -65,7 +65,7 @@ def _meaning(name: str, value):
     """An option's value as the model reads it, for comparing a checkpoint's with the model being
     built: the cutoffs ``'2000, 4000'`` and ``'2000,4000'`` are one model."""
     if name == "adaptive_softmax_cutoff":
-        from ..modules.adaptive_softmax_options import parse_cutoff
+        from ..options.adaptive_softmax import parse_cutoff
 
         try:
             return parse_cutoff(value, given_blank_ok=True)

@@ -2,10 +2,9 @@
 
 from fairseq.models import FairseqLanguageModel
 
+from ..data.task_reading import reads_characters, warn_if_memory_spans_sentences
 from ..errors import OptionError
-from ..tasks.open_vocabulary_language_modeling import reads_characters
-from ..tasks.sentence_language_modeling import warn_if_memory_spans_sentences
-from ..test_time import TestTimeModel
+from ..evaluation.options import TestTimeModel
 from .checkpoint_fit import CheckpointFitMixin
 from .hub import LanguageModelHubInterface, from_pretrained
 

@@ -20,10 +20,10 @@ from fairseq.models import FairseqEncoderDecoderModel, register_model, register_
 from fairseq.models.lstm import LSTMEncoder
 from fairseq.tasks.language_modeling import LanguageModelingTask
 
+from ..data.task_reading import reads_characters
 from ..errors import OptionError
-from ..modules.adaptive_softmax_options import check_criterion_of
 from ..modules.history_lstm_decoder import combination_bias_field
-from ..tasks.open_vocabulary_language_modeling import reads_characters
+from ..options.adaptive_softmax import check_criterion_of
 from .amsrn import AMSRNConfig, AMSRNDecoder
 from .arch_defaults import set_arch_defaults
 from .attentive_lm import AttentiveLMConfig, AttentiveLMDecoder

@@ -5,10 +5,9 @@ import os
 
 from fairseq import hub_utils
 
-from ..checkpoint_safety import refuse_sentences_alone
+from ..data.task_reading import reads_streams
 from ..errors import UnsupportedError
-from ..scoring import trained_on_streams
-from ..test_time import EvaluationOptions, refuse
+from ..evaluation.options import EvaluationOptions, refuse, refuse_sentences_alone
 
 
 class LanguageModelHubInterface(hub_utils.GeneratorHubInterface):
@@ -18,7 +17,7 @@ class LanguageModelHubInterface(hub_utils.GeneratorHubInterface):
         its own, as each text of ``alm-score`` is: it starts from the trained weights (and an empty
         neural cache), a list's sentences adapt in order, one at a time, and the trained weights are
         back when the call returns."""
-        if trained_on_streams(self.task):
+        if reads_streams(self.task):
             refuse_sentences_alone(
                 getattr(self, "checkpoint", "the model"),
                 "the hub's score()",

@@ -2,8 +2,8 @@
 
 from fairseq.models import FairseqLanguageModel
 
+from ..data.task_reading import reads_characters
 from ..errors import OptionError
-from ..tasks.open_vocabulary_language_modeling import reads_characters
 from .checkpoint_fit import CheckpointFitMixin
 from .hub import ScoringOnlyHubInterface, from_pretrained
 

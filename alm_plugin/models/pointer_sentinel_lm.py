@@ -30,7 +30,7 @@ from fairseq.models import register_model, register_model_architecture
 from ..errors import OptionError
 from ..modules.history_attention import CausalHistoryAttention, DotScore
 from ..modules.history_lstm_decoder import HistoryAttentionLSTMDecoder, RecurrentLMConfig
-from ..option_checks import number
+from ..options.checks import number
 from .arch_defaults import set_arch_defaults
 from .checkpoint_fit import DEFAULT_BEFORE_THE_OPTION
 from .history_language_model import HistoryAttentionLanguageModel

@@ -24,7 +24,7 @@ tail targets, dropping the within-cluster term of the word ``c_k + pad``; it can
 tails to a plain embedding. Here ``log_probs`` forms the whole distribution (summing to 1,
 differentiable) and ``target_log_probs`` the target's log probability alone, each tail
 computed only for the rows whose target lies in it; both in float32. Its options and refusals:
-``adaptive_softmax_options.py``.
+``options/adaptive_softmax.py``.
 """
 
 from typing import List, Optional
@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ..errors import OptionError
-from .adaptive_softmax_options import (
+from ..options.adaptive_softmax import (
     UNTIED_DROPOUT,
     UNTIED_FACTOR,
     AdaptiveSoftmaxOptions,

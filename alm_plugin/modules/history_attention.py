@@ -24,8 +24,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
-from .. import cuda_graphs  # cuda_graphs.capturing(): whether a CUDA graph records this pass
 from ..errors import OptionError
+from . import cuda_graphs  # cuda_graphs.capturing(): whether a CUDA graph records this pass
 
 Pairs = Tuple[Tensor, Tensor]  # the query and slot indices of the (query, slot) pairs a score computes
 INITIAL_SLOT = -(2**40)  # the time of the initial slot h_0: before any state, never out of the window

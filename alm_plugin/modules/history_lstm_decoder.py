@@ -21,11 +21,11 @@ import torch.nn.functional as F
 from fairseq.models import FairseqIncrementalDecoder
 from torch import Tensor
 
-from .. import cuda_graphs  # cuda_graphs.capturing(): whether a CUDA graph records this pass
-from ..option_reading import read_options
+from ..data.dictionary_fingerprint import DictionaryFingerprint
+from ..options.adaptive_softmax import AdaptiveSoftmaxConfig
+from ..options.reading import read_options
+from . import cuda_graphs  # cuda_graphs.capturing(): whether a CUDA graph records this pass
 from .adaptive_softmax import build_adaptive_softmax
-from .adaptive_softmax_options import AdaptiveSoftmaxConfig
-from .dictionary_fingerprint import DictionaryFingerprint
 from .lstm_helpers import UNLIMITED_POSITIONS, layer_by_layer
 from .source_attention import SourceAttention
 from .stream_carry import StreamCarry, next_chunk

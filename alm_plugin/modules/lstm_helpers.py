@@ -19,7 +19,7 @@ def packed_lstm(lstm, inputs, lengths, state=None):
 
 def layer_by_layer(lstm, inputs, state=None):
     """``lstm(inputs, state)`` one layer at a time, the dropout between layers drawn by
-    ``F.dropout`` from the generator: what a CUDA graph can record (``cuda_graphs.py``). cuDNN's
+    ``F.dropout`` from the generator: what a CUDA graph can record (``modules/cuda_graphs.py``). cuDNN's
     multi-layer LSTM draws that dropout from a state of its own, which it replaces (and frees) the
     first time it trains after the generator is reseeded, as fairseq does before every update: a
     graph would go on reading the freed one. The same model; on the CPU the same computation, in

@@ -14,10 +14,10 @@ import torch.nn as nn
 from fairseq.dataclass import FairseqDataclass
 from fairseq.models import FairseqDecoder
 
+from ..data.dictionary_fingerprint import DictionaryFingerprint
+from ..data.spelling import PAD, Spelling
 from ..errors import UnsupportedError
-from .dictionary_fingerprint import DictionaryFingerprint
 from .lstm_helpers import UNLIMITED_POSITIONS
-from .spelling import PAD, Spelling
 from .stream_carry import StreamCarry, next_chunk
 
 

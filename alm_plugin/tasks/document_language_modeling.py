@@ -22,9 +22,9 @@ from fairseq.tasks.language_modeling import LanguageModelingTask
 
 from ..data.word_streams import WordStreamDataset
 from ..errors import OptionError
-from ..modules.adaptive_softmax_options import OutputLayerChecks
-from ..modules.neural_cache import CACHE_MODELS
-from ..test_time import TestTimeOptions, TestTimeTask
+from ..evaluation.neural_cache import CACHE_MODELS
+from ..evaluation.options import TestTimeOptions, TestTimeTask
+from ..options.adaptive_softmax import OutputLayerChecks
 from .stream_task import WordStreamConfig, WordStreamTask
 
 BURN_IN = 100  # --stream-burn-in's default: docs/models.md says what it rests on

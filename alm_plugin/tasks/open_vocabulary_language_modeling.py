@@ -10,7 +10,7 @@ Batches are consecutive chunks of ``--batch-size`` parallel streams (``WordStrea
 so the context LSTM and the word cache carry over from chunk to chunk, across sentences,
 as in the paper. Each batch gives the model ``src_tokens`` (``w_{t-1}``), ``target_tokens``
 (``w_t``, whose characters the model scores) and the stream tags that let it resume its
-state; the sample's ``nchars`` is ``|c|`` for bits per character (``modules/spelling.py``).
+state; the sample's ``nchars`` is ``|c|`` for bits per character (``data/spelling.py``).
 """
 
 import logging
@@ -18,8 +18,8 @@ import logging
 import torch
 from fairseq.tasks import register_task
 
+from ..data.spelling import character_counts
 from ..errors import UnsupportedError
-from ..modules.spelling import character_counts
 from .stream_task import WordStreamConfig, WordStreamTask
 
 logger = logging.getLogger(__name__)
@@ -27,6 +27,8 @@ logger = logging.getLogger(__name__)
 
 @register_task("open_vocabulary_language_modeling", dataclass=WordStreamConfig)
 class OpenVocabularyLMTask(WordStreamTask):
+    reads_characters = True  # words with their characters: what data/task_reading.py asks
+
     def __init__(self, cfg: WordStreamConfig, dictionary):
         super().__init__(cfg, dictionary)
         self.character_counts = character_counts(dictionary)
@@ -53,9 +55,3 @@ class OpenVocabularyLMTask(WordStreamTask):
             "the character-level word-stream models score text (fairseq-eval-lm, fairseq-validate, "
             "alm-cache-posterior); they do not generate"
         )
-
-
-def reads_characters(task) -> bool:
-    """Whether ``task`` reads words with their characters (this task): what the character
-    models need and what the word-level and translation models refuse."""
-    return isinstance(task, OpenVocabularyLMTask)

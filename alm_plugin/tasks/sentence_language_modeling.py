@@ -16,7 +16,7 @@ before it (the end of the previous sentences), which are read but not scored; wi
 sample gets all N (``ContextWindow``).
 
 With ``--neural-cache-window N`` (``fairseq-eval-lm``) every split is scored in corpus order,
-each sentence from a fresh state as always, and the neural cache (``modules/neural_cache.py``)
+each sentence from a fresh state as always, and the neural cache (``evaluation/neural_cache.py``)
 spans the sentences: the figure does not depend on ``--batch-size``.
 
 The other break modes (``none``, ``complete``, ``complete_doc``) behave as in fairseq; with
@@ -41,14 +41,14 @@ from fairseq.tasks.language_modeling import (
 )
 from omegaconf import II
 
-from .. import cuda_graphs
 from ..data import SentenceBlockDataset
 from ..data.host_counts import CountedCollate
 from ..data.splits import check_dictionary, load_split, loaded_for_training
 from ..errors import MissingDataError, OptionError
-from ..modules.adaptive_softmax_options import OutputLayerChecks
-from ..option_reading import read_options
-from ..test_time import TestTimeOptions, TestTimeTask, refuse
+from ..evaluation.options import TestTimeOptions, TestTimeTask, refuse
+from ..modules import cuda_graphs
+from ..options.adaptive_softmax import OutputLayerChecks
+from ..options.reading import read_options
 
 logger = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ class SentenceLanguageModelingConfig(LanguageModelingConfig, TestTimeOptions):
 def sentence_task_options(args, *names: str):
     """The options ``names`` of ``args`` at the defaults ``SentenceLanguageModelingConfig`` declares:
     fairseq hands the task a config that holds every one, but a ``Namespace`` built by hand or another
-    task's arguments (``warn_if_memory_spans_sentences``) may lack one."""
+    task's arguments may lack one."""
     return read_options(SentenceLanguageModelingConfig, args, *names)
 
 
@@ -100,6 +100,7 @@ def sentence_task_options(args, *names: str):
 class SentenceLanguageModelingTask(TestTimeTask, OutputLayerChecks, LanguageModelingTask):
     """fairseq ``language_modeling`` with one (piece of a) sentence per sample."""
 
+    reads_sentences = True  # one sentence a sample: what data/task_reading.py asks
     model_position_limit = 0  # the built model's --max-target-positions (0: none, or no model built yet)
     graphed_step = None  # with --cuda-graphs, the GraphedTrainStep the first graphed update makes
 
@@ -323,22 +324,3 @@ class CorpusOrder(BaseWrapperDataset):
 
     def ordered_indices(self):
         return np.arange(len(self))
-
-
-def warn_if_memory_spans_sentences(task, memory_window: int, arch: str) -> None:
-    """fairseq-eval-lm builds its task from the command line (default: language_modeling,
-    1024-token blocks across sentences), not from the checkpoint. A model trained one
-    sentence per sample then silently attends across sentences; say so, and how to fix it."""
-    args = getattr(task, "args", None)  # a legacy task's options; fairseq's dataclass tasks keep theirs in task.cfg
-    # options that declare no --sample-break-mode (translation's, the stream tasks') read as eos: no warning
-    break_mode = sentence_task_options(args, "sample_break_mode").sample_break_mode
-    if isinstance(task, SentenceLanguageModelingTask) or break_mode == "eos" or memory_window > 0:
-        return
-    tokens = getattr(args, "tokens_per_sample", "?")  # the other task's value, shown as it gives it
-    logger.warning(
-        f"{arch}: task '{task.__class__.__name__}' gives samples of up to {tokens} tokens across sentence boundaries "
-        f"(--sample-break-mode {break_mode}) and --memory-window is 0, so the attention spans "
-        "the whole sample. For the paper's per-sentence setting add "
-        "--task sentence_language_modeling (fairseq-eval-lm does not take the task from the "
-        "checkpoint)."
-    )

@@ -47,6 +47,8 @@ class WordStreamConfig(FairseqDataclass):
 class WordStreamTask(FairseqTask):
     """Reads every split as ``--batch-size`` parallel streams of chunks, in order."""
 
+    reads_streams = True  # what data/task_reading.py asks
+
     def __init__(self, cfg, dictionary):
         super().__init__(cfg)
         self.dictionary = dictionary

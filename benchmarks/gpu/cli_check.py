@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy
 import torch
 
-from alm_plugin.output_files import write_text
+from alm_plugin.cli.output_files import write_text
 from benchmarks import ROOT
 from benchmarks.result_files import check_json, write_json
 

@@ -4,7 +4,7 @@
 they share ``statements`` (the wording of changes, standings and goals) and ``tables`` (the JSON, the
 common cells, the mark of a row trained with the old dropout layout). Every results file is read and
 checked and the whole page filled in memory (each marker once, begin above end) before a picture or
-the page is written; each is then written once through ``alm_plugin.output_files``, or not at all.
+the page is written; each is then written once through ``alm_plugin.cli.output_files``, or not at all.
 Run it from the repository root:
 
     python -m benchmarks.report                  # print every block (nothing written)
@@ -163,8 +163,8 @@ def read_page(path):
 
 def update_page(path, generated):
     """Every block of ``generated`` into the page ``path``, built whole in memory and written once
-    (``alm_plugin.output_files``: a temporary file renamed onto it), or not at all."""
-    from alm_plugin.output_files import write_text
+    (``alm_plugin.cli.output_files``: a temporary file renamed onto it), or not at all."""
+    from alm_plugin.cli.output_files import write_text
 
     write_text(path, filled(read_page(path), generated, os.path.relpath(path)))
 
@@ -188,8 +188,8 @@ def main(argv=None):
         "--paper-results", help="read the paper-scale rows' JSON from here (default: benchmarks/results/ptb-paper)"
     )
     args = parser.parse_args(argv)
+    from alm_plugin.cli.output_files import write_text
     from alm_plugin.errors import UserError
-    from alm_plugin.output_files import write_text
 
     # importing fairseq (through alm_plugin) sets the root logger to DEBUG (its wav2vec2_classification)
     logging.getLogger().setLevel(logging.WARNING)

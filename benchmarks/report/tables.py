@@ -244,14 +244,14 @@ def one_layout(corpus, results, base):
 
 def figure(size):
     """A picture's ``(figure, axes)``, drawn without a display; its ``savefig(path)`` writes through
-    ``alm_plugin.output_files.save_figure`` (a temporary file renamed onto the picture)."""
+    ``alm_plugin.cli.output_files.save_figure`` (a temporary file renamed onto the picture)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.figure import Figure
 
-    from alm_plugin.output_files import save_figure
+    from alm_plugin.cli.output_files import save_figure
 
     class SavedWhole(Figure):
         def savefig(self, fname, **options):

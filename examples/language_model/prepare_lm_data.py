@@ -200,7 +200,7 @@ def main():
     if args.tokenize:
         from sacremoses import MosesTokenizer
 
-        from alm_plugin.text_forms import check_language  # the plugin, installed (scripts/install.sh)
+        from alm_plugin.cli.text_forms import check_language  # the plugin, installed (scripts/install.sh)
 
         try:
             tokenizer = MosesTokenizer(lang=check_language(args.tokenize))

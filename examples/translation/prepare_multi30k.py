@@ -20,7 +20,7 @@ import shutil
 import subprocess
 import sys
 
-from alm_plugin.text_forms import TextForms  # the plugin, installed (scripts/install.sh)
+from alm_plugin.cli.text_forms import TextForms  # the plugin, installed (scripts/install.sh)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))

@@ -57,7 +57,7 @@ def check_saved_names(state, path):
     from fairseq.models import ARCH_MODEL_REGISTRY, MODEL_REGISTRY
     from fairseq.tasks import TASK_REGISTRY
 
-    from .errors import CheckpointError
+    from ..errors import CheckpointError
 
     fix = "load the --user-dir that defines it, or give a checkpoint fairseq-train wrote"
     model = saved_model(state)
@@ -71,24 +71,13 @@ def check_saved_names(state, path):
 def check_scoring_task(state, path):
     """A model trained on document streams scored one sentence at a time from a fresh state
     (``--task sentence_language_modeling``) is scored as it never learned: refused in one line."""
-    from .tasks.sentence_language_modeling import SentenceLanguageModelingTask
-
     scoring = SCORING_TASK.get()
-    if isinstance(scoring, SentenceLanguageModelingTask) and trained_task(state) == "document_language_modeling":
+    if getattr(scoring, "reads_sentences", False) and trained_task(state) == "document_language_modeling":
+        from ..evaluation.options import refuse_sentences_alone
+
         refuse_sentences_alone(
             path, "--task sentence_language_modeling", "score it under --task document_language_modeling"
         )
-
-
-def refuse_sentences_alone(path, reader, fix):
-    """The one refusal of a stream-trained model scored a sentence at a time from a fresh state (``reader``: what
-    would read it so; ``fix``: what reads it as it learned)."""
-    from .errors import CheckpointError
-
-    raise CheckpointError(
-        f"{path} was trained on document streams (--task document_language_modeling), and {reader} scores each "
-        f"sentence alone from a fresh state: {fix}"
-    )
 
 
 def forget_saved_test_time_options(state, overrides):
@@ -133,7 +122,7 @@ def _explain_unreadable_checkpoints():
     would be dropped without a word."""
     from fairseq import checkpoint_utils
 
-    from .errors import CheckpointError
+    from ..errors import CheckpointError
 
     load = checkpoint_utils.load_checkpoint_to_cpu
     if getattr(load, "explains_errors", False):
@@ -160,7 +149,7 @@ def _explain_unreadable_checkpoints():
                 f"{whole_sentences(str(error))}). Is it a complete checkpoint_*.pt written by "
                 "fairseq-train (not truncated by a full disk or an interrupted copy)?"
             ) from None
-        from .models.checkpoint_fit import check_overrides, fill_options_older_than, hand_to_the_model
+        from ..models.checkpoint_fit import check_overrides, fill_options_older_than, hand_to_the_model
         from .shallow_fusion import check_lm_fingerprint
 
         check_saved_names(state, path)

@@ -18,8 +18,9 @@ from typing import Optional, Tuple
 import torch
 from fairseq.dataclass.configs import EvalLMConfig
 
-from .errors import OptionError
-from .modules.dynamic_evaluation import (
+from ..errors import CheckpointError, OptionError
+from ..options.reading import read_options
+from .dynamic_evaluation import (
     DECAY,
     RMS_EPS,
     RULES,
@@ -29,10 +30,9 @@ from .modules.dynamic_evaluation import (
     DynamicEvaluator,
     check_training_split,
 )
-from .modules.dynamic_evaluation import check_options as dynamic_settings
-from .modules.neural_cache import CACHE_MODELS, LAMBDA, THETA, NeuralCache, cached_log_probs
-from .modules.neural_cache import check_options as cache_settings
-from .option_reading import read_options
+from .dynamic_evaluation import check_options as dynamic_settings
+from .neural_cache import CACHE_MODELS, LAMBDA, THETA, NeuralCache, cached_log_probs
+from .neural_cache import check_options as cache_settings
 
 
 @dataclass
@@ -206,6 +206,15 @@ def refuse_softmax_batch(model, cfg) -> None:
             f"--softmax-batch {softmax_batch}: fairseq would hand the model slices of a batch's output, "
             f"but {' and '.join(readers)} read{'s' * (len(readers) == 1)} a batch whole: drop --softmax-batch"
         )
+
+
+def refuse_sentences_alone(path, reader, fix):
+    """The one refusal of a stream-trained model scored a sentence at a time from a fresh state (``reader``: what
+    would read it so; ``fix``: what reads it as it learned)."""
+    raise CheckpointError(
+        f"{path} was trained on document streams (--task document_language_modeling), and {reader} scores each "
+        f"sentence alone from a fresh state: {fix}"
+    )
 
 
 class TestTimeModel:

@@ -21,9 +21,9 @@ import torch
 from torch import Tensor
 
 from ..errors import OptionError
-from ..option_checks import needs, number
-from .history_attention import masked_softmax
-from .stream_carry import StreamCarry
+from ..modules.history_attention import masked_softmax
+from ..modules.stream_carry import StreamCarry
+from ..options.checks import needs, number
 
 THETA, LAMBDA = 0.3, 0.1  # what --neural-cache-window alone uses
 CACHE_MODELS = "alm_lstm, attentive_lm, amsrn and pointer_sentinel_lm"  # the word models that hand it features

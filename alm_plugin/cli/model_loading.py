@@ -8,7 +8,7 @@ from typing import List, Optional
 
 import torch
 
-from .errors import CorruptDataError, ScoringError
+from ..errors import CorruptDataError, ScoringError
 
 LANGUAGE_MODEL_TASKS = (
     "language_modeling",

@@ -11,7 +11,7 @@ import math
 import os
 from typing import Optional
 
-from .errors import OptionError
+from ..errors import OptionError
 
 
 def number(

@@ -28,7 +28,7 @@ import sys
 import tempfile
 from typing import Dict, Optional, Sequence
 
-from .errors import ScoringError
+from ..errors import ScoringError
 
 # the names of a descriptor this process already holds: written through it, never replaced
 DESCRIPTOR_NAMES = re.compile(
@@ -296,7 +296,8 @@ def checkpoints_beside(inputs: Dict[str, Sequence[Optional[str]]], output: str):
 
 CHECKPOINT_NAME = re.compile(r"checkpoint.*\.pt")
 CHECKPOINT_CONTENT = "a checkpoint (a file torch saved): writing it would destroy it"
-RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "benchmarks", "results")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # the repository
+RESULTS = os.path.join(ROOT, "benchmarks", "results")
 
 
 # torch.save's legacy format opens with this number, pickled as a 10-byte long (after a protocol 4 frame header)

@@ -31,7 +31,7 @@ from typing import Callable, Dict
 import torch
 from torch import Tensor
 
-from .errors import OptionError
+from ..errors import OptionError
 
 logger = logging.getLogger(__name__)
 

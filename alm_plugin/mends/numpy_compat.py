@@ -48,7 +48,7 @@ def install():
     mended = []
     if not hasattr(numpy, "compat"):
         compat = types.ModuleType(
-            "numpy.compat", "numpy 1.x's numpy.compat, as far as fairseq reads it (set by alm_plugin.numpy_compat)"
+            "numpy.compat", "numpy 1.x's numpy.compat, as far as fairseq reads it (set by the plugin's mends)"
         )
         compat.long = numpy.int64
         numpy.compat = compat

@@ -33,8 +33,8 @@ from fairseq import tasks, utils
 from fairseq.dataclass.configs import CommonConfig
 from fairseq.optim.fp16_optimizer import FP16Optimizer
 
-from .errors import OptionError
-from .option_reading import read_options
+from ..errors import OptionError
+from ..options.reading import read_options
 
 
 def _root(cfg):

@@ -12,8 +12,8 @@ from fairseq.dataclass import FairseqDataclass
 from fairseq.dataclass.configs import GenerationConfig
 
 from ..errors import OptionError
-from ..option_checks import needs, number
-from ..option_reading import read_options
+from .checks import needs, number
+from .reading import read_options
 
 UNTIED_FACTOR, UNTIED_DROPOUT = 4.0, 0.0
 

@@ -31,9 +31,10 @@ from typing import List, Optional
 
 import torch
 
-from .errors import ScoringError
+from ..data.task_reading import reads_streams
+from ..errors import ScoringError
+from ..evaluation.options import EvaluationOptions, refuse
 from .model_loading import load_models
-from .test_time import EvaluationOptions, refuse
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +74,7 @@ def out_of_memory(
 
 
 def is_character_model(model) -> bool:
-    from .models.open_vocabulary_lm import OpenVocabularyLanguageModel
+    from ..models.open_vocabulary_lm import OpenVocabularyLanguageModel
 
     return isinstance(model, OpenVocabularyLanguageModel)
 
@@ -136,12 +137,6 @@ def text_bounds(count: int, texts=None):
     return bounds
 
 
-def trained_on_streams(task) -> bool:
-    from .tasks.stream_task import WordStreamTask
-
-    return isinstance(task, WordStreamTask)
-
-
 class LanguageModelScorer:
     def __init__(
         self,
@@ -172,11 +167,11 @@ class LanguageModelScorer:
         self.batch_tokens, self.max_sentences = batch_tokens, max_sentences
         self.device = next(self.models[0].parameters()).device
         self.max_tokens = min(m.max_positions() or math.inf for m in self.models)
-        refuse(evaluation, segments_are_sentences=not trained_on_streams(loaded[0][1]), models=len(loaded))
+        refuse(evaluation, segments_are_sentences=not reads_streams(loaded[0][1]), models=len(loaded))
         self.dynamic = evaluation.dynamic
         self.document = document or evaluation.in_corpus_order
         # per model: the chunk length of a model trained on streams (its state carries), else None
-        self.chunks = [task.cfg.tokens_per_sample if trained_on_streams(task) else None for _, task in loaded]
+        self.chunks = [task.cfg.tokens_per_sample if reads_streams(task) else None for _, task in loaded]
         if any(self.chunks) and not self.document:
             raise ScoringError(
                 f"{paths[self.chunks.index(next(c for c in self.chunks if c))]} was trained on "
@@ -271,7 +266,7 @@ class LanguageModelScorer:
 
     def _stream(self, model, encoded, chunk):
         """A model trained on streams: the lines as one stream, its state carried chunk to chunk."""
-        from .data.word_streams import WordStreamDataset
+        from ..data.word_streams import WordStreamDataset
 
         stream = WordStreamDataset(torch.cat(encoded), 1, chunk, self.dictionary.pad(), self.dictionary.eos())
         model.decoder.carry.reset()
@@ -345,7 +340,7 @@ class CharacterModelScorer:
         added to a copy of it and spelled by the models from their characters; a word with
         a character the models never saw is ``<unk>`` (spelled ``<unk>``, as fairseq-eval-lm
         scores it), and listed in ``unspellable``."""
-        from .modules.spelling import Spelling
+        from ..data.spelling import Spelling
 
         dictionary = copy.deepcopy(self.training_dictionary)
         unspellable = {}
@@ -389,7 +384,7 @@ class CharacterModelScorer:
         return per_text
 
     def _score_document(self, model, encoded, progress):
-        from .data.word_streams import WordStreamDataset
+        from ..data.word_streams import WordStreamDataset
 
         pad, eos = self.dictionary.pad(), self.dictionary.eos()
         stream = WordStreamDataset(torch.cat(encoded), 1, self.chunk, pad, eos)

@@ -35,7 +35,7 @@ import torch
 from fairseq import utils
 
 from ..errors import MissingDataError, OptionError
-from ..option_checks import needs, number
+from ..options.checks import needs, number
 from .heap import keep_freed_memory
 
 logger = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ UTF-16 without a mark would pass (NUL is a valid character) and be scored as wor
 
 import re
 
-from .errors import ScoringError
+from ..errors import ScoringError
 
 LINE_BREAK = re.compile(rb"\r\n|\r|\n")
 BYTE_ORDER_MARKS = (

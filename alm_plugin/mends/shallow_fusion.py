@@ -23,9 +23,9 @@ from fairseq.data import Dictionary
 from fairseq.dataclass.configs import GenerationConfig
 from fairseq.sequence_generator import SequenceGenerator
 
-from .errors import OptionError
-from .modules.dictionary_fingerprint import dictionary_fingerprint
-from .option_reading import read_options
+from ..data.dictionary_fingerprint import dictionary_fingerprint
+from ..errors import OptionError
+from ..options.reading import read_options
 
 TARGET_SIDE_ADVICE = (
     "Train the language model on target-side text binarised with the target dictionary (fairseq-preprocess "
@@ -64,7 +64,7 @@ def check_lm_fingerprint(path, state, overrides) -> None:
     if not os.path.samefile(path, fused_lm_path):
         return
     data = (overrides or {}).get("data")
-    from .models.checkpoint_fit import saved_fingerprints
+    from ..models.checkpoint_fit import saved_fingerprints
 
     saved = saved_fingerprints(state)
     given = os.path.join(str(data), "dict.txt")

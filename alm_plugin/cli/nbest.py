@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Sequence
 
-from .errors import ScoringError
+from ..errors import ScoringError
 from .output_files import check_outputs, output_file  # noqa: F401  (alm-rescore imports it from here)
 from .plain_text import check_plain_text
 
