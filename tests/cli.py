@@ -52,6 +52,14 @@ ADAM24_MODEL = [
     "32",
 ]
 ADAM24 = [*ADAM24_MODEL, "--no-epoch-checkpoints", "--disable-validation", "--seed", "1"]
+# the smallest model the refusal tests train: 16 wide, one layer, Adam at 0.01, nothing validated or kept per epoch
+TINY = [
+    *("--embed-dim", "16", "--hidden-size", "16", "--num-layers", "1"),
+    *("--optimizer", "adam", "--lr", "0.01", "--batch-size", "64"),
+    *("--no-epoch-checkpoints", "--disable-validation"),
+]
+# fairseq-eval-lm on a sentence model, scoring the valid split
+EVAL = ["--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--cpu", "--gen-subset", "valid"]
 IN_PROCESS = os.environ.get("ALM_TESTS_SUBPROCESS", "0") != "1"
 
 

@@ -191,7 +191,7 @@ def test_a_dictionary_not_sorted_by_frequency_is_refused(sorted_dictionary):
 
 # ---------------------------------------------------------------- the real commands, tiny models
 
-TINY = [*ADAM24, "--clip-norm", "5", "--log-interval", "5"]
+CLIPPED = [*ADAM24, "--clip-norm", "5", "--log-interval", "5"]
 CUTOFFS = ["--adaptive-softmax-cutoff", "500,2000"]  # the sample's 6,208 ids: head 500, tails to 2,000 and the rest
 
 
@@ -221,7 +221,7 @@ def test_train_then_eval_lm_equals_the_hand_computation(tmp_path, short_test_dat
         *TRAIN_COMMON,
         "--arch",
         arch,
-        *TINY,
+        *CLIPPED,
         *CUTOFFS,
         *extra,
         "--max-update",
@@ -290,7 +290,7 @@ def test_fairseq_train_refuses_in_one_line_and_writes_nothing(tmp_path, options,
         *TRAIN_COMMON,
         "--arch",
         "alm_lstm",
-        *TINY,
+        *CLIPPED,
         *options,
         "--max-update",
         "1",

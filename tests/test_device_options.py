@@ -15,27 +15,11 @@ mends them or says why (alm_plugin/mends/device.py):
 
 import pytest
 import torch
-from cli import TRAIN_COMMON, json_records, run
+from cli import TINY, TRAIN_COMMON, json_records, run
 from conftest import SAMPLE_DATA
 from fairseq import utils
 
-TINY = [
-    "--arch",
-    "alm_lstm",
-    "--embed-dim",
-    "16",
-    "--hidden-size",
-    "16",
-    "--num-layers",
-    "1",
-    "--optimizer",
-    "adam",
-    "--lr",
-    "0.01",
-    "--batch-size",
-    "64",
-    "--disable-validation",
-]
+ALM_LSTM = ["--arch", "alm_lstm", *TINY]
 
 
 def torch_sees_a_gpu(monkeypatch, seen):
@@ -104,7 +88,7 @@ def test_fairseq_train_cpu_trains_where_torch_sees_a_gpu(monkeypatch, tmp_path):
     args = [
         SAMPLE_DATA,
         *TRAIN_COMMON,
-        *TINY,
+        *ALM_LSTM,
         "--max-update",
         "2",
         "--clip-norm",
@@ -169,9 +153,9 @@ def translation_data(root):
 def test_fairseq_train_refuses_bf16_in_one_line(tmp_path, case):
     """fairseq-train refuses --bf16 (and --memory-efficient-bf16) in one line on every task, where
     fairseq's trainer would die asking torch_xla for its device (a traceback)."""
-    data, options, flag = SAMPLE_DATA, ["--task", "sentence_language_modeling", *TINY], "--bf16"
+    data, options, flag = SAMPLE_DATA, ["--task", "sentence_language_modeling", *ALM_LSTM], "--bf16"
     if case == "document":
-        options = ["--task", "document_language_modeling", *TINY]
+        options = ["--task", "document_language_modeling", *ALM_LSTM]
     elif case == "open_vocabulary":
         options = ["--task", "open_vocabulary_language_modeling", "--arch", "char_lstm_lm_small", "--batch-size", "4"]
     elif case == "language_modeling":

@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 import torch
-from cli import ADAM24, ADAM24_MODEL, TRAIN_COMMON, eval_lm_result, refused, run, run_module
+from cli import ADAM24, ADAM24_MODEL, EVAL, TRAIN_COMMON, eval_lm_result, refused, run, run_module
 from conftest import SAMPLE_DATA, short_split
 from fairseq import checkpoint_utils
 from fairseq.data import Dictionary, data_utils
@@ -17,8 +17,7 @@ from fairseq.data import Dictionary, data_utils
 from alm_plugin.errors import OptionError
 from alm_plugin.evaluation.dynamic_evaluation import DynamicEvalSettings, DynamicEvaluator
 
-TINY = [*ADAM24, "--max-update", "30"]
-EVAL = ["--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--cpu", "--gen-subset", "valid"]
+ADAM24_30 = [*ADAM24, "--max-update", "30"]  # 30 updates: a model that has learnt something
 SENTENCES = 45  # the valid split's first sentences (1,068 words): a small text for the hand computation
 
 
@@ -51,7 +50,7 @@ def small_data(tmp_path_factory):
 @pytest.fixture(scope="module")
 def sentence_model(tmp_path_factory, small_data):
     save = tmp_path_factory.mktemp("dyn_model")
-    run("train", small_data[0], *TRAIN_COMMON, "--arch", "alm_lstm", *TINY, "--save-dir", save)
+    run("train", small_data[0], *TRAIN_COMMON, "--arch", "alm_lstm", *ADAM24_30, "--save-dir", save)
     return save / "checkpoint_last.pt"
 
 
@@ -502,7 +501,7 @@ def test_rms_without_a_training_split_and_training_with_the_options_are_refused(
         *TRAIN_COMMON,
         "--arch",
         "alm_lstm",
-        *TINY,
+        *ADAM24_30,
         "--dynamic-eval-lr",
         "0.1",
         "--save-dir",

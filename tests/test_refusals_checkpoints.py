@@ -9,36 +9,10 @@ import sys
 
 import pytest
 import torch
-from cli import TRAIN_COMMON, eval_lm_result, last_line, refused, run, run_module
+from cli import EVAL, TINY, TRAIN_COMMON, eval_lm_result, last_line, refused, run, run_module
 from conftest import SAMPLE_DATA, short_split
 
-TINY = [
-    "--embed-dim",
-    "16",
-    "--hidden-size",
-    "16",
-    "--num-layers",
-    "1",
-    "--optimizer",
-    "adam",
-    "--lr",
-    "0.01",
-    "--batch-size",
-    "64",
-    "--no-epoch-checkpoints",
-    "--disable-validation",
-]
-EVAL = [
-    "--user-dir",
-    "alm_plugin",
-    "--task",
-    "sentence_language_modeling",
-    "--cpu",
-    "--batch-size",
-    "16",
-    "--max-valid-steps",
-    "1",
-]
+LIGHT_EVAL = [*EVAL, "--batch-size", "16", "--max-valid-steps", "1"]
 
 
 # ---------------------------------------------------------------- unreadable and missing checkpoints
@@ -47,7 +21,7 @@ EVAL = [
 def test_an_unreadable_checkpoint_is_one_line(attentive, tmp_path):
     corrupt = tmp_path / "checkpoint_best.pt"
     corrupt.write_bytes(attentive.read_bytes()[:5000])
-    code, output = run("eval_lm", SAMPLE_DATA, "--path", corrupt, *EVAL, check=False)
+    code, output = run("eval_lm", SAMPLE_DATA, "--path", corrupt, *LIGHT_EVAL, check=False)
     assert code != 0 and refused(output, "fairseq-eval-lm", f"{corrupt} could not be read as a fairseq checkpoint")
 
 
@@ -108,7 +82,7 @@ def test_a_checkpoint_naming_an_unknown_model_or_task_is_one_line_naming_the_fil
     with pytest.raises(CheckpointError, match="is not one fairseq knows here"):
         LSTMLanguageModel.from_pretrained(str(tmp_path), "foreign.pt", str(tiny_lm.parent.parent / "data"))
     if part == "model":
-        code, output = run("eval_lm", tiny_lm.parent.parent / "data", "--path", foreign, *EVAL, check=False)
+        code, output = run("eval_lm", tiny_lm.parent.parent / "data", "--path", foreign, *LIGHT_EVAL, check=False)
         assert code != 0 and refused(output, "fairseq-eval-lm", says)
     assert foreign.read_bytes() == before
 
@@ -122,7 +96,7 @@ def test_an_option_mismatch_on_load_is_our_last_line_without_a_traceback(attenti
         SAMPLE_DATA,
         "--path",
         attentive,
-        *EVAL,
+        *LIGHT_EVAL,
         "--model-overrides",
         "{'concat_activation': 'linear'}",
         check=False,
@@ -231,7 +205,7 @@ def test_a_misspelt_override_is_refused_naming_the_key(attentive):
         SAMPLE_DATA,
         "--path",
         attentive,
-        *EVAL,
+        *LIGHT_EVAL,
         "--model-overrides",
         "{'concat_activaton': 'linear'}",
         check=False,
@@ -239,13 +213,20 @@ def test_a_misspelt_override_is_refused_naming_the_key(attentive):
     assert code != 0 and refused(output, "fairseq-eval-lm", "the override 'concat_activaton'")
     assert "did you mean 'concat_activation'?" in last_line(output)
     code, output = run(
-        "eval_lm", SAMPLE_DATA, "--path", attentive, *EVAL, "--model-overrides", "{'pointer_window': 5}", check=False
+        "eval_lm",
+        SAMPLE_DATA,
+        "--path",
+        attentive,
+        *LIGHT_EVAL,
+        "--model-overrides",
+        "{'pointer_window': 5}",
+        check=False,
     )  # another model's option
     assert code != 0 and refused(output, "fairseq-eval-lm", "'pointer_window' (--model-overrides")
     # options of the model (training-only ones) and of fairseq's task and sections are fine
     for overrides in ("{'dropout': 0.1}", f"{{'data': '{SAMPLE_DATA}', 'seed': 3}}"):
         code, output = run(
-            "eval_lm", SAMPLE_DATA, "--path", attentive, *EVAL, "--model-overrides", overrides, check=False
+            "eval_lm", SAMPLE_DATA, "--path", attentive, *LIGHT_EVAL, "--model-overrides", overrides, check=False
         )
         assert code == 0, output[-2000:]
     from alm_plugin.errors import OptionError
@@ -291,7 +272,7 @@ def test_an_unreadable_checkpoints_reason_ends_at_a_sentence(tmp_path):
 
     pickled = tmp_path / "checkpoint_best.pt"
     torch.save({"model": decimal.Decimal(1)}, pickled)  # an object weights_only refuses
-    code, output = run("eval_lm", SAMPLE_DATA, "--path", pickled, *EVAL, check=False)
+    code, output = run("eval_lm", SAMPLE_DATA, "--path", pickled, *LIGHT_EVAL, check=False)
     line = last_line(output)
     assert code != 0 and refused(output, "fairseq-eval-lm", f"{pickled} could not be read as a fairseq checkpoint")
     reason = line.split("(UnpicklingError: ", 1)[1].split(" Is it a complete checkpoint_*.pt")[0]
@@ -303,5 +284,5 @@ def test_an_unreadable_checkpoints_reason_ends_at_a_sentence(tmp_path):
 def test_a_missing_checkpoint_is_one_line_in_fairseqs_commands(tmp_path):
     """A missing --path is named in one line, not fairseq's OSError traceback."""
     missing = tmp_path / "missing.pt"
-    code, output = run("eval_lm", SAMPLE_DATA, "--path", missing, *EVAL, check=False)
+    code, output = run("eval_lm", SAMPLE_DATA, "--path", missing, *LIGHT_EVAL, check=False)
     assert code != 0 and refused(output, "fairseq-eval-lm", f"--path {missing}: no such file; give a checkpoint")

@@ -6,21 +6,10 @@ options in fairseq-validate, RMS dynamic evaluation without a training split."""
 import shutil
 
 import pytest
-from cli import refused, run, run_module
+from cli import EVAL, refused, run, run_module
 from conftest import SAMPLE_DATA
 
-EVAL = ["--user-dir", "alm_plugin", "--task", "sentence_language_modeling", "--cpu", "--gen-subset", "valid"]
-STREAM_EVAL = [
-    "--user-dir",
-    "alm_plugin",
-    "--task",
-    "document_language_modeling",
-    "--cpu",
-    "--gen-subset",
-    "valid",
-    "--batch-size",
-    "1",
-]
+STREAM_EVAL = [*EVAL[:2], "--task", "document_language_modeling", *EVAL[4:], "--batch-size", "1"]  # one stream
 
 
 # ---------------------------------------------------------------- sample lengths

@@ -7,28 +7,10 @@ import hashlib
 import os
 
 import pytest
-from cli import ADAM24, TRAIN_COMMON, last_line, refused, run
+from cli import ADAM24, TINY, TRAIN_COMMON, last_line, refused, run
 from conftest import SAMPLE_DATA
 
 from alm_plugin.errors import OptionError
-
-TINY = [
-    "--embed-dim",
-    "16",
-    "--hidden-size",
-    "16",
-    "--num-layers",
-    "1",
-    "--optimizer",
-    "adam",
-    "--lr",
-    "0.01",
-    "--batch-size",
-    "64",
-    "--no-epoch-checkpoints",
-    "--disable-validation",
-]
-
 
 # ---------------------------------------------------------------- sample lengths
 

@@ -8,40 +8,11 @@ import subprocess
 import sys
 
 import pytest
-from cli import TRAIN_COMMON, eval_lm_result, refused, run, run_module
+from cli import EVAL, TINY, TRAIN_COMMON, eval_lm_result, refused, run, run_module
 from conftest import ROOT, SAMPLE_DATA, short_split
 
-TINY = [
-    "--arch",
-    "alm_lstm",
-    "--embed-dim",
-    "16",
-    "--hidden-size",
-    "16",
-    "--num-layers",
-    "1",
-    "--criterion",
-    "attention_cross_entropy",
-    "--optimizer",
-    "adam",
-    "--lr",
-    "0.01",
-    "--batch-size",
-    "16",
-    "--no-epoch-checkpoints",
-    "--disable-validation",
-]
-EVAL = [
-    "--user-dir",
-    "alm_plugin",
-    "--task",
-    "sentence_language_modeling",
-    "--cpu",
-    "--gen-subset",
-    "valid",
-    "--batch-size",
-    "16",
-]
+LSTM16 = ["--arch", "alm_lstm", *TINY, "--criterion", "attention_cross_entropy", "--batch-size", "16"]
+EVAL16 = [*EVAL, "--batch-size", "16"]
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +24,7 @@ def blocks_model(tmp_path_factory):
         "train",
         SAMPLE_DATA,
         *TRAIN_COMMON,
-        *TINY,
+        *LSTM16,
         "--sample-break-mode",
         "none",
         "--tokens-per-sample",
@@ -104,7 +75,7 @@ def test_eval_lm_never_drops_a_token_at_the_extremes_the_options_accept(blocks_m
         short_valid,
         "--path",
         blocks_model,
-        *EVAL,
+        *EVAL16,
         "--neural-cache-window",
         "1",
         "--neural-cache-theta",
@@ -141,7 +112,7 @@ def test_eval_lm_never_drops_a_token_at_the_extremes_the_options_accept(blocks_m
     ],
 )
 def test_eval_lm_refuses_options_that_would_change_the_figure_unnoticed(blocks_model, options, message):
-    code, output = run("eval_lm", SAMPLE_DATA, "--path", blocks_model, *EVAL, *options, check=False)
+    code, output = run("eval_lm", SAMPLE_DATA, "--path", blocks_model, *EVAL16, *options, check=False)
     assert code != 0 and refused(output, "fairseq-eval-lm", message)
 
 
@@ -286,7 +257,7 @@ def test_a_cache_on_a_model_that_takes_none_is_refused_alike_by_every_entry(fair
     cache = ["--neural-cache-window", "5"]
     lines = {
         "fairseq-eval-lm": said(
-            "fairseq-eval-lm", run("eval_lm", data, "--path", checkpoint, *EVAL, *cache, check=False)[1]
+            "fairseq-eval-lm", run("eval_lm", data, "--path", checkpoint, *EVAL16, *cache, check=False)[1]
         ),
         "alm-score": said("alm-score", run_module("alm_plugin.cli.score", "--path", checkpoint, *cache, text)[2]),
         "the hub": hub_refusal(checkpoint, data, neural_cache_window=5),
@@ -308,9 +279,9 @@ def test_a_cache_on_a_model_that_takes_none_is_refused_alike_by_every_entry(fair
 def test_a_test_time_option_in_training_is_refused_alike_by_train_and_validate(tiny_lm, tmp_path):
     cache = ["--neural-cache-window", "5"]
     train = run(
-        "train", SAMPLE_DATA, *TRAIN_COMMON, *TINY, "--max-update", "1", "--save-dir", tmp_path, *cache, check=False
+        "train", SAMPLE_DATA, *TRAIN_COMMON, *LSTM16, "--max-update", "1", "--save-dir", tmp_path, *cache, check=False
     )
-    validate = run("validate", SAMPLE_DATA, "--path", tiny_lm, *EVAL[:5], "--batch-size", "16", *cache, check=False)
+    validate = run("validate", SAMPLE_DATA, "--path", tiny_lm, *EVAL16[:5], "--batch-size", "16", *cache, check=False)
     assert (
         said("fairseq-train", train[1])
         == said("fairseq-validate", validate[1])
@@ -326,7 +297,7 @@ def test_a_segment_on_a_sentence_model_is_refused_alike_by_every_entry(tiny_lm, 
     text = tmp_path / "text.txt"
     text.write_text("the game was released .\n")
     adapt = ["--dynamic-eval-lr", "0.1", "--dynamic-eval-segment", "5"]
-    eval_lm = run("eval_lm", SAMPLE_DATA, "--path", tiny_lm, *EVAL, *adapt, check=False)[1]
+    eval_lm = run("eval_lm", SAMPLE_DATA, "--path", tiny_lm, *EVAL16, *adapt, check=False)[1]
     score = run_module("alm_plugin.cli.score", "--path", tiny_lm, "--data", SAMPLE_DATA, *adapt, text)[2]
     from alm_plugin.errors import OptionError
     from alm_plugin.models.lstm_lm import LSTMLanguageModel
