@@ -102,6 +102,13 @@ def fairseq_trainer(argv):
     return trainer, list(epoch.next_epoch_itr(shuffle=False))
 
 
+def benchmarks_module(name):
+    """The module benchmarks.NAME, imported when a test asks for it."""
+    import importlib
+
+    return importlib.import_module(f"benchmarks.{name}")
+
+
 def needs_shared_data(*parts):
     path = os.path.join(SHARED_DATA, *parts)
     return pytest.mark.skipif(
