@@ -11,6 +11,7 @@ a string, object or list that a block takes for a number (or a string for an obj
 A key read with ``.get`` or tested with ``in`` stays optional: the keys whose presence is checked are
 exactly those a block reads."""
 
+import copy
 import importlib
 import importlib.util
 import json
@@ -63,31 +64,26 @@ for name in ("add", "radd", "sub", "rsub", "truediv", "rtruediv", "lt", "le", "g
     setattr(NotANumber, f"__{name}__", number_guard(f"__{name}__"))
 
 
-class NotAnObject(NotANumber):
-    """A string or list read from a results file: where the docs read it as an object (by a key, its
-    ``.get`` or ``.items``), it raises ``ResultError`` naming its file and key."""
-
-    def not_an_object(self, *_):
-        self.refuse(what="an object or a list of figures")
-
-    def __getitem__(self, key):
-        return self.not_an_object() if isinstance(key, str) else super().__getitem__(key)
-
-    get = items = keys = values = not_an_object
-
-
-class Text(NotAnObject, str):
-    """A string of a results file (see ``NotANumber`` and ``NotAnObject``)."""
+class Text(NotANumber, str):
+    """A string of a results file (see ``NotANumber``); where the docs read it as an object or a list (by a
+    key or a position, its ``.get`` or ``.items``, going through it), it raises ``ResultError`` too."""
 
     def __new__(cls, value, path, where):
         text = super().__new__(cls, value)
         text.path, text.where = path, where
         return text
 
-    def __getnewargs__(self):  # copied and pickled whole
+    def __getnewargs__(self):  # pickled whole
         return str(self), self.path, self.where
 
-    __iter__ = NotAnObject.not_an_object  # where the docs go through an object's keys or a list's items
+    def __deepcopy__(self, memo):  # a string, its file and its key: nothing in it changes
+        return self
+
+    def not_an_object(self, *_):
+        self.refuse(what="an object or a list of figures")
+
+    get = items = keys = values = not_an_object
+    __iter__ = not_an_object  # where the docs go through an object's keys or a list's items
 
     def __getitem__(self, key):  # a slice is a string's; a position or a key reads a list or an object
         return super().__getitem__(key) if isinstance(key, slice) else self.not_an_object()
@@ -105,12 +101,15 @@ class Text(NotAnObject, str):
             self.refuse()
 
 
-class CheckedList(NotAnObject, list):
-    """A list of a results file (see ``NotANumber`` and ``NotAnObject``)."""
+class CheckedList(NotANumber, list):
+    """A list of a results file (see ``NotANumber``); its items are read at a list's own speed."""
 
     def __init__(self, items, path, where):
         super().__init__(items)
         self.path, self.where = path, where
+
+    def __deepcopy__(self, memo):  # as a list is copied, not through pickling's slower path
+        return CheckedList([copy.deepcopy(item, memo) for item in self], self.path, self.where)
 
 
 class CheckedRow(NotANumber, dict):
