@@ -186,3 +186,16 @@ def test_a_model_trained_on_streams_is_refused_under_the_sentence_task(lstm_stre
         "sentence_language_modeling scores each sentence alone from a fresh state: score it under --task "
         "document_language_modeling",
     )
+
+
+def test_a_sliced_output_is_refused_where_a_reader_takes_the_batch_whole():
+    """The one run-time refusal behind the cache, dynamic evaluation and the pointer: an output of another
+    (batch, time) shape than its target's, as --softmax-batch slices it; the batch's own shape passes."""
+    import torch
+
+    from alm_plugin.errors import OptionError
+    from alm_plugin.options.checks import whole_batch
+
+    whole_batch(torch.zeros(2, 4, 3), torch.zeros(2, 4), "the neural cache")
+    with pytest.raises(OptionError, match="and the neural cache needs the batch whole: drop --softmax-batch"):
+        whole_batch(torch.zeros(1, 5, 3), torch.zeros(2, 4), "the neural cache")

@@ -145,9 +145,7 @@ def cached_log_probs(cache: NeuralCache, log_model: Tensor, net_output, sample, 
     in-order loader gives them when a cache is on): their real tokens are one row of text
     in corpus order, and the next batch continues it if it starts at the next id.
     """
-    extra, target = net_output[1], sample["target"]
-    if extra["features"].shape[:2] != target.shape:
-        raise OptionError("the neural cache scores a whole batch at once: drop --softmax-batch")
+    extra, target = net_output[1], sample["target"]  # the whole batch: TestTimeModel checked it (whole_batch)
     log_model = log_model.clone()
     features, padding = extra["features"].detach(), target.eq(padding_idx)
     net_input = sample["net_input"]

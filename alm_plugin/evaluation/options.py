@@ -19,6 +19,7 @@ import torch
 from fairseq.dataclass.configs import EvalLMConfig
 
 from ..errors import CheckpointError, OptionError
+from ..options.checks import whole_batch
 from ..options.reading import read_options
 from .dynamic_evaluation import (
     DECAY,
@@ -259,10 +260,7 @@ class TestTimeModel:
         if (self.neural_cache is None and not adapting) or self.training or sample is None:
             return super().get_normalized_probs(net_output, log_probs, sample)
         target = sample["target"]
-        if net_output[0].shape[:2] != target.shape:
-            raise OptionError(
-                "the neural cache and dynamic evaluation score a whole batch at once: drop --softmax-batch"
-            )
+        whole_batch(net_output[0], target, "the neural cache and dynamic evaluation")
         with torch.no_grad():
             scores = self.decoder.log_probs(net_output)
         if self.neural_cache is not None:

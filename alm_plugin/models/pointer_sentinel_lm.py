@@ -30,7 +30,7 @@ from fairseq.models import register_model, register_model_architecture
 from ..errors import OptionError
 from ..modules.history_attention import CausalHistoryAttention, DotScore
 from ..modules.history_lstm_decoder import HistoryAttentionLSTMDecoder, RecurrentLMConfig
-from ..options.checks import number
+from ..options.checks import number, whole_batch
 from .arch_defaults import set_arch_defaults
 from .checkpoint_fit import DEFAULT_BEFORE_THE_OPTION
 from .history_language_model import HistoryAttentionLanguageModel
@@ -101,10 +101,7 @@ class PointerSentinelDecoder(HistoryAttentionLSTMDecoder):
         input word of each remembered output."""
         scores, extra = net_output[0], net_output[1]
         weights = extra["history_attn"][0]  # (B, T, 1 + slots): the sentinel first
-        if scores.shape[:2] != weights.shape[:2]:
-            raise OptionError(
-                "the Pointer Sentinel-LSTM mixes its pointer into the whole batch at once: drop --softmax-batch"
-            )
+        whole_batch(scores, weights, "the Pointer Sentinel-LSTM's mixture")
         if weights.dtype != torch.float32:  # half-precision weights sum to 1 only to within float16's eps
             weights = weights.float()
             weights = weights / weights.sum(-1, keepdim=True).clamp_min(torch.finfo(weights.dtype).tiny)

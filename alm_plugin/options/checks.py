@@ -14,6 +14,17 @@ from typing import Optional
 from ..errors import OptionError
 
 
+def whole_batch(output, target, reader: str) -> None:
+    """A model output that is not its batch's whole, as ``fairseq-eval-lm --softmax-batch`` slices it, refused
+    where ``reader`` reads the batch whole (``evaluation.options.refuse_softmax_batch`` refuses the option
+    before the first batch where it can tell)."""
+    if output.shape[:2] != target.shape[:2]:
+        raise OptionError(
+            f"--softmax-batch: fairseq handed the model a slice of a batch's output, and {reader} needs the batch "
+            "whole: drop --softmax-batch"
+        )
+
+
 def number(
     flag: str,
     value,
