@@ -24,6 +24,7 @@ import torch
 
 from ..data.task_reading import reads_streams
 from ..errors import OptionError, ScoringError
+from ..evaluation.dynamic_evaluation import DECAY, RULES, SEGMENT
 from ..evaluation.dynamic_evaluation import check_options as dynamic_options
 from ..evaluation.heap import keep_freed_memory
 from ..evaluation.neural_cache import CACHE_MODELS, check_values, target_cache_probs
@@ -125,7 +126,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="alm-cache-grid", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--path", required=True, help="a word-level checkpoint (alm_lstm, attentive_lm, amsrn)")
+    parser.add_argument("--path", required=True, help=f"a word-level checkpoint ({CACHE_MODELS})")
     parser.add_argument("--data", help="data-bin directory (default: as saved in the checkpoint)")
     parser.add_argument("--gen-subset", default="valid", help="the split to choose on (default: valid)")
     parser.add_argument("--windows", type=floats, default=[100, 500, 2000], help="cache sizes N to try")
@@ -146,19 +147,19 @@ def main(argv=None):
         "--dynamic-decays",
         type=floats,
         default=None,
-        help="dynamic evaluation: the decays to try, in [0, 1] (default 0; needs --dynamic-lrs)",
+        help=f"dynamic evaluation: the decays to try, in [0, 1] (default {DECAY:g}; needs --dynamic-lrs)",
     )
     parser.add_argument(
         "--dynamic-rule",
-        choices=["sgd", "rms"],
+        choices=RULES,
         default=None,
-        help="dynamic evaluation's rule (default sgd; needs --dynamic-lrs)",
+        help=f"dynamic evaluation's rule (default {RULES[0]}; needs --dynamic-lrs)",
     )
     parser.add_argument(
         "--dynamic-segment",
         type=int,
         default=None,
-        help="a stream model's segment in tokens (default 20; a sentence model: one sentence)",
+        help=f"a stream model's segment in tokens (default {SEGMENT}; a sentence model: one sentence)",
     )
     parser.add_argument(
         "--eval-tokens-per-sample",

@@ -14,6 +14,8 @@ import re
 
 import torch
 
+from ..evaluation.neural_cache import FLAGS as CACHE_FLAGS
+
 SAFE_CHECKPOINT_TYPES = [argparse.Namespace]
 
 torch.serialization.add_safe_globals(SAFE_CHECKPOINT_TYPES)
@@ -25,7 +27,8 @@ def read_checkpoint(path):
     return torch.load(path, map_location="cpu", weights_only=True)
 
 
-TEST_TIME_OPTIONS = ("neural_cache_theta", "neural_cache_lambda")
+# the cache's theta and lambda (its flags after the window), as a saved config names them
+TEST_TIME_OPTIONS = tuple(flag[2:].replace("-", "_") for flag in CACHE_FLAGS[1:])
 
 # the task a fairseq command scores with, while its checkpoints load (load_model_ensemble_and_task's task)
 SCORING_TASK = contextvars.ContextVar("alm_scoring_task", default=None)
