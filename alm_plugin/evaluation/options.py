@@ -4,7 +4,7 @@
 ``TestTimeOptions`` declares the options once: the word-level tasks mix it into their configs
 (fairseq-eval-lm, fairseq-validate, fairseq-train, the hub) and ``add_arguments`` gives alm-score
 the same flags, defaults and help. ``EvaluationOptions.read`` turns parsed arguments into checked
-settings (modules/neural_cache.py and modules/dynamic_evaluation.py say what each value refuses);
+settings (neural_cache.py and dynamic_evaluation.py, beside it, say what each value refuses);
 ``refuse`` refuses a combination for every entry with the same line; ``attach`` gives a
 ``TestTimeModel`` its cache and evaluator, the one way a model takes them. ``TestTimeTask`` is the
 task side of the same path: a word-level task reads the options once, refuses them where the
@@ -254,8 +254,8 @@ class TestTimeModel:
 
     def get_normalized_probs(self, net_output, log_probs, sample=None):
         """The model's distribution; in eval mode, given the batch, with the neural cache mixed in
-        (``modules/neural_cache.py``) and, with dynamic evaluation, followed by the step on the
-        segment (``modules/dynamic_evaluation.py``): the scores returned are those before it."""
+        (``evaluation/neural_cache.py``) and, with dynamic evaluation, followed by the step on the
+        segment (``evaluation/dynamic_evaluation.py``): the scores returned are those before it."""
         adapting = self.dynamic_eval is not None and not self.training and sample is not None
         if (self.neural_cache is None and not adapting) or self.training or sample is None:
             return super().get_normalized_probs(net_output, log_probs, sample)
