@@ -67,7 +67,7 @@ class DynamicEvalSettings:
 def check_options(lr, decay=None, rule=None, eps=None, segment=None, stats=None) -> Optional[DynamicEvalSettings]:
     """The ``--dynamic-eval-*`` values as a whole (``None``: not given), with the defaults filled in;
     ``None`` when dynamic evaluation is off (lr 0). Whether a segment may be given depends on the
-    model: ``test_time.refuse``."""
+    model: ``options.refuse``."""
     number("--dynamic-eval-lr", lr, least=0, why="the step size (0: off)")
     for flag, value in (
         ("--dynamic-eval-decay", decay),

@@ -322,6 +322,8 @@ TRAINING_CODE = (
     "alm_plugin/tasks",
     "alm_plugin/criterions",
     "alm_plugin/data",
+    "alm_plugin/options",
+    "alm_plugin/mends/device.py",
 )
 
 
