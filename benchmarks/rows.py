@@ -24,6 +24,9 @@ from benchmarks import ROOT
 from benchmarks.fairseq_runs import fairseq_lstm_lm
 from benchmarks.result_files import read_result
 
+# the options whose value is a row's width, the first a row gives (its recipe's size in its JSON)
+WIDTH_OPTIONS = ("--hidden-size", "--decoder-hidden-size", "--decoder-embed-dim")
+
 SIZE, DROPOUT = "200", "0.2"
 MEMORY, STREAMS = "100", 20  # M (and the pointer's L) = 100: the Pointer Sentinel-LSTM's window
 

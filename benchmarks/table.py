@@ -24,7 +24,7 @@ from benchmarks.fairseq_runs import ROOT, characters_per_word, commit, fairseq, 
 from benchmarks.result_files import check_json, write_json
 from benchmarks.row_commands import CPU, Device, criterion_args, task_args
 from benchmarks.row_scoring import evaluate
-from benchmarks.rows import CORPORA, DROPOUT_LAYOUT
+from benchmarks.rows import CORPORA, DROPOUT_LAYOUT, WIDTH_OPTIONS
 
 
 def option(row, *flags):
@@ -180,8 +180,7 @@ def run_row(corpus, name, save_root, threads, results_dir, epochs, device, cut=F
         **({"cut_at_epoch": last} if last < epochs else {}),
         **({"dropout_layout": DROPOUT_LAYOUT} if row.has_our_decoder else {}),
         "recipe": {
-            "size": option(row, "--hidden-size", "--decoder-hidden-size", "--decoder-embed-dim")
-            or str(model.get("hidden_size")),
+            "size": option(row, *WIDTH_OPTIONS) or str(model.get("hidden_size")),
             "dropout": option(row, "--dropout", "--decoder-dropout-out") or str(model.get("dropout")),
             "epochs": corpus.epochs,
             "anneal_after": corpus.anneal_after,

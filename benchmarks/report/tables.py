@@ -7,7 +7,7 @@ import re
 import shlex
 
 from benchmarks.result_files import ADVICE, ResultError, read_result
-from benchmarks.rows import ROOT
+from benchmarks.rows import ROOT, WIDTH_OPTIONS
 
 from .statements import mean, models, seed_range, seed_runs
 
@@ -141,9 +141,6 @@ def seed_table(corpus, results):
     ]
 
 
-WIDTH_OPTIONS = ("--hidden-size", "--decoder-hidden-size", "--decoder-embed-dim")  # table.py's recipe size
-
-
 def trained_size(r, size):
     """The size a row trained at, as ``size`` writes it (``"2 x 650"``): the width its own arguments give (a
     folder of 2 x 200 rows read in the paper's place keeps theirs), else the declared one; a recorded
@@ -152,7 +149,7 @@ def trained_size(r, size):
         return size
     layers, declared = size.split(" x ", 1)
     args = [str(a) for a in r.get("args", [])]
-    given = [(a, args[i + 1]) for i, a in enumerate(args[:-1]) if a in WIDTH_OPTIONS]
+    given = [(flag, args[args.index(flag) + 1]) for flag in WIDTH_OPTIONS if flag in args[:-1]]  # as table.py reads it
     width = given[0][1] if given else declared
     recorded = str(r.get("recipe", {}).get("size", width))
     if recorded != width:
