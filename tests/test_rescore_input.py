@@ -5,7 +5,8 @@ import pytest
 from fairseq.data import Dictionary
 
 from alm_plugin.cli.nbest import Hypothesis, NBestError, group_by_sentence, read_nbest, read_references
-from alm_plugin.cli.rescore import add_lm_features, best, system_best, tune_weights
+from alm_plugin.cli.rescore import add_lm_features, best, system_best
+from alm_plugin.cli.tuning import BleuTable, tune
 from alm_plugin.cli.text_forms import TextForms
 
 FAIRSEQ_OUTPUT = """2026-11-22 10:00:00 | INFO | fairseq_cli.generate | loading model(s)
@@ -154,18 +155,47 @@ def test_the_length_feature_counts_the_tokens_the_lm_scored_with_the_end_of_sent
     assert with_unk == 1  # '.' is not in the LM's dictionary
 
 
-def test_grid_search_finds_the_weight_that_picks_the_better_hypotheses():
+def short_output_groups():
+    """Two sentences where the translation model prefers a short wrong output and the LM the right one."""
     references = ["a small dog runs .", "two cats sleep ."]
     groups = {}
     for i, (good, bad) in enumerate([("a small dog runs .", "a dog"), ("two cats sleep .", "cats")]):
-        # the translation model prefers the short wrong output; the LM the right one
         groups[i] = [
             Hypothesis(i, bad, 1, {"TM": -1.0, "LM": -20.0, "Len": 3.0}, raw=bad),
             Hypothesis(i, good, 2, {"TM": -2.0, "LM": -10.0, "Len": 6.0}, raw=good),
         ]
+    return groups, references
+
+
+def test_grid_search_finds_the_weight_that_picks_the_better_hypotheses():
+    groups, references = short_output_groups()
     assert [h.text for h in system_best(groups).values()] == ["a dog", "cats"]
-    weights, bleu = tune_weights(
-        groups, references, {"TM": 1.0, "LM": 0.0, "Len": 0.0}, {"LM": [0.0, 0.05, 0.2, 1.0], "Len": [0.0]}
-    )
+    table = BleuTable(groups, references, ["TM", "LM", "Len"])
+    start = {"TM": 1.0, "LM": 0.0, "Len": 0.0}
+    weights, bleu, trials = tune(table, start, {"LM": [0.0, 0.05, 0.2, 1.0], "Len": [0.0]}, "grid", 0, 0, 1)
     assert weights["LM"] == 0.2 and bleu == pytest.approx(100.0)  # the smallest weight that flips both
+    assert len(trials) == 5 and trials[0] == (start, table.system())  # the start, then every grid point
     assert [h.text for h in best(groups, weights).values()] == references
+
+
+def test_the_table_bleu_is_sacrebleus_corpus_bleu():
+    import sacrebleu
+
+    groups, references = short_output_groups()
+    table = BleuTable(groups, references, ["TM", "LM", "Len"])
+    for weights in ({"TM": 1.0}, {"TM": 1.0, "LM": 0.2}, {"TM": 1.0, "Len": 1.0}):
+        chosen = best(groups, weights)
+        expected = sacrebleu.corpus_bleu([chosen[i].raw for i in range(2)], [references]).score
+        assert table.score(weights) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("tuner", ["random", "coordinate"])
+def test_random_search_and_coordinate_ascent_find_the_better_weights_and_repeat(tuner):
+    groups, references = short_output_groups()
+    table = BleuTable(groups, references, ["TM", "LM", "Len"])
+    ranges = {"LM": [0.0, 0.5, 1.0], "Len": [-1.0, 0.0, 1.0]}
+    start = {"TM": 1.0, "LM": 0.0, "Len": 0.0}
+    first = tune(table, start, ranges, tuner, 50, 7, 3)
+    assert first[1] == pytest.approx(100.0) and first == tune(table, start, ranges, tuner, 50, 7, 3)
+    assert all(ranges[n][0] <= w[n] <= ranges[n][-1] for w, _ in first[2] for n in ranges)
+

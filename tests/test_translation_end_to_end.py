@@ -2,6 +2,7 @@
 LMs, and shallow fusion (--lm-path), on a small synthetic word-for-word corpus (built here,
 so the test needs nothing outside the project)."""
 
+import json
 import math
 import os
 import random
@@ -159,6 +160,24 @@ def lm(corpus):
         save,
     )
     return save
+
+
+@pytest.fixture(scope="module")
+def channel(corpus):
+    """The channel model of noisy-channel reranking: English -> German on the same data-bin."""
+    save = corpus / "ckpt-channel"
+    reverse = [{"de": "en", "en": "de"}.get(option, option) for option in NMT]
+    run(
+        "train",
+        corpus / "nmt",
+        *reverse,
+        *TRAIN,
+        "--arch",
+        "attentive_nmt_small",
+        *("--embed-dim", "16", "--hidden-size", "16", "--encoder-embed-dim", "16", "--encoder-hidden-size", "16"),
+        *("--lr", "0.01", "--max-tokens", "800", "--max-update", "40", "--save-dir", save),
+    )
+    return save / "checkpoint_best.pt"
 
 
 def test_translation_model_learns(nmt):
@@ -424,3 +443,91 @@ def test_multi30k_preparation_round_trips_the_bpe_text(tmp_path, monkeypatch):
 def _write(path, text):
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def test_channel_scores_are_the_hand_computed_log2_probabilities(corpus, channel):
+    from alm_plugin.cli.channel import ChannelScorer
+
+    scorer = ChannelScorer(str(channel), str(corpus / "nmt"), use_cpu=True, batch_tokens=20)
+    hypotheses = ["the dog sees a cat", "a man", "the small red ball runs fast", "the"]
+    sources = ["der hund sieht ein katze", "ein mann", "der kleiner roten ball rennt schnell", "der hund"]
+    scores = scorer.log2_probs(hypotheses, sources)  # batched: padded, on the left for the encoder
+    model, src_dict, tgt_dict = scorer.model, scorer.task.source_dictionary, scorer.task.target_dictionary
+    for hypothesis, source, score in zip(hypotheses, sources, scores):
+        src = src_dict.encode_line(hypothesis, add_if_not_exist=False).long()[None]
+        tgt = tgt_dict.encode_line(source, add_if_not_exist=False).long()
+        previous = torch.cat([tgt.new([tgt_dict.eos()]), tgt[:-1]])[None]
+        with torch.no_grad():
+            out = model(src, torch.tensor([src.size(1)]), previous)
+            log_probs = model.get_normalized_probs(out, log_probs=True)[0]
+        expected = sum(float(log_probs[t, w]) for t, w in enumerate(tgt)) / math.log(2)
+        assert score == pytest.approx(expected, abs=1e-4)
+
+
+def test_noisy_channel_rescoring_tunes_every_feature_and_records_its_trials(corpus, nmt, lm, channel, tmp_path):
+    checkpoint, _ = nmt
+    _, output = run(
+        "generate", corpus / "nmt", *NMT, "--path", checkpoint, "--gen-subset", "test",
+        "--beam", "5", "--nbest", "5", "--batch-size", "16",
+    )  # fmt: skip
+    nbest = _write(tmp_path / "test.nbest", output)
+    command = [
+        *("--nbest", nbest, "--lm", lm / "checkpoint_best.pt", lm / "checkpoint_last.pt", "--separate-lms"),
+        *("--lm-data", corpus / "lm", "--hyp-form", "tok", "--lm-form", "tok", "--normalize"),
+        *("--channel", channel, "--channel-data", corpus / "nmt", "--channel-form", "tok"),
+        *("--source", corpus / "text" / "test.de", "--source-form", "tok"),
+        *("--tune-nbest", nbest, "--tune-ref", corpus / "text" / "test.en"),
+        *("--tune-source", corpus / "text" / "test.de"),
+        *("--tuner", "random", "--trials", "30", "--seed", "3", "--ref", corpus / "text" / "test.en", "--cpu"),
+        *("--output-trials", tmp_path / "trials.json", "--output-nbest", tmp_path / "out.nbest"),
+    ]
+    code, stdout, stderr = run_module("alm_plugin.cli.rescore", *command)
+    assert code == 0, stderr[-2000:]
+    assert "as LM1, LM2" in stdout and "(en -> de) as Ch" in stdout
+    chosen = re.search(r"weights: (TM=1,LM1=\S+,LM2=\S+,Ch=\S+,Len=\S+)$", stdout, re.MULTILINE)
+    assert chosen, stdout
+    record = json.loads((tmp_path / "trials.json").read_text())
+    assert record["tuner"] == "random" and record["seed"] == 3 and len(record["trials"]) == 31
+    assert max(t["bleu"] for t in record["trials"]) == record["bleu"] >= record["system_bleu"]
+    assert ",".join(f"{k}={v:g}" for k, v in record["weights"].items()) == chosen.group(1)
+    row = (tmp_path / "out.nbest").read_text().splitlines()[0]
+    assert re.match(r"^0 \|\|\| .* \|\|\| TM= \S+ LM1= \S+ LM2= \S+ Ch= -[\d.]+ Len= [\d.]+ \|\|\| \S+$", row), row
+
+    # the same seed draws the same trials
+    code, again, _ = run_module("alm_plugin.cli.rescore", *command[: command.index("--output-trials")])
+    assert code == 0 and chosen.group(0) in again
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"--channel": "LM"}, "is a model of the SentenceLanguageModelingTask task, not a translation model"),
+        ({"--channel": "NMT"}, "translates de -> en, but the channel model scores de sources given en hypotheses"),
+        ({"--source": "valid.de"}, "valid.de has 40 lines but"),
+        ({"--weights": "TM=1,LM=0.2,LM=0.3"}, "the weight of LM is given twice"),
+        ({"--weights": "TM=1,Channel=0.5"}, "--weights names Channel, which this run has no feature for"),
+        ({"--tuner": "grid"}, "--tuner grid tries every combination of LM, Ch, Len"),
+        ({"--output-1best": "test.de"}, "--output-1best"),
+        ({"--channel-form": "bpe", "--hyp-form": "bpe"}, "need --source-bpe-codes"),
+    ],
+)
+def test_noisy_channel_bad_input_is_refused_in_one_line(corpus, nmt, lm, channel, tmp_path, change, message):
+    checkpoint, _ = nmt
+    nbest = _write(tmp_path / "test.nbest", "H-0\t-1.0\tthe dog\nP-0\t-0.3 -0.3 -0.4\n")
+    sources = _write(tmp_path / "test.de", "der hund\n")
+    shutil.copyfile(corpus / "text" / "valid.de", tmp_path / "valid.de")
+    options = {
+        "--nbest": nbest, "--lm": lm / "checkpoint_best.pt", "--lm-data": corpus / "lm",
+        "--hyp-form": "tok", "--lm-form": "tok", "--channel": channel, "--channel-data": corpus / "nmt",
+        "--channel-form": "tok", "--source": sources, "--source-form": "tok",
+        "--tune-nbest": nbest, "--tune-ref": _write(tmp_path / "ref.en", "the dog\n"), "--tune-source": sources,
+        "--tuner": "random", "--cpu": None,
+    }  # fmt: skip
+    named = {"LM": lm / "checkpoint_best.pt", "NMT": checkpoint}
+    for key, value in change.items():
+        options[key] = named.get(value, tmp_path / value if value.endswith(".de") else value)
+    command = [str(x) for key, value in options.items() for x in ([key] if value is None else [key, value])]
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    code, _, stderr = run_module("alm_plugin.cli.rescore", *command)
+    assert code != 0 and message in stderr.strip().splitlines()[-1], stderr[-1500:]
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before  # nothing written

@@ -37,6 +37,8 @@ class Hypothesis:
     features: Dict[str, float] = field(default_factory=dict)
     extra_features: str = ""  # a Moses list's own features, written back unchanged
     raw: str = ""  # the hypothesis as raw text, for BLEU
+    tm_is_sum: bool = False  # TM is the sum of P- scores, a log2-probability (not an H- or Moses score)
+    source_length: int = 0  # the source's tokens and </s> as the channel model read them (with --channel)
 
 
 # ----------------------------------------------------------------------------- reading
@@ -141,6 +143,7 @@ def read_fairseq(path: str, lines: List[str]) -> List[Hypothesis]:
                     "truncated or edited line would give a wrong TM score"
                 )
             last.features["TM"] = sum(scores)
+            last.tm_is_sum = True
             with_positional.add(len(hypotheses))
     if 0 < len(with_positional) < len(hypotheses):
         raise NBestError(
