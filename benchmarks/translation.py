@@ -3,6 +3,15 @@
 ``shallow_fusion.sh`` as a user does and record what they print, in the run that trains the models.
 
     python -m benchmarks.translation --threads 1     # writes benchmarks/results/multi30k/<arch>.json
+    python -m benchmarks.translation --language-model alm_lstm_small --threads 1   # lm-<arch>.json
+    python -m benchmarks.translation --parallel-pairs 2000 --threads 1             # pairs-2000.json
+
+``--language-model ARCH`` trains a target-side language model on all 29,000 English training
+sentences (``data-bin/multi30k-en-mono``) and records its valid and test perplexity and its
+checkpoint's SHA-256. ``--parallel-pairs N`` trains the translation model and the channel model on
+the first N pairs and compares, on the 50-best lists, rescoring with each of those language
+models, with the channel model alone and with both, and shallow fusion with each language model,
+against beam 5 (sacrebleu's paired bootstrap); it records the SHA-256 of each language model read.
 
 The translation model and the language model are trained from scratch: their checkpoints
 (``checkpoints/multi30k-<arch>``, ``checkpoints/multi30k-en-<lm arch>``) must not exist, or the
@@ -74,13 +83,70 @@ def figures(example, fusion):
     }
 
 
-def valid_ppl(data, checkpoint, task_args, threads):
-    """Perplexity of ``checkpoint`` on valid by fairseq-validate (the NLL, not the smoothed loss)."""
+def valid_ppl(data, checkpoint, task_args, threads, split="valid"):
+    """Perplexity of ``checkpoint`` on ``split`` by fairseq-validate (the NLL, not the smoothed loss)."""
     output = fairseq(
         "validate", data, "--user-dir", "alm_plugin", "--cpu", *task_args, "--path", checkpoint,
-        "--valid-subset", "valid", "--max-tokens", "4000", threads=threads,
+        "--valid-subset", split, "--max-tokens", "4000", threads=threads,
     )  # fmt: skip
     return found(r"\| ppl " + NUMBER, output, f"validation perplexity of {checkpoint}")[0]
+
+
+MONO = os.path.join("data-bin", "multi30k-en-mono")
+LM_ARCHS = ("alm_lstm_small", "attentive_lm_small", "amsrn_small")
+
+
+def sha256(path):
+    import hashlib
+
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def lm_save(arch):
+    return os.path.join(ROOT, "checkpoints", f"multi30k-en-mono-{arch}")
+
+
+def language_model_row(parser, args):
+    """Train ``args.language_model`` on every English training sentence; its perplexities and checkpoint."""
+    save = lm_save(args.language_model)
+    if os.path.exists(os.path.join(save, "checkpoint_best.pt")):
+        parser.exit(2, f"{parser.prog}: error: {save} holds a trained model: move it away to train afresh\n")
+    if not os.path.exists(os.path.join(ROOT, MONO, "dict.txt")):
+        parser.exit(
+            2, f"{parser.prog}: error: no {MONO}: python examples/translation/prepare_multi30k.py --parallel-pairs N\n"
+        )
+    task = ["--task", "sentence_language_modeling", "--criterion", "attention_cross_entropy"]
+    start = time.time()
+    fairseq(
+        "train", MONO, "--user-dir", "alm_plugin", "--cpu", *task, "--arch", args.language_model,
+        "--optimizer", "adam", "--lr", "0.003", "--clip-norm", "5", "--max-tokens", "4000",
+        "--max-epoch", str(args.lm_epochs), "--save-dir", save, "--no-epoch-checkpoints", "--seed", "1",
+        "--log-format", "simple", "--log-interval", "100", threads=args.threads,
+        log=os.path.join(save, "train.log"), mode="w",
+    )  # fmt: skip
+    minutes = (time.time() - start) / 60
+    checkpoint = os.path.join(save, "checkpoint_best.pt")
+    perplexity = {split: valid_ppl(MONO, checkpoint, task, args.threads, split) for split in ("valid", "test")}
+    write_json(
+        args.json,
+        {
+            "lm_arch": args.language_model,
+            "argv": sys.argv[1:],
+            "commit": commit(),
+            "device": f"cpu, {args.threads} thread(s)",
+            "train_sentences": 29000,
+            "epochs": args.lm_epochs,
+            "train_minutes": round(minutes, 1),
+            "valid_ppl": perplexity["valid"],
+            "test_ppl": perplexity["test"],
+            "checkpoint_sha256": sha256(checkpoint),
+        },
+    )
+
+
+def pairs_row(parser, args):
+    parser.exit(2, f"{parser.prog}: error: --parallel-pairs is not built yet\n")
 
 
 def main():
@@ -89,10 +155,26 @@ def main():
     parser.add_argument("--lm-arch", default="amsrn_small", help="the target-side language model's architecture")
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="CPU threads of every command")
     parser.add_argument("--json", help="where the record goes (default: benchmarks/results/multi30k/<arch>.json)")
+    parser.add_argument("--language-model", choices=LM_ARCHS, help="train this LM on all the English text alone")
+    parser.add_argument("--lm-epochs", type=int, default=6, help="--language-model: its training epochs")
+    parser.add_argument("--parallel-pairs", type=int, help="the row of N parallel pairs and every reranking method")
     args = parser.parse_args()
     if args.json is None:  # the default's folder is the project's: made here
-        args.json = os.path.join(ROOT, "benchmarks", "results", "multi30k", f"{args.arch}.json")
+        name = (
+            f"lm-{args.language_model}"
+            if args.language_model
+            else f"pairs-{args.parallel_pairs}"
+            if args.parallel_pairs
+            else args.arch
+        )
+        args.json = os.path.join(ROOT, "benchmarks", "results", "multi30k", f"{name}.json")
         os.makedirs(os.path.dirname(args.json), exist_ok=True)
+    if args.language_model:
+        check_json(parser, args.json, own=lambda record: "checkpoint_sha256" in record)
+        return language_model_row(parser, args)
+    if args.parallel_pairs:
+        check_json(parser, args.json, own=lambda record: "parallel_pairs" in record)
+        return pairs_row(parser, args)
     check_json(parser, args.json, own=lambda record: "test_bleu_beam5" in record)
     save = os.path.join(ROOT, "checkpoints", f"multi30k-{args.arch}")
     lm_save = os.path.join(ROOT, "checkpoints", f"multi30k-en-{args.lm_arch}")

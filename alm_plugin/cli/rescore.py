@@ -64,8 +64,8 @@ from .tuning import TUNERS, BleuTable, tune
 
 
 def lm_names(count: int, separate: bool) -> List[str]:
-    """The LM features' names: one ensemble, or one per model."""
-    return [f"LM{k}" for k in range(1, count + 1)] if separate and count > 1 else ["LM"]
+    """The LM features' names: none, one ensemble, or one per model."""
+    return [f"LM{k}" for k in range(1, count + 1)] if separate and count > 1 else ["LM"] * (count > 0)
 
 
 def feature_names(lms: List[str], channel: bool) -> List[str]:
@@ -223,7 +223,7 @@ def main(argv=None):
         prog="alm-rescore", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--nbest", required=True, help="n-best list to rerank (fairseq-generate output or Moses)")
-    parser.add_argument("--lm", required=True, nargs="+", help="language model checkpoint(s); several = an ensemble")
+    parser.add_argument("--lm", nargs="+", default=[], help="language model checkpoint(s); several = an ensemble")
     parser.add_argument("--separate-lms", action="store_true", help="each --lm its own feature, LM1, LM2, ...")
     parser.add_argument(
         "--lm-data", help="data-bin directory with the LM's dict.txt (default: as saved in the checkpoint)"
@@ -266,6 +266,8 @@ def main(argv=None):
     parser.add_argument("--batch-tokens", type=int, default=4000, help="most LM tokens per batch")
     parser.add_argument("--cpu", action="store_true", help="score on the CPU even when a GPU is there")
     args = parser.parse_args(argv)
+    if not args.lm and not args.channel:
+        parser.error("nothing to rescore with: give --lm, --channel or both")
     if bool(args.tune_nbest) != bool(args.tune_ref):
         parser.error("--tune-nbest and --tune-ref go together")
     if args.channel and not args.source:
@@ -354,16 +356,18 @@ def run(args):
     if args.output_nbest:
         no_field_separator(args.nbest, listed)
     sources = read_sources(args.source, listed, args.nbest) if args.channel else None
-    loaded = load_models(args.lm, args.lm_data, args.cpu, tool="alm-rescore")
+    loaded = load_models(args.lm, args.lm_data, args.cpu, tool="alm-rescore") if args.lm else []
     check_outputs(outputs, inputs, data=[task_data(task) for _, task in loaded])  # the data saved in each checkpoint
     scorers = [
         LanguageModelScorer(paths, args.lm_data, args.cpu, args.batch_tokens, tool="alm-rescore", loaded=models)
         for paths, models in ([([p], [m]) for p, m in zip(args.lm, loaded)] if len(lms) > 1 else [(args.lm, loaded)])
+        if models
     ]
-    print(
-        f"alm-rescore: {len(loaded)} language model(s) as {', '.join(lms)}, {len(scorers[0].dictionary)} types; "
-        "LM scores are log2-probabilities; TM is the system's own score (log2 with P- lines)"
-    )
+    if scorers:
+        print(
+            f"alm-rescore: {len(loaded)} language model(s) as {', '.join(lms)}, {len(scorers[0].dictionary)} types; "
+            "LM scores are log2-probabilities; TM is the system's own score (log2 with P- lines)"
+        )
     channel = None
     if args.channel:
         from .channel import ChannelScorer
@@ -372,15 +376,19 @@ def run(args):
         channel.check_languages(args.lang, args.source_lang)
         print(f"alm-rescore: channel model {args.channel} ({channel.reads} -> {channel.writes}) as Ch")
 
-    def prepare(path, ref_path, source_path, groups=None):
+    def prepare(path, ref_path, source_lines, groups=None):
         groups = groups or group_by_sentence(read_nbest(path))
         if args.normalize:
             check_normalize(path, groups)
         references = read_references(ref_path, groups, path) if ref_path else None
-        for name, scorer in zip(lms, scorers):
-            with_unk = add_lm_features(groups, scorer, forms, args.hyp_form, args.lm_form, name)
+        unknown = [
+            add_lm_features(groups, scorer, forms, args.hyp_form, args.lm_form, n) for n, scorer in zip(lms, scorers)
+        ]
+        if not scorers:  # the length reward counts the hypothesis' tokens and </s>
+            for h in (h for group in groups.values() for h in group):
+                h.features["Len"] = float(len(h.text.split()) + 1)
         if channel is not None:
-            given = sources if path == args.nbest else read_sources(source_path, groups, path)
+            given = source_lines or read_sources(args.tune_source, groups, path)
             channel_sources = [source_forms.convert(line, args.source_form, args.channel_form) for line in given]
             add_channel_feature(
                 groups, channel, channel_sources, lambda t: forms.convert(t, args.hyp_form, args.channel_form)
@@ -388,14 +396,15 @@ def run(args):
         if args.normalize:
             normalize(groups, names)
         n = sum(len(g) for g in groups.values())
-        print(f"{path}: {len(groups)} sentences, {n} hypotheses ({with_unk} with words unknown to the LM)")
+        unknown_words = f" ({max(unknown)} with words unknown to the LM)" if unknown else ""
+        print(f"{path}: {len(groups)} sentences, {n} hypotheses{unknown_words}")
         for group in groups.values():
             for h in group:
                 h.raw = forms.convert(h.text, args.hyp_form, "raw")
         return groups, references
 
     if args.tune_nbest:
-        groups, references = prepare(args.tune_nbest, args.tune_ref, args.tune_source)
+        groups, references = prepare(args.tune_nbest, args.tune_ref, None)
         table = BleuTable(groups, references, names)
         weights, bleu, trials = tune(table, weights, ranges, args.tuner, args.trials, args.seed, args.rounds)
         print(
@@ -417,7 +426,7 @@ def run(args):
             print(f"wrote {args.output_trials}")
     print("weights: " + ",".join(f"{name}={weights[name]:g}" for name in names))
 
-    groups, references = prepare(args.nbest, args.ref, args.source, listed)
+    groups, references = prepare(args.nbest, args.ref, sources, listed)
     if references is not None:
         baseline = corpus_bleu(system_best(groups), references)
         rescored = corpus_bleu(best(groups, weights), references)
