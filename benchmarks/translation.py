@@ -22,6 +22,7 @@ fusion weight on valid, and the record holds both splits' figures.
 """
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -36,17 +37,15 @@ from benchmarks.result_files import check_json, write_json
 NUMBER = r"(-?[\d.]+(?:e-?\d+)?)"
 
 
-def run(script, env):
-    """Run an example script, its output shown as it comes and returned whole."""
-    proc = subprocess.Popen(
-        ["bash", script], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+def run_command(command, env):
+    """A command (an example script, a console script), its output shown as it comes and returned whole."""
+    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = []
     for line in proc.stdout:
         print(line, end="", flush=True)
         lines.append(line)
     if proc.wait() != 0:
-        sys.exit(f"{script} failed ({proc.returncode}); its output is above")
+        sys.exit(f"{command[0]} failed ({proc.returncode}); its output is above")
     return "".join(lines)
 
 
@@ -145,8 +144,155 @@ def language_model_row(parser, args):
     )
 
 
+NBEST = 50
+FUSION_WEIGHTS = "0 0.05 0.1 0.2 0.3"
+
+
+def detokenised(path):
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f]
+
+
+def significance(references, baseline, systems):
+    """sacrebleu's paired bootstrap of each system against ``baseline`` (1,000 samples, its seed):
+    BLEU, the bootstrap mean and 95% half-interval, and the p-value of the difference."""
+    from sacrebleu.metrics import BLEU
+    from sacrebleu.significance import PairedTest
+
+    named = [("beam5", baseline), *systems.items()]
+    _, scores = PairedTest(named, {"BLEU": BLEU(references=[references])}, references=None, test_type="bs")()
+    results = {}
+    for name, result in zip(scores["System"], scores["BLEU"]):
+        results[name] = {
+            "bleu": round(float(result.score), 2),
+            "bootstrap_mean": round(float(result.mean), 2),
+            "ci95": round(float(result.ci), 2),
+            **({} if result.p_value is None else {"p_value": round(float(result.p_value), 4)}),
+        }
+    return results
+
+
+def oracle_bleu(nbest, references):
+    """The n-best list's ceiling: each sentence's hypothesis of highest sentence BLEU, scored as a corpus."""
+    import sacrebleu
+
+    from alm_plugin.cli.nbest import group_by_sentence, read_nbest
+    from alm_plugin.cli.text_forms import TextForms
+
+    forms = TextForms("en")
+    groups = group_by_sentence(read_nbest(nbest))
+    chosen = []
+    for i, reference in enumerate(references):
+        texts = [forms.convert(h.text, "bpe", "raw") for h in groups[i]]
+        chosen.append(max(texts, key=lambda text: sacrebleu.sentence_bleu(text, [reference]).score))
+    return round(sacrebleu.corpus_bleu(chosen, [references]).score, 2)
+
+
 def pairs_row(parser, args):
-    parser.exit(2, f"{parser.prog}: error: --parallel-pairs is not built yet\n")
+    """Every reranking method at ``args.parallel_pairs`` pairs, from the models trained in this run."""
+    pairs = args.parallel_pairs
+    data = os.path.join("data-bin", f"multi30k-de-en-{pairs}")
+    save = os.path.join(ROOT, "checkpoints", f"multi30k-{pairs}-{args.arch}")
+    for folder in (save, save + "-channel"):
+        if os.path.exists(os.path.join(folder, "checkpoint_best.pt")):
+            parser.exit(2, f"{parser.prog}: error: {folder} holds a trained model: move it away to train afresh\n")
+    lms = {arch: os.path.join(lm_save(arch), "checkpoint_best.pt") for arch in LM_ARCHS}
+    for arch, checkpoint in lms.items():
+        record = os.path.join(os.path.dirname(args.json), f"lm-{arch}.json")
+        if not os.path.exists(checkpoint) or not os.path.exists(record):
+            parser.exit(
+                2, f"{parser.prog}: error: no {checkpoint} or {record}: train it with --language-model {arch}\n"
+            )
+        with open(record) as f:
+            if json.load(f).get("checkpoint_sha256") != sha256(checkpoint):
+                parser.exit(
+                    2, f"{parser.prog}: error: {checkpoint} is not the model {record} records: train it afresh\n"
+                )
+    out = os.path.join(ROOT, "runs", f"multi30k-{pairs}-benchmark")
+    shutil.rmtree(out, ignore_errors=True)  # the example reuses the n-best lists it finds there
+    env = {
+        **os.environ, "ARCH": args.arch, "LM_ARCH": LM_ARCHS[-1], "OUT": out, "PAIRS": str(pairs),
+        "CHANNEL": "1", "NBEST": str(NBEST), "OMP_NUM_THREADS": str(args.threads),
+    }  # fmt: skip
+    start = time.time()
+    example = run_command(["bash", "examples/translation/multi30k.sh"], env)
+    example_minutes = (time.time() - start) / 60
+    (beam5,) = found(r"^BLEU, beam 5:\n(?:.*\n)*?" + NUMBER + r"$", example, "beam-5 BLEU")
+    references = detokenised(os.path.join(ROOT, data, "test.raw.en"))
+    baseline = detokenised(os.path.join(out, "test.beam5.detok.en"))
+    lists = {split: os.path.join(out, f"{split}.nbest{NBEST}.txt") for split in ("valid", "test")}
+    channel = os.path.join(save + "-channel", "checkpoint_best.pt")
+
+    def rescore(name, lm=None, with_channel=False):
+        """alm-rescore with one LM, the channel model, or both; its valid and test BLEU and 1-best."""
+        command = [
+            "alm-rescore", "--nbest", lists["test"], "--tune-nbest", lists["valid"],
+            "--tune-ref", os.path.join(data, "valid.raw.en"), "--ref", os.path.join(data, "test.raw.en"),
+            "--lang", "en", "--hyp-form", "bpe", "--lm-form", "bpe", "--bpe-codes", os.path.join(data, "bpe.codes.en"),
+            "--tuner", "random", "--trials", "200", "--seed", "1", "--cpu",
+            "--output-1best", os.path.join(out, f"test.{name}.en"),
+            "--output-trials", os.path.join(out, f"trials.{name}.json"),
+        ]  # fmt: skip
+        if lm:
+            command += ["--lm", lms[lm], "--lm-data", MONO]
+        if with_channel:
+            command += ["--channel", channel, "--source", os.path.join(data, "test.bpe.de")]
+            command += ["--tune-source", os.path.join(data, "valid.bpe.de"), "--source-form", "bpe"]
+        output = run_command(command, env)
+        valid = found(r"^tuned on .*: BLEU " + NUMBER + " -> " + NUMBER, output, f"{name}'s tuning BLEU")
+        with open(os.path.join(out, f"trials.{name}.json")) as f:
+            weights = json.load(f)["weights"]
+        return {"valid_bleu": valid[1], "weights": weights}, detokenised(os.path.join(out, f"test.{name}.en"))
+
+    start = time.time()
+    methods, outputs = {}, {}
+    for arch in LM_ARCHS:
+        methods[f"rescore:{arch}"], outputs[f"rescore:{arch}"] = rescore(arch, lm=arch)
+    methods["channel"], outputs["channel"] = rescore("channel", with_channel=True)
+    best_lm = max(LM_ARCHS, key=lambda arch: methods[f"rescore:{arch}"]["valid_bleu"])
+    methods["noisy_channel"], outputs["noisy_channel"] = rescore("noisy_channel", lm=best_lm, with_channel=True)
+    methods["noisy_channel"]["lm_arch"] = best_lm
+    rescore_minutes = (time.time() - start) / 60
+
+    start = time.time()
+    for arch in LM_ARCHS:
+        fusion_env = {**env, "LM_ARCH": arch, "WEIGHTS": FUSION_WEIGHTS}
+        fusion = run_command(["bash", "examples/translation/shallow_fusion.sh"], fusion_env)
+        by_weight = re.findall(r"^valid, lm-weight " + NUMBER + ": BLEU " + NUMBER, fusion, re.MULTILINE)
+        weight, _ = found(r"^test, lm-weight " + NUMBER + ": BLEU " + NUMBER, fusion, "fusion test BLEU")
+        methods[f"fusion:{arch}"] = {
+            "valid_bleu_by_weight": {w: float(b) for w, b in by_weight},
+            "valid_bleu": max(float(b) for _, b in by_weight),
+            "weight": weight,
+        }
+        outputs[f"fusion:{arch}"] = detokenised(os.path.join(out, f"test.fusion-{arch}-{weight:g}.detok.en"))
+    fusion_minutes = (time.time() - start) / 60
+
+    tested = significance(references, baseline, outputs)
+    for name in methods:
+        methods[name]["test"] = tested[name]
+    translation = ["--task", "translation", "--source-lang", "de", "--target-lang", "en"]
+    reverse = ["--task", "translation", "--source-lang", "en", "--target-lang", "de"]
+    write_json(
+        args.json,
+        {
+            "parallel_pairs": pairs,
+            "arch": args.arch,
+            "argv": sys.argv[1:],
+            "commit": commit(),
+            "device": f"cpu, {args.threads} thread(s)",
+            "nbest": NBEST,
+            "example_minutes": round(example_minutes, 1),
+            "rescore_minutes": round(rescore_minutes, 1),
+            "fusion_minutes": round(fusion_minutes, 1),
+            "valid_ppl": valid_ppl(data, os.path.join(save, "checkpoint_best.pt"), translation, args.threads),
+            "channel_valid_ppl": valid_ppl(data, channel, reverse, args.threads),
+            "language_models": {arch: sha256(path) for arch, path in lms.items()},
+            "test_bleu_beam5": tested["beam5"],
+            "test_oracle_bleu": oracle_bleu(lists["test"], references),
+            "methods": methods,
+        },
+    )
 
 
 def main():
@@ -186,10 +332,10 @@ def main():
     env = {**os.environ, "ARCH": args.arch, "LM_ARCH": args.lm_arch, "OUT": out, "OMP_NUM_THREADS": str(args.threads)}
 
     start = time.time()
-    example = run("examples/translation/multi30k.sh", env)
+    example = run_command(["bash", "examples/translation/multi30k.sh"], env)
     example_minutes = (time.time() - start) / 60
     start = time.time()
-    fusion = run("examples/translation/shallow_fusion.sh", env)
+    fusion = run_command(["bash", "examples/translation/shallow_fusion.sh"], env)
     fusion_minutes = (time.time() - start) / 60
 
     data = os.path.join("data-bin", "multi30k-de-en")
