@@ -106,6 +106,14 @@ def lm_save(arch):
     return os.path.join(ROOT, "checkpoints", f"multi30k-en-mono-{arch}")
 
 
+def training_sentences(log):
+    """The sentences fairseq-train's log says it loaded for the training split."""
+    match = re.search(r"loaded ([\d,]+) examples from: \S*/train$", log, re.MULTILINE)
+    if match is None:
+        sys.exit("benchmarks.translation: fairseq-train's log names no training set; it is above")
+    return int(match.group(1).replace(",", ""))
+
+
 def language_model_row(parser, args):
     """Train ``args.language_model`` on every English training sentence; its perplexities and checkpoint."""
     save = lm_save(args.language_model)
@@ -117,7 +125,7 @@ def language_model_row(parser, args):
         )
     task = ["--task", "sentence_language_modeling", "--criterion", "attention_cross_entropy"]
     start = time.time()
-    fairseq(
+    log = fairseq(
         "train", MONO, "--user-dir", "alm_plugin", "--cpu", *task, "--arch", args.language_model,
         "--optimizer", "adam", "--lr", "0.003", "--clip-norm", "5", "--max-tokens", "4000",
         "--max-epoch", str(args.lm_epochs), "--save-dir", save, "--no-epoch-checkpoints", "--seed", "1",
@@ -134,9 +142,10 @@ def language_model_row(parser, args):
             "argv": sys.argv[1:],
             "commit": commit(),
             "device": f"cpu, {args.threads} thread(s)",
-            "train_sentences": 29000,
+            "train_sentences": training_sentences(log),
             "epochs": args.lm_epochs,
             "train_minutes": round(minutes, 1),
+            "valid_ppl_by_epoch": [float(p) for p in re.findall(r"valid on 'valid' subset \|.*?\| ppl ([\d.]+)", log)],
             "valid_ppl": perplexity["valid"],
             "test_ppl": perplexity["test"],
             "checkpoint_sha256": sha256(checkpoint),
@@ -302,7 +311,7 @@ def main():
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="CPU threads of every command")
     parser.add_argument("--json", help="where the record goes (default: benchmarks/results/multi30k/<arch>.json)")
     parser.add_argument("--language-model", choices=LM_ARCHS, help="train this LM on all the English text alone")
-    parser.add_argument("--lm-epochs", type=int, default=6, help="--language-model: its training epochs")
+    parser.add_argument("--lm-epochs", type=int, default=12, help="--language-model: its training epochs")
     parser.add_argument("--parallel-pairs", type=int, help="the row of N parallel pairs and every reranking method")
     args = parser.parse_args()
     if args.json is None:  # the default's folder is the project's: made here

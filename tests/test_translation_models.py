@@ -9,6 +9,7 @@ from conftest import random_tokens
 from fairseq.data import Dictionary
 from fairseq.sequence_generator import SequenceGenerator
 
+from alm_plugin.errors import OptionError
 from alm_plugin.models.history_translation import HistoryTranslationConfig, HistoryTranslationModel
 
 DECODERS = [
@@ -199,3 +200,23 @@ def test_amsrn_memory_starts_with_the_bridged_encoder_state(dictionaries):
     allowed = torch.ones(4, 5, dtype=torch.bool).tril(1)
     expected = scores.masked_fill(~allowed, float("-inf")).softmax(-1)
     torch.testing.assert_close(extra["history_attn"][0], expected)
+
+
+@pytest.mark.parametrize("variant", DECODERS)
+def test_share_all_embeddings_ties_source_target_and_output_and_still_decodes(dictionaries, variant):
+    joined = make_dictionary([*dictionaries[0].symbols[4:], *dictionaries[1].symbols[4:]])
+    model = make_model((joined, joined), share_all_embeddings=True, encoder_embed_dim=16, **variant)
+    assert model.encoder.embed_tokens.weight is model.decoder.embed_tokens.weight
+    alone = make_model((joined, joined), encoder_embed_dim=16, **variant)
+    assert sum(p.numel() for p in alone.parameters()) - sum(p.numel() for p in model.parameters()) == 16 * len(joined)
+    batch = sources((joined, joined), [3, 6, 4])
+    for source, hypos in zip(batch, generate(model, joined, batch, beam=1)):  # the shared weights still decode
+        assert hypos[0]["tokens"].tolist() == hand_greedy(model, source, joined)[0]
+
+
+def test_share_all_embeddings_refuses_two_dictionaries_or_two_widths(dictionaries):
+    with pytest.raises(OptionError, match="needs one dictionary for both languages: .* --joined-dictionary"):
+        make_model(dictionaries, share_all_embeddings=True, encoder_embed_dim=16)
+    joined = dictionaries[1]
+    with pytest.raises(OptionError, match="--encoder-embed-dim 10 must equal --embed-dim 16"):
+        make_model((joined, joined), share_all_embeddings=True)

@@ -54,6 +54,10 @@ class HistoryTranslationConfig(AttentiveLMConfig, AMSRNConfig):
         },
     )
     combination_bias: bool = combination_bias_field(default=True)
+    share_all_embeddings: bool = field(
+        default=False,
+        metadata={"help": "the encoder reads the decoder's (tied) embeddings: needs a joined dictionary"},
+    )
 
 
 @register_model("attentive_nmt", dataclass=HistoryTranslationConfig)
@@ -71,6 +75,10 @@ class HistoryTranslationModel(CheckpointFitMixin, FairseqEncoderDecoderModel):
                 f"--arch {cfg._name} is a translation model: train it with "
                 "--task translation (source and target dictionaries)"
             )
+        if cfg.share_all_embeddings:
+            check_shared_embeddings(cfg, src_dict, tgt_dict)
+        source_dim = cfg.encoder_hidden_size * (2 if cfg.encoder_bidirectional else 1)  # LSTMEncoder.output_units
+        decoder = DECODERS[cfg.decoder_type](cfg, tgt_dict, source_dim=source_dim)
         encoder = LSTMEncoder(
             src_dict,
             embed_dim=cfg.encoder_embed_dim,
@@ -80,12 +88,26 @@ class HistoryTranslationModel(CheckpointFitMixin, FairseqEncoderDecoderModel):
             dropout_out=cfg.encoder_dropout,
             bidirectional=cfg.encoder_bidirectional,
             left_pad=True,
+            pretrained_embed=decoder.embed_tokens if cfg.share_all_embeddings else None,
             padding_idx=src_dict.pad(),
         )
-        decoder = DECODERS[cfg.decoder_type](cfg, tgt_dict, source_dim=encoder.output_units)
         if decoder.adaptive_softmax is not None:
             check_criterion_of(task)  # fairseq's translation task would build any criterion
         return cls.record_options(cls(encoder, decoder), cfg)
+
+
+def check_shared_embeddings(cfg, src_dict, tgt_dict):
+    """One embedding for source, target and output, as fairseq's ``lstm`` shares them: one dictionary, one width."""
+    if src_dict != tgt_dict:
+        raise OptionError(
+            "--share-all-embeddings needs one dictionary for both languages: binarise the data with "
+            "fairseq-preprocess --joined-dictionary, or drop the option"
+        )
+    if cfg.encoder_embed_dim != cfg.embed_dim:
+        raise OptionError(
+            f"--share-all-embeddings: --encoder-embed-dim {cfg.encoder_embed_dim} must equal --embed-dim "
+            f"{cfg.embed_dim}, the decoder's embedding it shares"
+        )
 
 
 # --arch attentive_nmt: the config's defaults (1 x 256 bi-LSTM encoder, 2 x 650 decoder).
