@@ -6,8 +6,8 @@ from fairseq.data import Dictionary
 
 from alm_plugin.cli.nbest import Hypothesis, NBestError, group_by_sentence, read_nbest, read_references
 from alm_plugin.cli.rescore import add_lm_features, best, system_best
-from alm_plugin.cli.tuning import BleuTable, tune
 from alm_plugin.cli.text_forms import TextForms
+from alm_plugin.cli.tuning import BleuTable, tune
 
 FAIRSEQ_OUTPUT = """2026-11-22 10:00:00 | INFO | fairseq_cli.generate | loading model(s)
 S-1\tein hund .
@@ -198,4 +198,3 @@ def test_random_search_and_coordinate_ascent_find_the_better_weights_and_repeat(
     first = tune(table, start, ranges, tuner, 50, 7, 3)
     assert first[1] == pytest.approx(100.0) and first == tune(table, start, ranges, tuner, 50, 7, 3)
     assert all(ranges[n][0] <= w[n] <= ranges[n][-1] for w, _ in first[2] for n in ranges)
-

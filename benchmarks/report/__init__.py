@@ -40,6 +40,7 @@ from . import (
     step_profile,
     train_speed,
     translation,
+    translation_pairs,
     wikitext_2,
 )
 
@@ -72,6 +73,7 @@ def blocks(ptb_results_dir=None, paper_results_dir=None, draw=True):
         "char-speed": char_speed.block(),
         "char-tables": char_tables.block(),
         "translation": translation.block(),
+        "translation-pairs": translation_pairs.block(draw_picture=draw),
         "short-answer": short_answer.text(),
     }
 

@@ -54,7 +54,11 @@ def record(result):
 
 def block():
     folder = os.path.join(RESULTS, "multi30k")
-    names = sorted(name for name in os.listdir(folder) if name.endswith(".json")) if os.path.isdir(folder) else []
+    names = sorted(
+        name
+        for name in (os.listdir(folder) if os.path.isdir(folder) else [])
+        if name.endswith(".json") and not name.startswith(("lm-", "pairs-"))  # translation_pairs.py's rows
+    )
     if not names:
         return f"The translation figures have not been measured yet (`{COMMAND}`)."
     results = [result_json("multi30k", name) for name in names]

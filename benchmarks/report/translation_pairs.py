@@ -1,0 +1,141 @@
+"""The ``translation-pairs`` block: Multi30k German -> English with fewer parallel pairs than target
+text, the language models on all 29,000 English sentences (``lm-<arch>.json``) and every reranking
+method at N pairs (``pairs-<N>.json``), against beam 5 with sacrebleu's paired bootstrap; and the
+picture of each method's gain over beam 5 against N."""
+
+import os
+
+from benchmarks.rows import ROOT
+
+from .tables import RESULTS, command, figure, result_json
+
+PICTURE = os.path.join(ROOT, "docs", "multi30k_pairs_gain.png")
+SIGNIFICANT = 0.05  # sacrebleu's paired bootstrap: p below this, and a gain, beats beam 5
+FALLING = 0.02  # a language model whose last epoch took valid perplexity down by more than this share
+METHODS = {
+    "rescore:alm_lstm_small": "rescored, `alm_lstm_small`",
+    "rescore:attentive_lm_small": "rescored, `attentive_lm_small` (single)",
+    "rescore:amsrn_small": "rescored, `amsrn_small`",
+    "channel": "rescored, channel model alone",
+    "noisy_channel": "rescored, channel + the best LM on valid",
+    "fusion:alm_lstm_small": "shallow fusion, `alm_lstm_small`",
+    "fusion:attentive_lm_small": "shallow fusion, `attentive_lm_small`",
+    "fusion:amsrn_small": "shallow fusion, `amsrn_small`",
+}
+
+
+def records(prefix):
+    folder = os.path.join(RESULTS, "multi30k")
+    names = sorted(n for n in os.listdir(folder) if n.startswith(prefix) and n.endswith(".json"))
+    return [result_json("multi30k", name) for name in names]
+
+
+def still_falling(lm):
+    """Whether the language model's last epoch still took valid perplexity down by more than ``FALLING``."""
+    curve = lm["valid_ppl_by_epoch"]
+    return len(curve) > 1 and curve[-1] < (1 - FALLING) * curve[-2]
+
+
+def language_models(lms):
+    lines = [
+        "| language model | English sentences | epochs | valid ppl | test ppl | last two epochs' valid ppl "
+        "| trained at |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for lm in lms:
+        curve = lm["valid_ppl_by_epoch"]
+        trend = "still falling" if still_falling(lm) else "flat"
+        lines.append(
+            f"| `{lm['lm_arch']}` | {lm['train_sentences']:,} | {lm['epochs']} | {lm['valid_ppl']:.1f} | "
+            f"{lm['test_ppl']:.1f} | "
+            f"{curve[-2]:.1f} -> {curve[-1]:.1f}, {trend} | {lm['commit']} |"
+        )
+    return "\n".join(lines)
+
+
+def cell(test, beam5):
+    gain = test["bleu"] - beam5["bleu"]
+    p = test.get("p_value")
+    mark = "**" if gain > 0 and p is not None and p < SIGNIFICANT else ""
+    return f"{mark}{test['bleu']:.2f}{mark} ({gain:+.2f}, p {p:.3f})"
+
+
+def winners(row):
+    beam5 = row["test_bleu_beam5"]
+    return [
+        METHODS[name]
+        for name, method in row["methods"].items()
+        if method["test"]["bleu"] > beam5["bleu"] and method["test"].get("p_value", 1) < SIGNIFICANT
+    ]
+
+
+def pairs_table(rows):
+    columns = " | ".join(f"{row['parallel_pairs']:,} pairs" for row in rows)
+    lines = [f"| test_2016_flickr BLEU | {columns} |", "|---" * (len(rows) + 1) + "|"]
+    lines.append("| beam 5 | " + " | ".join(f"{r['test_bleu_beam5']['bleu']:.2f}" for r in rows) + " |")
+    lines.append(
+        f"| {rows[0]['nbest']}-best oracle (the ceiling) | "
+        + " | ".join(f"{r['test_oracle_bleu']:.2f}" for r in rows)
+        + " |"
+    )
+    for name, label in METHODS.items():
+        cells = [cell(r["methods"][name]["test"], r["test_bleu_beam5"]) if name in r["methods"] else "" for r in rows]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def statement(rows, lms):
+    said = []
+    for row in rows:
+        beat = winners(row)
+        said.append(
+            f"At {row['parallel_pairs']:,} pairs "
+            + (
+                f"{', '.join(beat)} beat{'s' * (len(beat) == 1)} beam 5 beyond the bootstrap (p < {SIGNIFICANT})"
+                if beat
+                else f"no method beats beam 5 beyond the bootstrap (p < {SIGNIFICANT})"
+            )
+            + "."
+        )
+    falling = [f"`{lm['lm_arch']}`" for lm in lms if still_falling(lm)]
+    if falling:
+        said.append(
+            f"{', '.join(falling)} {'was' if len(falling) == 1 else 'were'} still improving at the last epoch: "
+            "what it gives downstream is no verdict on its architecture."
+        )
+    return " ".join(said)
+
+
+def draw(rows, path=PICTURE):
+    """Each method's test BLEU gain over beam 5 against the parallel pairs."""
+    import matplotlib.ticker
+
+    fig, ax = figure((7, 4))
+    sizes = [row["parallel_pairs"] for row in rows]
+    for name, label in METHODS.items():
+        gains = [row["methods"][name]["test"]["bleu"] - row["test_bleu_beam5"]["bleu"] for row in rows]
+        ax.plot(sizes, gains, marker="o", label=label.replace("`", ""), linestyle="--" if "fusion" in name else "-")
+    ax.axhline(0, color="grey", linewidth=0.8)
+    ax.set(xscale="log", xlabel="parallel pairs the translation models saw", ylabel="test BLEU - beam 5")
+    ax.set_xticks(sizes, [f"{n:,}" for n in sizes])
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def block(draw_picture=True):
+    if not os.path.isdir(os.path.join(RESULTS, "multi30k")):
+        return "Not measured yet (`python -m benchmarks.translation --language-model ARCH`)."
+    lms, rows = records("lm-"), sorted(records("pairs-"), key=lambda r: r["parallel_pairs"])
+    parts = [language_models(lms)] if lms else ["The language models have not been trained yet."]
+    if rows:
+        if draw_picture:
+            draw(rows)
+        parts += [pairs_table(rows), statement(rows, lms), "![gain over beam 5](multi30k_pairs_gain.png)"]
+    else:
+        parts.append(
+            "No row of N parallel pairs has been run yet (`python -m benchmarks.translation --parallel-pairs N`)."
+        )
+    commands = sorted({command("benchmarks.translation", r.get("argv", [])) for r in lms + rows})
+    return "\n\n".join(parts) + (f"\n\n({', '.join(commands)})" if commands else "")
