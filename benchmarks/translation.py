@@ -197,6 +197,17 @@ def oracle_bleu(nbest, references):
     return round(sacrebleu.corpus_bleu(chosen, [references]).score, 2)
 
 
+def wait_for_language_model(record, checkpoint, poll=60):
+    """Until the language model's row has written ``record``; then its checkpoint must be the one recorded."""
+    if not os.path.exists(record):
+        print(f"benchmarks.translation: waiting for {record} (its row is still training)", flush=True)
+    while not os.path.exists(record):
+        time.sleep(poll)
+    with open(record) as f:
+        if json.load(f).get("checkpoint_sha256") != sha256(checkpoint):
+            sys.exit(f"benchmarks.translation: {checkpoint} is not the model {record} records: train it afresh")
+
+
 def pairs_row(parser, args):
     """Every reranking method at ``args.parallel_pairs`` pairs, from the models trained in this run."""
     pairs = args.parallel_pairs
@@ -206,21 +217,14 @@ def pairs_row(parser, args):
         if os.path.exists(os.path.join(folder, "checkpoint_best.pt")):
             parser.exit(2, f"{parser.prog}: error: {folder} holds a trained model: move it away to train afresh\n")
     lms = {arch: os.path.join(lm_save(arch), "checkpoint_best.pt") for arch in LM_ARCHS}
-    for arch, checkpoint in lms.items():
-        record = os.path.join(os.path.dirname(args.json), f"lm-{arch}.json")
-        if not os.path.exists(checkpoint) or not os.path.exists(record):
-            parser.exit(
-                2, f"{parser.prog}: error: no {checkpoint} or {record}: train it with --language-model {arch}\n"
-            )
-        with open(record) as f:
-            if json.load(f).get("checkpoint_sha256") != sha256(checkpoint):
-                parser.exit(
-                    2, f"{parser.prog}: error: {checkpoint} is not the model {record} records: train it afresh\n"
-                )
+    records = {arch: os.path.join(os.path.dirname(args.json), f"lm-{arch}.json") for arch in LM_ARCHS}
+    for arch in LM_ARCHS:  # each trained, or its row under way (it is waited for before the reranking)
+        if not os.path.exists(records[arch]) and not os.path.isdir(lm_save(arch)):
+            parser.exit(2, f"{parser.prog}: error: no {records[arch]}: train it with --language-model {arch}\n")
     out = os.path.join(ROOT, "runs", f"multi30k-{pairs}-benchmark")
     shutil.rmtree(out, ignore_errors=True)  # the example reuses the n-best lists it finds there
     env = {
-        **os.environ, "ARCH": args.arch, "LM_ARCH": LM_ARCHS[-1], "OUT": out, "PAIRS": str(pairs),
+        **os.environ, "ARCH": args.arch, "LM_ARCH": LM_ARCHS[0], "OUT": out, "PAIRS": str(pairs),
         "CHANNEL": "1", "NBEST": str(NBEST), "OMP_NUM_THREADS": str(args.threads),
     }  # fmt: skip
     start = time.time()
@@ -231,6 +235,9 @@ def pairs_row(parser, args):
     baseline = detokenised(os.path.join(out, "test.beam5.detok.en"))
     lists = {split: os.path.join(out, f"{split}.nbest{NBEST}.txt") for split in ("valid", "test")}
     channel = os.path.join(save + "-channel", "checkpoint_best.pt")
+
+    for arch in LM_ARCHS:
+        wait_for_language_model(records[arch], lms[arch])
 
     def rescore(name, lm=None, with_channel=False):
         """alm-rescore with one LM, the channel model, or both; its valid and test BLEU and 1-best."""
