@@ -163,8 +163,8 @@ def detokenised(path):
 
 
 def significance(references, baseline, systems):
-    """sacrebleu's paired bootstrap of each system against ``baseline`` (1,000 samples, its seed):
-    BLEU, the bootstrap mean and 95% half-interval, and the p-value of the difference."""
+    """sacrebleu's paired bootstrap of each system against ``baseline`` (its default samples and seed):
+    BLEU, the bootstrap mean and confidence half-interval, and the p-value of the difference."""
     from sacrebleu.metrics import BLEU
     from sacrebleu.significance import PairedTest
 

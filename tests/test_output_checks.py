@@ -315,6 +315,16 @@ NOT_THROUGH_THE_WRITER = {  # (file, the line) -> why it writes on its own
         "examples/translation/prepare_multi30k.py",
         'shutil.copyfile(target_dict, os.path.join(args.destdir, "dict.txt"))',
     ): "data preparation into a fresh corpus folder (standalone)",
+    ("benchmarks/report/translation_pairs.py", "fig.savefig(path, dpi=110)"): "tables.figure's savefig: save_figure",
+    **{
+        ("examples/translation/prepare_multi30k.py", line): "data preparation into a fresh corpus folder (standalone)"
+        for line in (
+            'with open(path, encoding="utf-8") as infile, open(codes, "w", encoding="utf-8") as outfile:',
+            'shutil.copyfile(target_dict, os.path.join(destdir, "dict.txt"))',
+            'shutil.copyfile(codes["en"], os.path.join(destdir, "bpe.codes.en"))',
+            'shutil.copyfile(os.path.join(text_dir, f"{split}.bpe.de"), os.path.join(destdir, f"{split}.bpe.de"))',
+        )
+    },
 }
 
 

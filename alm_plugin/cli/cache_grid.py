@@ -25,10 +25,10 @@ import torch
 from ..data.task_reading import reads_streams
 from ..errors import OptionError, ScoringError
 from ..evaluation.dynamic_evaluation import DECAY, RULES, SEGMENT
-from ..evaluation.dynamic_evaluation import check_options as dynamic_options
 from ..evaluation.heap import keep_freed_memory
 from ..evaluation.neural_cache import CACHE_MODELS, check_values, target_cache_probs
 from ..evaluation.options import EvaluationOptions, TestTimeModel, refuse
+from ..evaluation.options import dynamic_settings as dynamic_options
 from ..options.checks import needs, number
 from .model_loading import load_models, task_data
 from .output_files import check_outputs, write_json

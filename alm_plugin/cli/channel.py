@@ -11,7 +11,7 @@ import torch
 from ..errors import ScoringError
 from .scoring import length_batches
 
-UNKNOWN_SHARE = 0.05  # more unknown tokens than this: the dictionaries are not the ones the text was made for
+UNKNOWN_SHARE = 0.05  # more unknown tokens than this: the dictionaries belong to other text
 
 
 class ChannelScorer:
@@ -68,7 +68,7 @@ class ChannelScorer:
         return encoded
 
     def log2_probs(self, hypotheses: List[str], sources: List[str]) -> List[float]:
-        """``log2 p(source </s> | hypothesis)`` for each pair, both in the form the channel model was trained on."""
+        """``log2 p(source </s> | hypothesis)`` for each pair, both in the channel model's own text form."""
         from fairseq.data import LanguagePairDataset
         from fairseq.sequence_scorer import SequenceScorer
 

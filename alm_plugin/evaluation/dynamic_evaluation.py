@@ -35,7 +35,6 @@ import torch
 from fairseq import utils
 
 from ..errors import MissingDataError, OptionError
-from ..options.checks import needs, number
 from .heap import keep_freed_memory
 
 logger = logging.getLogger(__name__)
@@ -62,39 +61,6 @@ class DynamicEvalSettings:
     eps: float
     segment: int
     stats_batches: int
-
-
-def check_options(lr, decay=None, rule=None, eps=None, segment=None, stats=None) -> Optional[DynamicEvalSettings]:
-    """The ``--dynamic-eval-*`` values as a whole (``None``: not given), with the defaults filled in;
-    ``None`` when dynamic evaluation is off (lr 0). Whether a segment may be given depends on the
-    model: ``options.refuse``."""
-    number("--dynamic-eval-lr", lr, least=0, why="the step size (0: off)")
-    for flag, value in (
-        ("--dynamic-eval-decay", decay),
-        ("--dynamic-eval-rule", rule),
-        ("--dynamic-eval-eps", eps),
-        ("--dynamic-eval-segment", segment),
-        ("--dynamic-eval-stats-batches", stats),
-    ):
-        needs(flag, value is not None, "--dynamic-eval-lr", lr > 0, " (> 0: the step size, e.g. 0.01)")
-    number("--dynamic-eval-decay", decay, least=0, at_most=1, why="the share of the way back to the trained weights")
-    if rule is not None and rule not in RULES:
-        raise OptionError(f"--dynamic-eval-rule {rule}: choose sgd or rms")
-    for flag, value in (("--dynamic-eval-eps", eps), ("--dynamic-eval-stats-batches", stats)):
-        needs(flag, value is not None, "--dynamic-eval-rule rms", rule == "rms")
-    number("--dynamic-eval-eps", eps, above=0, why="it keeps the rms step finite where MS is 0")
-    number("--dynamic-eval-stats-batches", stats, least=1, why="MS is a mean over training batches")
-    number("--dynamic-eval-segment", segment, least=1, why="a segment holds at least one token")
-    if lr == 0:
-        return None
-    return DynamicEvalSettings(
-        float(lr),
-        DECAY if decay is None else float(decay),
-        rule or "sgd",
-        RMS_EPS if eps is None else float(eps),
-        SEGMENT if segment is None else int(segment),
-        STATS_BATCHES if stats is None else int(stats),
-    )
 
 
 class DynamicEvaluator:

@@ -23,16 +23,13 @@ from torch import Tensor
 from ..errors import OptionError
 from ..modules.history_attention import masked_softmax
 from ..modules.stream_carry import StreamCarry
-from ..options.checks import needs, number
+from ..options.checks import number
 
 THETA, LAMBDA = 0.3, 0.1  # what --neural-cache-window alone uses
 CACHE_MODELS = "alm_lstm, attentive_lm, amsrn and pointer_sentinel_lm"  # the word models that hand it features
 
 
-FLAGS = ("--neural-cache-window", "--neural-cache-theta", "--neural-cache-lambda")
-
-
-def check_values(window, theta, lam, flags=FLAGS) -> None:
+def check_values(window, theta, lam, flags=("window", "theta", "lam")) -> None:
     """Each value alone: a whole window >= 0, a finite theta >= 0, a finite lambda in [0, 1)
     (``flags``: the options' names in the tool that reads them)."""
     if isinstance(window, float) and math.isfinite(window) and window != int(window):
@@ -47,20 +44,6 @@ def check_values(window, theta, lam, flags=FLAGS) -> None:
         why="a mixture weight below 1 (at 1 every word the recent text does not hold gets probability 0: an "
         "infinite perplexity, of which fairseq-eval-lm would report only the finite part)",
     )
-
-
-def check_options(window, theta, lam):
-    """The cache's options as a whole: ``(window, theta, lambda)`` with the defaults filled in,
-    or ``None`` for no cache. Refused: a window below 0 or not whole, theta or lambda not finite,
-    theta < 0, lambda outside [0, 1) (at 1 a word the recent text does not hold gets probability
-    0), theta or lambda without a window (they would do nothing)."""
-    window = 0 if window is None else window
-    check_values(window, theta, lam)
-    for flag, value in (("--neural-cache-theta", theta), ("--neural-cache-lambda", lam)):
-        needs(flag, value is not None, "--neural-cache-window N", window > 0, " (the cache's size, e.g. 500)")
-    if window == 0:
-        return None
-    return int(window), THETA if theta is None else float(theta), LAMBDA if lam is None else float(lam)
 
 
 def cache_scores(theta: float, dots: Tensor) -> Tensor:

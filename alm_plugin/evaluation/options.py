@@ -19,7 +19,7 @@ import torch
 from fairseq.dataclass.configs import EvalLMConfig
 
 from ..errors import CheckpointError, OptionError
-from ..options.checks import whole_batch
+from ..options.checks import needs, number, whole_batch
 from ..options.reading import read_options
 from .dynamic_evaluation import (
     DECAY,
@@ -31,9 +31,7 @@ from .dynamic_evaluation import (
     DynamicEvaluator,
     check_training_split,
 )
-from .dynamic_evaluation import check_options as dynamic_settings
-from .neural_cache import CACHE_MODELS, LAMBDA, THETA, NeuralCache, cached_log_probs
-from .neural_cache import check_options as cache_settings
+from .neural_cache import CACHE_MODELS, LAMBDA, THETA, NeuralCache, cached_log_probs, check_values
 
 
 @dataclass
@@ -72,6 +70,11 @@ class TestTimeOptions:
     )
 
 
+FLAG = {option.name: "--" + option.name.replace("_", "-") for option in fields(TestTimeOptions)}  # as typed
+# the cache's settings after its window, which a config saved by training may hold
+SAVED_CACHE_OPTIONS = tuple(name for name in FLAG if name.startswith("neural_cache_") and name != "neural_cache_window")
+
+
 def add_arguments(parser) -> None:
     """``TestTimeOptions`` as argparse flags: the names, types, defaults and help fairseq's tools take."""
     for option in fields(TestTimeOptions):
@@ -79,6 +82,49 @@ def add_arguments(parser) -> None:
         parser.add_argument(
             "--" + option.name.replace("_", "-"), type=kind, default=option.default, help=option.metadata["help"]
         )
+
+
+def cache_settings(window, theta, lam):
+    """The cache's options as a whole: ``(window, theta, lambda)`` with the defaults filled in, or
+    ``None`` for no cache; theta or lambda without a window (they would do nothing) refused."""
+    window = 0 if window is None else window
+    names = ("neural_cache_window", "neural_cache_theta", "neural_cache_lambda")
+    check_values(window, theta, lam, tuple(FLAG[name] for name in names))
+    for name, value in zip(names[1:], (theta, lam)):
+        needs(FLAG[name], value is not None, FLAG[names[0]] + " N", window > 0, " (the cache's size, e.g. 500)")
+    if window == 0:
+        return None
+    return int(window), THETA if theta is None else float(theta), LAMBDA if lam is None else float(lam)
+
+
+def dynamic_settings(lr, decay=None, rule=None, eps=None, segment=None, stats=None) -> Optional[DynamicEvalSettings]:
+    """The ``--dynamic-eval-*`` values as a whole (``None``: not given), with the defaults filled in;
+    ``None`` when dynamic evaluation is off (lr 0). Whether a segment may be given depends on the
+    model: ``refuse``."""
+    lr_flag = FLAG["dynamic_eval_lr"]
+    given = {"decay": decay, "rule": rule, "eps": eps, "segment": segment, "stats_batches": stats}
+    flag = {name: FLAG[f"dynamic_eval_{name}"] for name in given}
+    number(lr_flag, lr, least=0, why="the step size (0: off)")
+    for name, value in given.items():
+        needs(flag[name], value is not None, lr_flag, lr > 0, " (> 0: the step size, e.g. 0.01)")
+    number(flag["decay"], decay, least=0, at_most=1, why="the share of the way back to the trained weights")
+    if rule is not None and rule not in RULES:
+        raise OptionError(f"{flag['rule']} {rule}: choose {' or '.join(RULES)}")
+    for name in ("eps", "stats_batches"):
+        needs(flag[name], given[name] is not None, f"{flag['rule']} rms", rule == "rms")
+    number(flag["eps"], eps, above=0, why="it keeps the rms step finite where MS is 0")
+    number(flag["stats_batches"], stats, least=1, why="MS is a mean over training batches")
+    number(flag["segment"], segment, least=1, why="a segment holds at least one token")
+    if lr == 0:
+        return None
+    return DynamicEvalSettings(
+        float(lr),
+        DECAY if decay is None else float(decay),
+        rule or RULES[0],
+        RMS_EPS if eps is None else float(eps),
+        SEGMENT if segment is None else int(segment),
+        STATS_BATCHES if stats is None else int(stats),
+    )
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import re
 
 import torch
 
-from ..evaluation.neural_cache import FLAGS as CACHE_FLAGS
+from ..evaluation.options import SAVED_CACHE_OPTIONS
 
 SAFE_CHECKPOINT_TYPES = [argparse.Namespace]
 
@@ -27,8 +27,7 @@ def read_checkpoint(path):
     return torch.load(path, map_location="cpu", weights_only=True)
 
 
-# the cache's theta and lambda (its flags after the window), as a saved config names them
-TEST_TIME_OPTIONS = tuple(flag[2:].replace("-", "_") for flag in CACHE_FLAGS[1:])
+TEST_TIME_OPTIONS = SAVED_CACHE_OPTIONS
 
 # the task a fairseq command scores with, while its checkpoints load (load_model_ensemble_and_task's task)
 SCORING_TASK = contextvars.ContextVar("alm_scoring_task", default=None)
