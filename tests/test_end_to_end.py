@@ -299,38 +299,25 @@ def greedy_matches_full_forward(lm, prefix, max_len_b=6):
     return n_picked > n_prefix and torch.equal(full[n_prefix:n_picked], greedy[n_prefix:n_picked])
 
 
-def test_amsrn_with_entropy_trains_evaluates_and_generates(tmp_path):
-    from alm_plugin.models.amsrn import AMSRNLanguageModel
+# each model's own options beside the shared recipe: AMSRN with memory selection and the entropy term
+MODELS = {
+    "amsrn_small": [*SIZE, "--memory-selection", "independent", "--attention-entropy-weight", "0.5"],
+    "alm_lstm": ["--embed-dim", "16", "--hidden-size", "16", "--num-layers", "1"],  # the PTB table's baseline
+}
 
-    args = [
-        "--arch",
-        "amsrn_small",
-        *SIZE,
-        "--memory-selection",
-        "independent",
-        "--criterion",
-        "attention_cross_entropy",
-        "--attention-entropy-weight",
-        "0.5",
-        "--optimizer",
-        "adam",
-        "--lr",
-        "0.003",
-        "--clip-norm",
-        "5",
-        "--batch-size",
-        "32",
-        "--log-interval",
-        "5",
-        "--max-update",
-        "40",
-        "--save-dir",
-        tmp_path,
-    ]
-    _, output = run("train", SAMPLE_DATA, *TRAIN_COMMON, *args)
+
+@pytest.mark.parametrize("arch", sorted(MODELS))
+def test_each_model_trains_and_eval_lm_equals_hand_computation(arch, tmp_path):
+    """The same task, criterion and scoring path as the attentive rows: the loss falls on the
+    sample, eval-lm's loss equals whole sentences scored by hand, and the hub's greedy output
+    matches a full forward."""
+    args = ["--arch", arch, *MODELS[arch], "--criterion", "attention_cross_entropy", "--optimizer", "adam"]
+    args += ["--lr", "0.003", "--clip-norm", "5", "--batch-size", "32", "--log-interval", "5"]
+    _, output = run("train", SAMPLE_DATA, *TRAIN_COMMON, *args, "--max-update", "40", "--save-dir", tmp_path)
     inner = json_records(output, "train_inner")
     losses = [float(r["loss"]) for r in inner]
-    assert losses[-1] < losses[0] - 0.5 and all("attn_entropy" in r for r in inner)
+    assert losses[-1] < losses[0] - 0.5, losses
+    assert all("attn_entropy" in r for r in inner) == ("--attention-entropy-weight" in args)
 
     checkpoint = tmp_path / "checkpoint_best.pt"
     _, output = run(
@@ -351,62 +338,14 @@ def test_amsrn_with_entropy_trains_evaluates_and_generates(tmp_path):
     nll, count = hand_computed_nll(checkpoint, sentences, limit=10**6)  # whole sentences, as eval-lm
     assert loss_base2 == pytest.approx(nll / count / math.log(2), abs=1e-3)
 
-    lm = AMSRNLanguageModel.from_pretrained(
-        str(tmp_path), "checkpoint_best.pt", data_name_or_path=SAMPLE_DATA, user_dir="alm_plugin"
-    ).eval()
-    assert greedy_matches_full_forward(lm, "The game")
+    from fairseq.models import ARCH_MODEL_REGISTRY
 
-
-def test_alm_lstm_baseline_trains_and_eval_lm_equals_hand_computation(tmp_path):
-    """The PTB table's baseline: the same task, criterion and scoring path as the attentive rows."""
-    args = [
-        "--arch",
-        "alm_lstm",
-        "--embed-dim",
-        "16",
-        "--hidden-size",
-        "16",
-        "--num-layers",
-        "1",
-        "--criterion",
-        "attention_cross_entropy",
-        "--optimizer",
-        "adam",
-        "--lr",
-        "0.003",
-        "--clip-norm",
-        "5",
-        "--batch-size",
-        "32",
-        "--log-interval",
-        "10",
-        "--max-update",
-        "40",
-        "--save-dir",
-        tmp_path,
-    ]
-    _, output = run("train", SAMPLE_DATA, *TRAIN_COMMON, *args)
-    losses = [float(r["loss"]) for r in json_records(output, "train_inner")]
-    assert losses[-1] < losses[0] - 0.5, losses
-
-    checkpoint = tmp_path / "checkpoint_best.pt"
-    _, output = run(
-        "eval_lm",
-        SAMPLE_DATA,
-        "--path",
-        checkpoint,
-        "--user-dir",
-        "alm_plugin",
-        "--task",
-        "sentence_language_modeling",
-        "--cpu",
-        "--batch-size",
-        "16",
+    lm = (
+        ARCH_MODEL_REGISTRY[arch]
+        .from_pretrained(str(tmp_path), "checkpoint_best.pt", data_name_or_path=SAMPLE_DATA, user_dir="alm_plugin")
+        .eval()
     )
-    loss_base2, _ = eval_lm_result(output)
-    sentences = list(data_utils.load_indexed_dataset(os.path.join(SAMPLE_DATA, "test"), None))
-    nll, count = hand_computed_nll(checkpoint, sentences, limit=10**6)
-    assert loss_base2 == pytest.approx(nll / count / math.log(2), abs=1e-3)
+    assert greedy_matches_full_forward(lm, "The game")
 
 
 @pytest.fixture(scope="module")
