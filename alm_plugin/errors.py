@@ -1,13 +1,5 @@
-"""A problem with the user's options or files, raised from inside fairseq's own command-line
-tools, ends the process with our one-line message and no traceback.
-
-fairseq's CLIs (``fairseq-train``, ``fairseq-eval-lm``, ``fairseq-validate``, ...) do not catch
-exceptions, and some re-raise them wrapped (``fairseq-train --restore-file``: "Cannot load
-model parameters ..."). Our checks raise a ``UserError``; the hook installed on import prints
-the first ``UserError`` of the exception's chain as ``PROG: error: MESSAGE`` and the process
-exits with status 1. Any other exception keeps its traceback; ``ALM_TRACEBACK=1`` shows the
-traceback of ours too (to debug the plugin itself).
-"""
+"""The plugin's refusals: a ``UserError`` raised inside one of fairseq's command-line tools ends the
+process with ``PROG: error: MESSAGE`` and status 1, without a traceback (``ALM_TRACEBACK=1`` shows it)."""
 
 import os
 import sys
@@ -59,6 +51,7 @@ def _program():
 
 
 def one_line_excepthook(exc_type, exc, tb, previous=None):
+    """Print the first ``UserError`` of ``exc``'s chain on one line; hand any other exception to ``previous``."""
     error = user_error_in(exc)
     if error is None or os.environ.get("ALM_TRACEBACK", "0") not in ("", "0"):
         return (previous or sys.__excepthook__)(exc_type, exc, tb)

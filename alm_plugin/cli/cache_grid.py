@@ -1,18 +1,9 @@
 """Choose the test-time options on a validation split by a grid: the neural cache's window, theta
-and lambda, dynamic evaluation's lr and decay, and both together.
+and lambda, dynamic evaluation's lr and decay, and both together; prints the best point and the
+fairseq-eval-lm command that reproduces it.
 
     alm-cache-grid --path checkpoints/ptb/checkpoint_best.pt --data data-bin/ptb
-    alm-cache-grid --path lm.pt --windows 100,500,2000 --thetas 0.1,0.3,1 --lambdas 0.1,0.2 --json grid.json
-    alm-cache-grid --path lm.pt --dynamic-lrs 0.03,0.1,0.3 --dynamic-decays 0,0.01    # + dynamic evaluation
-
-The split is read as ``fairseq-eval-lm`` reads it with the cache: in corpus order (a
-sentence-level model scores each sentence from a fresh state; a model trained on
-``document_language_modeling`` reads the split as one stream, ``--batch-size 1``). The model
-runs once for the cache alone; every cache point reuses its features. With ``--dynamic-lrs``
-the split is read once more for each (lr, decay), adapting as ``fairseq-eval-lm --dynamic-eval-*``
-does, and the cache grid is run on the adapted model's features too. Prints the perplexity of each
-point, the best of each kind, a ``best: PPL`` line and the ``fairseq-eval-lm`` command that
-reproduces it.
+    alm-cache-grid --path lm.pt --windows 100,500,2000 --dynamic-lrs 0.03,0.1,0.3 --json grid.json
 """
 
 import argparse
@@ -87,10 +78,7 @@ def split_in_corpus_order(model, task, split, batch_size=64, segment=None):
 
 
 class Rows:
-    """Per-token results kept across a pass, in one block that grows by doubling. Kept as a
-    small tensor a batch, they sit in the heap between each step's large temporaries (which
-    keep_freed_memory serves from the heap too) and pin it, so that a long dynamic pass grows
-    without bound; in one block it stays flat (a handful of blocks in all: it doubles from 64k rows)."""
+    """Per-token results kept across a pass, in one block that doubles when it is full."""
 
     def __init__(self, capacity=1 << 16):
         self.capacity, self.block, self.count = capacity, None, 0
@@ -98,6 +86,8 @@ class Rows:
     def append(self, rows):
         if self.block is None:
             self.block = rows.new_empty((self.capacity, *rows.shape[1:]))
+        # one block, not a small tensor a batch: those would sit in the heap between each step's large
+        # temporaries (which keep_freed_memory serves from it too) and pin it, and a long pass would grow
         if self.count + len(rows) > len(self.block):
             grown = rows.new_empty((max(2 * len(self.block), self.count + len(rows)), *rows.shape[1:]))
             grown[: self.count] = self.block[: self.count]
@@ -336,6 +326,7 @@ def run(args):
     windows = [int(w) for w in args.windows]
     lambdas = [0.0, *[lam for lam in args.lambdas if lam]]
     passes = scored_passes(model, task, args.gen_subset, settings)
+    # every cache point of a pass reuses that pass's features: the model runs once a pass
     results = {point: grid(*tensors, windows, args.thetas, lambdas) for point, tensors in passes.items()}
     settings = {point: setting for point, setting in settings.items() if point in passes}
     tokens = passes[None][1].numel()

@@ -1,23 +1,8 @@
-"""Which words does the cache model copy, and which does it spell? (Kawakami et al. Tables 7-8)
+"""Which words does the cache model copy, and which does it spell? The average cache posterior of
+each word type over a split (Kawakami et al. Tables 7-8), for a char_cache_lm or a pointer_sentinel_lm.
 
     alm-cache-posterior --path checkpoints/char_cache/checkpoint_best.pt \\
         --data data-bin/wikitext-2-sample --gen-subset test [--plot cache.png]
-    alm-cache-posterior --path checkpoints/pointer/checkpoint_best.pt --gen-subset test   # a pointer_sentinel_lm
-    alm-cache-posterior --path ... --rare-in-train 5 --json posterior.json            # also Table 8
-
-Scores the held-out split as one stream (exact: nothing is cut) and prints, per word type
-seen at least ``--min-count`` times, the average cache posterior
-
-    p(z_t | w) = (1 - lambda_t) p_ptr(w_t) / p(w_t)
-
-over its occurrences after the first (a first occurrence cannot be copied), the types most
-and least likely to come from the cache, and the split's bits per character and word
-perplexity. ``--rare-in-train N`` adds the same lists over the types seen fewer than N times
-in the training split (the paper's Table 8: N = 5); ``--json`` writes the figures and lists;
-``--plot`` draws the posterior of each word of the split's first words.
-
-For a Pointer Sentinel-LSTM the posterior is the pointer's share of each word's probability,
-``(p(w) - g p_vocab(w)) / p(w)``, and the mean sentinel gate ``g`` is printed beside it.
 """
 
 import argparse
@@ -36,7 +21,7 @@ from .tool import picture_path, run_tool
 def score_split(model, task, split):
     """Per-word (word id, log p, copy posterior), in corpus order, |c| (0 for a word model) and
     the mean pointer gate (``None`` for the character cache model)."""
-    task.cfg.batch_size = 1
+    task.cfg.batch_size = 1  # one stream: the split read whole, nothing cut
     task.load_dataset(split)
     words, log_probs, posteriors, characters, gates = [], [], [], 0, []
     device = next(model.parameters()).device
@@ -70,7 +55,7 @@ def posterior_by_type(words, posteriors, min_count):
     """Mean posterior per word type over its occurrences after the first."""
     seen, sums, counts = set(), collections.Counter(), collections.Counter()
     for word, posterior in zip(words.tolist(), posteriors.tolist()):
-        if word in seen:
+        if word in seen:  # a first occurrence cannot be copied
             sums[word] += posterior
             counts[word] += 1
         seen.add(word)

@@ -1,7 +1,5 @@
-"""Every console script's checkpoints loaded the same way: ``load_models`` gives each model in
-eval mode (on the GPU where there is one and ``--cpu`` is not asked) with its task, and turns
-every way a load can fail (no file, a translation model, a missing or foreign dictionary, a
-truncated file) into one ``ScoringError`` naming the file and the fix."""
+"""How every console script loads its checkpoints (``load_models``): each model in eval mode with its
+task, and every failed load one ``ScoringError`` naming the file and the fix."""
 
 import os
 from typing import List, Optional

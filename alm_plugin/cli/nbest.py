@@ -1,16 +1,5 @@
-"""N-best lists as alm-rescore reads and writes them, and their pairing with references.
-
-Two formats are read, recognised by the first non-empty line:
-
-    fairseq-generate output   ``H-<id>\\t<score>\\t<hypothesis>``, then ``P-<id>\\t<positional scores>``
-                              (other lines, ``S-``, ``T-``, ``D-``, the log, are ignored)
-    a Moses n-best list       ``id ||| hypothesis ||| features ||| score``
-
-Every hypothesis starts with one feature, ``TM``: the sum of its ``P-`` scores, else fairseq's
-``H-`` score, else the Moses total. The list is written back in Moses form, with the features
-the rescorer added. Every malformed line is named ``FILE:LINE``, and sentence ids are never
-paired with references silently.
-"""
+"""N-best lists as alm-rescore reads them (fairseq-generate output or a Moses list, recognised by the
+first line) and writes them (Moses form), and their pairing with references."""
 
 import collections
 import math

@@ -1,21 +1,6 @@
-"""How every file of the project is written (a tool's JSON record, a picture, a rescored list, the
-benchmarks' results and progress files, the docs page): into a temporary file of a unique name
-beside it (``tempfile.mkstemp`` in the same folder), given the mode the file it replaces had, then
-renamed onto the name asked for.
-
-A rename replaces the name, never writes through it: an output that is a hard link to another
-file (a data directory's ``valid.bin``, another model's checkpoint) or a symbolic link to one
-becomes a file of its own, and what it pointed at keeps its bytes. The temporary name is new
-each time (a fixed one, ``out.partial``, could itself be a planted link), the output never
-half-written, and a run that fails leaves no temporary file. A stream is written to as it is,
-never replaced: ``/dev/stdout``, ``/dev/fd/N`` (bash's ``>(cmd)``), a FIFO, a character device
-such as ``/dev/null``. An error while writing is one ``ScoringError`` naming the file, and the
-old file stays whole.
-
-Which outputs may be written at all (a name, not a folder, not an input, not a file of the data
-directory, not a checkpoint beside the model read, no checkpoint nor table row's results whatever its
-name, a folder that exists and takes a new file) is ``check_outputs``' to say, before anything is
-read, judging each path by the file it is (device and inode through any links)."""
+"""How every file of the project is written, and which outputs a tool may write at all: a file is
+written whole to a temporary file beside it, then renamed onto its name (``output_file``), and
+``check_outputs`` refuses, before anything is read, an output that would destroy what is read."""
 
 import contextlib
 import errno
@@ -120,14 +105,14 @@ def output_file(path, binary: bool = False):
     if not path:
         raise ScoringError("an output with an empty name: give the file to write")
     mode, encoding = ("wb", None) if binary else ("w", "utf-8")
-    if is_stream(path):
+    if is_stream(path):  # written through: a rename would replace the stream's name, and its reader get nothing
         with _stream(path, mode, encoding) as handle:
             yield handle
         return
     existed = os.path.lexists(path)
     permissions = _kept_mode(path)
     folder = os.path.dirname(os.path.abspath(path))
-    try:
+    try:  # a new name each time: a fixed one (out.partial) could itself be a planted link
         fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".partial")
     except OSError as error:
         raise write_error(path, error, existed) from None
@@ -137,7 +122,7 @@ def output_file(path, binary: bool = False):
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temporary, permissions)
-        os.replace(temporary, path)
+        os.replace(temporary, path)  # replaces the name, never writes through a link at it
     except BaseException as error:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
@@ -208,19 +193,10 @@ def check_outputs(
     data: Sequence[Optional[str]] = (),
     results: bool = False,
 ) -> None:
-    """Every tool's outputs, before anything is read or written: each output (``{option: path}``,
-    None for one not asked for) is no input (``{option: paths}``: the checkpoint, an input text;
-    writing it would overwrite what the tool reads from it), no file of a data directory (a folder
-    holding a fairseq ``dict*.txt``, or one of ``data``, the tool's ``--data``: the data the model
-    reads), no other output (the first written would be lost), and can be written. A path is
-    judged by the file it names: a symbolic link (or a chain of them) by its target; a hard link by
-    its inode. The tools then write every output through ``output_files`` (a temporary file renamed
-    onto it), so a link to any other file is replaced, never written through. Every checkpoint
-    (``*.pt``) in the folder of a checkpoint read is protected as an input too: a resume reads
-    ``checkpoint_last.pt``, a comparison another one. Whatever its name, no output is a checkpoint
-    (``checkpoint*.pt``, or a file torch saved) nor a table row's results (``read_elsewhere``); nor,
-    unless ``results`` (a benchmark's own record), a file of the project's ``benchmarks/results``.
-    A stream (``is_stream``) is written to, never replaced: only whether it takes writing is checked."""
+    """Refuse, before anything is read or written, an output (``{option: path}``, None for one not
+    asked for) that is an input (``{option: paths}``) or a checkpoint beside one, a file of a data
+    directory (``data``: the tool's ``--data``), a checkpoint or a table row's results whatever its
+    name, another output, or that cannot be written; ``results``: a benchmark writes its own record."""
     taken = [(option, path) for option, paths in inputs.items() for path in paths or () if path]
     data_folders = [os.path.realpath(folder) for entry in data if entry for folder in entry.split(os.pathsep) if folder]
     for option, path in outputs.items():
@@ -243,6 +219,7 @@ def check_outputs(
                     )
                     + "; give another path"
                 )
+        # a resume reads checkpoint_last.pt, a comparison another checkpoint of the folder
         for other, checkpoint, read in checkpoints_beside(inputs, path):
             if same_file(path, checkpoint) and not os.path.lexists(path):
                 raise ScoringError(
@@ -269,7 +246,7 @@ def check_outputs(
                 "destroy the data; give another path"
             )
         check_writable(path, option)
-        taken.append((option, path))
+        taken.append((option, path))  # a later output naming the same file would replace this one
 
 
 def checkpoints_beside(inputs: Dict[str, Sequence[Optional[str]]], output: str):
@@ -305,10 +282,9 @@ TORCH_MAGIC = (0x1950A86A20F9469CFC6C).to_bytes(10, "little")
 
 
 def read_elsewhere(path: str, results: bool = False) -> Optional[str]:
-    """What ``path`` is, by its name, its target's name and its content, where a resume, a tool or the
-    docs read it: a checkpoint (``checkpoint*.pt``, or a file torch saved: its zip's ``data.pkl``, its
-    legacy pickle's magic number), a table row's results (a JSON object with ``row`` and ``recipe``),
-    or, unless ``results``, a file of the project's ``benchmarks/results``; None for any other file."""
+    """What ``path`` is, judged by its name, its target's name and its content, where a resume, a tool
+    or the docs read it: a checkpoint, a table row's results, or (unless ``results``) a file of
+    benchmarks/results; None for any other file."""
     target = os.path.realpath(path)
     if CHECKPOINT_NAME.fullmatch(os.path.basename(path)) or CHECKPOINT_NAME.fullmatch(os.path.basename(target)):
         return "a checkpoint's name (fairseq-train resumes from checkpoint_last.pt, the tools read checkpoint_best.pt)"
@@ -319,11 +295,12 @@ def read_elsewhere(path: str, results: bool = False) -> Optional[str]:
     try:
         with open(target, "rb") as handle:
             head = handle.read(1024)
-            if head.startswith(b"PK\x03\x04"):
+            if head.startswith(b"PK\x03\x04"):  # torch.save's zip format: its first entry ends in data.pkl
                 name = head[30 : 30 + int.from_bytes(head[26:28], "little")]
                 return CHECKPOINT_CONTENT if name.endswith(b"data.pkl") else None
             if head[:1] == b"\x80" and b"\x8a\n" + TORCH_MAGIC in head[:32]:  # any pickle protocol's framing
                 return CHECKPOINT_CONTENT
+            # a table row's results: a JSON object with "row" and "recipe"
             if head.lstrip()[:1] != b"{" or os.fstat(handle.fileno()).st_size > 1 << 24:
                 return None
             record = json.loads(head + handle.read())

@@ -1,8 +1,5 @@
-"""Text the tools read (alm-score's input, alm-rescore's n-best lists and references) must be UTF-8
-plain text, as ``examples/language_model/prepare_lm_data.py`` requires of a corpus: UTF-16 or
-UTF-32 (with or without a byte-order mark: without one, every other byte of English text is a
-NUL) and NUL bytes are refused in one line naming the file, the line and the fix: read as UTF-8,
-UTF-16 without a mark would pass (NUL is a valid character) and be scored as words of ``<unk>``."""
+"""The check that text the tools read (alm-score's input, alm-rescore's n-best lists and references)
+is UTF-8 plain text: UTF-16, UTF-32 and NUL bytes are refused in one line naming the file and the fix."""
 
 import re
 
@@ -26,6 +23,7 @@ def check_plain_text(data: bytes, label: str, error=ScoringError) -> None:
                 f"{label}: {encoding} text (it begins with the byte-order mark {shown}), not UTF-8: convert it, "
                 f"e.g. iconv -f {encoding.lower()} -t utf-8"
             )
+    # UTF-16 without its mark decodes as UTF-8 (NUL is a valid character) and would be scored as <unk> words
     nul = data.find(b"\0")
     if nul >= 0:
         breaks = list(LINE_BREAK.finditer(data, 0, nul))

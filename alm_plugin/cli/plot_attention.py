@@ -1,12 +1,8 @@
-"""Draw a trained model's attention over its own history as heatmaps (Salton et al. Figs 2-3).
+"""Draw a trained model's attention over its own history as heatmaps (Salton et al. Figs 2-3), one
+panel per sentence.
 
-    alm-plot-attention --path checkpoints/quickstart/checkpoint_best.pt \\
-        --data data-bin/wikitext-2-sample --out attention.png \\
+    alm-plot-attention --path checkpoints/quickstart/checkpoint_best.pt --out attention.png \\
         "The game is set in Japan ." "It met with positive sales ."
-
-One panel per sentence: the inputs (the memory slots, whose states are computed after
-reading each input word) on the x axis, the predicted next words on the y axis; a row is
-the attention distribution behind the prediction of that word.
 """
 
 import argparse

@@ -1,41 +1,8 @@
-"""Rerank translation n-best lists with our language models and, for noisy-channel reranking, a
-channel model.
+"""Rerank translation n-best lists with language models and, for noisy-channel reranking, a channel
+model; the weights are given or tuned for BLEU on a dev list (docs/tools.md describes the features).
 
-    alm-rescore --nbest test.nbest --lm lm.pt [lm2.pt ...] --lang en --bpe-codes bpe.codes \\
-        [--channel en-de.pt --source test.de --source-lang de] \\
-        [--tune-nbest valid.nbest --tune-ref valid.en [--tune-source valid.de]] [--ref test.en] \\
-        --output-1best test.rescored.en --output-nbest test.rescored.nbest
-
-Input (read by ``alm_plugin/cli/nbest.py``): fairseq-generate output (``S-``/``H-``/``P-`` lines;
-other lines are ignored) or a Moses n-best list (``id ||| hypothesis ||| features ||| score``),
-recognised by its first line.
-
-Every hypothesis gets these features:
-
-    TM   the translation system's score as it printed it: with ``P-`` lines, their sum, the
-         hypothesis' log2-probability; without them, fairseq's ``H-`` score (the log2-probability
-         divided by the length to the power --lenpen); for a Moses list, its weighted total
-         (a model score, not a log-probability)
-    LM   log2 p(hypothesis </s>) under the language model (base 2, as fairseq-generate and
-         fairseq-eval-lm print scores); with several ``--lm`` an ensemble whose per-token
-         probabilities are averaged (as fairseq ensembles models), or with ``--separate-lms``
-         one feature per model, LM1, LM2, ...
-    Ch   with ``--channel``: log2 p(source </s> | hypothesis) under a translation model trained
-         the other way (Yee et al. 2019), the source sentence of each id read from ``--source``
-    Len  the number of tokens the LM scored, </s> included (a length reward against the LM's
-         preference for short outputs)
-
-With ``--normalize`` TM and the LM features are divided by the hypothesis' length and Ch by the
-source's, as fairseq's ``examples/noisychannel`` reranker does. The reranked score is the
-weighted sum of the features. The weights are given (``--weights TM=1,LM=0.3,Len=0.5``) or tuned
-on a dev n-best list for sacrebleu BLEU: a grid over every combination (two weights), seeded
-random search or coordinate ascent (``--tuner``); the chosen weights are printed and, with
-``--output-trials``, every trial. TM keeps its weight: scaling every weight changes nothing.
-
-Text forms (``--hyp-form``, ``--lm-form``, ``--source-form``; see ``alm_plugin/cli/text_forms.py``):
-``bpe`` (tokenised + subword-nmt ``@@`` units, what fairseq-generate prints without
-``--remove-bpe``), ``tok`` (sacremoses tokens) or ``raw``. Hypotheses are moved to the form
-of the LM's training text; BLEU and the 1-best output use raw text (``--output-form``).
+    alm-rescore --nbest test.nbest --lm lm.pt --lang en --bpe-codes bpe.codes \\
+        --tune-nbest valid.nbest --tune-ref valid.en --output-1best test.rescored.en
 """
 
 import argparse
@@ -327,7 +294,7 @@ def run(args):
     lms = lm_names(len(args.lm), args.separate_lms)
     names = feature_names(lms, bool(args.channel))
     weights = check_weights(args.weights, names)
-    ranges = {name: args.lm_grid for name in lms}
+    ranges = {name: args.lm_grid for name in lms}  # TM keeps its weight: scaling every weight changes nothing
     ranges.update({"Ch": args.channel_grid} if args.channel else {})
     ranges["Len"] = args.len_grid
     if args.tune_nbest and args.tuner == "grid" and len(ranges) > 2:

@@ -1,36 +1,8 @@
-"""Score plain text with a trained language model: one line in, one line of figures out.
+"""Score plain text with a trained language model: one line in, one row of figures out, the corpus
+perplexity on stderr (docs/tools.md describes the rows and the options).
 
     alm-score --path checkpoints/quickstart/checkpoint_best.pt sentences.txt
-    echo "The game is set in Japan ." | alm-score --path lm.pt --data data-bin/wikitext-2-sample
-    alm-score --path lm.pt --tokenize en --bpe-codes bpe.codes --format jsonl raw.txt
-    alm-score --path lm1.pt:lm2.pt test.txt          # an ensemble
-
-Each input line is one sentence, tokenised as the training data is: as it is
-(``--tokenize none``, the default), with sacremoses (``--tokenize LANG``), and/or split into
-subword-nmt units (``--bpe-codes``). It is scored whole, from ``</s>`` to its ``</s>``, as
-``fairseq-eval-lm --task sentence_language_modeling`` scores a binarised line, so the corpus
-perplexity printed at the end equals eval-lm's on the same text binarised with the training
-dictionary. Words outside the dictionary are scored as ``<unk>`` (and counted); an empty
-line scores its ``</s>``. Lines end at LF, CR LF or CR, as fairseq-preprocess reads them, and
-a UTF-8 byte-order mark is dropped; an input with no lines, or a line with the word ``</s>``,
-``<pad>`` or ``<s>`` (fairseq's control symbols), is refused.
-
-Output (stdout), one row per input line, TSV with a header or JSON lines:
-``line``, ``logprob`` (natural log of p(sentence </s>); ``--base2`` adds ``log2prob``),
-``tokens`` (</s> included), ``unk`` and ``ppl`` (exp(-logprob / tokens)). The corpus summary
-goes to stderr and ends with ``ppl X`` (per token, </s> counted, as fairseq-eval-lm).
-
-Character models (``char_cache_lm``, ``hclm``, ``char_lstm_lm``) add ``chars`` (``|c|``: every
-character plus one space or line break per word) and ``bpc`` (bits per character) to each row
-and to the summary. They read the lines as one document by default, the context LSTM and the
-word cache carrying from line to line, as ``fairseq-eval-lm --batch-size 1`` reads a split
-(the same bpc and ppl); ``--context line`` scores each line alone. Their vocabulary is open: a
-word outside the training dictionary is spelled from its characters, not scored as ``<unk>``
-(only a word with a character the model never saw is, with a warning).
-
-Several files are several texts: read as a document (``--context document``, a neural cache,
-dynamic evaluation, a character model), each file starts from a fresh state, an empty cache and
-the trained weights; the rows are numbered, and the summary counted, over all of them.
+    echo "The game is set in Japan ." | alm-score --path lm.pt --format jsonl
 """
 
 import argparse

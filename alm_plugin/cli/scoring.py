@@ -1,25 +1,5 @@
-"""Scoring sentences with trained language models: the scorers behind ``alm-score`` (plain
-text) and ``alm-rescore`` (n-best lists).
-
-Word-level models (``LanguageModelScorer``) score each sentence whole, as one sample that
-starts from ``</s>`` and ends with its ``</s>``, as ``fairseq-eval-lm --task
-sentence_language_modeling`` scores a binarised line. Sentences are batched by length and
-padded on the right, which changes no score (the models are causal and padding comes after
-every real token).
-
-With ``document=True`` the lines are read in order as one document: a model trained on
-``document_language_modeling`` carries its state from line to line (as ``fairseq-eval-lm
---task document_language_modeling --batch-size 1``), a sentence-level model still scores
-each line from a fresh state, and a neural cache (``evaluation``'s, ``EvaluationOptions``) spans
-the lines (as ``fairseq-eval-lm --neural-cache-window N ...``). ``token_log_probs(..., texts=...)``
-reads several texts (``alm-score``'s files), each a document of its own.
-
-The character-level models (``CharacterModelScorer``) read text as a stream of words, as
-``fairseq-eval-lm --task open_vocabulary_language_modeling --batch-size 1`` does: by default
-the lines are one document, the state and the word cache carrying from line to line; or
-each line alone. Their vocabulary is open, so a word the training dictionary lacks is
-spelled from its characters rather than scored as ``<unk>``.
-
+"""The scorers behind ``alm-score`` (plain text) and ``alm-rescore`` (n-best lists):
+``LanguageModelScorer`` for word-level models, ``CharacterModelScorer`` for character-level ones.
 An ensemble averages the models' per-token probabilities, as fairseq ensembles models.
 """
 
@@ -138,6 +118,10 @@ def text_bounds(count: int, texts=None):
 
 
 class LanguageModelScorer:
+    """Word-level models on sentences, each scored whole as ``fairseq-eval-lm --task
+    sentence_language_modeling`` scores a binarised line, or, with ``document``, the lines in order
+    as one text."""
+
     def __init__(
         self,
         paths: List[str],
@@ -222,7 +206,8 @@ class LanguageModelScorer:
         return scores
 
     def _score_document(self, encoded, progress, texts=None):
-        """The lines in order, each text one document: see the module's docstring."""
+        """The lines in order, each text one document: a stream model carries its state from line to
+        line, a sentence-level model scores each line from a fresh state, a neural cache spans the lines."""
         per_model = []
         for model, chunk in zip(self.models, self.chunks):
             scores = []
@@ -291,6 +276,7 @@ class LanguageModelScorer:
         return [float(s.sum()) / math.log(2) for s in self.token_log_probs([self.encode(s) for s in sentences])]
 
     def _score_batch(self, targets: List[torch.Tensor]) -> List[torch.Tensor]:
+        # padded on the right, after every real token: a causal model's scores do not change
         source, target = padded_batch(targets, self.dictionary.pad(), self.dictionary.eos())
         source, target = source.to(self.device), target.to(self.device)
         per_model = []
@@ -302,12 +288,10 @@ class LanguageModelScorer:
 
 
 class CharacterModelScorer:
-    """The character-level models (``char_cache_lm``, ``hclm``, ``char_lstm_lm``) on plain text.
-
-    ``document=True`` reads the lines as one stream, the context LSTM and the word cache
-    carrying from line to line (the paper's evaluation and ``fairseq-eval-lm --batch-size 1``'s:
-    the same numbers); ``document=False`` scores each line alone from a fresh state and an
-    empty cache, so its score depends on nothing else in the input."""
+    """The character-level models (``char_cache_lm``, ``hclm``, ``char_lstm_lm``) on plain text: with
+    ``document`` the lines are one stream, the context LSTM and the word cache carrying from line to
+    line (as the paper and ``fairseq-eval-lm --batch-size 1`` read a split); without it each line is
+    scored alone, from a fresh state and an empty cache."""
 
     def __init__(
         self,

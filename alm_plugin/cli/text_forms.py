@@ -1,12 +1,6 @@
-"""The three forms a sentence takes in the translation pipeline, and the moves between them.
-
-    raw  "A man's dog."                    what people read, what sacrebleu scores
-    tok  "A man 's dog ."                  sacremoses tokens (no XML escaping)
-    bpe  "A man 's d@@ og ."               subword-nmt BPE over the tokens
-
-The example's data preparation and ``alm-rescore`` both use this class, so a language model
-sees hypotheses in exactly the form of its training text.
-"""
+"""The three forms a sentence takes in the translation pipeline: ``raw`` text, ``tok`` (sacremoses
+tokens) and ``bpe`` (subword-nmt units over the tokens), and the moves between them. The example's
+data preparation and ``alm-rescore`` share them, so a language model reads its training text's form."""
 
 from typing import Optional
 
@@ -22,8 +16,8 @@ def moses_languages():
 
 
 def check_language(lang: str) -> str:
-    """sacremoses accepts any code and silently falls back to generic rules: refuse a code it
-    has no rules for, since the text would be tokenised unlike what the user asked."""
+    """The language code ``lang``, refused unless sacremoses has rules for it (it would fall back to
+    generic rules silently)."""
     known = moses_languages()
     if lang not in known:
         raise ValueError(
@@ -40,6 +34,8 @@ def remove_bpe(text: str) -> str:
 
 
 class TextForms:
+    """Moves a sentence between the forms (``convert``), with sacremoses and subword-nmt's codes."""
+
     def __init__(self, lang: str, bpe_codes: Optional[str] = None):
         from sacremoses import MosesDetokenizer, MosesTokenizer
 

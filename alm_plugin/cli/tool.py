@@ -16,22 +16,19 @@ USER_ERRORS = (UserError, ValueError, FileNotFoundError)
 
 
 def keep_freed_memory_returnable() -> None:
-    """Fix glibc's mmap threshold (``M_MMAP_THRESHOLD``) at its initial value, mallopt(3)'s
-    ``128*1024`` bytes. glibc raises it after the first large free, and from then on each batch's
-    vocabulary-sized buffers come from the heap, where the small per-token results our tools keep
-    between them pin it, and the process grows every batch; with the threshold fixed it stays flat.
-    No-op off glibc."""
+    """Fix glibc's mmap threshold (``M_MMAP_THRESHOLD``) at its initial value, so that a batch's large
+    buffers, once freed, go back to the system. No-op off glibc."""
     try:
-        ctypes.CDLL("libc.so.6").mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD
+        # glibc raises the threshold after the first large free; then each batch's vocabulary-sized
+        # buffers come from the heap, where the small results kept between them pin it, and the process grows
+        ctypes.CDLL("libc.so.6").mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD, mallopt(3)'s initial value
     except (OSError, AttributeError):
         pass
 
 
 def hold_closed_stderr() -> None:
-    """A tool started with stderr closed (``2>&-``) writes what it would print there nowhere: descriptor 2
-    is held on /dev/null (else the next file opened takes its number, and a library's warning goes into
-    it) and so is ``sys.stderr`` (else the summary fails the run, or, where Python made it None,
-    ``print(file=sys.stderr)`` writes it into stdout, among the scores)."""
+    """Hold descriptor 2 and ``sys.stderr`` on /dev/null where the tool started with stderr closed
+    (``2>&-``), so that what it prints there goes nowhere."""
     try:  # closed, or a file opened for reading that took its number before Python started (a launcher's)
         writable = fcntl.fcntl(2, fcntl.F_GETFL) & os.O_ACCMODE != os.O_RDONLY
     except OSError:
@@ -40,9 +37,11 @@ def hold_closed_stderr() -> None:
         return
     if not writable:
         held = os.open(os.devnull, os.O_WRONLY)
-        if held != 2:
+        if held != 2:  # a free descriptor 2 would go to the next file opened, and a library's warning into it
             os.dup2(held, 2)
             os.close(held)
+    # a closed sys.stderr would fail the run at the summary; a None one (Python's, for a closed
+    # descriptor) makes print(file=sys.stderr) write into stdout, among the scores
     sys.stderr = open(os.devnull, "w", encoding="utf-8")
 
 

@@ -1,8 +1,5 @@
-"""Tuning alm-rescore's feature weights for corpus BLEU on a dev n-best list: a grid over two
-weights, or, as the features grow, seeded random search or coordinate ascent.
-
-Each hypothesis' sacrebleu statistics (n-gram matches and lengths) are counted once, so a trial
-is a weighted sum, an argmax per sentence and a sum of statistics: no text is read again."""
+"""Tuning alm-rescore's feature weights for corpus BLEU on a dev n-best list: a grid over two weights,
+seeded random search or coordinate ascent, each trial a weighted sum over statistics counted once."""
 
 import random
 from typing import Dict, List, Sequence, Tuple

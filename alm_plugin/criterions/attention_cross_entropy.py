@@ -1,26 +1,13 @@
-"""Cross entropy for our LMs, with two additions.
+"""Cross entropy for our language and translation models, with the Attentive LM paper's count and two
+optional loss terms.
 
-* ``paper_ppl``: the Attentive LM paper's count, logged beside the standard ``ppl``. The
-  authors' code never predicts the first word of a sentence (no beginning-of-sentence
-  input) yet divides by every token, first words included. Here every target read from a
-  ``</s>`` (or ``<s>``) input is a first word -- one per sample with one sentence per sample,
-  one per sentence with ``--sample-break-mode none|complete``, and on the target side of a
-  translation model (its ``prev_output_tokens``) -- and is left out of the summed NLL but
-  kept in the denominator, so ``paper_ppl`` can sit next to the paper's 70.1 on PTB.
-  Lower than ``ppl`` by construction; report ``ppl`` as the real figure.
-* ``--attention-entropy-weight lambda`` (AMSRN, Liu et al. 2016): minimise
-  ``L + lambda * R`` with ``R = sum_s 1/|s| sum_{t in s} H(alpha_t)``, the entropy of each
-  step's attention over the model's history, averaged over each sample's real tokens.
-  ``lambda > 0`` sharpens the attention, ``lambda < 0`` smooths it.
+* ``paper_ppl``: the first word of each sentence (every target read from a ``</s>`` or ``<s>`` input)
+  left out of the summed NLL but kept in the count, as the Attentive LM authors' code counts; lower
+  than ``ppl`` by construction, and ``ppl`` is the figure to report.
+* ``--attention-entropy-weight lambda`` (AMSRN, Liu et al. 2016): minimise ``L + lambda * R`` with
+  ``R = sum_s 1/|s| sum_{t in s} H(alpha_t)``, the entropy of the history attention.
 * ``--pointer-loss found|all`` (Pointer Sentinel-LSTM, Merity et al. 2017, Sec. 2.4): add
-  ``-log(g + sum_{i in I(y, x)} a_i)`` per target, ``I(y, x)`` the window positions holding the
-  target; ``found`` where the target is in the window, ``all`` at every target (``-log g``
-  where it is absent), as the paper's formula reads.
-
-No device value is read on the host in a training update (on a GPU each read waits for the
-device): what the loss and the logs count (the samples holding a scored token, where the first
-words are) comes with the batch, counted on the host where it is collated (``data/host_counts.py``;
-a batch made elsewhere is counted here), and the logs get Python ints for fairseq's meters.
+  ``-log(g + sum_{i in I(y, x)} a_i)`` per target, ``I(y, x)`` the window positions holding the target.
 """
 
 import logging
@@ -60,12 +47,9 @@ class AttentionCrossEntropyConfig(FairseqDataclass):
 
 
 def attention_entropy(weights: torch.Tensor) -> torch.Tensor:
-    """Entropy ``-sum_i a_i log a_i`` of each attention row ``(..., S) -> (...)``; 0 log 0 = 0.
-
-    The log is clamped at the smallest normal float: a weight that underflowed to exactly 0
-    would otherwise get the gradient ``log 0 = -inf``, and the softmax backward turns
-    ``0 * -inf`` into NaN.
-    """
+    """Entropy ``-sum_i a_i log a_i`` of each attention row ``(..., S) -> (...)``; 0 log 0 = 0."""
+    # the log clamped at the smallest normal float: a weight underflowed to exactly 0 would get the
+    # gradient log 0 = -inf, and the softmax backward turns 0 * -inf into NaN
     return -(weights * weights.clamp_min(torch.finfo(weights.dtype).tiny).log()).sum(-1)
 
 
@@ -178,13 +162,12 @@ class AttentionCrossEntropyCriterion(FairseqCriterion):
 
     def _first_word_nll(self, sample, target, nll):
         """The NLL summed over the first words: gathered at the positions the collate found
-        (``count_on_host``), the elements and their order those of ``nll[mask]``, without the
-        mask's device read; in a CUDA graph (whose shapes cannot follow the batch's) the masked
-        sum, the same figure summed in another order."""
+        (``count_on_host``), else summed under their mask."""
         positions = sample.get("first_words")
         if positions is not None and sample.get("target") is target:
-            return nll.flatten()[positions].sum()
+            return nll.flatten()[positions].sum()  # the elements of nll[mask], in its order, and no device read
         first = self._first_words(sample, target)
+        # a CUDA graph's shapes cannot follow the batch's: the masked sum, the same figure in another order
         return nll.masked_fill(~first, 0.0).sum() if cuda_graphs.capturing() else nll[first].sum()
 
     @staticmethod

@@ -1,12 +1,9 @@
 """Exact word likelihood for the character-level models, reported in bits per character.
 
-The loss is ``-sum_t log p(w_t | w_<t)`` over the real (non-padding) target words, with the
-cache mixture marginalised inside ``p`` (Kawakami et al. 2017, "Training objective"); it is
-averaged per word for the optimiser. Logged: ``loss`` and ``nll_loss`` (bits per word, as
-fairseq logs), ``ppl`` (word perplexity), ``bpc = -log2 p(corpus) / |c|`` with ``|c|`` the
-sample's ``nchars`` (every character plus one space or line break per word; see
-``data/spelling.py``), and, for the cache model, ``cache_use``: the mean cache posterior
-``p(z_t | w)`` over the words.
+The loss is ``-sum_t log p(w_t | w_<t)`` over the real target words, the cache mixture marginalised
+inside ``p`` (Kawakami et al. 2017, "Training objective"), averaged per word for the optimiser. Logged
+beside it: ``ppl`` per word, ``bpc = -log2 p(corpus) / |c|`` with ``|c|`` the sample's ``nchars``
+(``data/spelling.py``) and, for the cache model, ``cache_use``, the mean cache posterior ``p(z_t | w)``.
 """
 
 import math

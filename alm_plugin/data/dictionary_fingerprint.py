@@ -1,12 +1,5 @@
-"""A hash of the dictionary saved with each model, checked when a checkpoint is loaded.
-
-The size of the embedding table only catches a dictionary of another size; the same size
-with other words (another corpus, another threshold) would load silently and score junk.
-The hash is a plain attribute, saved in the checkpoint's own dict beside the state dict
-(``models/checkpoint_fit.py``), where fairseq's checkpoint averaging and EMA leave it whole;
-the loader hands it back under ``<prefix>dictionary_fingerprint``, the name older checkpoints
-hold it under as an int64 buffer.
-"""
+"""A hash of the dictionary saved with each model and checked when a checkpoint is loaded, so that a
+dictionary of the same size with other words is refused rather than scored."""
 
 import hashlib
 

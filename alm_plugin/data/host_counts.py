@@ -7,9 +7,8 @@ import torch
 def count_on_host(batch, dictionary):
     """Adds to a collated ``batch``, still on the host, what the criterion counts: ``scored_rows``
     (the samples that hold a scored token, an int) and ``first_words`` (the flat positions of the
-    targets read from a sentence boundary, as ``_first_words`` finds them). On a GPU the criterion
-    would otherwise read both from the device in every update. A batch without ``target`` (or
-    with several) is left as it is. Returns the batch."""
+    targets read from a sentence boundary, as ``_first_words`` finds them). A batch without one
+    ``target`` tensor is left as it is. Returns the batch."""
     target = batch.get("target") if isinstance(batch, dict) else None
     if not isinstance(target, torch.Tensor) or "net_input" not in batch:
         return batch

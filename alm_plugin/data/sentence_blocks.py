@@ -19,14 +19,9 @@ def sentence_piece_slices(sizes: np.ndarray, max_tokens: int) -> np.ndarray:
 
 
 class SentenceBlockDataset(TokenBlockDataset):
-    """fairseq's ``eos`` break mode, except that a sentence longer than ``block_size`` is split
-    into consecutive pieces instead of becoming one over-long sample that fairseq would later
-    drop (``fairseq-eval-lm`` drops samples longer than ``max_positions`` silently).
-
-    The memory of the attentive models resets at each piece, as it does at each sentence; the
-    source of a continuation piece starts with the last token of the previous piece, so the
-    first word of a piece is still predicted from its real predecessor.
-    """
+    """fairseq's ``eos`` break mode, except that a sentence longer than ``block_size`` is split into
+    consecutive pieces, none dropped; a continuation piece's source starts with the previous piece's
+    last token, so its first word is predicted from its real predecessor."""
 
     def __init__(self, dataset, sizes, block_size, pad, eos, include_targets=True):
         super().__init__(

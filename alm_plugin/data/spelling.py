@@ -1,17 +1,6 @@
-"""Words as character sequences: the bridge between fairseq's word data and character models.
-
-Every word of the fairseq dictionary is spelled once, at model build time, into a padded
-table of character ids. A word is its characters followed by an end-of-word symbol; the
-end-of-sentence word ``</s>`` has no characters, so it is the end-of-word symbol alone
-(a sentence ends with two end-of-word symbols: the space after the last word, and the line
-break). Character ids: 0 pad, 1 start-of-word (the decoder's first input, ``v_S``),
-2 end-of-word, then the characters of the dictionary in sorted order.
-
-Counting for bits per character (Kawakami et al. 2017, ``bpc = -log2 p(corpus) / |c|``):
-``|c|`` is the length of the text written one sentence per line with single spaces, i.e.
-every character of every word plus one for the space or line break after it. ``</s>``
-adds nothing: it is the line break, already counted after the sentence's last word.
-"""
+"""Words as character sequences, the bridge between fairseq's word data and the character models: every
+dictionary word spelled once, at model build time, into a padded table of character ids, each spelling
+ended by an end-of-word symbol."""
 
 from typing import List, Optional, Tuple
 
@@ -19,6 +8,7 @@ import torch
 import torch.nn as nn
 from torch import Tensor
 
+# start-of-word: the decoder's first input (v_S); the dictionary's characters follow, in sorted order
 PAD, START_OF_WORD, END_OF_WORD = 0, 1, 2
 NUM_SPECIAL_CHARACTERS = 3
 
@@ -30,7 +20,9 @@ def word_spellings(dictionary):
 
 
 def character_counts(dictionary) -> Tensor:
-    """``|c|`` contribution of each dictionary index: characters + 1 (space or line break)."""
+    """Each dictionary index's share of ``|c|`` in bits per character (Kawakami et al. 2017,
+    ``bpc = -log2 p(corpus) / |c|``): its characters + 1 (the space or line break after it); ``</s>``,
+    the line break already counted after the sentence's last word, adds nothing."""
     return torch.tensor([len(word) + 1 if word else 0 for word in word_spellings(dictionary)])
 
 

@@ -1,25 +1,6 @@
-"""A data-bin folder as our three tasks read it: its dictionary and its binarised splits, each
-checked where it is loaded, so that a broken file is refused in one line that names it and says
-how to rebuild it, not by a traceback from deep in fairseq (or, worse, read as something else).
-
-What is checked, before fairseq opens anything:
-
-- ``dict.txt``: UTF-8, every line ``<word> <count>`` (fairseq's ``[#fairseq:overwrite]`` flag
-  allowed), no word twice (fairseq's ``RuntimeError: Duplicate word``, ``ValueError: Incorrect
-  dictionary format``, naming no file or line).
-- ``SPLIT.idx`` / ``SPLIT.bin`` (fairseq's ``mmap`` format, what fairseq-preprocess writes): the
-  index's header, its length against the number of lines it declares (on a truncated index
-  fairseq ends in ``buffer is smaller than requested size`` and an ``Exception ignored in __del__``
-  traceback), each line's size and offset against the data (fairseq takes a size beyond the data,
-  and ``fairseq-eval-lm`` advises raising ``--max-tokens``), the data's length against the index's
-  total (a truncated ``.bin``: ``ValueError: buffer is smaller ...``), and every word id against
-  the dictionary's size (a split binarised with another, larger dictionary), and no ``<s>`` or
-  ``<pad>`` id among them (fairseq-preprocess never writes them; scored, they would skew the figure).
-- An empty ``.bin`` and a missing split, each refused by name.
-
-``loaded_for_training`` tells a task's ``load_dataset`` whether fairseq's trainer loads the split to
-train on it, or a tool loads it to score it (a split named ``train*`` included).
-"""
+"""A data-bin folder as our three tasks read it: its dictionary and its binarised splits checked before
+fairseq opens them, so that a broken file is refused in one line that names it and says how to rebuild it.
+``loaded_for_training`` tells a task's ``load_dataset`` whether the split is trained on or scored."""
 
 import itertools
 import os
@@ -210,10 +191,8 @@ def check_legacy_index(index: str, raw: bytes, corrupt: str) -> None:
 
 def load_split(data: str, split: str, dictionary, epoch: int = 1, dataset_impl=None, combine=False):
     """``split`` of the ``epoch``-th folder of ``data`` (fairseq's ``a:b:c`` shards) as fairseq's
-    indexed dataset of lines, its files checked first (``check_split_files``). A split binarised
-    from a text of no line has an empty ``.bin``, which fairseq's ``MMapIndexedDataset`` cannot
-    map (``ValueError: cannot mmap an empty file``, naming no split, then an ``Exception ignored``
-    traceback from its ``__del__``): refused by name before it is opened."""
+    indexed dataset of lines, its files checked first (``check_split_files``); a missing split, or an
+    empty ``.bin`` (a text of no line), refused by name."""
     paths = utils.split_paths(data)
     split_path = os.path.join(paths[(epoch - 1) % len(paths)], split)
     folder, bin_file = os.path.dirname(split_path), data_file_path(split_path)
@@ -224,6 +203,7 @@ def load_split(data: str, split: str, dictionary, epoch: int = 1, dataset_impl=N
         check_split_files(prefix, dictionary)
         if not combine:
             break
+    # fairseq's MMapIndexedDataset cannot map an empty file, and its error names no split
     if os.path.isfile(index_file_path(split_path)) and os.path.isfile(bin_file) and os.path.getsize(bin_file) == 0:
         raise MissingDataError(
             f"the '{split}' split in {folder} holds no line ({split}.bin is empty): binarise a "

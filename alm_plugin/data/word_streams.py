@@ -1,21 +1,5 @@
-"""A corpus as parallel streams of words, read chunk by chunk (truncated BPTT).
-
-The split is one long sequence of word ids, ``</s>`` ending each line, preceded by one
-``</s>`` that serves as the "previous word" of the first line. It is cut into ``R`` rows of
-about equal length, **each cut at a line end** (the shorter rows padded, so that **every
-word is a target exactly once**), and each row into chunks of ``T`` words; item ``i`` is
-chunk ``i`` of all rows of this shard. Inputs and targets overlap by one word, so no word
-is lost at a chunk boundary (fairseq's ``truncated_bptt`` example pads the last target of
-every chunk instead). Every row starts, from a fresh state, with ``</s>`` as its first input,
-as the one-stream reading and a sentence do.
-
-With ``burn_in`` B (evaluation), every row but the first reads, before its first scored word
-and without scoring it (its targets there are padding: every word is still scored exactly
-once), first the text's opening lines (``PREAMBLE`` words at least, to a line end), then its
-own text from the line start at or before B words back, as fairseq's ``--context-window`` reads
-context before a block. Why the cuts and the burn-in, with the measurements: docs/models.md,
-"Document context: streams and the neural cache" and "What a stream reads before it scores".
-"""
+"""A corpus as parallel streams of words, read chunk by chunk (truncated BPTT): the split cut at line ends
+into rows, each row into chunks, every word a target exactly once."""
 
 import logging
 import math
@@ -55,6 +39,11 @@ def burn_in_starts(words: torch.Tensor, starts: torch.Tensor, burn_in: int, eos:
 
 
 class WordStreamDataset(FairseqDataset):
+    """Shard ``shard_id`` of a split's ``words`` as ``rows_per_shard`` rows cut at line ends: item ``i`` is
+    chunk ``i`` of every row, ``words_per_chunk`` inputs and the targets one word further. With ``burn_in``
+    (evaluation) every row but the first reads, unscored, the text's opening, then its own text from the line
+    start at or before ``burn_in`` words back from its first target."""
+
     def __init__(
         self,
         words: torch.Tensor,
@@ -67,7 +56,7 @@ class WordStreamDataset(FairseqDataset):
         burn_in: int = 0,
     ):
         super().__init__()
-        stream = torch.cat([words.new_tensor([eos]), words])
+        stream = torch.cat([words.new_tensor([eos]), words])  # one </s> ahead: the first line's previous word
         rows = rows_per_shard * num_shards
         starts = line_starts(words, rows, eos)
         lengths = torch.diff(torch.cat([starts, starts.new_tensor([words.numel()])]))

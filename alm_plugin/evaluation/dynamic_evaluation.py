@@ -1,26 +1,17 @@
 """Dynamic evaluation (Krause, Kahembwe, Murray & Renals 2018): the model keeps learning from the
 text it scores.
 
-The text is read in corpus order as one sequence of segments (``sentence_language_modeling``: one
-sample, a sentence, each from a fresh state as in training; ``document_language_modeling``:
-``--dynamic-eval-segment`` tokens of the one stream, the LSTM state carried across them, detached).
-Each segment is scored with the current weights, then one step on its mean NLL (its targets,
-``</s>`` included), both terms at the weights that scored it:
+The text is read in corpus order as one sequence of segments (a sentence, or ``--dynamic-eval-segment``
+tokens of a stream). Each segment is scored with the current weights, then one step is taken on its mean
+NLL, both terms at the weights that scored it:
 
     sgd:  theta <- theta - lr * grad + decay * (theta_0 - theta)
     rms:  theta <- theta - lr * grad / (MS + eps) + decay * decrate * (theta_0 - theta)
           MS      = sqrt(mean over training segments of grad^2)             per weight, once
           decrate = MS / mean over parameter tensors of mean(MS), capped at 1 / decay
 
-over every trainable parameter (the tied embedding and the biases included); the decay is not
-scaled by lr. ``theta_0`` (the trained weights) is kept in memory: the checkpoint file is never
-written, and every pass starts from it (``reset``). Dropout stays off: the model stays in eval
-mode, but for its LSTMs, which record in train mode with their dropout at 0 (the same figures):
-cuDNN's LSTM refuses a backward pass in eval mode, and without cuDNN a step on a GPU is slower
-(docs/tools.md). The neural cache, if on, mixes into the adapted model's distribution;
-the step's loss is the model's own NLL (the cache is not trained). What stops a runaway
-adaptation (``EXPLODED``, ``SHADOW``, ``DRIFT`` below) and the measurements behind it: docs/models.md,
-"Dynamic evaluation: the model adapts to the text it scores".
+over every trainable parameter; the decay is not scaled by lr. ``theta_0``, the trained weights, is kept
+in memory (the checkpoint is never written), and every pass starts from it (``reset``).
 """
 
 import contextlib
@@ -217,11 +208,9 @@ class DynamicEvaluator:
                 torch._foreach_add_(self.parameters, pulls)
 
     def check_worse(self):
-        """Stop a pass whose adapted segments score ``WORSE`` nats a token above the trained weights on
-        the same segments (from the ``MIN_SHADOW``th shadowed one on): it would print a figure far
-        worse than the static model's, from weights that went bad at the start. The same over the run's
-        texts so far: texts shorter than ``MIN_SHADOW`` segments each (alm-score's files, the hub's
-        calls) are checked together, as one text of the same segments is."""
+        """Stop a pass whose adapted segments score ``WORSE`` nats a token above the trained weights on the
+        same segments (from the ``MIN_SHADOW``th shadowed one on), and the same over the run's texts so far,
+        so that texts shorter than ``MIN_SHADOW`` segments each are checked together."""
         shadowed = len(self.trained_nlls)
         if shadowed >= MIN_SHADOW:
             adapted = sum(self.nlls[:shadowed]) / shadowed

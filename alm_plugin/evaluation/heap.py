@@ -1,13 +1,6 @@
-"""Keep freed memory in the process for loops that allocate the same large CPU tensors each step.
-
-glibc hands a freed block over its mmap threshold (``M_MMAP_THRESHOLD``, which glibc raises from
-its initial value at most to ``LARGEST_HEAP_BLOCK``: mallopt(3)) back to the kernel, and trims the
-heap's free top beyond twice that: the next step's tensor then comes as fresh pages the kernel
-must zero, one page fault per page. Dynamic evaluation allocates the output layer's whole gradient
-(vocabulary x embedding) every segment, the cache grid its score blocks every chunk. Kept in the
-process, the blocks are reused without the faults, and the figures are the same (the cost:
-docs/troubleshooting.md, "Memory held after dynamic evaluation or ``alm-cache-grid``").
-"""
+"""Keep freed memory in the process for the test-time loops that allocate the same large CPU tensors each
+step (dynamic evaluation's output-layer gradient, the cache grid's score blocks), so that each step reuses
+the blocks rather than faulting in fresh pages."""
 
 import ctypes
 import os

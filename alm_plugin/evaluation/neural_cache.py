@@ -3,16 +3,9 @@
     p(w | h_t) = (1 - lambda) p_model(w | h_t)
                  + lambda * sum_{i in window} [x_{i+1} = w] softmax_i(theta h_t . h_i)      (Eq. 2-4)
 
-``h`` is the vector the output layer receives (``extract_features``); the cache holds the
-pairs ``(h_i, x_{i+1})`` of the ``window`` previous positions of the text **read in corpus
-order**, across sentence ends, and never the word being predicted. With an empty cache (the
-first token of a text) the mixture is ``p_model`` alone. Nothing is trained.
-
-The cache is kept per *row*: the one row of a corpus read sentence by sentence (the
-sentence task flattens each batch of consecutive sentences into it), or each stream of the
-document task. ``StreamCarry`` hands the previous batch's memory on only to a batch that
-continues it (the next sentence ids, or the next positions of the same streams); anything
-else starts with an empty cache.
+``h`` is the vector the output layer receives (``extract_features``); the cache holds the pairs
+``(h_i, x_{i+1})`` of the ``window`` previous positions of the text read in corpus order, one cache per
+row (a corpus read sentence by sentence, or each stream). Nothing is trained.
 """
 
 import math
@@ -104,8 +97,8 @@ class NeuralCache:
         allowed = allowed.unsqueeze(0) & ~memory_padding.unsqueeze(1)  # (R, T, S)
         scores = cache_scores(self.theta, torch.bmm(features, memory.transpose(1, 2)))
         weights = masked_softmax(scores, allowed)
-        # p_cache(w) = the sum of the weights of w's slots, over the cache's distinct words U
-        # (a few hundred in 2,000 words of text), not over the vocabulary
+        # p_cache(w) = the sum of the weights of w's slots, over the cache's distinct words U, far
+        # fewer than the vocabulary's
         words, slot_word = torch.unique(keys.clamp_min(0), return_inverse=True)  # (U,), (R, S)
         cache = weights.new_zeros(*weights.shape[:2], words.numel())
         cache.scatter_add_(2, slot_word.unsqueeze(1).expand(-1, length, -1), weights)  # (R, T, U)
@@ -121,13 +114,8 @@ class NeuralCache:
 
 def cached_log_probs(cache: NeuralCache, log_model: Tensor, net_output, sample, padding_idx: int) -> Tensor:
     """``log p`` (B, T, V) of a batch with the cache mixed into ``log_model``, the model's whole
-    distribution (``decoder.log_probs``, whatever its output layer).
-
-    A document-task batch (``stream_ids`` in its input) has one cache per stream. Otherwise
-    the batch must hold consecutive sentences (ids ``k, k+1, ...``, as the sentence task's
-    in-order loader gives them when a cache is on): their real tokens are one row of text
-    in corpus order, and the next batch continues it if it starts at the next id.
-    """
+    distribution (``decoder.log_probs``, whatever its output layer): one cache per stream of a
+    document-task batch, else one row of the batch's consecutive sentences, in corpus order."""
     extra, target = net_output[1], sample["target"]  # the whole batch: TestTimeModel checked it (whole_batch)
     log_model = log_model.clone()
     features, padding = extra["features"].detach(), target.eq(padding_idx)
@@ -178,10 +166,8 @@ def check_finite(log_probs: Tensor, target: Tensor, padding: Tensor) -> Tensor:
 def target_cache_probs(features: Tensor, targets: Tensor, window: int, thetas, chunk: int = 1024):
     """For one row of text (``features`` (N, d), ``targets`` (N,)): ``p_cache(x_{t+1} | h_t)``
     of every token for each theta (``(len(thetas), N)``) and whether its cache held anything
-    (``(N,)``): the cache of ``NeuralCache`` for the target words only, so a grid over
-    theta and lambda costs one pass per window (``alm-cache-grid``). The softmax's shift is
-    theta times the row's largest dot (theta >= 0), so the dots are masked and shifted once for
-    every theta."""
+    (``(N,)``): ``NeuralCache``'s cache at the target words only, one pass per window for
+    ``alm-cache-grid``'s grid over theta and lambda."""
     features = features.float()
     probs = features.new_zeros(len(thetas), features.size(0))
     filled = torch.zeros(features.size(0), dtype=torch.bool, device=features.device)
@@ -191,6 +177,7 @@ def target_cache_probs(features: Tensor, targets: Tensor, window: int, thetas, c
         first = max(0, start - window)
         allowed = window_mask(start - first, end - start, window, features.device)
         shifted = (features[start:end] @ features[first:end].t()).masked_fill_(~allowed, -math.inf)
+        # theta >= 0: the softmax's shift is theta times the row's largest dot, one shift for every theta
         top = shifted.amax(-1, keepdim=True)
         shifted.sub_(top.masked_fill_(top.isneginf(), 0.0))  # an empty cache: all -inf, its p 0
         same = targets[first:end].unsqueeze(0) == targets[start:end].unsqueeze(1)

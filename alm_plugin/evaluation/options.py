@@ -1,14 +1,6 @@
 """The test-time path in one place: the neural cache (Grave et al. 2017) and dynamic evaluation
-(Krause et al. 2018), declared, read, refused and handed to a model here alone.
-
-``TestTimeOptions`` declares the options once: the word-level tasks mix it into their configs
-(fairseq-eval-lm, fairseq-validate, fairseq-train, the hub) and ``add_arguments`` gives alm-score
-the same flags, defaults and help. ``EvaluationOptions.read`` turns parsed arguments into checked
-settings (neural_cache.py and dynamic_evaluation.py, beside it, say what each value refuses);
-``refuse`` refuses a combination for every entry with the same line; ``attach`` gives a
-``TestTimeModel`` its cache and evaluator, the one way a model takes them. ``TestTimeTask`` is the
-task side of the same path: a word-level task reads the options once, refuses them where the
-criterion scores (fairseq-train, fairseq-validate) and attaches them to the model it builds."""
+(Krause et al. 2018), their options declared, read, refused and handed to a model here alone, the same
+for every tool and task that reaches them."""
 
 import sys
 import typing
@@ -231,10 +223,8 @@ def refuse(
 
 
 def refuse_softmax_batch(model, cfg) -> None:
-    """``fairseq-eval-lm --softmax-batch N`` hands ``get_normalized_probs`` slices of N tokens of a
-    batch's output (flattened across its rows) once the batch holds N or more: dynamic evaluation
-    would take a step per slice (another figure, without a word), the neural cache and the pointer's
-    mixture would read slices as rows. Refused up front, whatever the batches."""
+    """Refuse ``fairseq-eval-lm --softmax-batch N`` up front, whatever the batches, for a model that reads
+    a batch's output whole (dynamic evaluation, the neural cache, the Pointer Sentinel-LSTM's mixture)."""
     eval_lm = getattr(cfg, "eval_lm", None)  # the eval-lm group: fairseq-eval-lm's config holds it, others do not
     softmax_batch = read_options(EvalLMConfig, eval_lm, "softmax_batch").softmax_batch
     if softmax_batch is None or softmax_batch >= sys.maxsize:  # not given (EvalLMConfig's default: sys.maxsize)
@@ -317,15 +307,15 @@ class TestTimeModel:
 
     def adapt(self, net_output, target):
         """Dynamic evaluation's step on one scored segment (``net_output`` from this model's forward,
-        with its graph); returns ``log p(target)`` (1, T) at the weights that scored it. The step's
-        NLL comes from ``target_log_probs``: its backward never spans the whole distribution
-        (the adaptive softmax: the head, and a tail only for the targets in it)."""
+        with its graph); returns ``log p(target)`` (1, T) at the weights that scored it."""
         if target.size(0) != 1:
             raise OptionError(
                 "dynamic evaluation reads the text one segment at a time: this batch holds "
                 f"{target.size(0)}; score with fairseq-eval-lm or alm-score"
             )
         with self.dynamic_eval.recording():
+            # the targets' log p alone: the backward never spans the whole distribution (the adaptive
+            # softmax: the head, and a tail only for the targets in it)
             scores = self.decoder.target_log_probs(net_output, target)
             real = target.ne(self.decoder.padding_idx)
             trained_nll = self.dynamic_eval.trained_nll(target)

@@ -1,11 +1,5 @@
-"""Let fairseq checkpoints load under torch's safe loading (``weights_only=True``).
-
-torch >= 2.6 refuses to unpickle anything but tensors and plain containers unless the type
-is allow-listed. fairseq checkpoints also hold an ``argparse.Namespace`` (the legacy
-``args``, and the config of models such as ``lstm_lm``). We allow exactly the types found
-in fairseq checkpoints, instead of turning the check off for every file
-(``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1``).
-"""
+"""Let fairseq checkpoints load under torch's safe loading (``weights_only=True``), with exactly the types
+they hold allow-listed, and refuse a checkpoint that cannot be read or used in one line that names it."""
 
 import argparse
 import contextvars
@@ -54,8 +48,8 @@ def saved_model(state):
 
 
 def check_saved_names(state, path):
-    """A checkpoint whose model (or, where the task is built from it, task) fairseq does not know would fail
-    deep in fairseq with no file named ("Incompatible value 'None'", a KeyError): refused in one line."""
+    """Refuse a checkpoint whose saved model (or, where the loading builds the task from it, task) fairseq
+    does not know here."""
     from fairseq.models import ARCH_MODEL_REGISTRY, MODEL_REGISTRY
     from fairseq.tasks import TASK_REGISTRY
 
@@ -83,10 +77,9 @@ def check_scoring_task(state, path):
 
 
 def forget_saved_test_time_options(state, overrides):
-    """A checkpoint saved before the cache's theta and lambda defaulted to "not given" holds 0.3
-    and 0.1 in its task config (training refuses the cache, so never with a window): dropped here,
-    as not given, so that a tool building the task from the checkpoint reads only its own options
-    (else ``--neural-cache-theta does nothing without --neural-cache-window`` on every load)."""
+    """Set the neural cache's settings that a checkpoint's task config holds without a window back to
+    "not given", unless ``overrides`` names them: a tool building its task from the checkpoint reads
+    only its own."""
     from omegaconf import open_dict
 
     task = (state.get("cfg") or {}).get("task")
@@ -118,10 +111,8 @@ def whole_sentences(text: str, limit: int = 240) -> str:
 
 
 def _explain_unreadable_checkpoints():
-    """A truncated or foreign file otherwise surfaces as a raw torch/pickle error from deep in
-    fairseq (fairseq-train --restore-file, fairseq-eval-lm, fairseq-validate, the hub); an
-    override naming no option of one of our models (a misspelt ``--model-overrides`` key)
-    would be dropped without a word."""
+    """Wrap fairseq's ``load_checkpoint_to_cpu`` and ``load_model_ensemble_and_task`` (once): a checkpoint
+    that cannot be read, or does not fit what loads it, is refused in one line that names it."""
     from fairseq import checkpoint_utils
 
     from ..errors import CheckpointError

@@ -1,32 +1,6 @@
-"""Where fairseq 0.12 slips on devices and precision: ``--bf16`` refused in one line, ``--fp16``
-refused in one line where fairseq-train would train on the CPU, and the clipped gradient norm kept
-on the gradients' device (``--cpu`` on a machine with a GPU).
-
-``--bf16``: fairseq's option parsing turns it into ``--tpu`` (``options.py``: "use bfloat16;
-implies --tpu"), so ``fairseq-train`` asks torch_xla for its device and dies with
-``AttributeError: 'NoneType' object has no attribute 'xla_device'`` (on a GPU as on a CPU), while
-``fairseq-eval-lm`` / ``fairseq-validate`` ignore it and compute in float32. The plugin refuses it
-when the task is set up (``fairseq.tasks.setup_task``, which every tool calls before it reads data
-or builds a model, for every task and model once the plugin is loaded), naming ``--fp16`` /
-``--amp``, fairseq's mixed precision on a GPU. No bf16 route is built here (docs/tools.md,
-"Precision").
-
-``--fp16`` on the CPU (``--cpu``, or no GPU torch can use): fairseq-train's ``FP16Optimizer`` puts
-its flat float32 copy of the weights on ``torch.cuda.current_device()`` and dies with
-``AssertionError: Torch not compiled with CUDA enabled`` (or ``no CUDA GPUs are available``);
-refused in one line where fairseq builds that optimizer, with the parameters on the device they
-train on. Left alone: ``--fp16-no-flatten-grads`` and ``--memory-efficient-fp16`` (no flat copy:
-they train in float16 on the CPU), and the evaluation tools (half precision on the CPU).
-
-``--cpu``: see ``clip_grad_norm_``.
-
-And two of fairseq's per-update costs on the host, mended where the numbers stay
-the same: ``set_torch_seed`` (before every update) seeds the generators directly, and
-``clip_grad_norm_`` takes the gradients' norms in one ``torch._foreach_norm``. The others
-(the trainer's ``isfinite`` checks and ``new_tensor`` copies, its smoothed values computed every
-update, its config look-ups) sit in fairseq's ``Trainer.train_step`` and would need a fork of
-it: left as they are (their cost: docs/benchmarks.md, "The host's share of an update").
-"""
+"""Where fairseq 0.12 slips on devices and precision: ``--bf16``, and ``--fp16`` where fairseq-train would
+train on the CPU, refused in one line; the clipped gradient norm kept on the gradients' device (``--cpu`` on a
+machine with a GPU); and two of fairseq's per-update host costs cut, the numbers the same."""
 
 import torch
 from fairseq import tasks, utils
@@ -113,28 +87,17 @@ def _has_grad(p):
 
 @torch.no_grad()
 def clip_grad_norm_(params, max_norm, aggregate_norm_fn=None) -> torch.Tensor:
-    """fairseq's ``utils.clip_grad_norm_``, the norms in one ``torch._foreach_norm``, the total norm
-    on the gradients' device.
-
-    Without apex's ``multi_tensor_l2norm``, fairseq 0.12 takes one ``torch.norm`` per gradient in a
-    Python loop (and warns, every update on a GPU), and puts the norm on
-    ``torch.cuda.current_device()`` whenever ``torch.cuda.is_available()``, whatever device the
-    gradients are on; ``fairseq-train --cpu`` on a machine with a GPU then scales its CPU gradients
-    by a CUDA scalar and dies (``RuntimeError: scalar tensor is expected to be on cpu but is on
-    cuda:0``). With several gradients on one CPU or CUDA device and no apex, this computes
-    fairseq's figure, the norm of the per-gradient float32 norms, with the per-gradient norms in
-    one call and on the gradients' device (on the CPU the same kernel per gradient: the same bits;
-    CUDA's fused kernel may sum in another order, the last bit). Every other case is fairseq's own
-    code. fairseq's optimizers look ``utils.clip_grad_norm_`` up at each call, so replacing the
-    module's attribute reaches them.
-    """
+    """fairseq's ``utils.clip_grad_norm_``, the per-gradient norms taken in one ``torch._foreach_norm`` and
+    the total norm on the gradients' device."""
     if isinstance(params, torch.Tensor):
         params = [params]
     params = list(params)
     grads = [p.grad.detach() for p in params if _has_grad(p) and not hasattr(p, "expert")]
+    # apex's kernel, a single gradient, or gradients on several devices: fairseq's own code
     if len(grads) < 2 or utils.multi_tensor_l2norm_available or not _on_one_device(grads):
         return _fairseq_clip_grad_norm_(params, max_norm, aggregate_norm_fn)
     expert_grads = [p.grad.detach() for p in params if _has_grad(p) and hasattr(p, "expert")]
+    # fairseq's figure: the norm of the per-gradient float32 norms
     total_norm = torch.norm(torch.stack(torch._foreach_norm(grads, 2, dtype=torch.float32)))
     if aggregate_norm_fn is not None:
         total_norm = aggregate_norm_fn(total_norm)
@@ -156,16 +119,8 @@ _fairseq_set_torch_seed = getattr(utils.set_torch_seed, "fairseq_original", util
 
 
 class set_torch_seed(_fairseq_set_torch_seed):
-    """fairseq's ``utils.set_torch_seed`` (which the trainer calls before every update, with the
-    seed plus the update's number; a context manager that restores the generators' state on exit),
-    seeding the CPU generator and CUDA's directly.
-
-    fairseq calls ``torch.manual_seed``, which also queues a seeding of every backend not yet
-    started (CUDA where it is not initialised, XPU, MTIA), and each queued call formats a Python
-    traceback, at every update. The seeds set are the same: the CPU generator's, and every CUDA
-    device's once CUDA is initialised (before that, queued as fairseq queues them);
-    fairseq trains on no other backend.
-    """
+    """fairseq's ``utils.set_torch_seed`` (a context manager that restores the generators' state on exit),
+    seeding the CPU generator and CUDA's directly rather than through ``torch.manual_seed``."""
 
     def __init__(self, seed):
         assert isinstance(seed, int)
@@ -175,7 +130,7 @@ class set_torch_seed(_fairseq_set_torch_seed):
             for generator in torch.cuda.default_generators:
                 generator.manual_seed(seed)
         elif torch.cuda.is_available():
-            torch.cuda.manual_seed_all(seed)
+            torch.cuda.manual_seed_all(seed)  # CUDA not initialised: queued, as fairseq queues it
         if utils.xm is not None:
             utils.xm.set_rng_state(seed)
 
@@ -187,5 +142,6 @@ def install():
     """Put them in fairseq's modules (once, however often the plugin is imported)."""
     tasks.setup_task = setup_task
     FP16Optimizer.build_optimizer = classmethod(build_fp16_optimizer)
+    # fairseq's optimizers look utils.clip_grad_norm_ up at each call: the module's attribute reaches them
     utils.clip_grad_norm_ = clip_grad_norm_  # fairseq: one torch.norm per gradient, in Python
     utils.set_torch_seed = set_torch_seed  # fairseq: torch.manual_seed, a traceback formatted per update

@@ -1,18 +1,5 @@
-"""``fairseq-generate --lm-path``: refuse a language model whose dictionary is not the
-translation's target dictionary.
-
-fairseq adds the LM's log-probabilities to the translation model's index by index
-(``SequenceGenerator``: ``lprobs += lm_weight * lm_lprobs``) without comparing the two
-vocabularies: a dictionary of another size fails with a shape error deep in beam search, one
-of the same size with other words translates silently wrong. The check wraps the
-generator's constructor, so it covers every LM (ours and fairseq's) once the plugin is loaded.
-
-fairseq-generate loads the LM with the translation data directory's ``dict.txt``. Where that
-file is not the training dictionary of one of our LMs, the LM does not load (its checkpoint's
-dictionary fingerprint differs): ``check_lm_fingerprint``, called by the plugin's checkpoint
-loader for the ``--lm-path`` of the fairseq-generate run (``fused_lm_path``), names the
-directory's dictionary that is the LM's training dictionary, or says none of them is.
-"""
+"""``fairseq-generate --lm-path``: refuse a language model whose dictionary is not the translation's target
+dictionary, since fairseq adds the two models' log-probabilities index by index."""
 
 import glob
 import os
@@ -34,6 +21,7 @@ TARGET_SIDE_ADVICE = (
 
 
 def check_lm_dictionary(lm_model, target_dictionary) -> None:
+    """Refuse ``lm_model`` whose dictionary is not ``target_dictionary``, naming the first index they differ at."""
     lm_dictionary = getattr(getattr(lm_model, "decoder", None), "dictionary", None)
     if lm_dictionary is None or lm_dictionary.symbols == target_dictionary.symbols:
         return
@@ -97,6 +85,7 @@ _unchecked_init = SequenceGenerator.__init__
 
 
 def _checked_init(self, models, tgt_dict, *args, lm_model=None, **kwargs):
+    """``SequenceGenerator.__init__``, after checking the fused LM's dictionary (every LM, ours and fairseq's)."""
     if lm_model is not None:
         check_lm_dictionary(lm_model, tgt_dict)
     _unchecked_init(self, models, tgt_dict, *args, lm_model=lm_model, **kwargs)

@@ -1,8 +1,7 @@
 """AMSRN: attention-based memory selection recurrent network (Liu, Chuang and Lee 2016,
 "Attention-based Memory Selection Recurrent Network for Language Modeling").
 
-The text of the paper available to us lacks its formulas; this follows the reconstruction
-documented in docs/models.md, section AMSRN (marked R):
+The equations follow the reconstruction in docs/models.md, section AMSRN (marked R):
 
     memory      H_t = [h_0, h_1, ..., h_t]          the current state included; h_0 is the
                                                     initial state (0 for an LM; the state
@@ -12,16 +11,10 @@ documented in docs/models.md, section AMSRN (marked R):
     similarity  e_i = k_t . (w_h * h_i) = (k_t * w_h) . h_i,  alpha = softmax(e)       (R)
     extraction  r_t = sum_i alpha_i (w_c * h_i) = w_c * sum_i alpha_i h_i               (R)
     output      y_t = softmax(E (W_1 h_t + W_2 r_t + b) + b_out)                       (R)
-                (b only with --combination-bias: see HistoryAttentionConfig)
+                (b only with --combination-bias)
 
-Memory selection variants (``--memory-selection``): ``independent`` (``w_h``, ``w_c`` from two
-layers), ``tied`` (``w_c = w_h``), ``complementary`` (``w_c = 1 - w_h``) and ``none``
-(``w_h = w_c = 1``: the paper's row (b), "LSTM+att").
-
-Output layer choice: the text names three learned parameters ``W_1, W_2, b`` combining
-``h_t`` and ``r_t`` linearly; we map them to the embedding size and use the tied embedding
-matrix ``E`` as ``W_o`` (as the attentive LM does), with no extra non-linearity.
-The entropy regulariser is the criterion's ``--attention-entropy-weight``.
+``--memory-selection`` chooses how ``w_h`` and ``w_c`` are formed; the entropy regulariser is the
+criterion's ``--attention-entropy-weight``.
 """
 
 from dataclasses import dataclass, field

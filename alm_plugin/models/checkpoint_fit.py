@@ -1,32 +1,8 @@
-"""What a checkpoint must agree with to be loaded: its parameters and its options.
+"""What a checkpoint must agree with to be loaded: its parameters and the options that define its function.
 
-Every model of the plugin puts ``CheckpointFitMixin`` before fairseq's model class and
-builds through ``cls.complete_config`` and ``cls.record_options``:
-
-* ``complete_config``: a config saved without an option gets the option's dataclass default
-  (fairseq merges only a model's own name with its dataclass, not a named ``--arch``), or, for
-  an option whose field declares ``default_before_the_option``, that value: the one older
-  checkpoints, saved without the option, hold (their parameters are trained at it).
-* ``record_options``: the options that define the function are kept with the model (JSON text)
-  and saved in the checkpoint beside its parameters (``CHECKPOINT_ENTRY``, with the
-  dictionary's fingerprint). Loading compares them with the model being built, so a
-  ``--restore-file``, ``--model-overrides`` or ``fairseq-eval-lm`` run with, say, another
-  ``--concat-activation`` is refused by name instead of scoring junk; such options change no
-  parameter shape, so nothing else would notice.
-* What the model carries beside its weights stays out of its state dict: fairseq's checkpoint
-  averaging (``scripts/average_checkpoints.py``) sums and divides every entry of the state
-  dict, integers included, and its EMA (``--store-ema``) interpolates every entry. The
-  checkpoint's own dict keeps it (``checkpoint_entry``, written by fairseq's trainer through
-  ``save_beside_the_model``); the loader hands it to the model under the state-dict names that
-  checkpoints saved with it as buffers (a uint8 JSON buffer, an int64 fingerprint) still use
-  (``hand_to_the_model``), so both load and are checked alike.
-* ``check_ranges`` (in ``complete_config``): a negative size, a count below 1 or a dropout
-  outside [0, 1] is refused by name before torch fails on it.
-* ``check_overrides`` (called by ``checkpoint_safety``'s loader): an override naming no option
-  of the model nor of fairseq (a misspelt ``--model-overrides`` key, which fairseq drops
-  without a word) is refused by name.
-
-Every refusal is an ``OptionError``: fairseq's CLIs end with its message in one line.
+Every model of the plugin puts ``CheckpointFitMixin`` before fairseq's model class and builds through
+``cls.complete_config`` (every option filled in and in range) and ``cls.record_options`` (the options that
+define the function, saved beside the parameters and compared on load). Every refusal is an ``OptionError``.
 """
 
 import argparse
@@ -87,10 +63,8 @@ def _before_the_option(model_class) -> dict:
 
 
 def fill_options_older_than(state, overrides):
-    """A checkpoint's model config saved without an option that declares
-    ``DEFAULT_BEFORE_THE_OPTION`` gets the value the checkpoint holds, before fairseq fills the
-    gap with the option's default (its ``build_model`` merges a config named after the model
-    with the model's dataclass, silently)."""
+    """Give a checkpoint's saved model config the ``DEFAULT_BEFORE_THE_OPTION`` value of each such option
+    it lacks, before fairseq fills the gap with the option's default."""
     from fairseq.models import ARCH_MODEL_REGISTRY
 
     configs = [(state.get("cfg") or {}).get("model"), state.get("args")]
@@ -157,9 +131,8 @@ def _fairseq_option_names():
 
 
 def check_overrides(state, overrides):
-    """For a checkpoint of one of our models: refuse an override (``--model-overrides``, a
-    ``from_pretrained`` keyword) that names no option of the model nor any of fairseq's, which
-    fairseq drops without a word (a misspelt ``concat_activaton`` would leave the model unchanged)."""
+    """Refuse an override (``--model-overrides``, a ``from_pretrained`` keyword) of one of our models'
+    checkpoints that names no option of the model nor of fairseq: fairseq would drop it without a word."""
     if not overrides or not state.get("cfg"):
         return
     from fairseq.models import ARCH_MODEL_REGISTRY
@@ -185,12 +158,13 @@ def check_overrides(state, overrides):
 
 
 class CheckpointFitMixin:
-    """Put before ``FairseqLanguageModel`` (or the encoder-decoder model) in the bases."""
+    """Completes a model's config and refuses a checkpoint whose options or parameters do not fit the
+    model being built; put it before ``FairseqLanguageModel`` (or the encoder-decoder model) in the bases."""
 
     @classmethod
     def complete_config(cls, cfg):
-        """``cfg`` with every option of the model's config (see the module's docstring), each
-        in range (``check_ranges``)."""
+        """``cfg`` with every option of the model's config, a missing one at its dataclass default (or
+        its ``DEFAULT_BEFORE_THE_OPTION`` value), each in range (``check_ranges``)."""
         dataclass = getattr(cls, "__dataclass")
         names = dataclass.__dataclass_fields__
         if dataclasses.is_dataclass(cfg):  # built in Python: complete by construction

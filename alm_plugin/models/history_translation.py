@@ -8,9 +8,7 @@
 
     h'_t = tanh(W_c [h_t ; c_t ; z_t] + b_c)          (attentive; AMSRN: W_1 h_t + W_2 r_t + W_3 z_t)
 
-Decoder options keep the language models' names (``--embed-dim``, ``--hidden-size``,
-``--num-layers``, ``--attention-score``, ``--memory-selection`` ...), so a decoder
-configuration reads the same in both; the encoder's options start with ``--encoder-``.
+Decoder options keep the language models' names; the encoder's start with ``--encoder-``.
 """
 
 from dataclasses import dataclass, field

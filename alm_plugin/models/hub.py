@@ -12,11 +12,10 @@ from ..evaluation.options import EvaluationOptions, refuse, refuse_sentences_alo
 
 class LanguageModelHubInterface(hub_utils.GeneratorHubInterface):
     def score(self, sentences, replace_newline_with_eos: bool = False, **kwargs):
-        """fairseq's ``score``; an empty sentence (whose mean word score would be NaN) is refused.
-        With dynamic evaluation (``from_pretrained(..., dynamic_eval_lr=...)``) each call is a text of
-        its own, as each text of ``alm-score`` is: it starts from the trained weights (and an empty
-        neural cache), a list's sentences adapt in order, one at a time, and the trained weights are
-        back when the call returns."""
+        """fairseq's ``score``, refusing an empty sentence (whose mean word score would be NaN). With
+        dynamic evaluation (``from_pretrained(..., dynamic_eval_lr=...)``) each call is one text: it starts
+        from the trained weights and an empty neural cache, adapts to its sentences in order, and
+        restores the trained weights when it returns."""
         if reads_streams(self.task):
             refuse_sentences_alone(
                 getattr(self, "checkpoint", "the model"),

@@ -2,12 +2,8 @@
 
     h_t = LSTM(x_t, h_{t-1});   p(w_{t+1} | w_<=t) = softmax(E h_t + b)
 
-It is the attentive models' decoder with the attention and the combination layer taken
-out: the same embedding, ``nn.LSTM``, dropout (each tensor once), initialisation, tied output,
-criterion and task. A comparison with ``attentive_lm`` or ``amsrn`` differs in two things, the
-attention and the layer between the LSTM and the softmax; ``attentive_lm --zero-context`` keeps
-the layer without the attention, so each can be measured against its own baseline.
-(fairseq's own ``lstm_lm`` loops over time in Python and has no output bias when tied.)
+It is the attentive models' decoder with the attention and the combination layer taken out; docs/models.md
+("alm_lstm, the baseline") says what a comparison with it measures.
 """
 
 from fairseq.models import register_model, register_model_architecture

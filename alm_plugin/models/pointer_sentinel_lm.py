@@ -10,15 +10,9 @@ For the prediction of ``x_{t+1}`` after reading ``x_1..x_t`` (the LSTM outputs `
     p(w) = g p_vocab(w) + sum_{i : x_i = w} a_i                  (Eq. 3-4 with p_ptr = a_{1..L} / (1 - g))
     p_vocab = softmax(E h_t + b_out)                            (tied embeddings, as our other LMs)
 
-The pointer points at the *input* word ``x_i`` of each remembered output ``h_i`` (so it can
-copy the word just read); its probabilities and ``g`` sum to 1, so ``p`` is a distribution
-over the vocabulary. The window is the history attention's memory (``CausalHistoryAttention``
-with ``include_current`` and the sentinel as its always-readable first slot); on
-``document_language_modeling`` the last L outputs and their words carry from chunk to chunk,
-as the paper's window spans its BPTT segments. The decoder returns the output layer's scores
-as every word model does; the mixture is formed by ``log_probs`` (the whole distribution, what
-``get_normalized_probs`` hands every fairseq tool and the neural cache) and, in training, by
-``target_log_probs`` at the target alone.
+The window is the history attention's memory, with the sentinel as its always-readable first slot. The
+mixture is formed by ``log_probs`` (the whole distribution) and, in training, by ``target_log_probs``
+(the target alone).
 """
 
 from dataclasses import dataclass, field

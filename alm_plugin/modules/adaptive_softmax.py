@@ -11,20 +11,8 @@ head scores the ``c_0`` most frequent words and one logit per tail cluster ``k``
     tail_k(h) = E_k h + b_k                                            (tied, the default)
     tail_k(h) = W_k (P_k h) + b_k,  P_k: d -> d / factor^k             (--adaptive-softmax-untied)
 
-Tied, the tails read ``h`` at full width against the embedding rows of their words (as
-awd-lstm-lm's ``SplitCrossEntropyLoss`` does), so the model keeps one word vector per word
-and no parameter is unused in a step; only ``U, u`` (one row per cluster) are new. Untied
-tails are fairseq's (``fairseq.modules.AdaptiveSoftmax``'s head and tail modules, whose
-parameters we reuse); the output bias ``b`` is the decoder's in both cases.
-
-Why not fairseq's ``AdaptiveSoftmax`` methods: ``get_log_prob(h, target)`` fills a tail only
-for the rows whose target lies there (log p = 0 elsewhere) and writes in place (no backward:
-dynamic evaluation needs one); ``adaptive_loss`` gives ``ignore_index=pad`` to the shifted
-tail targets, dropping the within-cluster term of the word ``c_k + pad``; it cannot tie its
-tails to a plain embedding. Here ``log_probs`` forms the whole distribution (summing to 1,
-differentiable) and ``target_log_probs`` the target's log probability alone, each tail
-computed only for the rows whose target lies in it; both in float32. Its options and refusals:
-``options/adaptive_softmax.py``.
+Untied tails are ``fairseq.modules.AdaptiveSoftmax``'s head and tail modules. Options and refusals:
+``options/adaptive_softmax.py``; why fairseq's own methods are not used: docs/models.md.
 """
 
 from typing import List, Optional
@@ -46,9 +34,9 @@ from ..options.adaptive_softmax import (
 
 
 class AdaptiveSoftmax(nn.Module):
-    """``log_probs(h, E, b)`` (..., V) and ``target_log_probs(h, target, E, b)`` (...); ``E``
-    and ``b`` are the decoder's tied embedding weight and output bias (passed in, so the
-    embedding is owned and saved once, by the decoder)."""
+    """The head and tails of the adaptive softmax, read by ``log_probs(h, E, b)`` (..., V) and
+    ``target_log_probs(h, target, E, b)`` (...). ``E`` and ``b``, the decoder's tied embedding weight
+    and output bias, are passed in, so the decoder alone owns and saves them."""
 
     def __init__(
         self,
@@ -83,9 +71,9 @@ class AdaptiveSoftmax(nn.Module):
             self.clusters = nn.Linear(input_dim, len(self.bands))  # U h + u: one logit per tail
 
     def split(self, weight: Tensor, bias: Tensor):
-        """The tied word rows and biases of the head and of each tail: one ``split`` (its backward
-        writes the embedding's gradient once, where a slice per band would fill a V x d zero tensor each)."""
+        """The tied word rows and biases of the head and of each tail."""
         sizes = [self.cutoff[0]] + [hi - lo for lo, hi in self.bands]
+        # one split: its backward writes the embedding's gradient once (a slice per band fills a V x d zero tensor each)
         return weight.split(sizes), bias.split(sizes)
 
     def head_log_probs(self, h: Tensor, weights, biases) -> Tensor:
@@ -122,8 +110,7 @@ class AdaptiveSoftmax(nn.Module):
 
     def target_log_probs(self, features: Tensor, target: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
         """``log p(target)`` (...) without forming the distribution: tail ``k`` runs only on
-        the rows whose target lies in it (on none, it still joins the graph: no parameter is
-        unused in a step, as DDP's default backend requires)."""
+        the rows whose target lies in it."""
         h = features.reshape(-1, features.size(-1))
         flat = target.reshape(-1)
         cluster = torch.bucketize(flat, self.boundaries, right=True)  # 0: the head; k + 1: tail k
@@ -132,6 +119,7 @@ class AdaptiveSoftmax(nn.Module):
         head_index = torch.where(cluster.eq(0), flat, self.cutoff[0] + cluster - 1)
         scores = head.gather(1, head_index.unsqueeze(1)).squeeze(1)
         for k, (lo, _) in enumerate(self.bands):
+            # a tail with no row still joins the graph: DDP's default backend needs every parameter used in a step
             rows = cluster.eq(k + 1).nonzero().squeeze(1)
             within = self.tail_log_probs(k, h.index_select(0, rows), weights, biases)
             scores = scores.index_add(0, rows, within.gather(1, (flat[rows] - lo).unsqueeze(1)).squeeze(1))

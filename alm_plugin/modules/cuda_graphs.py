@@ -1,26 +1,8 @@
 """``--cuda-graphs``: a training update's forward, loss and backward replayed as one CUDA graph.
 
-At the paper's batch (32 sentences of <= 35 words) a 2 x 650 update launches a few hundred small
-kernels, each from Python, so the update can wait on the host rather than on the GPU
-(docs/benchmarks.md, "The host's share of an update"). A CUDA graph launches them all in one
-call. Each batch shape (samples x tokens) gets its graph the first time it trains: a few eager
-passes on a side stream (cuDNN and cuBLAS pick their kernels, the combined score its pairs), then
-the capture, the generators' states put back after both, so a replay draws the dropout of the
-update's own seed (fairseq reseeds before every update; a replay reads the generator's seed and
-offset). An update copies the batch into its graph's input tensors, replays the graph and hands
-the parameters the gradients it wrote, one set of buffers for every graph (fairseq sets ``.grad``
-to ``None`` before the update); what only the host knows, the counts the logs need, is added after
-from the batch (``AttentionCrossEntropyCriterion.logged``).
-
-While a graph is recorded (``capturing()``), the models run what a graph can hold: the LSTM one
-layer at a time with the dropout between layers drawn from the generator (``lstm_helpers``:
-cuDNN's own dropout state is replaced, and freed, at every reseed), the first words' NLL as a
-masked sum, the attention's pair indices kept for good.
-
-An update runs eagerly, as without the option, where a parameter already holds a gradient (the
-batches after the first of an ``--update-freq`` group: the eager backward adds to it) and for
-fairseq's dummy batches. The graphs share one memory pool: they never run at once, and only the
-last replay's outputs are read.
+Each batch shape gets its graph the first time it trains; the host then launches the update's kernels in
+one call. While a graph is recorded (``capturing()``), the models run only what a graph can hold.
+docs/models.md ("CUDA graphs") says how an update is captured and replayed.
 """
 
 import contextlib
@@ -155,7 +137,7 @@ def check_graphable(model, criterion, optimizer) -> None:
 
 
 class GraphedTrainStep:
-    """``task.train_step``'s forward, loss and backward, one graph per batch shape (module docstring)."""
+    """``task.train_step``'s forward, loss and backward, captured once per batch shape and replayed."""
 
     def __init__(self, model, criterion, optimizer):
         check_graphable(model, criterion, optimizer)

@@ -1,19 +1,9 @@
-"""Causal attention of a recurrent model over its own earlier hidden states.
+"""Causal attention of a recurrent model over its own earlier hidden states, shared by the attentive LM
+(Salton et al. 2017), AMSRN (Liu et al. 2016), the Pointer Sentinel-LSTM and the translation decoders.
 
-One module serves every model of the plugin: the attentive LM (Salton et al. 2017), AMSRN
-(Liu et al. 2016) and the attentive translation decoders. They differ only in
-
-* the score function (a small module: ``SingleScore``, ``CombinedScore`` or ``DotScore``,
-  which AMSRN feeds with its selected key ``k_t * w_h``),
-* whether the memory holds the current state ``h_t`` (AMSRN) or stops at ``h_{t-1}``
-  (attentive LM),
-* whether the memory starts with the initial state ``h_0 = 0`` (AMSRN's ``H_t``; for the
-  attentive LM it is the optional "sentinel" slot of the authors' released code),
-* an optional window: only the ``window`` most recent states are remembered.
-
-Training and scoring see the whole sequence at once (attention never feeds back into the
-recurrence), so the full forward is a handful of batched matrix products under a causal
-mask. Incremental decoding keeps the memory and its precomputed keys in a dict of tensors.
+The models differ in the score (``SingleScore``, ``CombinedScore``, ``DotScore``), in whether the memory
+holds ``h_t`` and starts with an initial slot ``h_0``, and in its window. The attention never feeds back
+into the recurrence, so a whole sequence is attended in a few batched matrix products under a causal mask.
 """
 
 from typing import Dict, Optional, Tuple
@@ -56,10 +46,8 @@ class SingleScore(nn.Module):
 class CombinedScore(nn.Module):
     """Salton et al. Eq. 10: ``combined(h_i, h_t) = v . tanh(W_s h_i + W_q h_t)``.
 
-    The additive form needs an ``attention_dim`` vector per (query, slot) pair. Given the pairs
-    the attention may read (``reads_pairs``: the caller passes their indices), only those are
-    computed (the causal lower triangle: about half of the grid, the rest is not in the formula);
-    the caller bounds the intermediate by chunking the queries.
+    The additive form needs an ``attention_dim`` vector per (query, slot) pair; with ``reads_pairs``
+    the caller passes the indices of the pairs the attention may read, and only those are computed.
     """
 
     reads_pairs = True
@@ -124,16 +112,8 @@ class CausalHistoryAttention(nn.Module):
         initial_slot: the memory starts with the initial state ``h_0 = 0``.
         window: remember only the ``window`` most recent states (0: the whole sample).
         chunk_elements: bound on the elements of a score intermediate when no graph is built;
-            queries are processed in chunks so long blocks (eval-lm at 512-2048 tokens) stay
-            in a small budget. ``None``: sized for the device (``CHUNK_ELEMENTS``).
-
-    With a graph (training, dynamic evaluation) the queries go in one pass: autograd keeps
-    every chunk's tanh for the backward, so chunks would bound no memory, only multiply the
-    kernels (at batch 128 x 35, 2 x 650: about 7 rounds of them a step).
-
-    Nothing here reads a device value on the host (on a GPU each read waits for the device):
-    which slots a query may read follows from the shapes, so the pairs are found on the host
-    (and kept per chunk geometry), and the padding mask is applied whether or not it masks anything.
+            the queries are processed in chunks so that long blocks (eval-lm's) stay in a small
+            budget. ``None``: sized for the device (``CHUNK_ELEMENTS``).
     """
 
     def __init__(
@@ -279,6 +259,8 @@ class CausalHistoryAttention(nn.Module):
     def _queries_per_chunk(self, queries: Tensor, keys: Tensor, tgt_len: int) -> int:
         """All queries at once, unless the score builds a big intermediate and no graph keeps it."""
         per_query = getattr(self.score, "intermediate_size", None)
+        # where autograd records (training, dynamic evaluation) it keeps every chunk's tanh for the backward:
+        # chunks would bound no memory, only multiply the kernel launches
         if per_query is None or (torch.is_grad_enabled() and (queries.requires_grad or keys.requires_grad)):
             return tgt_len
         budget = self.chunk_elements or CHUNK_ELEMENTS.get(keys.device.type, CHUNK_ELEMENTS["cpu"])

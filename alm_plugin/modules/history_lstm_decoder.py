@@ -1,15 +1,13 @@
-"""An LSTM decoder that attends over its own history: the common body of our models.
+"""An LSTM decoder that attends over its own history: the common body of our word-level models.
 
     embed -> LSTM (one call over the whole sequence) -> causal history attention
           -> combine(h_t, c_t [, z_t]) -> softmax tied to the input embeddings
                                           (full, or adaptive: ``adaptive_softmax.py``)
 
-Subclasses choose the attention (score, memory layout) and the combination layer; this
-class owns the embedding, the recurrence, dropout, initialisation, incremental state and
-the dictionary check. Built with ``source_dim > 0`` it is a translation decoder: it starts
-from the encoder's final state and adds the source context ``z_t`` (``SourceAttention``) to
-the combination layer's inputs; ``encoder_out`` is then the output of fairseq's
-``LSTMEncoder``.
+Subclasses choose the attention and the combination layer; this class owns the embedding, the
+recurrence, dropout, initialisation, incremental state and the dictionary check. Built with
+``source_dim > 0`` it is a translation decoder: it starts from the final state of fairseq's
+``LSTMEncoder`` and adds the source context ``z_t`` (``SourceAttention``) to the combination layer's inputs.
 """
 
 from dataclasses import dataclass, field
@@ -32,10 +30,8 @@ from .stream_carry import StreamCarry, next_chunk
 
 
 def combination_bias_field(default: bool):
-    """``--combination-bias``, declared once for every model with a combination layer: off for
-    the language models, on for translation (``HistoryTranslationConfig``); an older checkpoint,
-    saved without the option, holds the bias (``default_before_the_option``, which
-    ``CheckpointFitMixin`` reads). docs/models.md says what each default rests on."""
+    """``--combination-bias``, declared once for every model with a combination layer: off for the
+    language models, on for translation; a checkpoint saved without the option holds the bias."""
     return field(
         default=default,
         metadata={
@@ -123,8 +119,7 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
 
     def reset_parameters(self):
         """Uniform weights in [-r, r] and zero biases, as in the paper (call after building);
-        ``--forget-gate-bias`` starts the LSTM's forget gates elsewhere (torch orders the gates
-        i, f, g, o and adds ``bias_ih`` to ``bias_hh``: the value goes in ``bias_ih`` alone)."""
+        ``--forget-gate-bias`` starts the LSTM's forget gates elsewhere."""
         for name, param in self.named_parameters():
             if "bias" in name:
                 nn.init.zeros_(param)
@@ -136,6 +131,7 @@ class HistoryAttentionLSTMDecoder(DictionaryFingerprint, FairseqIncrementalDecod
             if forget:
                 hidden = self.cfg.hidden_size
                 for layer in range(self.cfg.num_layers):
+                    # torch orders the gates i, f, g, o and adds bias_ih to bias_hh: the value goes in bias_ih alone
                     getattr(self.lstm, f"bias_ih_l{layer}")[hidden : 2 * hidden].fill_(forget)
 
     def combine(self, states: Tensor, context: Tensor, *source_context: Tensor) -> Tensor:

@@ -18,14 +18,9 @@ def packed_lstm(lstm, inputs, lengths, state=None):
 
 
 def layer_by_layer(lstm, inputs, state=None):
-    """``lstm(inputs, state)`` one layer at a time, the dropout between layers drawn by
-    ``F.dropout`` from the generator: what a CUDA graph can record (``modules/cuda_graphs.py``). cuDNN's
-    multi-layer LSTM draws that dropout from a state of its own, which it replaces (and frees) the
-    first time it trains after the generator is reseeded, as fairseq does before every update: a
-    graph would go on reading the freed one. The same model; on the CPU the same computation, in
-    the same order, as the multi-layer call. On a GPU cuDNN copies each layer after the first out of
-    nn.LSTM's flat weight buffer (a slice it does not recognise), and would say
-    so with advice that does not apply here."""
+    """``lstm(inputs, state)`` one layer at a time, the dropout between layers drawn by ``F.dropout``
+    from the generator: what a CUDA graph can record (docs/models.md, "CUDA graphs"). On the CPU it
+    is the same computation, in the same order, as the multi-layer call."""
     if not (lstm.training and lstm.dropout > 0 and lstm.num_layers > 1) or lstm.bidirectional or lstm.proj_size:
         return lstm(inputs, state)
     if state is None:
@@ -36,6 +31,8 @@ def layer_by_layer(lstm, inputs, state=None):
     for layer in range(lstm.num_layers):
         weights = lstm._flat_weights[layer * per_layer : (layer + 1) * per_layer]
         # torch's own LSTM function, as nn.LSTM calls it, for one layer and no dropout
+        # cuDNN copies each layer after the first out of nn.LSTM's flat weight buffer (a slice it does
+        # not recognise) and warns with advice that does not apply here
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", "RNN module weights are not part of single contiguous")
             inputs, h, c = torch._VF.lstm(

@@ -1,11 +1,7 @@
 """The common body of our character-level word-stream models (HCLM, HCLM + cache, char LSTM).
 
-Such a model scores the *observed* next word from its characters, ``log p(w_t | w_<t)``;
-there is no softmax over a word list (the vocabulary is open). The decoder returns
-``(B, T, 1)`` scores, and ``get_normalized_probs`` hands fairseq a stride-0 view of them
-the size of the dictionary, so fairseq's scorers (``fairseq-eval-lm``, ``fairseq-validate``),
-which gather the target's column, read the right number without a V-sized softmax. Any
-other column is *not* a probability of that word: the models refuse step-wise generation.
+Such a model scores the *observed* next word from its characters, ``log p(w_t | w_<t)``; there is no
+softmax over a word list (the vocabulary is open), so the models score text and refuse step-wise generation.
 """
 
 from dataclasses import dataclass, field
@@ -77,6 +73,8 @@ class OpenVocabularyDecoder(DictionaryFingerprint, FairseqDecoder):
         raise NotImplementedError
 
     def get_normalized_probs(self, net_output, log_probs, sample=None):
+        # a stride-0 view the size of the dictionary: fairseq's scorers gather the target's column, the one
+        # that holds the word's probability (any other column is none), without a V-sized softmax
         scores = net_output[0] if log_probs else net_output[0].exp()
         return scores.expand(-1, -1, len(self.dictionary))
 

@@ -1,14 +1,8 @@
 """State carried from one chunk of a word stream to the next (truncated BPTT).
 
-The ``open_vocabulary_language_modeling`` task cuts each of its parallel streams into
-consecutive chunks and tags every batch with ``stream_ids`` and ``stream_positions`` (the
-index, within its stream, of each row's first word). A model resumes the state it saved
-after the previous batch only if this batch is that batch's direct continuation (same
-streams, next positions); anything else (a new epoch, validation after training, a
-resumed run, a shuffled or foreign batch) starts from a fresh state, never a stale one.
-Training and evaluation keep separate states (``mode``), so a validation run in the middle
-of an epoch (``--validate-interval-updates``) neither overwrites the training streams'
-state nor hands its own to them.
+A model resumes the state it saved after the previous batch only if this batch is that batch's direct
+continuation (same streams, next positions); any other batch starts from a fresh state, never a stale
+one. Training and evaluation keep separate states (``mode``).
 """
 
 from typing import Any, Optional, Tuple
@@ -29,9 +23,8 @@ def detach(state: Any) -> Any:
 
 def stream_chunk(stream_ids: Tensor, position: int) -> Tuple[Tuple[int, ...], int]:
     """A batch's place in its streams, on the host: which streams, from which word. The tasks'
-    collate puts it in the batch's input (``stream_chunk``), so that the carry knows whether a
-    batch continues the last one without comparing device tensors (a read on the host that on a
-    GPU waits for the device, every update)."""
+    collate puts it in the batch's input, so that the carry tells whether a batch continues the
+    last one without comparing device tensors."""
     return tuple(stream_ids.tolist()), int(position)
 
 

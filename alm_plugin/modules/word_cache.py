@@ -1,21 +1,12 @@
 """The continuous LRU word cache of Kawakami et al. (2017, Sec. 3), kept on tensors.
 
-Per batch row, ``K`` slots hold a word id (``values``, -1 when empty), a key and the time
-of the slot's last write. After word ``w_t`` is generated from state ``h_t``:
-
-* ``w_t`` already cached in slot i: ``k_i <- (k_i + h_t) / 2`` (the paper's averaging);
-* otherwise ``w_t`` goes into an empty slot or, the cache being full, the least recently
-  written one, with key ``h_t``.
-
-Reading at step t (before ``w_t`` is written):
+Per batch row, ``K`` slots hold a word id (``values``, -1 when empty), a key and the time of the slot's
+last write. At step t the cache is read, then ``w_t`` is written: into its own slot, the key averaged
+``k_i <- (k_i + h_t) / 2``, else into an empty slot or the least recently written one, with key ``h_t``.
 
     r_t = tanh(W_q h_t + b_q)                    u_{i,t} = v . tanh(W_u k_i + r_t)
     p_mem(i) = softmax_i(u_t)                    p_ptr(w) = sum_i p_mem(i) [m_i = w]
     lambda_t = sigmoid(MLP(h_t))                 p(w_t) = lambda_t p_lm(w_t) + (1 - lambda_t) p_ptr(w_t)
-
-``W_u`` has no bias, so ``W_u`` of an averaged key is the average of the projected keys: the
-slots store ``W_u k_i`` and nothing is projected twice. While a row's cache is empty the LM
-takes all the mass (``lambda = 1``), the copy distribution having no support.
 """
 
 from typing import Dict, Optional, Tuple
@@ -41,7 +32,9 @@ class ContinuousWordCache(nn.Module):
         gate_hidden_dim = gate_hidden_dim or state_size
         self.cache_size = cache_size
         self.query = nn.Linear(state_size, attention_dim)  # W_q, b_q
-        self.key = nn.Linear(state_size, attention_dim, bias=False)  # W_u
+        # W_u, without a bias: W_u of an averaged key is the average of the projected keys, so the
+        # slots store W_u k_i and nothing is projected twice
+        self.key = nn.Linear(state_size, attention_dim, bias=False)
         self.score = nn.Linear(attention_dim, 1, bias=False)  # v
         # "an MLP with two non-linear transformations ... followed by the logistic sigmoid"
         self.gate = nn.Sequential(
@@ -121,6 +114,7 @@ class ContinuousWordCache(nn.Module):
         p_ptr = torch.stack(copy_probs, 1)
         gate = self.gate(states).squeeze(-1)  # lambda_t = sigmoid(gate)
         has_entries = torch.stack(has_entries, 1)
+        # while a row's cache is empty the LM takes all the mass (lambda = 1): the copies have no support
         log_lm_weight = torch.where(has_entries, F.logsigmoid(gate), torch.zeros_like(gate))
         from_lm = lm_log_probs + log_lm_weight
         # clamped log: p_ptr = 0 must not give log 0 (whose gradient is NaN under torch.where)

@@ -1,8 +1,6 @@
 """The adaptive softmax's options (``--adaptive-softmax-*``) and every refusal around it: cutoffs that
-cannot form clusters, a dictionary not sorted by frequency, a criterion that cannot train it, a
-sampling temperature that would not divide its logits. ``AdaptiveSoftmaxConfig`` declares the
-options, ``AdaptiveSoftmaxOptions.read`` reads them from any model's config, ``OutputLayerChecks``
-gives a task the criterion and temperature checks. The layer itself: ``adaptive_softmax.py``."""
+cannot form clusters, a dictionary not sorted by frequency, a criterion that cannot train it, a sampling
+temperature that would not divide its logits. The layer itself: ``modules/adaptive_softmax.py``."""
 
 import math
 from dataclasses import dataclass, field
@@ -145,12 +143,8 @@ def check_options(options: AdaptiveSoftmaxOptions, vocab_size: int) -> Optional[
 def check_clusters(
     cutoff: List[int], nspecial: int, input_dim: int, untied: bool = False, factor: Optional[float] = None
 ) -> None:
-    """Refuse cutoffs that leave a special symbol out of the head, and untied tails too narrow to
-    read ``h``. ``--adaptive-softmax-cutoff 1,2,3`` put ``<pad>`` and ``</s>`` (which ends every
-    line: the most frequent token) into one-word clusters and every word out of the head; fairseq's
-    untied tail ``k`` projects ``h`` to ``int(d // factor^(k+1))`` dimensions, which rounds to 0 for
-    ``d < factor^(k+1)``: a (0, d) projection whose words get a distribution that ignores the
-    context, trained without a word."""
+    """Refuse cutoffs that leave a special symbol out of the head or give it no word, and untied tails
+    too narrow to read ``h``: fairseq's tail ``k`` projects it to ``int(d // factor^(k+1))`` dimensions."""
     given = ",".join(map(str, cutoff))
     if cutoff[0] <= nspecial:
         what = (
@@ -214,12 +208,9 @@ SMOOTHING_CRITERIA = ("label_smoothed_cross_entropy", "label_smoothed_cross_entr
 
 
 def check_criterion(criterion_cfg, adaptive: bool, translation: bool = False) -> None:
-    """Only a criterion that asks the decoder for ``target_log_probs`` trains an adaptive
-    softmax at its speed; fairseq's would form the whole distribution at every step
-    (``cross_entropy``: the right loss, from ``get_normalized_probs``, at the full softmax's cost)
-    or read fairseq's own module (``adaptive_loss``): refused by name, before the criterion is
-    built (``adaptive_loss`` would first fail on the DDP backend). A translation model may also
-    use a label-smoothing criterion, whose smoothing term needs the whole distribution."""
+    """Refuse, before it is built, a criterion that cannot train an adaptive softmax at its speed: one that
+    does not ask the decoder for ``target_log_probs`` (a translation model may also use label smoothing,
+    whose smoothing term needs the whole distribution anyway)."""
     from fairseq.criterions import CRITERION_REGISTRY
 
     # the criterion's name: a dataclass config holds it as ``_name``, a legacy Namespace as ``criterion``
@@ -257,10 +248,8 @@ def check_criterion_of(task) -> None:
 
 
 def check_temperature(models, args) -> None:
-    """fairseq's generator divides the decoder's first output by ``--temperature``: logits for the
-    full softmax, but the features for the adaptive softmax (fairseq's own included) and the
-    pointer's vocabulary logits before its mixture, so any other temperature than 1 would sample
-    from a distribution nobody asked for."""
+    """Refuse a ``--temperature`` other than 1 for a model whose decoder's first output, which fairseq's
+    generator divides by it, is not the logits of its distribution (the adaptive softmax, the pointer)."""
     temperature = read_options(GenerationConfig, args, "temperature").temperature
     if temperature == 1.0:
         return

@@ -1,11 +1,6 @@
-"""Options checked as a whole, in one place: a number that must be finite and in a range, and
-an option that does nothing without another. Each refusal is one ``OptionError`` naming the flag
-and the fix (the CLIs print it as ``PROG: error: ...``). Used by the neural cache's options and the
-adaptive softmax's; test-time options yet to come go through the same two checks.
-
-Also ``--amp`` on the CPU, refused where fairseq's trainer builds its AMP optimizer (``--amp`` is a
-training option: a checkpoint trained with it on a GPU still loads anywhere), and a ``--save-dir``
-that names a file, refused where fairseq-train checks the folder."""
+"""Options checked as a whole: a number that must be finite and in a range, and an option that does
+nothing without another, each refused in one ``OptionError`` naming the flag and the fix. Also fairseq-train's
+``--amp`` on the CPU and a ``--save-dir`` that is no folder, refused where fairseq meets them."""
 
 import math
 import os
@@ -58,10 +53,8 @@ def needs(flag: str, given: bool, other: str, other_on: bool, example: str = "")
 
 
 def refuse_amp_on_the_cpu(params) -> None:
-    """``fairseq-train --amp`` with the parameters on the CPU (``--cpu``, or no GPU torch can use):
-    fairseq autocasts with ``torch.cuda.amp.autocast``, which casts CUDA operations only, and its
-    ``GradScaler`` disables itself without CUDA, so the run would train in float32 as without the
-    flag, without a word."""
+    """Refuse ``fairseq-train --amp`` with the parameters ``params`` on the CPU (``--cpu``, or no GPU torch
+    can use), where it would train in float32 as without the flag."""
     if any(getattr(p, "is_cuda", False) for p in params):
         return
     raise OptionError(

@@ -1,11 +1,5 @@
-"""Options read from a config that may lack them, each default written once: where it is declared.
-
-A dataclass config (ours, or fairseq's ``GenerationConfig``, ``CommonConfig``, ...) declares each
-option with its default. The object an option is read from may be another one: a model config of
-fairseq's own models (no ``--adaptive-softmax-untied``), another task's arguments, a checkpoint's
-saved ``Namespace``, a ``Namespace`` built by hand. ``read_options`` reads the named fields from it
-and gives each one it lacks the default its declaring dataclass states, so no reader repeats a
-default of its own."""
+"""Options read from a config that may lack them, each default written once: where its dataclass
+declares it."""
 
 import dataclasses
 from types import SimpleNamespace

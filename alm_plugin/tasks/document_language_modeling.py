@@ -1,19 +1,6 @@
-"""Document-level language modelling: word-level LMs on a corpus read as parallel streams
-(``WordStreamTask``, tasks/stream_task.py), their LSTM state and the last ``--memory-window``
-states of their attention memory carried from chunk to chunk, across sentence ends
-(``StreamCarry``), as Zaremba et al. (2014) train a medium LSTM and as the neural cache and the
-Pointer Sentinel-LSTM read text.
-
-There are no sentences in a chunk, so the paper's "sum over the sentence, average over the
-batch" becomes Zaremba's recipe: with ``--sentence-avg`` the loss is the NLL summed over the
-chunk's steps and averaged over the streams that hold a scored word in the chunk, lr 1.
-
-``fairseq-eval-lm`` scores each split the same way, the streams in order; ``--batch-size 1``
-reads it as one stream (the exact document-level figure). With more streams, each stream but
-the first reads ``--stream-burn-in`` words of the text before its first scored word (read, not
-scored), so its state is a reader's that got there, not a fresh one in mid-document.
-``--neural-cache-window N`` adds the neural cache, one per stream, filled from the burn-in too.
-"""
+"""Document-level language modelling: word-level LMs on a corpus read as parallel streams, their LSTM
+state and the last ``--memory-window`` states of their attention memory carried from chunk to chunk across
+sentence ends, as Zaremba et al. (2014) train a medium LSTM."""
 
 from dataclasses import dataclass, field
 
@@ -77,9 +64,8 @@ class DocumentLanguageModelingTask(TestTimeTask, OutputLayerChecks, WordStreamTa
         return self.attach_evaluation_options(model)
 
     def build_generator(self, models, args, *rest, **kwargs):
-        """The hub's and fairseq-interactive's prompts are sentences, as fairseq's language_modeling
-        continues them. fairseq-generate loads a split first, here chunks of parallel streams, which
-        are not prompts: refused before its first batch is read."""
+        """Refuse fairseq-generate, whose loaded split is chunks of parallel streams, not prompts; the hub's
+        and fairseq-interactive's prompts are sentences, continued as fairseq's ``language_modeling`` does."""
         if any(isinstance(dataset, WordStreamDataset) for dataset in self.datasets.values()):
             raise OptionError(
                 "fairseq-generate reads a split of --task document_language_modeling as chunks of parallel "

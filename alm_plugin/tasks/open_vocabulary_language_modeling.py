@@ -1,17 +1,6 @@
-"""Open-vocabulary language modelling over word streams, for the character-level models.
-
-Reads ordinary ``fairseq-preprocess --only-source`` word data. The models spell every
-dictionary word into characters, so the dictionary should hold every word of every split
-(``prepare_lm_data.py --open-vocabulary``; fairseq's ``--thresholdsrc 0`` keeps the full
-training vocabulary but maps unseen valid/test words to ``<unk>``, which the models then
-spell as the five characters ``<unk>``, as the paper did for PTB).
-
-Batches are consecutive chunks of ``--batch-size`` parallel streams (``WordStreamDataset``),
-so the context LSTM and the word cache carry over from chunk to chunk, across sentences,
-as in the paper. Each batch gives the model ``src_tokens`` (``w_{t-1}``), ``target_tokens``
-(``w_t``, whose characters the model scores) and the stream tags that let it resume its
-state; the sample's ``nchars`` is ``|c|`` for bits per character (``data/spelling.py``).
-"""
+"""Open-vocabulary language modelling over word streams, for the character-level models: each batch of
+``--batch-size`` parallel streams also gives the target words, whose characters the model scores, and their
+characters counted for bits per character (``nchars``, ``|c|``: ``data/spelling.py``)."""
 
 import logging
 

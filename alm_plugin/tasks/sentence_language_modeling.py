@@ -1,27 +1,6 @@
-"""Sentence-level language modelling: one sentence per sample, the memory reset per sample.
-
-This is fairseq's ``language_modeling`` task with the Attentive LM paper's batching as the
-default: ``--sample-break-mode eos`` and at most ``--tokens-per-sample 35`` tokens per
-training sample. Unlike fairseq's ``eos`` mode, a longer training sentence is cut into
-consecutive pieces rather than becoming a sample that fairseq later drops, so every token is
-trained on. Every other split (validation, ``fairseq-eval-lm``, ``fairseq-validate``) is
-scored a whole sentence per sample (``--eval-tokens-per-sample 0``): a cut sentence loses
-its context, and the perplexity would depend on the cut. To truncate training sentences as
-the paper did instead, add fairseq's own ``--shorten-method truncate
---shorten-data-split-list train``.
-
-``fairseq-eval-lm --context-window N`` works as fairseq defines it: the samples (sentences, with
-``--sample-break-mode eos``) are read in corpus order, each after up to N tokens of the text
-before it (the end of the previous sentences), which are read but not scored; with ``eos`` every
-sample gets all N (``ContextWindow``).
-
-With ``--neural-cache-window N`` (``fairseq-eval-lm``) every split is scored in corpus order,
-each sentence from a fresh state as always, and the neural cache (``evaluation/neural_cache.py``)
-spans the sentences: the figure does not depend on ``--batch-size``.
-
-The other break modes (``none``, ``complete``, ``complete_doc``) behave as in fairseq; with
-them a model's ``--memory-window`` lets the memory span sentence boundaries.
-"""
+"""Sentence-level language modelling: fairseq's ``language_modeling`` with one sentence per sample, the
+memory reset per sample, and the Attentive LM paper's batching as the default (``--sample-break-mode eos``,
+``--tokens-per-sample 35``: a longer training sentence cut into pieces, every other split scored whole)."""
 
 import glob
 import itertools
@@ -260,10 +239,8 @@ class SentenceLanguageModelingTask(TestTimeTask, OutputLayerChecks, LanguageMode
         required_batch_size_multiple=1,
         **kwargs,
     ):
-        """Batches of any size. fairseq-fixed's ``batch_by_size`` drops a last batch whose size
-        is not a multiple of ``--required-batch-size-multiple`` (default 8), which would
-        silently leave up to 7 samples out of every validation and ``fairseq-validate`` run.
-        A ``--max-tokens`` below the longest sample is refused by name (fairseq: a bare assertion)."""
+        """fairseq's batches, of any size (``--required-batch-size-multiple`` not applied), the criterion's
+        counts made on the host; a ``--max-tokens`` below the longest sample is refused by name."""
         sizes = np.asarray(dataset.sizes)  # the hub's NestedDictionaryDataset holds a list of one array
         longest = int(sizes.max()) if sizes.size else 0
         if max_tokens is not None and longest > max_tokens:
@@ -272,6 +249,7 @@ class SentenceLanguageModelingTask(TestTimeTask, OutputLayerChecks, LanguageMode
                 "tokens; sentences are scored whole): raise --max-tokens to at least "
                 f"{longest}, or batch by --batch-size"
             )
+        # a multiple of 1: fairseq-fixed's batch_by_size drops a last batch that is not a multiple of it
         iterator = super().get_batch_iterator(
             dataset, max_tokens, max_sentences, max_positions, ignore_invalid_inputs, 1, **kwargs
         )
@@ -305,13 +283,12 @@ def check_sample_lengths(args):
 
 class ContextWindow(LMContextWindowDataset):
     """fairseq's ``--context-window`` dataset over this task's samples: each sample read after up to
-    ``context_window`` tokens of the samples before it in corpus order. fairseq bounds a sample and
-    its context by ``--tokens-per-sample`` plus the window; here the bound is the longest sample plus
-    the window, so every sample gets the whole window (a whole sentence may exceed --tokens-per-sample),
-    and a block of ``--sample-break-mode none`` gets what fairseq's ``language_modeling`` gives it."""
+    ``context_window`` tokens of the samples before it in corpus order."""
 
     def __init__(self, dataset, context_window, pad_idx):
         sizes = np.asarray(dataset.sizes)
+        # bounded by the longest sample (fairseq: --tokens-per-sample) plus the window: every sample gets
+        # the whole window, a whole sentence longer than --tokens-per-sample too
         super().__init__(dataset, max(int(sizes.max()) if sizes.size else 0, 1), context_window, pad_idx)
 
     @property

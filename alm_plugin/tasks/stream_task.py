@@ -1,15 +1,6 @@
-"""The stream base of the word-stream tasks (``document_language_modeling`` and, for the
-character models, ``open_vocabulary_language_modeling``): every split read as ``--batch-size``
-parallel streams of ``--tokens-per-sample``-word chunks, in order.
-
-The split is one sequence of words in corpus order, ``</s>`` ending each line, cut at line ends
-into the streams (each starts from a fresh state with ``</s>`` as its first input) and each
-stream into chunks (``WordStreamDataset``, every word a target once). Each batch is one chunk of
-every stream, tagged with ``stream_ids`` and ``stream_positions`` (and ``stream_chunk``, the same
-on the host), so a model carries its state from one chunk of a stream to the next
-(``StreamCarry``). fairseq's contract: ``FairseqTask.load_dataset`` / ``get_batch_iterator``
-(every item is already a whole batch, never shuffled) and ``eval_lm_dataloader`` (what
-``fairseq-eval-lm`` iterates)."""
+"""The base of the word-stream tasks (``document_language_modeling`` and, for the character models,
+``open_vocabulary_language_modeling``): every split read as ``--batch-size`` parallel streams of
+``--tokens-per-sample``-word chunks, in order, each batch one chunk of every stream."""
 
 import logging
 import os
