@@ -558,7 +558,7 @@ def test_cache_grid_on_a_stream_model_with_dynamic_evaluation_reproduces_its_bes
 
 
 def test_cache_grid_keeps_per_token_rows_in_order_across_growth():
-    from alm_plugin.cli.cache_grid import Rows
+    from alm_plugin.evaluation.grid_search import Rows
 
     rows, parts = Rows(capacity=3), [torch.randn(n, 4) for n in (2, 1, 5, 0, 7)]
     for part in parts:

@@ -1,7 +1,7 @@
 """One sentence per sample, with over-long sentences cut into consecutive pieces."""
 
 import numpy as np
-from fairseq.data import TokenBlockDataset
+from fairseq.data import BaseWrapperDataset, TokenBlockDataset
 from fairseq.data.token_block_utils_fast import _get_block_to_dataset_index_fast
 
 
@@ -34,3 +34,10 @@ class SentenceBlockDataset(TokenBlockDataset):
         slice_indices = sentence_piece_slices(sizes, block_size or 0)
         block_to_dataset_index = _get_block_to_dataset_index_fast(sizes, slice_indices)
         return slice_indices[:, 1] - slice_indices[:, 0], block_to_dataset_index, slice_indices
+
+
+class CorpusOrder(BaseWrapperDataset):
+    """Batches of consecutive samples, in the order of the corpus (not sorted by length)."""
+
+    def ordered_indices(self):
+        return np.arange(len(self))

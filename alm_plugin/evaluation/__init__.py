@@ -1,2 +1,2 @@
-"""The test-time path: its options and refusals, the neural cache, dynamic evaluation, the scorers and the
-checkpoint loading behind the tools."""
+"""The test-time path: its options and refusals, the neural cache, dynamic evaluation, and the passes and
+grid behind alm-cache-grid."""

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from fairseq import utils
-from fairseq.data import BaseWrapperDataset, LMContextWindowDataset, MonolingualDataset, TokenBlockDataset
+from fairseq.data import LMContextWindowDataset, MonolingualDataset, TokenBlockDataset
 from fairseq.data.shorten_dataset import maybe_shorten_dataset
 from fairseq.tasks import register_task
 from fairseq.tasks.language_modeling import (
@@ -22,6 +22,7 @@ from omegaconf import II
 
 from ..data import SentenceBlockDataset
 from ..data.host_counts import CountedCollate
+from ..data.sentence_blocks import CorpusOrder
 from ..data.splits import check_dictionary, load_split, loaded_for_training
 from ..errors import MissingDataError, OptionError
 from ..evaluation.options import TestTimeOptions, TestTimeTask, refuse
@@ -294,10 +295,3 @@ class ContextWindow(LMContextWindowDataset):
     @property
     def sizes(self):
         return self.dataset.sizes
-
-
-class CorpusOrder(BaseWrapperDataset):
-    """Batches of consecutive samples, in the order of the corpus (not sorted by length)."""
-
-    def ordered_indices(self):
-        return np.arange(len(self))
