@@ -85,8 +85,9 @@ def other_pages():
             "setup-cost": setup_cost.block(),
             "quickstart-output": quickstart_output.block(),
             "short-answer": short_answer.table(),
+            "rescoring-answer": translation_pairs.answer(),
         },
-        TOOLS: {"installs": setup_cost.installs()},
+        TOOLS: {"installs": setup_cost.installs(), "rescoring-answer": translation_pairs.answer()},
     }
 
 

@@ -124,6 +124,38 @@ def draw(rows, path=PICTURE):
     fig.savefig(path, dpi=110)
 
 
+def gain(method, beam5):
+    """A method's test BLEU over beam 5, with the p-value of sacrebleu's paired bootstrap."""
+    test = method["test"]
+    p = f", p {test['p_value']:.3f}" if "p_value" in test else ""
+    return f"{test['bleu'] - beam5['bleu']:+.2f}{p}"
+
+
+def answer():
+    """The README's and tools.md's line on when rescoring pays: at each N, test BLEU over beam 5 of the
+    noisy channel, of the LM alone and of shallow fusion, each with the LM best on valid."""
+    rows = (
+        sorted(records("pairs-"), key=lambda r: r["parallel_pairs"])
+        if os.path.isdir(os.path.join(RESULTS, "multi30k"))
+        else []
+    )
+    if not rows:
+        return "Not measured yet (`python -m benchmarks.translation --parallel-pairs N`)."
+    lines = [
+        "| parallel pairs | beam 5 | channel + LM | the LM alone | shallow fusion |",
+        "|---|---|---|---|---|",
+    ]
+    for row in rows:
+        beam5, methods = row["test_bleu_beam5"], row["methods"]
+        cells = [gain(methods["noisy_channel"], beam5) if "noisy_channel" in methods else ""]
+        for prefix in ("rescore:", "fusion:"):
+            named = [n for n in methods if n.startswith(prefix)]
+            best = max(named, key=lambda n: methods[n]["valid_bleu"], default=None)  # chosen on valid, as the LM
+            cells.append(f"{gain(methods[best], beam5)} (`{best[len(prefix) :]}`)" if best else "")
+        lines.append(f"| {row['parallel_pairs']:,} | {beam5['bleu']:.2f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def block(draw_picture=True):
     if not os.path.isdir(os.path.join(RESULTS, "multi30k")):
         return "Not measured yet (`python -m benchmarks.translation --language-model ARCH`)."
