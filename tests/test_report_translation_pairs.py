@@ -26,8 +26,14 @@ def scored(bleu, p):
 
 
 def pairs_record(pairs, methods):
-    return {"parallel_pairs": pairs, "argv": ["--parallel-pairs", str(pairs)], "test_bleu_beam5": {"bleu": 20.0},
-            "nbest": 50, "test_oracle_bleu": 30.0, "methods": methods}  # fmt: skip
+    return {
+        "parallel_pairs": pairs,
+        "argv": ["--parallel-pairs", str(pairs)],
+        "test_bleu_beam5": {"bleu": 20.0, "ci95": 0.5},
+        "nbest": 50,
+        "test_oracle_bleu": 30.0,
+        "methods": methods,
+    }
 
 
 @pytest.fixture
@@ -78,8 +84,19 @@ def test_only_a_gain_beyond_the_bootstrap_beats_beam_5(planted):
     planted("pairs-2000.json", row)
     planted("lm-alm_lstm_small.json", lm_record("alm_lstm_small", [60.0, 50.0]))
     text = translation_pairs.block(draw_picture=False)
-    assert "**22.50** (+2.50, p 0.001)" in text and "**20.40**" not in text and "**19.00**" not in text
-    assert "At 2,000 pairs rescored, `alm_lstm_small`, rescored, channel + the best LM on valid beat beam 5" in text
+    assert "**22.50** ± 0.50 (+2.50, p 0.001)" in text and "**20.40**" not in text and "**19.00**" not in text
+    assert "At 2,000 pairs 2 methods beat beam 5 beyond the bootstrap (p < 0.05): rescored, `alm_lstm_small`; " in text
+
+
+def test_fusion_at_weight_0_is_beam_5_itself_whatever_its_p(planted):
+    """sacrebleu gives two identical outputs a p of 1 / (samples + 1): no gain, and never a winner."""
+    methods = {**METHODS, "fusion:amsrn_small": {"valid_bleu": 20.0, "weight": 0.0, "test": scored(20.0, 0.001)}}
+    methods["fusion:alm_lstm_small"] = {"valid_bleu": 19.0, "weight": 0.0, "test": scored(20.0, 0.001)}
+    row = pairs_record(2000, methods)
+    assert translation_pairs.METHODS["fusion:amsrn_small"] not in translation_pairs.winners(row)
+    planted("pairs-2000.json", row)
+    assert "20.00 (weight 0 on valid: beam 5 itself)" in translation_pairs.block(draw_picture=False)
+    assert translation_pairs.answer().splitlines()[2].endswith("| +0.00, weight 0 on valid (`amsrn_small`) |")
 
 
 def test_a_language_model_still_falling_is_flagged_and_a_flat_one_is_not(planted):

@@ -209,6 +209,7 @@ def main(argv=None):
         if args.update_docs:  # nothing is written, the pictures neither, without it
             if results := PTB.load(args.ptb_results):
                 draw_pictures(results)
+            translation_pairs.draw_rows()
             for path, page in pages.items():
                 write_text(path, page)
     except (ResultError, PageError, UserError) as error:
