@@ -160,7 +160,7 @@ def answer():
     if not rows:
         return "Not measured yet (`python -m benchmarks.translation --parallel-pairs N`)."
     lines = [
-        "| parallel pairs | beam 5 | channel + LM | the LM alone | shallow fusion |",
+        "| parallel pairs | beam 5 | channel + LM | the LM, no channel | shallow fusion |",
         "|---|---|---|---|---|",
     ]
     for row in rows:
