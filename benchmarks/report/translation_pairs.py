@@ -59,14 +59,13 @@ def beam5_itself(method):
 
 
 def cell(method, beam5):
-    """Test BLEU with the half-width of sacrebleu's bootstrap interval, the gain over beam 5 and its p."""
+    """Test BLEU with the half-width of sacrebleu's bootstrap interval, then ``gain``; bold where it beats beam 5."""
     test = method["test"]
     if beam5_itself(method):
-        return f"{test['bleu']:.2f} (weight 0 on valid: beam 5 itself)"
-    gain = test["bleu"] - beam5["bleu"]
-    p = test.get("p_value")
-    mark = "**" if gain > 0 and p is not None and p < SIGNIFICANT else ""
-    return f"{mark}{test['bleu']:.2f}{mark} ± {test['ci95']:.2f} ({gain:+.2f}, p {p:.3f})"
+        return f"{test['bleu']:.2f} ({gain(method, beam5)}: beam 5 itself)"
+    beats = test["bleu"] > beam5["bleu"] and test.get("p_value", 1) < SIGNIFICANT
+    mark = "**" if beats else ""
+    return f"{mark}{test['bleu']:.2f}{mark} ± {test['ci95']:.2f} ({gain(method, beam5)})"
 
 
 def winners(row):
@@ -74,9 +73,7 @@ def winners(row):
     return [
         METHODS[name]
         for name, method in row["methods"].items()
-        if method["test"]["bleu"] > beam5["bleu"]
-        and method["test"].get("p_value", 1) < SIGNIFICANT
-        and not beam5_itself(method)
+        if method["test"]["bleu"] > beam5["bleu"] and method["test"].get("p_value", 1) < SIGNIFICANT
     ]
 
 
@@ -148,7 +145,7 @@ def gain(method, beam5):
     """A method's test BLEU over beam 5, with the p-value of sacrebleu's paired bootstrap."""
     test = method["test"]
     if beam5_itself(method):
-        return "+0.00, weight 0 on valid"
+        return "weight 0 on valid"
     p = f", p {test['p_value']:.3f}" if "p_value" in test else ""
     return f"{test['bleu'] - beam5['bleu']:+.2f}{p}"
 
@@ -190,7 +187,7 @@ def draw_rows(path=PICTURE):
 def block(draw_picture=True):
     if not os.path.isdir(os.path.join(RESULTS, "multi30k")):
         return "Not measured yet (`python -m benchmarks.translation --language-model ARCH`)."
-    lms, rows = records("lm-"), sorted(records("pairs-"), key=lambda r: r["parallel_pairs"])
+    lms, rows = records("lm-"), pair_rows()
     parts = [language_models(lms)] if lms else ["The language models have not been trained yet."]
     if rows:
         if draw_picture:
