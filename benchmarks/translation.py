@@ -15,9 +15,10 @@ against beam 5 (sacrebleu's paired bootstrap); it records the SHA-256 of each la
 
 The translation model and the language model are trained from scratch: their checkpoints
 (``checkpoints/multi30k-<arch>``, ``checkpoints/multi30k-en-<lm arch>``) must not exist, or the
-example would skip training and the record would describe older models; the example's outputs go
-to ``runs/multi30k-<arch>-benchmark``, emptied first. BLEU is sacrebleu's on
-the detokenised output of test_2016_flickr; the example chooses the rescoring weights and the
+example would skip training and the record would describe older models; a pairs row stopped in its
+training resumes it from ``checkpoint_last.pt`` (the record says at which update). The example's
+outputs go to ``runs/multi30k-<arch>-benchmark``, emptied first. BLEU is sacrebleu's on the
+detokenised output of test_2016_flickr; the example chooses the rescoring weights and the
 fusion weight on valid, and the record holds both splits' figures.
 """
 
@@ -208,14 +209,29 @@ def wait_for_language_model(record, checkpoint, poll=60):
             sys.exit(f"benchmarks.translation: {checkpoint} is not the model {record} records: train it afresh")
 
 
+def unfinished(folder):
+    """Whether ``folder`` holds a training that multi30k.sh began and was stopped (its marker stays)."""
+    return os.path.exists(os.path.join(folder, "unfinished"))
+
+
+def updates_so_far(folder):
+    """The updates of the ``checkpoint_last.pt`` a stopped training in ``folder`` resumes from (0: none)."""
+    from alm_plugin.mends.checkpoint_safety import read_checkpoint
+
+    last = os.path.join(folder, "checkpoint_last.pt")
+    return read_checkpoint(last)["optimizer_history"][-1]["num_updates"] if os.path.exists(last) else 0
+
+
 def pairs_row(parser, args):
     """Every reranking method at ``args.parallel_pairs`` pairs, from the models trained in this run."""
     pairs = args.parallel_pairs
     data = os.path.join("data-bin", f"multi30k-de-en-{pairs}")
     save = os.path.join(ROOT, "checkpoints", f"multi30k-{pairs}-{args.arch}")
-    for folder in (save, save + "-channel"):
-        if os.path.exists(os.path.join(folder, "checkpoint_best.pt")):
+    for folder in (save, save + "-channel"):  # absent, or a training the example began and did not finish
+        if not unfinished(folder) and os.path.exists(os.path.join(folder, "checkpoint_best.pt")):
             parser.exit(2, f"{parser.prog}: error: {folder} holds a trained model: move it away to train afresh\n")
+    folders = {"translation": save, "channel": save + "-channel"}
+    resumed = {name: updates_so_far(folder) for name, folder in folders.items() if unfinished(folder)}
     lms = {arch: os.path.join(lm_save(arch), "checkpoint_best.pt") for arch in LM_ARCHS}
     records = {arch: os.path.join(os.path.dirname(args.json), f"lm-{arch}.json") for arch in LM_ARCHS}
     for arch in LM_ARCHS:  # each trained, or its row under way (it is waited for before the reranking)
@@ -299,6 +315,7 @@ def pairs_row(parser, args):
             "device": f"cpu, {args.threads} thread(s)",
             "nbest": NBEST,
             "example_minutes": round(example_minutes, 1),
+            **({"resumed_at_updates": resumed} if resumed else {}),
             "rescore_minutes": round(rescore_minutes, 1),
             "fusion_minutes": round(fusion_minutes, 1),
             "valid_ppl": valid_ppl(data, os.path.join(save, "checkpoint_best.pt"), translation, args.threads),

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Multi30k German->English with an attentive (or AMSRN) decoder, then n-best rescoring with
-# a target-side language model. Run from anywhere; each step is skipped when its output exists.
+# a target-side language model. Run from anywhere; each step is skipped when its output exists,
+# and a training that was stopped resumes from its checkpoint_last.pt.
 #
 #   bash examples/translation/multi30k.sh                       # attentive_nmt_small
 #   ARCH=amsrn_nmt_small bash examples/translation/multi30k.sh
@@ -42,11 +43,21 @@ TRAIN=(--arch "$ARCH" --criterion label_smoothed_cross_entropy --label-smoothing
 [ -f "$DATA/test.raw.en" ] || python examples/translation/prepare_multi30k.py ${RAW_DIR:+--raw-dir "$RAW_DIR"} \
   "${PREPARE[@]}"
 
+# fairseq-train into a folder, skipped once it has finished there: the marker "unfinished" stays
+# while it runs, so a stopped training resumes from checkpoint_last.pt instead of being taken as done
+train() {
+  local save=$1
+  shift
+  [ -f "$save/checkpoint_best.pt" ] && [ ! -f "$save/unfinished" ] && return
+  mkdir -p "$save" && touch "$save/unfinished"
+  fairseq-train "$@" --save-dir "$save"
+  rm "$save/unfinished"
+}
+
 # 1. the translation model (and with CHANNEL=1 the channel model, the other way round)
-[ -f "$SAVE/checkpoint_best.pt" ] || fairseq-train "$DATA" "${COMMON[@]}" "${TRANSLATION[@]}" "${TRAIN[@]}" \
-  --save-dir "$SAVE"
-[ -z "$CHANNEL" ] || [ -f "$CHANNEL_SAVE/checkpoint_best.pt" ] || fairseq-train "$DATA" "${COMMON[@]}" \
-  --task translation --source-lang en --target-lang de "${TRAIN[@]}" --save-dir "$CHANNEL_SAVE"
+train "$SAVE" "$DATA" "${COMMON[@]}" "${TRANSLATION[@]}" "${TRAIN[@]}"
+[ -z "$CHANNEL" ] || train "$CHANNEL_SAVE" "$DATA" "${COMMON[@]}" --task translation --source-lang en \
+  --target-lang de "${TRAIN[@]}"
 
 # 2. beam search on the test set, BLEU of the detokenised output (D- lines) with sacrebleu
 fairseq-generate "$DATA" "${COMMON[@]}" "${TRANSLATION[@]}" --path "$SAVE/checkpoint_best.pt" \
@@ -56,18 +67,18 @@ grep '^D-' "$OUT/test.beam5.txt" | sort -t- -k2 -n | cut -f3 > "$OUT/test.beam5.
 echo "BLEU, beam 5:"; sacrebleu "$DATA/test.raw.en" -i "$OUT/test.beam5.detok.en" -m bleu -b -w 2
 
 # 3. a target-side language model on the same BPE text and dictionary
-[ -f "$LM_SAVE/checkpoint_best.pt" ] || fairseq-train "$LM_DATA" "${COMMON[@]}" \
-  --task sentence_language_modeling --arch "$LM_ARCH" --criterion attention_cross_entropy \
-  --optimizer adam --lr 0.003 --clip-norm 5 --max-tokens 4000 --max-epoch "$LM_EPOCHS" \
-  --save-dir "$LM_SAVE" --no-epoch-checkpoints --log-format simple --log-interval 100
+train "$LM_SAVE" "$LM_DATA" "${COMMON[@]}" --task sentence_language_modeling --arch "$LM_ARCH" \
+  --criterion attention_cross_entropy --optimizer adam --lr 0.003 --clip-norm 5 --max-tokens 4000 \
+  --max-epoch "$LM_EPOCHS" --no-epoch-checkpoints --log-format simple --log-interval 100
 
 # 4. n-best lists in BPE form (no --remove-bpe: the form both models read). fairseq drops a
 #    last batch whose size is not a multiple of --required-batch-size-multiple (8): set it to 1
 for split in valid test; do
-  [ -s "$OUT/$split.nbest$NBEST.txt" ] || fairseq-generate "$DATA" "${COMMON[@]}" "${TRANSLATION[@]}" \
-    --path "$SAVE/checkpoint_best.pt" --gen-subset "$split" --beam "$NBEST" --nbest "$NBEST" --batch-size 32 \
-    --required-batch-size-multiple 1 \
-    > "$OUT/$split.nbest$NBEST.txt"
+  [ -s "$OUT/$split.nbest$NBEST.txt" ] && continue
+  fairseq-generate "$DATA" "${COMMON[@]}" "${TRANSLATION[@]}" --path "$SAVE/checkpoint_best.pt" \
+    --gen-subset "$split" --beam "$NBEST" --nbest "$NBEST" --batch-size 32 --required-batch-size-multiple 1 \
+    > "$OUT/$split.nbest$NBEST.partial"
+  mv "$OUT/$split.nbest$NBEST.partial" "$OUT/$split.nbest$NBEST.txt"  # a stopped run leaves no list to reuse
 done
 
 # 5. rescoring: weights tuned on valid for BLEU, applied to test; with the channel model, the

@@ -1,0 +1,63 @@
+"""A stopped training of examples/translation/multi30k.sh resumes, in the example and in the benchmark
+row that runs it; a finished one is skipped by the example and refused by the row. Fast: fairseq-train
+is a stand-in script."""
+
+import argparse
+import os
+import subprocess
+
+import conftest
+import pytest
+import torch
+from conftest import benchmarks_module
+
+EXAMPLE = os.path.join(conftest.ROOT, "examples", "translation", "multi30k.sh")
+
+# fairseq-train's stand-in: notes each call and writes the checkpoints, or stops half-way with STOP set
+FAKE_TRAIN = """#!/usr/bin/env bash
+while [ "$1" != --save-dir ]; do shift; done
+echo run >> "$2/calls"
+touch "$2/checkpoint_best.pt" "$2/checkpoint_last.pt"
+[ -z "${STOP:-}" ] || exit 1
+"""
+
+
+def train(tmp_path, save, stop=False):
+    """The example's train() on ``save`` with the stand-in fairseq-train; its exit status."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "fairseq-train").write_text(FAKE_TRAIN)
+    (bin_dir / "fairseq-train").chmod(0o755)
+    script = f"set -euo pipefail; eval \"$(sed -n '/^train() {{/,/^}}/p' {EXAMPLE})\"; train {save} data --cpu"
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", **({"STOP": "1"} if stop else {})}
+    return subprocess.run(["bash", "-c", script], env=env).returncode
+
+
+def test_the_example_resumes_a_stopped_training_and_skips_a_finished_one(tmp_path):
+    save = tmp_path / "save"
+    assert train(tmp_path, save, stop=True) != 0
+    assert (save / "unfinished").exists() and (save / "checkpoint_best.pt").exists()
+    assert train(tmp_path, save) == 0  # its checkpoint_best.pt is not taken for a finished model
+    assert not (save / "unfinished").exists()
+    assert train(tmp_path, save) == 0
+    assert (save / "calls").read_text().split() == ["run", "run"]  # the finished training was not run again
+
+
+def test_a_pairs_row_refuses_a_finished_model_and_records_where_it_resumed(tmp_path, monkeypatch, capsys):
+    translation = benchmarks_module("translation")
+    monkeypatch.setattr(translation, "ROOT", str(tmp_path))
+    save = tmp_path / "checkpoints" / "multi30k-2000-attentive_nmt_small"
+    save.mkdir(parents=True)
+    torch.save({"optimizer_history": [{"num_updates": 300}, {"num_updates": 750}]}, save / "checkpoint_last.pt")
+    (save / "checkpoint_best.pt").write_bytes(b"")
+    parser = argparse.ArgumentParser(prog="translation")
+    args = argparse.Namespace(parallel_pairs=2000, arch="attentive_nmt_small", json=str(tmp_path / "pairs.json"))
+    with pytest.raises(SystemExit) as stopped:
+        translation.pairs_row(parser, args)
+    assert stopped.value.code == 2 and "holds a trained model" in capsys.readouterr().err  # an older run's
+    (save / "unfinished").touch()
+    with pytest.raises(SystemExit):
+        translation.pairs_row(parser, args)
+    assert "no " + str(tmp_path / "lm-alm_lstm_small.json") in capsys.readouterr().err  # past it, at the next
+    assert translation.updates_so_far(str(save)) == 750
+    assert translation.updates_so_far(str(tmp_path / "fresh")) == 0
