@@ -14,7 +14,7 @@ import sys
 
 from ..data.task_reading import reads_streams
 from ..errors import ScoringError
-from ..evaluation.options import EvaluationOptions, add_arguments, refuse
+from ..evaluation.options import EvaluationOptions, add_arguments
 from .model_loading import load_models
 from .plain_text import check_plain_text
 from .scoring import CharacterModelScorer, LanguageModelScorer, is_character_model
@@ -135,9 +135,7 @@ def run(args):
             f"--path {args.path!r} has an empty checkpoint path (a ':' at an end or doubled): "
             "give CHECKPOINT, or CK1:CK2 for an ensemble"
         )
-    options = EvaluationOptions.read(args)  # before the model loads; the rest is refused once it has
-    refuse(options, lines_alone=args.context == "line")
-    cache = options.cache
+    options = EvaluationOptions.read(args)
     texts = []  # the number of lines of each file: each a text of its own
     numbered = read_lines(args.files, texts)
     if not numbered:
@@ -156,8 +154,8 @@ def run(args):
     kinds = {is_character_model(model) for model, _ in loaded}
     if len(kinds) > 1:
         raise ScoringError("an ensemble cannot mix word-level and character-level models: score them apart")
+    options.prepare(loaded, lines_alone=args.context == "line")  # refused, or given to the models
     if is_character_model(loaded[0][0]):
-        refuse(options, loaded[0][0])
         scorer = CharacterModelScorer(
             paths, args.data, args.cpu, args.batch_tokens, args.batch_size, loaded, document=args.context != "line"
         )
@@ -177,7 +175,6 @@ def run(args):
                 f"{args.path} was trained on document_language_modeling, which reads text as one "
                 "stream: drop --context line"
             )
-        document = args.context == "document" or streams or cache is not None
         scorer = LanguageModelScorer(
             paths,
             args.data,
@@ -185,8 +182,7 @@ def run(args):
             args.batch_tokens,
             args.batch_size,
             loaded=loaded,
-            document=document,
-            evaluation=options,
+            document=args.context == "document" or streams,
         )
         encoded = [scorer.encode(line) for line in lines]
     characters = scorer.characters_of if isinstance(scorer, CharacterModelScorer) else None

@@ -13,7 +13,6 @@ import torch
 
 from ..data.task_reading import reads_streams
 from ..errors import ScoringError
-from ..evaluation.options import EvaluationOptions, refuse
 from .model_loading import load_models
 
 logger = logging.getLogger(__name__)
@@ -132,11 +131,9 @@ class LanguageModelScorer:
         tool: str = "alm-score",
         loaded=None,
         document: bool = False,
-        evaluation=None,
     ):
-        """``evaluation``: the run's ``EvaluationOptions`` (the neural cache, dynamic evaluation), either
-        of which also reads the lines in order as one text."""
-        evaluation = evaluation or EvaluationOptions()
+        """The models score with the neural cache or dynamic evaluation that ``EvaluationOptions.prepare``
+        gave them, either of which also reads the lines in order as one text."""
         loaded = loaded or load_models(paths, data, use_cpu, tool)
         for path, (model, _) in zip(paths, loaded):
             if is_character_model(model):
@@ -151,9 +148,10 @@ class LanguageModelScorer:
         self.batch_tokens, self.max_sentences = batch_tokens, max_sentences
         self.device = next(self.models[0].parameters()).device
         self.max_tokens = min(m.max_positions() or math.inf for m in self.models)
-        refuse(evaluation, segments_are_sentences=not reads_streams(loaded[0][1]), models=len(loaded))
-        self.dynamic = evaluation.dynamic
-        self.document = document or evaluation.in_corpus_order
+        evaluator = getattr(self.models[0], "dynamic_eval", None)  # an ensemble has none (prepare refuses it)
+        self.dynamic = evaluator.settings if evaluator is not None else None
+        cached = any(getattr(model, "neural_cache", None) is not None for model in self.models)
+        self.document = document or cached or self.dynamic is not None
         # per model: the chunk length of a model trained on streams (its state carries), else None
         self.chunks = [task.cfg.tokens_per_sample if reads_streams(task) else None for _, task in loaded]
         if any(self.chunks) and not self.document:
@@ -165,8 +163,6 @@ class LanguageModelScorer:
         if self.dynamic is not None:
             # a stream model's segments are --dynamic-eval-segment tokens of the one stream
             self.chunks = [self.dynamic.segment if chunk else None for chunk in self.chunks]
-        for model, task in loaded:
-            evaluation.attach(model, getattr(task, "dynamic_eval_training_batches", None))
 
     def encode(self, text: str) -> torch.Tensor:
         return self.dictionary.encode_line(text, add_if_not_exist=False, append_eos=True).long()

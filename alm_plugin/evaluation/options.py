@@ -10,6 +10,7 @@ from typing import Optional, Tuple
 import torch
 from fairseq.dataclass.configs import EvalLMConfig
 
+from ..data.task_reading import reads_streams
 from ..errors import CheckpointError, OptionError
 from ..options.checks import needs, number, whole_batch
 from ..options.reading import read_options
@@ -156,6 +157,20 @@ class EvaluationOptions:
             evaluator = DynamicEvaluator(model, self.dynamic, training_batches) if self.dynamic is not None else None
             model.dynamic_eval = evaluator
         return model
+
+    def prepare(self, loaded, lines_alone: bool = False):
+        """Refuse what these options cannot score with ``loaded`` (the ``(model, task)`` pairs scored together,
+        each line alone with ``lines_alone``), then attach them to each model: the one call of a scorer."""
+        segments_are_sentences = not reads_streams(loaded[0][1])
+        refuse(
+            self,
+            loaded[0][0],
+            segments_are_sentences=segments_are_sentences,
+            lines_alone=lines_alone,
+            models=len(loaded),
+        )
+        for model, task in loaded:
+            self.attach(model, getattr(task, "dynamic_eval_training_batches", None))
 
     @property
     def in_corpus_order(self) -> bool:
