@@ -9,9 +9,10 @@
 ``--language-model ARCH`` trains a target-side language model on all 29,000 English training
 sentences (``data-bin/multi30k-en-mono``) and records its valid and test perplexity and its
 checkpoint's SHA-256. ``--parallel-pairs N`` trains the translation model and the channel model on
-the first N pairs and compares, on the 50-best lists, rescoring with each of those language
-models, with the channel model alone and with both, and shallow fusion with each language model,
-against beam 5 (sacrebleu's paired bootstrap); it records the SHA-256 of each language model read.
+the first N pairs and compares, on the 50-best lists, rescoring with TM and the length reward
+alone, with each of those language models, with the channel model alone and with both, and
+shallow fusion with each language model, against beam 5 (sacrebleu's paired bootstrap); it
+records the SHA-256 of each language model read.
 
 The translation model and the language model are trained from scratch: their checkpoints
 (``checkpoints/multi30k-<arch>``, ``checkpoints/multi30k-en-<lm arch>``) must not exist, or the
@@ -210,7 +211,7 @@ def wait_for_language_model(record, checkpoint, poll=60):
 
 
 def unfinished(folder):
-    """Whether ``folder`` holds a training that multi30k.sh began and was stopped (its marker stays)."""
+    """Whether ``folder`` holds a training that multi30k.sh began and did not finish (its marker stays)."""
     return os.path.exists(os.path.join(folder, "unfinished"))
 
 
@@ -256,7 +257,8 @@ def pairs_row(parser, args):
         wait_for_language_model(records[arch], lms[arch])
 
     def rescore(name, lm=None, with_channel=False):
-        """alm-rescore with one LM, the channel model, or both; its valid and test BLEU and 1-best."""
+        """alm-rescore with one LM, the channel model, both, or neither (TM and Len alone); its valid and
+        test BLEU and 1-best."""
         command = [
             "alm-rescore", "--nbest", lists["test"], "--tune-nbest", lists["valid"],
             "--tune-ref", os.path.join(data, "valid.raw.en"), "--ref", os.path.join(data, "test.raw.en"),
@@ -267,6 +269,8 @@ def pairs_row(parser, args):
         ]  # fmt: skip
         if lm:
             command += ["--lm", lms[lm], "--lm-data", MONO]
+        if not lm and not with_channel:
+            command += ["--length-only"]
         if with_channel:
             command += ["--channel", channel, "--source", os.path.join(data, "test.bpe.de")]
             command += ["--tune-source", os.path.join(data, "valid.bpe.de"), "--source-form", "bpe"]
@@ -278,6 +282,7 @@ def pairs_row(parser, args):
 
     start = time.time()
     methods, outputs = {}, {}
+    methods["length"], outputs["length"] = rescore("length")  # what every reranking's Len gives by itself
     for arch in LM_ARCHS:
         methods[f"rescore:{arch}"], outputs[f"rescore:{arch}"] = rescore(arch, lm=arch)
     methods["channel"], outputs["channel"] = rescore("channel", with_channel=True)

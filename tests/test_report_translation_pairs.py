@@ -65,7 +65,8 @@ def test_the_answer_names_the_language_model_best_on_valid_not_on_test(planted):
     planted("pairs-2000.json", pairs_record(2000, METHODS))
     lines = translation_pairs.answer().splitlines()
     assert lines[2] == (
-        "| 2,000 | 20.00 | +1.70, p 0.003 | +0.40, p 0.200 (`attentive_lm_small`) | +0.30, p 0.300 (`alm_lstm_small`) |"
+        "| 2,000 | 20.00 | +1.70, p 0.003 | +0.40, p 0.200 (`attentive_lm_small`) | not run "
+        "| +0.30, p 0.300 (`alm_lstm_small`) |"
     )
 
 
@@ -107,3 +108,20 @@ def test_a_language_model_still_falling_is_flagged_and_a_flat_one_is_not(planted
     text = translation_pairs.block(draw_picture=False)
     assert "60.0 -> 50.0, still falling" in text and "40.0 -> 39.9, flat" in text
     assert "`alm_lstm_small` was still improving at the last epoch" in text and "`amsrn_small` was" not in text
+
+
+def test_the_length_reward_alone_separates_the_language_models_share_where_a_row_ran_it(planted):
+    """The LM best on valid, against TM and Len alone: its test BLEU beyond them, at the sizes that reranked
+    with Len alone; the others are named as not separated."""
+    planted("pairs-2000.json", pairs_record(2000, METHODS))
+    planted(
+        "pairs-5000.json", pairs_record(5000, {**METHODS, "length": {"valid_bleu": 20.8, "test": scored(20.1, 0.4)}})
+    )
+    text = translation_pairs.block(draw_picture=False)
+    assert (
+        "At 5,000 pairs TM and Len alone give +0.10, p 0.400, and the LM best on valid (`attentive_lm_small`) +0.30"
+        in text
+    )
+    assert "the row at 2,000 pairs did not rerank with Len alone" in text
+    assert "| rescored, TM and the length reward alone | not run | 20.10 ± 0.50 (+0.10, p 0.400) |" in text
+    assert translation_pairs.answer().splitlines()[3].split(" | ")[4] == "+0.10, p 0.400"

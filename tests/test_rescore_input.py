@@ -198,3 +198,20 @@ def test_random_search_and_coordinate_ascent_find_the_better_weights_and_repeat(
     first = tune(table, start, ranges, tuner, 50, 7, 3)
     assert first[1] == pytest.approx(100.0) and first == tune(table, start, ranges, tuner, 50, 7, 3)
     assert all(ranges[n][0] <= w[n] <= ranges[n][-1] for w, _ in first[2] for n in ranges)
+
+
+@pytest.mark.parametrize("reward, chosen", [("1", "the cat sat"), ("-1", "a cat")])
+def test_length_only_reranks_by_tm_and_the_length_reward_alone(tmp_path, reward, chosen):
+    """alm-rescore --length-only: each sentence's 1-best maximises TM + w * Len (tokens and </s>), no model read."""
+    from cli import run_module
+
+    # TM -1.5 and Len 4 against TM -2.0 and Len 3
+    text = "H-0\t-1.5\tthe cat sat\nP-0\t-0.5 -0.5 -0.25 -0.25\nH-0\t-2.0\ta cat\nP-0\t-1.0 -0.5 -0.5\n"
+    nbest = write(tmp_path, "in.nbest", text)
+    out = tmp_path / "best.txt"
+    command = ["--nbest", nbest, "--length-only", "--hyp-form", "tok", "--output-form", "tok", "--output-1best", out]
+    code, stdout, stderr = run_module("alm_plugin.cli.rescore", *command, "--weights", f"TM=1,Len={reward}")
+    assert code == 0, stderr
+    assert out.read_text() == chosen + "\n" and "TM and the length reward Len alone" in stdout
+    code, _, stderr = run_module("alm_plugin.cli.rescore", *command, "--lm", "checkpoint.pt")
+    assert code == 2 and "--length-only reranks without a language model" in stderr

@@ -208,6 +208,9 @@ def main(argv=None):
     channel.add_argument("--source-lang", default="de", help="source language, for sacremoses (default: de)")
     channel.add_argument("--source-form", choices=FORMS, default="raw", help="form of the --source files")
     channel.add_argument("--source-bpe-codes", help="subword-nmt codes of the channel model's source-side text")
+    parser.add_argument(
+        "--length-only", action="store_true", help="rerank by TM and Len alone, the baseline an LM or channel must beat"
+    )
     parser.add_argument("--normalize", action="store_true", help="divide each score by its sentence's length")
     parser.add_argument(
         "--weights",
@@ -233,8 +236,10 @@ def main(argv=None):
     parser.add_argument("--batch-tokens", type=int, default=4000, help="most LM tokens per batch")
     parser.add_argument("--cpu", action="store_true", help="score on the CPU even when a GPU is there")
     args = parser.parse_args(argv)
-    if not args.lm and not args.channel:
-        parser.error("nothing to rescore with: give --lm, --channel or both")
+    if args.length_only and (args.lm or args.channel):
+        parser.error("--length-only reranks without a language model or a channel: drop --lm and --channel")
+    if not args.lm and not args.channel and not args.length_only:
+        parser.error("nothing to rescore with: give --lm, --channel or both (or --length-only, TM and Len alone)")
     if bool(args.tune_nbest) != bool(args.tune_ref):
         parser.error("--tune-nbest and --tune-ref go together")
     if args.channel and not args.source:
@@ -303,7 +308,11 @@ def run(args):
             "--tuner random or --tuner coordinate"
         )
     forms = TextForms(args.lang, args.bpe_codes)
-    needs_bpe = "bpe" in (args.lm_form, args.output_form, args.channel_form if args.channel else None)
+    needs_bpe = "bpe" in (
+        args.lm_form if args.lm else None,
+        args.output_form,
+        args.channel_form if args.channel else None,
+    )
     if args.hyp_form != "bpe" and needs_bpe and not args.bpe_codes:
         raise NBestError(
             f"hypotheses in '{args.hyp_form}' form need --bpe-codes (the codes the LM's "
@@ -335,6 +344,8 @@ def run(args):
             f"alm-rescore: {len(loaded)} language model(s) as {', '.join(lms)}, {len(scorers[0].dictionary)} types; "
             "LM scores are log2-probabilities; TM is the system's own score (log2 with P- lines)"
         )
+    if args.length_only:
+        print("alm-rescore: no language model and no channel: TM and the length reward Len alone")
     channel = None
     if args.channel:
         from .channel import ChannelScorer
