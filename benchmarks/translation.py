@@ -16,11 +16,12 @@ records the SHA-256 of each language model read.
 
 The translation model and the language model are trained from scratch: their checkpoints
 (``checkpoints/multi30k-<arch>``, ``checkpoints/multi30k-en-<lm arch>``) must not exist, or the
-example would skip training and the record would describe older models; a pairs row stopped in its
-training resumes it from ``checkpoint_last.pt`` (the record says at which update). The example's
-outputs go to ``runs/multi30k-<arch>-benchmark``, emptied first. BLEU is sacrebleu's on the
-detokenised output of test_2016_flickr; the example chooses the rescoring weights and the
-fusion weight on valid, and the record holds both splits' figures.
+example would skip training and the record would describe older models. A pairs row stopped before
+its record resumes, its trainings from their ``checkpoint_last.pt``; the record lists each run's
+commit and the updates it started from. The example's outputs go to
+``runs/multi30k-<arch>-benchmark``, emptied first. BLEU is sacrebleu's on the detokenised output of
+test_2016_flickr; the example chooses the rescoring weights and the fusion weight on valid, and the
+record holds both splits' figures.
 """
 
 import argparse
@@ -210,17 +211,25 @@ def wait_for_language_model(record, checkpoint, poll=60):
             sys.exit(f"benchmarks.translation: {checkpoint} is not the model {record} records: train it afresh")
 
 
-def unfinished(folder):
-    """Whether ``folder`` holds a training that multi30k.sh began and did not finish (its marker stays)."""
-    return os.path.exists(os.path.join(folder, "unfinished"))
+# in a model's folder, one line per run of the pairs row that has used it, "commit updates", until recorded
+STARTS = "starts.txt"
 
 
 def updates_so_far(folder):
-    """The updates of the ``checkpoint_last.pt`` a stopped training in ``folder`` resumes from (0: none)."""
+    """The updates of the ``checkpoint_last.pt`` in ``folder`` a training resumes from (0: none)."""
     from alm_plugin.mends.checkpoint_safety import read_checkpoint
 
     last = os.path.join(folder, "checkpoint_last.pt")
     return read_checkpoint(last)["optimizer_history"][-1]["num_updates"] if os.path.exists(last) else 0
+
+
+def note_start(folder):
+    """Append this run's commit and the updates it starts from to ``folder``'s starts; return every start."""
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, STARTS), "a") as f:
+        f.write(f"{commit()} {updates_so_far(folder)}\n")
+    with open(os.path.join(folder, STARTS)) as f:
+        return [{"commit": name, "updates": int(updates)} for name, updates in (line.split() for line in f)]
 
 
 def pairs_row(parser, args):
@@ -228,11 +237,12 @@ def pairs_row(parser, args):
     pairs = args.parallel_pairs
     data = os.path.join("data-bin", f"multi30k-de-en-{pairs}")
     save = os.path.join(ROOT, "checkpoints", f"multi30k-{pairs}-{args.arch}")
-    for folder in (save, save + "-channel"):  # absent, or a training the example began and did not finish
-        if not unfinished(folder) and os.path.exists(os.path.join(folder, "checkpoint_best.pt")):
-            parser.exit(2, f"{parser.prog}: error: {folder} holds a trained model: move it away to train afresh\n")
     folders = {"translation": save, "channel": save + "-channel"}
-    resumed = {name: updates_so_far(folder) for name, folder in folders.items() if unfinished(folder)}
+    for folder in folders.values():  # absent, or this row's, from a run stopped before its record
+        if os.path.exists(os.path.join(folder, "checkpoint_best.pt")) and not os.path.exists(
+            os.path.join(folder, STARTS)
+        ):
+            parser.exit(2, f"{parser.prog}: error: {folder} holds a trained model: move it away to train afresh\n")
     lms = {arch: os.path.join(lm_save(arch), "checkpoint_best.pt") for arch in LM_ARCHS}
     records = {arch: os.path.join(os.path.dirname(args.json), f"lm-{arch}.json") for arch in LM_ARCHS}
     for arch in LM_ARCHS:  # each trained, or its row under way (it is waited for before the reranking)
@@ -244,6 +254,7 @@ def pairs_row(parser, args):
         **os.environ, "ARCH": args.arch, "LM_ARCH": LM_ARCHS[0], "OUT": out, "PAIRS": str(pairs),
         "CHANNEL": "1", "NBEST": str(NBEST), "OMP_NUM_THREADS": str(args.threads),
     }  # fmt: skip
+    starts = {name: note_start(folder) for name, folder in folders.items()}  # the example resumes a stopped training
     start = time.time()
     example = run_command(["bash", "examples/translation/multi30k.sh"], env)
     example_minutes = (time.time() - start) / 60
@@ -320,7 +331,7 @@ def pairs_row(parser, args):
             "device": f"cpu, {args.threads} thread(s)",
             "nbest": NBEST,
             "example_minutes": round(example_minutes, 1),
-            **({"resumed_at_updates": resumed} if resumed else {}),
+            "training_starts": starts,
             "rescore_minutes": round(rescore_minutes, 1),
             "fusion_minutes": round(fusion_minutes, 1),
             "valid_ppl": valid_ppl(data, os.path.join(save, "checkpoint_best.pt"), translation, args.threads),
@@ -331,6 +342,8 @@ def pairs_row(parser, args):
             "methods": methods,
         },
     )
+    for folder in folders.values():  # recorded: a later run trains afresh
+        os.remove(os.path.join(folder, STARTS))
 
 
 def main():

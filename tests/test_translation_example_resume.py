@@ -1,6 +1,6 @@
 """A stopped training of examples/translation/multi30k.sh resumes, in the example and in the benchmark
-row that runs it; a finished one is skipped by the example and refused by the row. Fast: fairseq-train
-is a stand-in script."""
+row that runs it; the example skips a finished one, and the row refuses a model another run trained.
+Fast: fairseq-train is a stand-in script."""
 
 import argparse
 import os
@@ -43,21 +43,27 @@ def test_the_example_resumes_a_stopped_training_and_skips_a_finished_one(tmp_pat
     assert (save / "calls").read_text().split() == ["run", "run"]  # the finished training was not run again
 
 
-def test_a_pairs_row_refuses_a_finished_model_and_records_where_it_resumed(tmp_path, monkeypatch, capsys):
+def test_a_pairs_row_resumes_its_own_models_and_refuses_another_runs(tmp_path, monkeypatch, capsys):
+    """A model folder with checkpoints is this row's only while its starts file (kept until the record is
+    written) says so; each start notes the commit and the updates it resumes from."""
     translation = benchmarks_module("translation")
     monkeypatch.setattr(translation, "ROOT", str(tmp_path))
+    monkeypatch.setattr(translation, "commit", lambda: "abc1234")
     save = tmp_path / "checkpoints" / "multi30k-2000-attentive_nmt_small"
     save.mkdir(parents=True)
-    torch.save({"optimizer_history": [{"num_updates": 300}, {"num_updates": 750}]}, save / "checkpoint_last.pt")
     (save / "checkpoint_best.pt").write_bytes(b"")
     parser = argparse.ArgumentParser(prog="translation")
     args = argparse.Namespace(parallel_pairs=2000, arch="attentive_nmt_small", json=str(tmp_path / "pairs.json"))
     with pytest.raises(SystemExit) as stopped:
         translation.pairs_row(parser, args)
-    assert stopped.value.code == 2 and "holds a trained model" in capsys.readouterr().err  # an older run's
-    (save / "unfinished").touch()
+    assert stopped.value.code == 2 and "holds a trained model" in capsys.readouterr().err  # another run's
+    (save / translation.STARTS).write_text("0000000 0\n")
     with pytest.raises(SystemExit):
         translation.pairs_row(parser, args)
     assert "no " + str(tmp_path / "lm-alm_lstm_small.json") in capsys.readouterr().err  # past it, at the next
-    assert translation.updates_so_far(str(save)) == 750
-    assert translation.updates_so_far(str(tmp_path / "fresh")) == 0
+    torch.save({"optimizer_history": [{"num_updates": 300}, {"num_updates": 750}]}, save / "checkpoint_last.pt")
+    assert translation.note_start(str(save)) == [
+        {"commit": "0000000", "updates": 0},
+        {"commit": "abc1234", "updates": 750},
+    ]
+    assert translation.note_start(str(tmp_path / "fresh")) == [{"commit": "abc1234", "updates": 0}]
