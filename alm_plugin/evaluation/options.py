@@ -347,7 +347,6 @@ class TestTimeTask:
 
     __test__ = False  # a mixin, not a pytest class
 
-    segments_are_sentences = True  # dynamic evaluation's segment: a sentence, or N tokens of a stream
     _evaluation_options = None  # the EvaluationOptions ``evaluation_options`` reads on its first use
 
     @property
@@ -355,7 +354,8 @@ class TestTimeTask:
         """The task's test-time options, read once from its config (``self.args``)."""
         if self._evaluation_options is None:
             self._evaluation_options = EvaluationOptions.read(self.args)
-            refuse(self._evaluation_options, segments_are_sentences=self.segments_are_sentences)
+            # dynamic evaluation's segment: a sentence, or N tokens of a stream
+            refuse(self._evaluation_options, segments_are_sentences=not reads_streams(self))
         return self._evaluation_options
 
     def attach_evaluation_options(self, model):

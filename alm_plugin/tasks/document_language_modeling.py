@@ -39,8 +39,6 @@ def check_burn_in(value) -> None:
 class DocumentLanguageModelingTask(TestTimeTask, OutputLayerChecks, WordStreamTask):
     """Word-level LMs on streams, their state and attention memory carried across chunks."""
 
-    segments_are_sentences = False
-
     @classmethod
     def setup_task(cls, cfg, **kwargs):
         check_burn_in(cfg.stream_burn_in)  # also where nothing is scored as streams (--disable-validation)
