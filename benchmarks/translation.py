@@ -17,8 +17,9 @@ records the SHA-256 of each language model read.
 The translation model and the language model are trained from scratch: their checkpoints
 (``checkpoints/multi30k-<arch>``, ``checkpoints/multi30k-en-<lm arch>``) must not exist, or the
 example would skip training and the record would describe older models. A pairs row stopped before
-its record resumes, its trainings from their ``checkpoint_last.pt``; the record lists each run's
-commit and the updates it started from. The example's outputs go to
+its record resumes, its trainings from their ``checkpoint_last.pt`` (fairseq restarts the count of
+``--patience`` there); the record lists each run's commit, the updates it started from and whether it
+trained, and its minutes are the last run's. The example's outputs go to
 ``runs/multi30k-<arch>-benchmark``, emptied first. BLEU is sacrebleu's on the detokenised output of
 test_2016_flickr; the example chooses the rescoring weights and the fusion weight on valid, and the
 record holds both splits' figures.
@@ -211,7 +212,8 @@ def wait_for_language_model(record, checkpoint, poll=60):
             sys.exit(f"benchmarks.translation: {checkpoint} is not the model {record} records: train it afresh")
 
 
-# in a model's folder, one line per run of the pairs row that has used it, "commit updates", until recorded
+# in a model's folder, one line per run of the pairs row that has used it, "commit updates state", until
+# recorded; state: "training" (fresh or resumed) or "finished" (trained by an earlier run)
 STARTS = "starts.txt"
 
 
@@ -224,12 +226,22 @@ def updates_so_far(folder):
 
 
 def note_start(folder):
-    """Append this run's commit and the updates it starts from to ``folder``'s starts; return every start."""
+    """Append this run's commit, the updates it starts from and whether the example will train there to
+    ``folder``'s starts; return every start."""
     os.makedirs(folder, exist_ok=True)
+    finished = os.path.exists(os.path.join(folder, "checkpoint_best.pt")) and not os.path.exists(
+        os.path.join(folder, "unfinished")
+    )  # the example's marker: see its train()
     with open(os.path.join(folder, STARTS), "a") as f:
-        f.write(f"{commit()} {updates_so_far(folder)}\n")
+        f.write(f"{commit() or 'unknown'} {updates_so_far(folder)} {'finished' if finished else 'training'}\n")
+    starts = []
     with open(os.path.join(folder, STARTS)) as f:
-        return [{"commit": name, "updates": int(updates)} for name, updates in (line.split() for line in f)]
+        for number, line in enumerate(f, 1):
+            match = re.fullmatch(r"(\S+) (\d+) (training|finished)\n?", line)
+            if match is None:
+                sys.exit(f"{os.path.join(folder, STARTS)}:{number}: not 'commit updates training|finished': fix it")
+            starts.append({"commit": match[1], "updates": int(match[2]), "state": match[3]})
+    return starts
 
 
 def pairs_row(parser, args):

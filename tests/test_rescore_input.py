@@ -209,7 +209,8 @@ def test_length_only_reranks_by_tm_and_the_length_reward_alone(tmp_path, reward,
     text = "H-0\t-1.5\tthe cat sat\nP-0\t-0.5 -0.5 -0.25 -0.25\nH-0\t-2.0\ta cat\nP-0\t-1.0 -0.5 -0.5\n"
     nbest = write(tmp_path, "in.nbest", text)
     out = tmp_path / "best.txt"
-    command = ["--nbest", nbest, "--length-only", "--hyp-form", "tok", "--output-form", "tok", "--output-1best", out]
+    command = ["--nbest", nbest, "--length-only", "--hyp-form", "tok", "--lm-form", "tok", "--output-form", "tok"]
+    command += ["--output-1best", out]
     code, stdout, stderr = run_module("alm_plugin.cli.rescore", *command, "--weights", f"TM=1,Len={reward}")
     assert code == 0, stderr
     assert out.read_text() == chosen + "\n" and "TM and the length reward Len alone" in stdout

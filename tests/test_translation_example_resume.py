@@ -57,13 +57,16 @@ def test_a_pairs_row_resumes_its_own_models_and_refuses_another_runs(tmp_path, m
     with pytest.raises(SystemExit) as stopped:
         translation.pairs_row(parser, args)
     assert stopped.value.code == 2 and "holds a trained model" in capsys.readouterr().err  # another run's
-    (save / translation.STARTS).write_text("0000000 0\n")
+    (save / translation.STARTS).write_text("0000000 0 training\n")
     with pytest.raises(SystemExit):
         translation.pairs_row(parser, args)
     assert "no " + str(tmp_path / "lm-alm_lstm_small.json") in capsys.readouterr().err  # past it, at the next
     torch.save({"optimizer_history": [{"num_updates": 300}, {"num_updates": 750}]}, save / "checkpoint_last.pt")
     assert translation.note_start(str(save)) == [
-        {"commit": "0000000", "updates": 0},
-        {"commit": "abc1234", "updates": 750},
+        {"commit": "0000000", "updates": 0, "state": "training"},
+        {"commit": "abc1234", "updates": 750, "state": "finished"},  # no marker: the example trains no more
     ]
-    assert translation.note_start(str(tmp_path / "fresh")) == [{"commit": "abc1234", "updates": 0}]
+    assert translation.note_start(str(tmp_path / "fresh")) == [{"commit": "abc1234", "updates": 0, "state": "training"}]
+    (save / translation.STARTS).write_text("0000000 0 training\n 750\n")  # a line without its commit
+    with pytest.raises(SystemExit, match="starts.txt:2: not 'commit updates training|finished'"):
+        translation.note_start(str(save))

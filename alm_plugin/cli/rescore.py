@@ -309,7 +309,7 @@ def run(args):
         )
     forms = TextForms(args.lang, args.bpe_codes)
     needs_bpe = "bpe" in (
-        args.lm_form if args.lm else None,
+        args.lm_form,
         args.output_form,
         args.channel_form if args.channel else None,
     )
@@ -362,9 +362,9 @@ def run(args):
         unknown = [
             add_lm_features(groups, scorer, forms, args.hyp_form, args.lm_form, n) for n, scorer in zip(lms, scorers)
         ]
-        if not scorers:  # the length reward counts the hypothesis' tokens and </s>
+        if not scorers:  # the length reward counts what an LM would score: the tokens in --lm-form and </s>
             for h in (h for group in groups.values() for h in group):
-                h.features["Len"] = float(len(h.text.split()) + 1)
+                h.features["Len"] = float(len(forms.convert(h.text, args.hyp_form, args.lm_form).split()) + 1)
         if channel is not None:
             given = source_lines or read_sources(args.tune_source, groups, path)
             channel_sources = [source_forms.convert(line, args.source_form, args.channel_form) for line in given]

@@ -124,7 +124,7 @@ def statement(rows, lms):
 def length_share(rows):
     """What the length reward, which every reranking tunes, gives alone, and the LM's gain beyond it."""
     said = []
-    for row in (r for r in rows if "length" in r["methods"]):
+    for row in (r for r in rows if "length" in r["methods"] and best_on_valid(r["methods"], "rescore:")):
         beam5, methods = row["test_bleu_beam5"], row["methods"]
         lm = best_on_valid(methods, "rescore:")
         share = methods[lm]["test"]["bleu"] - methods["length"]["test"]["bleu"]
@@ -194,7 +194,7 @@ def answer():
     ]
     for row in rows:
         beam5, methods = row["test_bleu_beam5"], row["methods"]
-        cells = [gain(methods["noisy_channel"], beam5) if "noisy_channel" in methods else ""]
+        cells = [gain(methods["noisy_channel"], beam5) if "noisy_channel" in methods else "not run"]
         for prefix in ("rescore:", "length", "fusion:"):
             best = best_on_valid(methods, prefix)
             named = f" (`{best[len(prefix) :]}`)" if best and prefix.endswith(":") else ""
