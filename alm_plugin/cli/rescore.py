@@ -308,11 +308,7 @@ def run(args):
             "--tuner random or --tuner coordinate"
         )
     forms = TextForms(args.lang, args.bpe_codes)
-    needs_bpe = "bpe" in (
-        args.lm_form,
-        args.output_form,
-        args.channel_form if args.channel else None,
-    )
+    needs_bpe = "bpe" in (args.lm_form, args.output_form, args.channel_form if args.channel else None)
     if args.hyp_form != "bpe" and needs_bpe and not args.bpe_codes:
         raise NBestError(
             f"hypotheses in '{args.hyp_form}' form need --bpe-codes (the codes the LM's "
