@@ -159,8 +159,9 @@ class EvaluationOptions:
         return model
 
     def prepare(self, loaded, lines_alone: bool = False):
-        """Refuse what these options cannot score with ``loaded`` (the ``(model, task)`` pairs scored together,
-        each line alone with ``lines_alone``), then attach them to each model: alm-score's one call, before its scorer."""
+        """Refuse what these options cannot score with ``loaded`` (the ``(model, task)`` pairs scored
+        together, each line alone with ``lines_alone``), then attach them to each model: alm-score's one
+        call, before its scorer."""
         segments_are_sentences = not reads_streams(loaded[0][1])
         refuse(
             self,
