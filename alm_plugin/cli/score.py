@@ -154,7 +154,8 @@ def run(args):
     kinds = {is_character_model(model) for model, _ in loaded}
     if len(kinds) > 1:
         raise ScoringError("an ensemble cannot mix word-level and character-level models: score them apart")
-    options.prepare(loaded, lines_alone=args.context == "line")  # refused, or given to the models
+    streams = any(reads_streams(task) for _, task in loaded)  # a document task's model reads the text as one stream
+    options.prepare(loaded, streams, lines_alone=args.context == "line")  # refused, or given to the models
     if is_character_model(loaded[0][0]):
         scorer = CharacterModelScorer(
             paths, args.data, args.cpu, args.batch_tokens, args.batch_size, loaded, document=args.context != "line"
@@ -169,7 +170,6 @@ def run(args):
                 file=sys.stderr,
             )
     else:
-        streams = any(reads_streams(task) for _, task in loaded)
         if streams and args.context == "line":
             raise ScoringError(
                 f"{args.path} was trained on document_language_modeling, which reads text as one "

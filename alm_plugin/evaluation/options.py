@@ -158,15 +158,14 @@ class EvaluationOptions:
             model.dynamic_eval = evaluator
         return model
 
-    def prepare(self, loaded, lines_alone: bool = False):
+    def prepare(self, loaded, streams: bool, lines_alone: bool = False):
         """Refuse what these options cannot score with ``loaded`` (the ``(model, task)`` pairs scored
-        together, each line alone with ``lines_alone``), then attach them to each model: alm-score's one
-        call, before its scorer."""
-        segments_are_sentences = not reads_streams(loaded[0][1])
+        together, their tasks reading ``streams`` or sentences, each line alone with ``lines_alone``), then
+        attach them to each model: alm-score's one call, before its scorer."""
         refuse(
             self,
             loaded[0][0],
-            segments_are_sentences=segments_are_sentences,
+            segments_are_sentences=not streams,
             lines_alone=lines_alone,
             models=len(loaded),
         )
