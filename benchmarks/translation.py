@@ -8,11 +8,12 @@
 
 ``--language-model ARCH`` trains a target-side language model on all 29,000 English training
 sentences (``data-bin/multi30k-en-mono``) and records its valid and test perplexity and its
-checkpoint's SHA-256. ``--parallel-pairs N`` trains the translation model and the channel model on
-the first N pairs and compares, on the 50-best lists, rescoring with TM and the length reward
-alone, with each of those language models, with the channel model alone and with both, and
-shallow fusion with each language model, against beam 5 (sacrebleu's paired bootstrap); it
-records the SHA-256 of each language model read.
+checkpoint's SHA-256 (its folder holds the marker ``unfinished`` until then). ``--parallel-pairs N``
+trains the translation model and the channel model on the first N pairs and compares, on the 50-best
+lists, rescoring with TM and the length reward alone, with each of those language models, with the
+channel model alone and with both, and shallow fusion with each language model, against beam 5
+(sacrebleu's paired bootstrap); it records the SHA-256 of each language model read, from the
+``lm-<arch>.json`` beside its own record (it waits for a row under way and refuses a model without one).
 
 The translation model and the language model are trained from scratch: their checkpoints
 (``checkpoints/multi30k-<arch>``, ``checkpoints/multi30k-en-<lm arch>``) must not exist, or the
@@ -106,6 +107,10 @@ def sha256(path):
         return hashlib.sha256(f.read()).hexdigest()
 
 
+# in a language model's folder while its row trains and evaluates, until its record is written
+UNDER_WAY = "unfinished"
+
+
 def lm_save(arch):
     return os.path.join(ROOT, "checkpoints", f"multi30k-en-mono-{arch}")
 
@@ -128,6 +133,9 @@ def language_model_row(parser, args):
             2, f"{parser.prog}: error: no {MONO}: python examples/translation/prepare_multi30k.py --parallel-pairs N\n"
         )
     task = ["--task", "sentence_language_modeling", "--criterion", "attention_cross_entropy"]
+    os.makedirs(save, exist_ok=True)
+    # a pairs row waits for this row's record while the marker stays
+    open(os.path.join(save, UNDER_WAY), "w").close()
     start = time.time()
     log = fairseq(
         "train", MONO, "--user-dir", "alm_plugin", "--cpu", *task, "--arch", args.language_model,
@@ -155,6 +163,7 @@ def language_model_row(parser, args):
             "checkpoint_sha256": sha256(checkpoint),
         },
     )
+    os.remove(os.path.join(save, UNDER_WAY))
 
 
 NBEST = 50
@@ -203,9 +212,12 @@ def oracle_bleu(nbest, references):
 
 def wait_for_language_model(record, checkpoint, poll=60):
     """Until the language model's row has written ``record``; then its checkpoint must be the one recorded."""
+    marker = os.path.join(os.path.dirname(checkpoint), UNDER_WAY)
     if not os.path.exists(record):
         print(f"benchmarks.translation: waiting for {record} (its row is still training)", flush=True)
     while not os.path.exists(record):
+        if not os.path.exists(marker) and not os.path.exists(record):  # the row ended without it
+            sys.exit(f"benchmarks.translation: the row of {checkpoint} ended without writing {record}")
         time.sleep(poll)
     with open(record) as f:
         if json.load(f).get("checkpoint_sha256") != sha256(checkpoint):
@@ -258,8 +270,12 @@ def pairs_row(parser, args):
     lms = {arch: os.path.join(lm_save(arch), "checkpoint_best.pt") for arch in LM_ARCHS}
     records = {arch: os.path.join(os.path.dirname(args.json), f"lm-{arch}.json") for arch in LM_ARCHS}
     for arch in LM_ARCHS:  # each trained, or its row under way (it is waited for before the reranking)
-        if not os.path.exists(records[arch]) and not os.path.isdir(lm_save(arch)):
-            parser.exit(2, f"{parser.prog}: error: no {records[arch]}: train it with --language-model {arch}\n")
+        if not os.path.exists(records[arch]) and not os.path.exists(os.path.join(lm_save(arch), UNDER_WAY)):
+            parser.exit(
+                2,
+                f"{parser.prog}: error: no {records[arch]} and no --language-model {arch} row under way: train it "
+                f"so, or give --json in the folder that holds lm-{arch}.json\n",
+            )
     out = os.path.join(ROOT, "runs", f"multi30k-{pairs}-benchmark")
     shutil.rmtree(out, ignore_errors=True)  # the example reuses the n-best lists it finds there
     env = {

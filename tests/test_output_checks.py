@@ -282,6 +282,9 @@ NOT_THROUGH_THE_WRITER = {  # (file, the line) -> why it writes on its own
         "a process's logs, written as it runs"
     ),
     ("benchmarks/fairseq_runs.py", "with open(log, mode) as f:"): "a run's log, appended as it runs (resumed runs)",
+    ("benchmarks/translation.py", 'open(os.path.join(save, UNDER_WAY), "w").close()'): (
+        "an empty marker in the language model's own folder, removed once its record is written"
+    ),
     ("benchmarks/translation.py", 'with open(os.path.join(folder, STARTS), "a") as f:'): (
         "a row's own record of its starts in its model folder, appended once per run"
     ),

@@ -70,3 +70,23 @@ def test_a_pairs_row_resumes_its_own_models_and_refuses_another_runs(tmp_path, m
     (save / translation.STARTS).write_text("0000000 0 training\n 750\n")  # a line without its commit
     with pytest.raises(SystemExit, match="starts.txt:2: not 'commit updates training|finished'"):
         translation.note_start(str(save))
+
+
+def test_a_pairs_row_waits_only_for_a_language_model_row_under_way(tmp_path, monkeypatch, capsys):
+    """A language model folder without its record is waited for while its row's marker stays; without
+    the marker the row is refused in one line, and a wait ends when the marker goes without a record."""
+    translation = benchmarks_module("translation")
+    monkeypatch.setattr(translation, "ROOT", str(tmp_path))
+    lm = tmp_path / "checkpoints" / "multi30k-en-mono-alm_lstm_small"
+    lm.mkdir(parents=True)
+    (lm / "checkpoint_best.pt").write_bytes(b"")
+    parser = argparse.ArgumentParser(prog="translation")
+    args = argparse.Namespace(parallel_pairs=2000, arch="attentive_nmt_small", json=str(tmp_path / "pairs.json"))
+    with pytest.raises(SystemExit) as stopped:
+        translation.pairs_row(parser, args)
+    error = capsys.readouterr().err
+    assert stopped.value.code == 2 and "no --language-model alm_lstm_small row under way" in error
+    assert len(error.strip().splitlines()) == 1
+    record = str(tmp_path / "lm-alm_lstm_small.json")
+    with pytest.raises(SystemExit, match="ended without writing"):
+        translation.wait_for_language_model(record, str(lm / "checkpoint_best.pt"), poll=0)
