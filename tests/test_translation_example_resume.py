@@ -43,17 +43,22 @@ def test_the_example_resumes_a_stopped_training_and_skips_a_finished_one(tmp_pat
     assert (save / "calls").read_text().split() == ["run", "run"]  # the finished training was not run again
 
 
+def pairs_row_in(tmp_path, monkeypatch):
+    """benchmarks.translation with its root at ``tmp_path``, and a 2,000-pair row's parser and arguments."""
+    translation = benchmarks_module("translation")
+    monkeypatch.setattr(translation, "ROOT", str(tmp_path))
+    args = argparse.Namespace(parallel_pairs=2000, arch="attentive_nmt_small", json=str(tmp_path / "pairs.json"))
+    return translation, argparse.ArgumentParser(prog="translation"), args
+
+
 def test_a_pairs_row_resumes_its_own_models_and_refuses_another_runs(tmp_path, monkeypatch, capsys):
     """A model folder with checkpoints is this row's only while its starts file (kept until the record is
     written) says so; each start notes the commit and the updates it resumes from."""
-    translation = benchmarks_module("translation")
-    monkeypatch.setattr(translation, "ROOT", str(tmp_path))
+    translation, parser, args = pairs_row_in(tmp_path, monkeypatch)
     monkeypatch.setattr(translation, "commit", lambda: "abc1234")
     save = tmp_path / "checkpoints" / "multi30k-2000-attentive_nmt_small"
     save.mkdir(parents=True)
     (save / "checkpoint_best.pt").write_bytes(b"")
-    parser = argparse.ArgumentParser(prog="translation")
-    args = argparse.Namespace(parallel_pairs=2000, arch="attentive_nmt_small", json=str(tmp_path / "pairs.json"))
     with pytest.raises(SystemExit) as stopped:
         translation.pairs_row(parser, args)
     assert stopped.value.code == 2 and "holds a trained model" in capsys.readouterr().err  # another run's
@@ -75,13 +80,10 @@ def test_a_pairs_row_resumes_its_own_models_and_refuses_another_runs(tmp_path, m
 def test_a_pairs_row_waits_only_for_a_language_model_row_under_way(tmp_path, monkeypatch, capsys):
     """A language model folder without its record is waited for while its row's marker stays; without
     the marker the row is refused in one line, and a wait ends when the marker goes without a record."""
-    translation = benchmarks_module("translation")
-    monkeypatch.setattr(translation, "ROOT", str(tmp_path))
+    translation, parser, args = pairs_row_in(tmp_path, monkeypatch)
     lm = tmp_path / "checkpoints" / "multi30k-en-mono-alm_lstm_small"
     lm.mkdir(parents=True)
     (lm / "checkpoint_best.pt").write_bytes(b"")
-    parser = argparse.ArgumentParser(prog="translation")
-    args = argparse.Namespace(parallel_pairs=2000, arch="attentive_nmt_small", json=str(tmp_path / "pairs.json"))
     with pytest.raises(SystemExit) as stopped:
         translation.pairs_row(parser, args)
     error = capsys.readouterr().err
