@@ -139,6 +139,15 @@ def test_a_dictionary_mismatch_and_a_missing_file_are_one_line(model_and_text, t
     )
 
 
+@pytest.mark.parametrize("option", [["--neural-cache-window", "10"], ["--dynamic-eval-lr", "0.1"]])
+def test_a_test_time_option_is_refused_before_the_input_is_read(model_and_text, option):
+    checkpoint, _ = model_and_text
+    # the input's <pad> would be refused first were stdin read before the options
+    code, _, stderr = score("--path", checkpoint, "--context", "line", *option, stdin="a <pad> line\n")
+    last = stderr.strip().splitlines()[-1]
+    assert code != 0 and f"{option[0]}:" in last and "drop --context line" in last
+
+
 def test_a_sentence_model_read_as_a_document_without_a_cache_scores_each_line_alone(model_and_text):
     """--context document only lets a cache span the lines: a sentence model still restarts at each line."""
     checkpoint, text = model_and_text

@@ -26,21 +26,25 @@ LINE_BREAK = re.compile(rb"\r\n|\r|\n")
 RESERVED_WORDS = {"<s>", "<pad>", "</s>"}
 
 
-def read_lines(files, sizes=None):
-    """``[(where, text)]``: every line of the files (or of stdin without files), ``where``
-    being ``FILE:LINE``. Lines end as fairseq-preprocess ends them; a UTF-8 byte-order mark
-    at the start of a file is dropped. ``sizes`` (a list), if given, gets each file's number of
-    lines, in order: each file is a text of its own."""
-    sources = files or ["-"]
-    for name in sources:
+def check_inputs(files):
+    """Refuse an input that cannot be read (a directory, a missing file, a closed stdin) before
+    anything is loaded."""
+    for name in files or ["-"]:
         if name != "-" and os.path.isdir(name):
             raise ScoringError(f"input {name} is a directory: give the text file(s) to score")
         if name != "-" and not os.path.exists(name):  # a pipe (<(...), /dev/fd/N, a FIFO) is read once, as stdin
             raise ScoringError(f"input file {name} does not exist")
         if name == "-" and sys.stdin is None:  # started with stdin closed (<&-)
             raise ScoringError("stdin is closed: give the text file(s) to score, or pipe the text in")
+
+
+def read_lines(files, sizes=None):
+    """``[(where, text)]``: every line of the files (or of stdin without files), ``where``
+    being ``FILE:LINE``. Lines end as fairseq-preprocess ends them; a UTF-8 byte-order mark
+    at the start of a file is dropped. ``sizes`` (a list), if given, gets each file's number of
+    lines, in order: each file is a text of its own."""
     lines = []
-    for name in sources:
+    for name in files or ["-"]:
         label = "stdin" if name == "-" else name
         try:
             if name == "-":
@@ -135,7 +139,18 @@ def run(args):
             f"--path {args.path!r} has an empty checkpoint path (a ':' at an end or doubled): "
             "give CHECKPOINT, or CK1:CK2 for an ensemble"
         )
-    options = EvaluationOptions.read(args)
+    check_inputs(args.files)
+    loaded = load_models(paths, args.data, args.cpu)
+    kinds = {is_character_model(model) for model, _ in loaded}
+    if len(kinds) > 1:
+        raise ScoringError("an ensemble cannot mix word-level and character-level models: score them apart")
+    streams = any(reads_streams(task) for _, task in loaded)  # a document task's model reads the text as one stream
+    if streams and args.context == "line" and not is_character_model(loaded[0][0]):
+        raise ScoringError(
+            f"{args.path} was trained on document_language_modeling, which reads text as one "
+            "stream: drop --context line"
+        )
+    EvaluationOptions.read(args).prepare(loaded, streams)  # refused before stdin is read, or given to the models
     texts = []  # the number of lines of each file: each a text of its own
     numbered = read_lines(args.files, texts)
     if not numbered:
@@ -150,12 +165,6 @@ def run(args):
         lines = [forms.convert(line, source, "bpe" if args.bpe_codes else "tok") for line in lines]
     for (where, _), line in zip(numbered, lines):  # as the model will read it
         check_words(where, line)
-    loaded = load_models(paths, args.data, args.cpu)
-    kinds = {is_character_model(model) for model, _ in loaded}
-    if len(kinds) > 1:
-        raise ScoringError("an ensemble cannot mix word-level and character-level models: score them apart")
-    streams = any(reads_streams(task) for _, task in loaded)  # a document task's model reads the text as one stream
-    options.prepare(loaded, streams, lines_alone=args.context == "line")  # refused, or given to the models
     if is_character_model(loaded[0][0]):
         scorer = CharacterModelScorer(
             paths, args.data, args.cpu, args.batch_tokens, args.batch_size, loaded, document=args.context != "line"
@@ -170,11 +179,6 @@ def run(args):
                 file=sys.stderr,
             )
     else:
-        if streams and args.context == "line":
-            raise ScoringError(
-                f"{args.path} was trained on document_language_modeling, which reads text as one "
-                "stream: drop --context line"
-            )
         scorer = LanguageModelScorer(
             paths,
             args.data,

@@ -126,12 +126,14 @@ class EvaluationOptions:
     dynamic: Optional[DynamicEvalSettings] = None  # the rule, its defaults filled in; None: off
     segment_given: bool = False  # --dynamic-eval-segment given (a sentence model's segment is its sentence)
     stream_burn_in: int = 0  # words each stream but the first reads before it scores (document task)
+    lines_alone: bool = False  # alm-score --context line: each line scored from a fresh state
 
     @classmethod
     def read(cls, args) -> "EvaluationOptions":
         """From parsed arguments (a task's config or alm-score's command line): an option they lack takes
         ``TestTimeOptions``' default, which leaves it off; ``--stream-burn-in``, the document task's alone,
-        is 0 where they lack it (no burn-in)."""
+        is 0 where they lack it (no burn-in); ``--context``, alm-score's alone, scores each line alone where
+        it is ``line``."""
         given = read_options(TestTimeOptions, args, *(option.name for option in fields(TestTimeOptions)))
         cache = cache_settings(given.neural_cache_window, given.neural_cache_theta, given.neural_cache_lambda)
         dynamic = dynamic_settings(
@@ -143,7 +145,8 @@ class EvaluationOptions:
             given.dynamic_eval_stats_batches,
         )
         burn_in = getattr(args, "stream_burn_in", 0)  # the document task's option (tasks/ declares it); absent: none
-        return cls(cache, dynamic, given.dynamic_eval_segment is not None, burn_in)
+        lines_alone = getattr(args, "context", None) == "line"  # alm-score's option (cli/ declares it)
+        return cls(cache, dynamic, given.dynamic_eval_segment is not None, burn_in, lines_alone)
 
     def attach(self, model, training_batches=None, data: Optional[str] = None):
         """Give ``model`` these options' neural cache and dynamic evaluator, and no other (``None`` where an
@@ -158,17 +161,11 @@ class EvaluationOptions:
             model.dynamic_eval = evaluator
         return model
 
-    def prepare(self, loaded, streams: bool, lines_alone: bool = False):
+    def prepare(self, loaded, streams: bool):
         """Refuse what these options cannot score with ``loaded`` (the ``(model, task)`` pairs scored
-        together, their tasks reading ``streams`` or sentences, each line alone with ``lines_alone``), then
-        attach them to each model: alm-score's one call, before its scorer."""
-        refuse(
-            self,
-            loaded[0][0],
-            segments_are_sentences=not streams,
-            lines_alone=lines_alone,
-            models=len(loaded),
-        )
+        together, their tasks reading ``streams`` or sentences), then attach them to each model: alm-score's
+        one call, before it reads its input."""
+        refuse(self, loaded[0][0], segments_are_sentences=not streams, models=len(loaded))
         for model, task in loaded:
             self.attach(model, getattr(task, "dynamic_eval_training_batches", None))
 
@@ -191,14 +188,13 @@ def refuse(
     *,
     training: bool = False,
     segments_are_sentences: Optional[bool] = None,
-    lines_alone: bool = False,
     models: int = 1,
 ) -> None:
     """Refuse a combination the test-time options cannot score, the same line from every entry.
 
     ``model``: the model that would take them; ``training``: fairseq-train or fairseq-validate, which score
-    with the criterion; ``segments_are_sentences``: whether the model's task reads sentences; ``lines_alone``:
-    alm-score --context line; ``models``: the models scored together (an ensemble)."""
+    with the criterion; ``segments_are_sentences``: whether the model's task reads sentences; ``models``: the
+    models scored together (an ensemble)."""
     cache, dynamic = options.cache is not None, options.dynamic is not None
     if training and cache:
         raise OptionError(
@@ -229,9 +225,9 @@ def refuse(
             "(sentence_language_modeling, the hub's score()): drop the option; alm-score adapts every N "
             "tokens of a model trained on document_language_modeling"
         )
-    if cache and lines_alone:
+    if cache and options.lines_alone:
         raise OptionError("--neural-cache-window: the cache spans the lines of a document; drop --context line")
-    if dynamic and lines_alone:
+    if dynamic and options.lines_alone:
         raise OptionError("--dynamic-eval-lr: the model adapts to the lines it has read, in order: drop --context line")
     if dynamic and models > 1:
         raise OptionError("--dynamic-eval-lr adapts one model to the text: score an ensemble without it")
