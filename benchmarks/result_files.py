@@ -111,6 +111,12 @@ class CheckedList(NotANumber, list):
     def __deepcopy__(self, memo):  # as a list is copied, not through pickling's slower path
         return CheckedList([copy.deepcopy(item, memo) for item in self], self.path, self.where)
 
+    def read_only(self, *_, **__):  # read_result hands the same object to every reader of its file
+        raise TypeError(f"{self.path}: a results file's list is read-only: copy it (list(...)) to change it")
+
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = read_only
+    append = extend = insert = pop = remove = sort = reverse = clear = read_only
+
 
 class CheckedRow(NotANumber, dict):
     """A JSON object whose ``[key]`` names its file and the key when the key is absent or null."""
@@ -126,6 +132,17 @@ class CheckedRow(NotANumber, dict):
         if value is None:
             raise ResultError(f"{self.path}: '{self.where}{key}' is null, and the docs read it: {ADVICE}")
         return value
+
+    def __deepcopy__(self, memo):  # built whole: a copy's items are set by __init__, not one by one
+        return CheckedRow({k: copy.deepcopy(v, memo) for k, v in dict.items(self)}, self.path, self.where)
+
+    def __reduce__(self):  # pickled whole, for the same reason
+        return CheckedRow, (dict(dict.items(self)), self.path, self.where)
+
+    def read_only(self, *_, **__):  # read_result hands the same object to every reader of its file
+        raise TypeError(f"{self.path}: a results file's object is read-only: copy it (dict(...)) to change it")
+
+    __setitem__ = __delitem__ = __ior__ = update = setdefault = pop = popitem = clear = read_only
 
 
 # what a key's name says its figure is (the words of the name, split at "_"; a curve, NAME_per_epoch, is
@@ -219,8 +236,12 @@ def checked(value, path, where="", kind=None):
     return Text(value, path, where) if isinstance(value, str) else value
 
 
+READ = {}  # (path, text) -> its checked object: a report reads each row many times
+
+
 def read_result(path):
-    """The JSON object of ``path``, checked (see the module's docstring)."""
+    """The JSON object of ``path``, checked (see the module's docstring); read-only, and parsed and checked
+    again only where the file's text has changed."""
     if os.path.isdir(path):
         raise ResultError(f"{path} is a directory, not a results file: {ADVICE}")
     try:
@@ -228,6 +249,13 @@ def read_result(path):
             text = f.read()
     except (OSError, UnicodeDecodeError) as error:
         raise ResultError(f"{path} cannot be read ({getattr(error, 'strerror', None) or error}): {ADVICE}") from None
+    if (path, text) not in READ:
+        READ[path, text] = parsed(text, path)
+    return READ[path, text]
+
+
+def parsed(text, path):
+    """``text``, the content of ``path``, as a checked JSON object."""
     if not text.strip():
         raise ResultError(f"{path} is empty: {ADVICE}")
     try:

@@ -363,3 +363,19 @@ def test_a_wrong_translation_figure_is_refused_by_file_and_key(report, capsys, t
     path.write_text(json.dumps(record))
     monkeypatch.setattr(report.tables, "RESULTS", str(results))
     assert refused_by_the_generator(report, capsys, [], f"{path}: {says}")
+
+
+def test_a_results_file_read_again_gives_its_new_figures_and_no_reader_can_change_it(tmp_path):
+    from benchmarks.result_files import read_result
+
+    path = tmp_path / "row.json"
+    path.write_text(json.dumps({"valid_ppl": 120.0, "valid_ppl_per_epoch": [130.0, 120.0]}))
+    first = read_result(str(path))
+    assert read_result(str(path)) is first  # parsed and checked once
+    path.write_text(json.dumps({"valid_ppl": 110.0, "valid_ppl_per_epoch": [130.0, 110.0]}))  # same size
+    assert read_result(str(path))["valid_ppl"] == 110.0
+    with pytest.raises(TypeError, match="read-only"):
+        first["valid_ppl"] = 1.0
+    with pytest.raises(TypeError, match="read-only"):
+        first["valid_ppl_per_epoch"].append(1.0)
+    assert first["valid_ppl"] == 120.0
