@@ -5,7 +5,6 @@ them said to be so, with the gap epoch by epoch.
 
 Fast: the rows' JSON are made here (no fairseq run; the root is conftest.py's)."""
 
-import copy
 import dataclasses
 import importlib
 
@@ -170,16 +169,6 @@ def test_every_goal_is_the_bound_its_block_states(monkeypatch):
     evaluation, which the tree's results may lack: then it alone may leave the page as it is."""
     report = importlib.import_module("benchmarks.report")
     comparisons = importlib.import_module("benchmarks.comparisons")
-    rows = importlib.import_module("benchmarks.rows")
-    read, stored = rows.Corpus.load, {}
-
-    def load(self, results_dir=None):  # each corpus's files read and checked once; every call a fresh copy
-        key = (self.name, results_dir)
-        if key not in stored:
-            stored[key] = read(self, results_dir)
-        return copy.deepcopy(stored[key])
-
-    monkeypatch.setattr(rows.Corpus, "load", load)
     declared = comparisons.GOALS
     before = report.blocks(draw=False)
     silent = []
