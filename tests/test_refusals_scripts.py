@@ -9,7 +9,7 @@ import sys
 
 import pytest
 import torch
-from cli import last_line
+from cli import last_line, run
 from conftest import ROOT
 
 
@@ -122,14 +122,17 @@ def dry_row(tmp_path_factory):
     root = tmp_path_factory.mktemp("dry_row")
     row = PTB_PAPER_DRY.rows["lstm"]
     args = [*row.args, "--max-update", "1", "--save-dir", root / "save" / "lstm", "--cpu", "--no-progress-bar"]
-    proc = subprocess.run(
-        [sys.executable, "-m", "fairseq_cli.train", PTB_PAPER_DRY.data, "--user-dir", "alm_plugin"]
-        + ["--task", "sentence_language_modeling", "--batch-size", "8", *map(str, args)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    run(
+        "train",
+        PTB_PAPER_DRY.data,
+        "--user-dir",
+        "alm_plugin",
+        "--task",
+        "sentence_language_modeling",
+        "--batch-size",
+        "8",
+        *args,
     )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     return root / "save", root / "results"
 
 
@@ -146,8 +149,12 @@ def cut(save, results, monkeypatch, capsys):
 
 def test_a_cut_row_without_its_training_log_is_refused_in_one_line(dry_row, monkeypatch, capsys):
     """``table.py --cut`` makes the row's JSON from its train.log: missing or empty, refused, no JSON written."""
+    from benchmarks import trainable
+
     save, results = dry_row
     log = save / "lstm" / "train.log"
+    started = []
+    monkeypatch.setattr(trainable, "start", lambda *row: started.append(row))
     for state in ("missing", "empty"):
         if state == "empty":
             log.write_text("")
@@ -157,6 +164,7 @@ def test_a_cut_row_without_its_training_log_is_refused_in_one_line(dry_row, monk
             "without --cut, which resumes its checkpoint_last.pt"
         )
         assert not (results / "lstm.json").exists()
+    assert started == []  # a refused row starts no count of its parameters
 
 
 def test_a_row_folder_holding_another_models_checkpoint_is_refused(dry_row, tiny_attentive, monkeypatch, capsys):
