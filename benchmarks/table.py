@@ -146,9 +146,9 @@ def run_row(corpus, name, save_root, threads, results_dir, epochs, device, cut=F
             refuse_another_model(name, row, os.path.join(save, kept))
     if cut and not os.path.exists(os.path.join(save, "checkpoint_best.pt")):
         sys.exit(f"{name}: no finished epoch in {save} to score")
-    counting = None
+    counting = None  # the count of the parameters that train, in a process of its own
     if not cut:
-        counting = trainable.start(corpus, name)  # beside the training, in a process of its own
+        counting = trainable.start(corpus, name)  # beside the training
         train = train_row(corpus, row, save, threads, log, epochs, device)
     else:
         train = open(log, encoding="utf-8", errors="replace").read() if os.path.isfile(log) else ""
@@ -157,7 +157,8 @@ def run_row(corpus, name, save_root, threads, results_dir, epochs, device, cut=F
             f"{name}: {log} is missing or holds no training record (the row's JSON is made from it): train the "
             "row without --cut, which resumes its checkpoint_last.pt"
         )
-    counting = counting or trainable.start(corpus, name)  # a cut row: counted once its log is found, never on a refusal
+    if counting is None:  # a cut row: counted once its log is found, never on a refusal
+        counting = trainable.start(corpus, name)
     # fairseq's checkpoints count the epochs and the training time over every run (its wall
     # meter in the log restarts with each process); the best epoch is the one checkpoint_best closed
     last, seconds, _ = checkpoint_state(os.path.join(save, "checkpoint_last.pt"))
